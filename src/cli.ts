@@ -1,0 +1,112 @@
+#!/usr/bin/env node
+/**
+ * The command line: migrate | sync | serve | sandbox | demo | report | api.
+ *
+ * Exit codes (design.md): 0 success, 1 fatal (bad config, database unreachable),
+ * 2 usage, 3 partial (some credentials, businesses or records failed; the rest committed).
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { ConfigError, loadConfig } from './config.ts';
+import { createLogger, redactText } from './log.ts';
+
+export const EXIT = { ok: 0, fatal: 1, usage: 2, partial: 3 } as const;
+
+export function integerOption(name: string, min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    const parsed = Number(value);
+    if (!Number.isInteger(parsed) || parsed < min || parsed > max) {
+      throw new InvalidArgumentError(`${name} must be a whole number from ${min} to ${max}.`);
+    }
+    return parsed;
+  };
+}
+
+function numberOption(name: string, min: number) {
+  return (value: string): number => {
+    const parsed = Number(value);
+    if (!Number.isFinite(parsed) || parsed < min) {
+      throw new InvalidArgumentError(`${name} must be a number of at least ${min}.`);
+    }
+    return parsed;
+  };
+}
+
+function dateOption(value: string): string {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || Number.isNaN(Date.parse(`${value}T00:00:00Z`))) {
+    throw new InvalidArgumentError('must be a date as YYYY-MM-DD.');
+  }
+  return value;
+}
+
+function buildProgram(): Command {
+  const program = new Command()
+    .name('listings-sync')
+    .description(
+      'Keeps a PostgreSQL warehouse in step with the Business Listings Management Service API v2.',
+    )
+    .exitOverride()
+    .showHelpAfterError('(run with --help for usage)');
+
+  program
+    .command('sandbox')
+    .description('Run an emulator of the upstream API, with generated data, a clock and faults.')
+    .addOption(new Option('--port <port>', 'port to listen on (0: any free port)').default(4010).argParser(integerOption('--port', 0, 65535)))
+    .addOption(new Option('--host <host>', 'address to listen on').default('127.0.0.1'))
+    .addOption(new Option('--seed <seed>', 'seed of the generated data').default(1).argParser(integerOption('--seed', 0)))
+    .addOption(new Option('--accounts <n>', 'accounts to generate').default(2).argParser(integerOption('--accounts', 1, 1000)))
+    .addOption(new Option('--businesses <n>', 'businesses per account').default(25).argParser(integerOption('--businesses', 0, 1_000_000)))
+    .addOption(new Option('--start-date <date>', 'the sandbox clock\'s first day (YYYY-MM-DD)').default('2026-01-01').argParser(dateOption))
+    .addOption(new Option('--latency <ms>', 'added latency per request, in milliseconds').default(0).argParser(numberOption('--latency', 0)))
+    .addOption(new Option('--jitter <ms>', 'random extra latency, up to this many milliseconds').default(0).argParser(numberOption('--jitter', 0)))
+    .addOption(new Option('--error-rate <fraction>', 'fraction of requests answered with 500/502/503').default(0).argParser(numberOption('--error-rate', 0)))
+    .addOption(new Option('--rate-limit <rps>', 'requests per second per account above which 429 is answered').argParser(numberOption('--rate-limit', 0)))
+    .addOption(new Option('--reset-rate <fraction>', 'fraction of requests whose connection is reset').default(0).argParser(numberOption('--reset-rate', 0)))
+    .addOption(new Option('--hang-rate <fraction>', 'fraction of requests that never answer').default(0).argParser(numberOption('--hang-rate', 0)))
+    .addOption(new Option('--malformed-rate <fraction>', 'fraction of list records served malformed').default(0).argParser(numberOption('--malformed-rate', 0)))
+    .addOption(new Option('--errors-with-200', 'answer errors with HTTP 200, as the seed allows'))
+    .addOption(new Option('--credentials-out <file>', 'write the credentials file (design.md format) here'))
+    .action(async (options) => {
+      const config = loadConfig();
+      const logger = createLogger({ level: config.logLevel });
+      const { runSandboxCommand } = await import('./sandbox/command.ts');
+      await runSandboxCommand(options, logger);
+    });
+
+  program
+    .command('demo')
+    .description('Show the whole product on this machine: a sandbox, an embedded warehouse, a report.')
+    .action(async () => {
+      const config = loadConfig();
+      const logger = createLogger({ level: config.logLevel });
+      const { runDemoCommand } = await import('./demo.ts');
+      process.exitCode = await runDemoCommand(config, logger);
+    });
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version end through here with exit code 0.
+      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    if (error instanceof ConfigError) {
+      process.stderr.write(`listings-sync: ${error.message}\n`);
+      return EXIT.fatal;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`listings-sync: ${redactText(message)}\n`);
+    return EXIT.fatal;
+  }
+}
+
+if (import.meta.main) {
+  main(process.argv).then((code) => {
+    process.exitCode = code;
+  });
+}

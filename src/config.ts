@@ -1,0 +1,324 @@
+/**
+ * Configuration: parsed once from the environment and the credentials file, frozen, and
+ * read nowhere else. Every error is a full sentence naming the variable and the fix, and
+ * never repeats a secret's value.
+ */
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+/** One API credential: `baseUrl` is everything before `/api/v2`. */
+export interface Credential {
+  name: string;
+  baseUrl: string;
+  authToken: string;
+  userEmail: string;
+}
+
+export interface Config {
+  /** postgres:// URL of the warehouse; undefined means the embedded PGlite. */
+  databaseUrl: string | undefined;
+  pgliteDataDir: string;
+  credentials: readonly Credential[];
+  /** Where the credentials came from, for messages: a file path, `environment`, or `none`. */
+  credentialsSource: string;
+  syncSchedule: string;
+  syncTimezone: string;
+  /** Requests in flight overall. */
+  syncConcurrency: number;
+  /** Requests in flight per credential. */
+  syncAccountConcurrency: number;
+  /** Optional cap on requests per second per credential; undefined means no cap. */
+  syncRequestsPerSecond: number | undefined;
+  /** Shared secrets for `X-Service-Signature`; several allow rotation. Empty when unset. */
+  webhookSecrets: readonly string[];
+  webhookBodyLimitBytes: number;
+  alertWebhookUrl: string | undefined;
+  alertWebhookSecret: string | undefined;
+  alertSlackWebhookUrl: string | undefined;
+  port: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export class ConfigError extends Error {
+  readonly code = 'CONFIG_INVALID';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ConfigError';
+  }
+}
+
+const CREDENTIAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
+function httpUrl(what: string) {
+  return z.string().superRefine((value, ctx) => {
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `${what} must be an http:// or https:// URL` });
+      return;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      ctx.addIssue({ code: 'custom', message: `${what} must be an http:// or https:// URL` });
+    }
+  });
+}
+
+const credentialSchema = z
+  .object({
+    name: z
+      .string({ error: 'name is required (a short label such as "agency-east")' })
+      .regex(CREDENTIAL_NAME, 'name must be 1-63 letters, digits, ".", "_" or "-"'),
+    baseUrl: httpUrl('baseUrl')
+      .transform((value) => value.replace(/\/+$/, ''))
+      .refine((value) => !/\/api\/v2(\.json)?$/.test(value), {
+        message: 'baseUrl must be everything before /api/v2 (remove the trailing /api/v2)',
+      }),
+    authToken: z
+      .string({ error: 'authToken is required' })
+      .min(1, 'authToken must not be empty'),
+    userEmail: z
+      .string({ error: 'userEmail is required' })
+      .regex(/^[^@\s]+@[^@\s]+$/, 'userEmail must be an e-mail address'),
+  })
+  .strict();
+
+const credentialsFileSchema = z
+  .array(credentialSchema, { error: 'the file must hold a JSON array of credentials' })
+  .min(1, 'the file must list at least one credential')
+  .superRefine((list, ctx) => {
+    const seen = new Set<string>();
+    list.forEach((credential, index) => {
+      if (seen.has(credential.name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [index, 'name'],
+          message: `name "${credential.name}" is used twice; each credential needs its own name`,
+        });
+      }
+      seen.add(credential.name);
+    });
+  });
+
+function integer(variable: string, fallback: number, min: number, max: number) {
+  return z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value.trim() === '') return fallback;
+      const parsed = Number(value);
+      if (!Number.isInteger(parsed) || parsed < min || parsed > max) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${variable} must be a whole number from ${min} to ${max} (got "${value}")`,
+        });
+        return z.NEVER;
+      }
+      return parsed;
+    });
+}
+
+function optionalUrl(variable: string) {
+  return z
+    .string()
+    .optional()
+    .transform((value) => (value?.trim() ? value.trim() : undefined))
+    .pipe(httpUrl(variable).optional());
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const envSchema = z.object({
+  DATABASE_URL: z
+    .string()
+    .optional()
+    .transform((value) => (value?.trim() ? value.trim() : undefined))
+    .refine((value) => value === undefined || /^postgres(ql)?:\/\//.test(value), {
+      message: 'DATABASE_URL must start with postgres:// or postgresql://',
+    }),
+  PGLITE_DATA_DIR: z
+    .string()
+    .optional()
+    .transform((value) => (value?.trim() ? value.trim() : './.data/pglite')),
+  SYNC_SCHEDULE: z
+    .string()
+    .optional()
+    .transform((value) => (value?.trim() ? value.trim() : '0 3 * * *'))
+    .refine((value) => /^(\S+\s+){4,5}\S+$/.test(value), {
+      message: 'SYNC_SCHEDULE must be a cron expression of 5 or 6 fields, such as "0 3 * * *"',
+    }),
+  SYNC_TIMEZONE: z
+    .string()
+    .optional()
+    .transform((value) => (value?.trim() ? value.trim() : 'UTC'))
+    .refine(
+      (value) => {
+        try {
+          new Intl.DateTimeFormat('en-US', { timeZone: value });
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      { message: 'SYNC_TIMEZONE must be an IANA time zone such as "UTC" or "Europe/Berlin"' },
+    ),
+  SYNC_CONCURRENCY: integer('SYNC_CONCURRENCY', 16, 1, 1024),
+  SYNC_ACCOUNT_CONCURRENCY: integer('SYNC_ACCOUNT_CONCURRENCY', 8, 1, 1024),
+  SYNC_REQUESTS_PER_SECOND: integer('SYNC_REQUESTS_PER_SECOND', 0, 0, 100_000),
+  WEBHOOK_SECRET: z.string().optional(),
+  WEBHOOK_BODY_LIMIT_BYTES: integer('WEBHOOK_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+  ALERT_WEBHOOK_URL: optionalUrl('ALERT_WEBHOOK_URL'),
+  ALERT_WEBHOOK_SECRET: z.string().optional(),
+  ALERT_SLACK_WEBHOOK_URL: optionalUrl('ALERT_SLACK_WEBHOOK_URL'),
+  PORT: integer('PORT', 8080, 0, 65535),
+  LOG_LEVEL: z
+    .string()
+    .optional()
+    .transform((value) => (value?.trim() ? value.trim().toLowerCase() : 'info'))
+    .pipe(z.enum(LOG_LEVELS, { error: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}` })),
+  LISTINGS_CREDENTIALS_FILE: z.string().optional(),
+  LISTINGS_BASE_URL: z.string().optional(),
+  LISTINGS_AUTH_TOKEN: z.string().optional(),
+  LISTINGS_USER_EMAIL: z.string().optional(),
+});
+
+function describeIssues(error: z.ZodError, prefix = ''): string {
+  return error.issues
+    .map((issue) => {
+      const where = issue.path.length ? `${prefix}${issue.path.join('.')}: ` : prefix;
+      return `  - ${where}${issue.message}`;
+    })
+    .join('\n');
+}
+
+function readCredentials(env: z.output<typeof envSchema>): {
+  credentials: Credential[];
+  source: string;
+} {
+  const file = env.LISTINGS_CREDENTIALS_FILE?.trim();
+  const inline = [env.LISTINGS_BASE_URL, env.LISTINGS_AUTH_TOKEN, env.LISTINGS_USER_EMAIL];
+  const inlineGiven = inline.some((value) => value?.trim());
+  if (file && inlineGiven) {
+    throw new ConfigError(
+      'Both LISTINGS_CREDENTIALS_FILE and LISTINGS_BASE_URL/LISTINGS_AUTH_TOKEN/LISTINGS_USER_EMAIL are set. ' +
+        'Use one: the file for several credentials, the three variables for one.',
+    );
+  }
+  if (file) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (cause) {
+      throw new ConfigError(
+        `LISTINGS_CREDENTIALS_FILE names "${file}", which cannot be read (${(cause as NodeJS.ErrnoException).code ?? 'error'}). ` +
+          'Point it at a JSON file holding an array of {name, baseUrl, authToken, userEmail}.',
+      );
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw new ConfigError(
+        `LISTINGS_CREDENTIALS_FILE "${file}" is not valid JSON. It must hold an array of {name, baseUrl, authToken, userEmail}.`,
+      );
+    }
+    const parsed = credentialsFileSchema.safeParse(json);
+    if (!parsed.success) {
+      throw new ConfigError(
+        `LISTINGS_CREDENTIALS_FILE "${file}" is not a valid credentials file:\n${describeIssues(parsed.error, 'entry ')}`,
+      );
+    }
+    return { credentials: parsed.data, source: file };
+  }
+  if (inlineGiven) {
+    const missing = (
+      [
+        ['LISTINGS_BASE_URL', env.LISTINGS_BASE_URL],
+        ['LISTINGS_AUTH_TOKEN', env.LISTINGS_AUTH_TOKEN],
+        ['LISTINGS_USER_EMAIL', env.LISTINGS_USER_EMAIL],
+      ] as const
+    )
+      .filter(([, value]) => !value?.trim())
+      .map(([name]) => name);
+    if (missing.length) {
+      throw new ConfigError(
+        `${missing.join(' and ')} ${missing.length === 1 ? 'is' : 'are'} not set. ` +
+          'LISTINGS_BASE_URL, LISTINGS_AUTH_TOKEN and LISTINGS_USER_EMAIL go together.',
+      );
+    }
+    const parsed = credentialSchema.safeParse({
+      name: 'default',
+      baseUrl: env.LISTINGS_BASE_URL?.trim(),
+      authToken: env.LISTINGS_AUTH_TOKEN?.trim(),
+      userEmail: env.LISTINGS_USER_EMAIL?.trim(),
+    });
+    if (!parsed.success) {
+      const text = describeIssues(parsed.error)
+        .replace('baseUrl', 'LISTINGS_BASE_URL')
+        .replace('userEmail', 'LISTINGS_USER_EMAIL')
+        .replace('authToken', 'LISTINGS_AUTH_TOKEN');
+      throw new ConfigError(`The credential from the environment is not valid:\n${text}`);
+    }
+    return { credentials: [parsed.data], source: 'environment' };
+  }
+  return { credentials: [], source: 'none' };
+}
+
+/**
+ * Parse the configuration from `env` (the process environment by default). Throws a
+ * `ConfigError` naming every variable that is wrong.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(`The configuration is not valid:\n${describeIssues(parsed.error)}`);
+  }
+  const e = parsed.data;
+  const { credentials, source } = readCredentials(e);
+  const webhookSecrets = (e.WEBHOOK_SECRET ?? '')
+    .split(',')
+    .map((secret) => secret.trim())
+    .filter(Boolean);
+  return Object.freeze({
+    databaseUrl: e.DATABASE_URL,
+    pgliteDataDir: e.PGLITE_DATA_DIR,
+    credentials: Object.freeze(credentials.map((c) => Object.freeze(c))),
+    credentialsSource: source,
+    syncSchedule: e.SYNC_SCHEDULE,
+    syncTimezone: e.SYNC_TIMEZONE,
+    syncConcurrency: e.SYNC_CONCURRENCY,
+    syncAccountConcurrency: e.SYNC_ACCOUNT_CONCURRENCY,
+    syncRequestsPerSecond: e.SYNC_REQUESTS_PER_SECOND || undefined,
+    webhookSecrets: Object.freeze(webhookSecrets),
+    webhookBodyLimitBytes: e.WEBHOOK_BODY_LIMIT_BYTES,
+    alertWebhookUrl: e.ALERT_WEBHOOK_URL,
+    alertWebhookSecret: e.ALERT_WEBHOOK_SECRET?.trim() || undefined,
+    alertSlackWebhookUrl: e.ALERT_SLACK_WEBHOOK_URL,
+    port: e.PORT,
+    logLevel: e.LOG_LEVEL,
+  });
+}
+
+/** The credentials, or a ConfigError telling the user how to provide some. */
+export function requireCredentials(config: Config): readonly Credential[] {
+  if (config.credentials.length === 0) {
+    throw new ConfigError(
+      'No API credentials are configured. Set LISTINGS_CREDENTIALS_FILE to a JSON file holding ' +
+        '[{"name", "baseUrl", "authToken", "userEmail"}], or set LISTINGS_BASE_URL, ' +
+        'LISTINGS_AUTH_TOKEN and LISTINGS_USER_EMAIL for a single credential. ' +
+        '`listings-sync sandbox --credentials-out credentials.json` writes a file for the sandbox.',
+    );
+  }
+  return config.credentials;
+}
+
+/** The webhook secrets, or a ConfigError: `serve` refuses to take unsigned deliveries. */
+export function requireWebhookSecrets(config: Config): readonly string[] {
+  if (config.webhookSecrets.length === 0) {
+    throw new ConfigError(
+      'WEBHOOK_SECRET is not set. `serve` verifies every webhook delivery, so it needs the shared ' +
+        'secret (several may be given, comma-separated, to rotate without downtime).',
+    );
+  }
+  return config.webhookSecrets;
+}

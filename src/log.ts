@@ -1,0 +1,122 @@
+/**
+ * Logging, and the one place that knows what a secret looks like.
+ *
+ * Secrets are kept out of logs by construction (the API client never puts a token into
+ * a message), and this module is the net under that: every log record, error message and
+ * stack passes through `redactSecrets` before it is written, so a token inside a URL, a
+ * directory password inside a raw payload or an `Authorization` header is replaced
+ * wherever it sits in the object.
+ */
+import { type DestinationStream, type Logger, pino } from 'pino';
+
+export type { Logger } from 'pino';
+
+export const REDACTED = '[REDACTED]';
+
+/** Object keys whose values are secrets, whatever object they appear in. */
+const SECRET_KEY =
+  /^(auth_?token|site_?password|password|passwd|secret|secrets|webhook_?secret|webhooksecrets?|alertwebhooksecret|authorization|cookie|set-cookie|x-service-signature|api_?key|token)$/i;
+
+/**
+ * `auth_token=…`, `site_password=…` and friends inside query strings and free text, and
+ * `Bearer …` credentials. The value runs to the next separator.
+ */
+const SECRET_IN_TEXT =
+  /\b(auth_token|authToken|site_password|password|secret|token|api_key)(=|":\s*"|:\s*)([^&\s"',;)}\]]+)/gi;
+const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/g;
+/** `postgres://user:password@host` */
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^:/?#\s@]+:)([^@/?#\s]+)@/gi;
+
+/** Replace secrets inside a string: query parameters, `key: value` text, URL passwords. */
+export function redactText(text: string): string {
+  return text
+    .replace(SECRET_IN_TEXT, (_m, key: string, sep: string) => `${key}${sep}${REDACTED}`)
+    .replace(BEARER, (_m, scheme: string) => `${scheme} ${REDACTED}`)
+    .replace(URL_PASSWORD, (_m, head: string) => `${head}${REDACTED}@`);
+}
+
+/**
+ * A deep copy of `value` with every secret replaced: values under secret keys, and
+ * secrets inside strings. Errors become plain objects (message, code, stack, cause), so
+ * they can be logged or stored. Cycles are cut.
+ */
+export function redactSecrets<T>(value: T): T {
+  return redactValue(value, new WeakSet()) as T;
+}
+
+function redactValue(value: unknown, seen: WeakSet<object>): unknown {
+  if (typeof value === 'string') return redactText(value);
+  if (value === null || typeof value !== 'object') return value;
+  if (seen.has(value)) return '[Circular]';
+  seen.add(value);
+  if (value instanceof Date) return value;
+  if (value instanceof Error) {
+    const plain: Record<string, unknown> = {
+      type: value.name,
+      message: redactText(value.message),
+    };
+    for (const [key, inner] of Object.entries(value)) {
+      plain[key] = SECRET_KEY.test(key) ? REDACTED : redactValue(inner, seen);
+    }
+    if (value.stack) plain['stack'] = redactText(value.stack);
+    if (value.cause !== undefined) plain['cause'] = redactValue(value.cause, seen);
+    return plain;
+  }
+  if (Array.isArray(value)) return value.map((item) => redactValue(item, seen));
+  if (ArrayBuffer.isView(value)) return `[${value.byteLength} bytes]`;
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) {
+    out[key] = SECRET_KEY.test(key) && inner != null ? REDACTED : redactValue(inner, seen);
+  }
+  return out;
+}
+
+export interface LoggerOptions {
+  level?: string;
+  /** Where records go; standard output by default. Tests pass a stream they read back. */
+  destination?: DestinationStream;
+  /** Fields bound to every record. */
+  base?: Record<string, unknown>;
+}
+
+/** The project's logger: JSON lines, ISO timestamps, every record passed through redaction. */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  return pino(
+    {
+      level: options.level ?? 'info',
+      base: options.base ?? { service: 'listings-sync' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: {
+        level: (label) => ({ level: label }),
+        log: (record) => redactSecrets(record),
+      },
+      serializers: {
+        err: (err: unknown) => redactSecrets(err),
+        error: (err: unknown) => redactSecrets(err),
+      },
+      hooks: {
+        logMethod(args, method) {
+          const scrubbed = args.map((arg) => (typeof arg === 'string' ? redactText(arg) : arg));
+          return method.apply(this, scrubbed as Parameters<typeof method>);
+        },
+      },
+    },
+    options.destination ?? pino.destination({ fd: 1, sync: true }),
+  );
+}
+
+/** A logger that writes nothing, for library callers and tests that do not read logs. */
+export function silentLogger(): Logger {
+  return pino({ level: 'silent' });
+}
+
+/**
+ * A logger that keeps its lines in memory, for tests that assert what must or must not
+ * be logged.
+ */
+export function memoryLogger(level = 'debug'): { logger: Logger; lines: () => string[] } {
+  const chunks: string[] = [];
+  const destination = { write: (chunk: string) => void chunks.push(chunk) };
+  const logger = createLogger({ level, destination });
+  return { logger, lines: () => chunks.join('').split('\n').filter(Boolean) };
+}
