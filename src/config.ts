@@ -74,9 +74,7 @@ const credentialSchema = z
       .refine((value) => !/\/api\/v2(\.json)?$/.test(value), {
         message: 'baseUrl must be everything before /api/v2 (remove the trailing /api/v2)',
       }),
-    authToken: z
-      .string({ error: 'authToken is required' })
-      .min(1, 'authToken must not be empty'),
+    authToken: z.string({ error: 'authToken is required' }).min(1, 'authToken must not be empty'),
     userEmail: z
       .string({ error: 'userEmail is required' })
       .regex(/^[^@\s]+@[^@\s]+$/, 'userEmail must be an e-mail address'),
@@ -166,7 +164,12 @@ const envSchema = z.object({
   SYNC_ACCOUNT_CONCURRENCY: integer('SYNC_ACCOUNT_CONCURRENCY', 8, 1, 1024),
   SYNC_REQUESTS_PER_SECOND: integer('SYNC_REQUESTS_PER_SECOND', 0, 0, 100_000),
   WEBHOOK_SECRET: z.string().optional(),
-  WEBHOOK_BODY_LIMIT_BYTES: integer('WEBHOOK_BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+  WEBHOOK_BODY_LIMIT_BYTES: integer(
+    'WEBHOOK_BODY_LIMIT_BYTES',
+    1024 * 1024,
+    1024,
+    64 * 1024 * 1024,
+  ),
   ALERT_WEBHOOK_URL: optionalUrl('ALERT_WEBHOOK_URL'),
   ALERT_WEBHOOK_SECRET: z.string().optional(),
   ALERT_SLACK_WEBHOOK_URL: optionalUrl('ALERT_SLACK_WEBHOOK_URL'),

@@ -13,23 +13,27 @@ export type { Logger } from 'pino';
 
 export const REDACTED = '[REDACTED]';
 
-/** Object keys whose values are secrets, whatever object they appear in. */
-const SECRET_KEY =
-  /^(auth_?token|site_?password|password|passwd|secret|secrets|webhook_?secret|webhooksecrets?|alertwebhooksecret|authorization|cookie|set-cookie|x-service-signature|api_?key|token)$/i;
+/** Names of fields whose values are secrets, whatever object they appear in. */
+const SECRET_NAMES =
+  'auth_?token|site_?password|password|passwd|secrets?|webhook_?secrets?|alert_?webhook_?secret|authorization|cookie|set-cookie|x-service-signature|api_?key|token';
+const SECRET_KEY = new RegExp(`^(${SECRET_NAMES})$`, 'i');
+/** `"authToken":"…"` inside serialized JSON (a log line, a stored payload's text). */
+const SECRET_JSON_FIELD = new RegExp(`"(${SECRET_NAMES})"\\s*:\\s*"(?:[^"\\\\]|\\\\.)*"`, 'gi');
 
 /**
  * `auth_token=…`, `site_password=…` and friends inside query strings and free text, and
  * `Bearer …` credentials. The value runs to the next separator.
  */
 const SECRET_IN_TEXT =
-  /\b(auth_token|authToken|site_password|password|secret|token|api_key)(=|":\s*"|:\s*)([^&\s"',;)}\]]+)/gi;
-const BEARER = /\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/g;
+  /\b(auth_token|authToken|site_password|password|secret|token|api_key)(=|":\s*"|:\s*)(?!\[REDACTED\])([^&\s"',;)}\]]+)/gi;
+const BEARER = /\b(Bearer|Basic)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]+/g;
 /** `postgres://user:password@host` */
 const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^:/?#\s@]+:)([^@/?#\s]+)@/gi;
 
 /** Replace secrets inside a string: query parameters, `key: value` text, URL passwords. */
 export function redactText(text: string): string {
   return text
+    .replace(SECRET_JSON_FIELD, (_m, key: string) => `"${key}":"${REDACTED}"`)
     .replace(SECRET_IN_TEXT, (_m, key: string, sep: string) => `${key}${sep}${REDACTED}`)
     .replace(BEARER, (_m, scheme: string) => `${scheme} ${REDACTED}`)
     .replace(URL_PASSWORD, (_m, head: string) => `${head}${REDACTED}@`);
@@ -89,6 +93,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       formatters: {
         level: (label) => ({ level: label }),
         log: (record) => redactSecrets(record),
+        bindings: (bindings) => redactSecrets(bindings),
       },
       serializers: {
         err: (err: unknown) => redactSecrets(err),
@@ -101,8 +106,19 @@ export function createLogger(options: LoggerOptions = {}): Logger {
         },
       },
     },
-    options.destination ?? pino.destination({ fd: 1, sync: true }),
+    redactingDestination(
+      // Standard error: standard output is for what a command prints (summaries, JSON).
+      options.destination ?? pino.destination({ fd: 2, sync: true }),
+    ),
   );
+}
+
+/**
+ * The last net: every serialized line is scrubbed as text, which also covers fields pino
+ * writes without calling a formatter (child-logger bindings after the first level).
+ */
+function redactingDestination(destination: DestinationStream): DestinationStream {
+  return { write: (line: string) => destination.write(redactText(line)) };
 }
 
 /** A logger that writes nothing, for library callers and tests that do not read logs. */
