@@ -1,0 +1,66 @@
+# syntax=docker/dockerfile:1
+#
+# listings-sync: one image for every command (migrate, sync, serve). The command is
+# the container's argument: `docker run IMAGE sync`, or `args: ["sync"]` in k8s.
+#
+# Build: docker build -t listings-sync:0.1.0 .
+#
+# There is no build step: Node 24 runs src/*.ts directly by type stripping, so the
+# image holds the sources as they are in the repository.
+
+ARG NODE_IMAGE=node:24-slim
+
+# ---- deps: production node_modules only ------------------------------------------
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+# The manifest and lock file alone first, so that the install layer stays cached
+# until a dependency changes, not whenever a source file does.
+COPY package.json package-lock.json ./
+# --omit=dev leaves out vitest, biome, typescript, and the `node@24` devDependency
+# (which exists only to give npm scripts Node 24 on older machines; the image's own
+# node is 24 already). No production dependency has an install script, so scripts
+# are off: nothing from the registry runs code at build time. If a future runtime
+# dependency needs one, allow it here by name rather than dropping the flag.
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+# ---- runtime ------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+WORKDIR /app
+ENV NODE_ENV=production
+# The embedded PGlite database (used only when DATABASE_URL is unset) lives in
+# ./.data/pglite; the directory must exist and belong to the unprivileged user, or
+# `migrate`/`sync` without a DATABASE_URL fail on a read-only /app. In k8s the
+# warehouse is Postgres and the root filesystem is read-only; see k8s/.
+RUN mkdir -p /app/.data && chown node:node /app/.data
+
+# Code and dependencies stay owned by root, read-only to the process: a compromised
+# process cannot rewrite its own code.
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY src ./src
+COPY migrations ./migrations
+
+# The `node` user (uid 1000) ships with the base image. Numeric, so that
+# Kubernetes' runAsNonRoot can verify it without reading /etc/passwd.
+USER 1000:1000
+
+# `serve`: webhook intake, /healthz, /readyz, /metrics.
+EXPOSE 8080
+
+# Docker (and Compose) only; Kubernetes ignores HEALTHCHECK and uses the probes in
+# k8s/serve-deployment.yaml. Slim has no curl, so node asks. Meaningful for `serve`;
+# one-shot commands (migrate, sync) exit long before the first check.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+
+# SIGTERM is what the CLI handles: a sync stops taking new businesses, lets in-flight
+# business transactions commit, records the run as `interrupted`, and exits.
+STOPSIGNAL SIGTERM
+
+# node is PID 1 directly (exec form, no shell), so SIGTERM reaches it. As PID 1 the
+# kernel ignores a signal the process has no handler for: `sync` (and `serve`) handle
+# SIGTERM; `migrate` does not and is killed at the end of the grace period, which is
+# safe because Kysely applies Postgres migrations in a transaction.
+ENTRYPOINT ["node", "src/cli.ts"]
+CMD ["serve"]

@@ -1,0 +1,529 @@
+/**
+ * The deployment files, checked offline: every manifest in k8s/ against the Kubernetes
+ * API schemas (kubernetes-models), then against what this program needs from them
+ * (exit-code handling, probes, hardening, real CLI commands and config variables), and
+ * the Dockerfile and .dockerignore as text.
+ *
+ * kubernetes-models' `validate()` checks types, enums and required fields but not
+ * unknown keys, so a misspelt field (`backofLimit`) would pass it; the vocabulary test
+ * below closes that gap.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1';
+import { CronJob, type ICronJob, type IJob, type IJobSpec, Job } from 'kubernetes-models/batch/v1';
+import {
+  ConfigMap,
+  type IConfigMap,
+  type IContainer,
+  type IPodSpec,
+  type ISecret,
+  type IService,
+  Secret,
+  Service,
+} from 'kubernetes-models/v1';
+import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { loadConfig, requireCredentials, requireWebhookSecrets } from '../../src/config.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const K8S = join(ROOT, 'k8s');
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+
+/** The commands a workload may run; `serve` lands in src/cli.ts in a later issue. */
+const DEPLOYABLE_COMMANDS = ['migrate', 'sync', 'serve'];
+const PENDING_COMMANDS = ['serve'];
+const PLACEHOLDER = 'REPLACE_ME';
+const CREDENTIALS_KEY = 'credentials.json';
+
+// One model class per kind we ship; a kind not listed here fails the suite.
+const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+  'v1/Secret': Secret,
+  'v1/ConfigMap': ConfigMap,
+  'v1/Service': Service,
+  'batch/v1/Job': Job,
+  'batch/v1/CronJob': CronJob,
+  'apps/v1/Deployment': Deployment,
+};
+
+interface Manifest {
+  file: string;
+  doc: { apiVersion: string; kind: string; metadata?: { name?: string } } & Record<string, unknown>;
+}
+
+interface Workload {
+  file: string;
+  kind: string;
+  pod: IPodSpec;
+  /** The Job spec for Jobs and CronJobs. */
+  job?: IJobSpec;
+}
+
+function parseYaml(text: string, version: '1.1' | '1.2'): unknown[] {
+  return parseAllDocuments(text, { version }).map((document) => {
+    if (document.errors.length) throw new Error(document.errors.map(String).join('\n'));
+    return document.toJS();
+  });
+}
+
+const yamlFiles = readdirSync(K8S)
+  .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
+  .sort();
+const manifestFiles = yamlFiles.filter((f) => f !== 'kustomization.yaml');
+
+const manifests: Manifest[] = manifestFiles.flatMap((file) =>
+  parseYaml(readFileSync(join(K8S, file), 'utf8'), '1.2').map((doc) => ({
+    file,
+    doc: doc as Manifest['doc'],
+  })),
+);
+
+const ofKind = <T>(kind: string) =>
+  manifests.filter((m) => m.doc.kind === kind).map((m) => ({ file: m.file, ...(m.doc as T) }));
+
+const secrets = ofKind<ISecret>('Secret');
+const configMaps = ofKind<IConfigMap>('ConfigMap');
+const services = ofKind<IService>('Service');
+const deployments = ofKind<IDeployment>('Deployment');
+const jobs = ofKind<IJob>('Job');
+const cronJobs = ofKind<ICronJob>('CronJob');
+
+const workloads: Workload[] = [
+  ...jobs.map((j) => ({ file: j.file, kind: 'Job', pod: j.spec!.template.spec!, job: j.spec! })),
+  ...cronJobs.map((c) => ({
+    file: c.file,
+    kind: 'CronJob',
+    pod: c.spec!.jobTemplate.spec!.template.spec!,
+    job: c.spec!.jobTemplate.spec!,
+  })),
+  ...deployments.map((d) => ({ file: d.file, kind: 'Deployment', pod: d.spec!.template.spec! })),
+];
+
+const containersOf = (pod: IPodSpec): IContainer[] => [
+  ...(pod.initContainers ?? []),
+  ...pod.containers,
+];
+const allContainers = workloads.flatMap((w) =>
+  containersOf(w.pod).map((container) => ({ ...w, container })),
+);
+
+describe('k8s manifests: Kubernetes API schemas', () => {
+  it('has the expected files', () => {
+    expect(manifestFiles).toEqual(
+      expect.arrayContaining([
+        'configmap.yaml',
+        'migrate-job.yaml',
+        'secret.yaml',
+        'serve-deployment.yaml',
+        'serve-service.yaml',
+        'sync-cronjob.yaml',
+        'sync-sharded-cronjob.yaml',
+      ]),
+    );
+  });
+
+  it.each(manifestFiles)('%s holds one resource, valid against its API schema', (file) => {
+    const docs = manifests.filter((m) => m.file === file);
+    expect(docs).toHaveLength(1);
+    const { doc } = docs[0]!;
+    const Model = MODELS[`${doc.apiVersion}/${doc.kind}`];
+    expect(Model, `${file}: no model for ${doc.apiVersion} ${doc.kind}`).toBeDefined();
+    expect(() => new Model!(doc as never).validate()).not.toThrow();
+    expect(doc.metadata?.name).toMatch(/^listings-sync(-[a-z]+)?$/);
+    // Namespace-agnostic: the namespace is chosen at apply time.
+    expect(doc.metadata).not.toHaveProperty('namespace');
+  });
+
+  it.each(yamlFiles)('%s reads the same as YAML 1.1 (kubectl) and 1.2', (file) => {
+    // kubectl's parser follows YAML 1.1, where 0440 is octal and `on` is true.
+    const text = readFileSync(join(K8S, file), 'utf8');
+    expect(parseYaml(text, '1.1')).toEqual(parseYaml(text, '1.2'));
+  });
+
+  it('uses only field names the Kubernetes API defines (catches typos validate() lets by)', () => {
+    const known = knownFieldNames();
+    // Maps whose keys are free-form (label names, config keys, resource names).
+    const freeForm = new Set([
+      'labels',
+      'annotations',
+      'data',
+      'stringData',
+      'matchLabels',
+      'nodeSelector',
+      'requests',
+      'limits',
+    ]);
+    const unknown: string[] = [];
+    const walk = (value: unknown, path: string, parentKey: string) => {
+      if (Array.isArray(value)) {
+        value.forEach((item, i) => {
+          walk(item, `${path}[${i}]`, parentKey);
+        });
+        return;
+      }
+      if (value === null || typeof value !== 'object') return;
+      const entries = Object.entries(value);
+      // Service.spec.selector is a plain label map.
+      if (parentKey === 'selector' && entries.every(([, v]) => typeof v === 'string')) return;
+      for (const [key, child] of entries) {
+        if (!known.has(key)) unknown.push(`${path}.${key}`);
+        if (!freeForm.has(key)) walk(child, `${path}.${key}`, key);
+      }
+    };
+    for (const { file, doc } of manifests) walk(doc, file, '');
+    expect(unknown).toEqual([]);
+  });
+});
+
+describe('k8s manifests: kustomization', () => {
+  const kustomization = parseYaml(read('k8s/kustomization.yaml'), '1.2')[0] as {
+    resources: string[];
+    labels: { pairs: Record<string, string> }[];
+    images: { name: string }[];
+  };
+
+  it('lists files that exist, and every manifest but the sharded alternative', () => {
+    for (const resource of kustomization.resources) expect(manifestFiles).toContain(resource);
+    const unlisted = manifestFiles.filter((f) => !kustomization.resources.includes(f));
+    // The sharded CronJob replaces sync-cronjob.yaml; both at once would contend for
+    // the warehouse's sync lock every night.
+    expect(unlisted).toEqual(['sync-sharded-cronjob.yaml']);
+    expect(read('k8s/kustomization.yaml')).toContain('sync-sharded-cronjob.yaml');
+  });
+
+  it('labels everything with the app name and sets the image by name', () => {
+    expect(kustomization.labels[0]?.pairs).toEqual({ 'app.kubernetes.io/name': 'listings-sync' });
+    const images = new Set(allContainers.map((c) => c.container.image));
+    expect([...images]).toEqual(['listings-sync']);
+    expect(kustomization.images.map((i) => i.name)).toEqual(['listings-sync']);
+  });
+});
+
+describe('k8s manifests: what the program needs', () => {
+  const cli = read('src/cli.ts');
+  const cliCommands = [...cli.matchAll(/\.command\('([a-z-]+)/g)].map((m) => m[1]);
+
+  it('every container runs a real CLI command with real options', () => {
+    expect(allContainers.length).toBeGreaterThan(0);
+    for (const { file, container } of allContainers) {
+      const [command, ...rest] = container.args ?? [];
+      expect(container.command, `${file}/${container.name}: keep the image ENTRYPOINT`).toBe(
+        undefined,
+      );
+      expect(DEPLOYABLE_COMMANDS, `${file}/${container.name}`).toContain(command);
+      expect([...cliCommands, ...PENDING_COMMANDS], `${file}/${container.name}`).toContain(command);
+      for (const flag of rest.filter((a) => a.startsWith('--'))) {
+        expect(cli, `${file}/${container.name}: ${flag}`).toContain(`'${flag} `);
+      }
+    }
+  });
+
+  it('every container sets CPU and memory requests and limits', () => {
+    for (const { file, container } of allContainers) {
+      const { requests, limits } = container.resources ?? {};
+      for (const resource of ['cpu', 'memory']) {
+        expect(requests?.[resource], `${file}/${container.name} requests.${resource}`).toBeTruthy();
+        expect(limits?.[resource], `${file}/${container.name} limits.${resource}`).toBeTruthy();
+      }
+    }
+  });
+
+  it('every container runs as non-root, without privilege escalation or capabilities', () => {
+    for (const { file, pod, container } of allContainers) {
+      const where = `${file}/${container.name}`;
+      const ctx = container.securityContext ?? {};
+      expect(ctx.runAsNonRoot ?? pod.securityContext?.runAsNonRoot, where).toBe(true);
+      expect(ctx.runAsUser ?? pod.securityContext?.runAsUser, where).not.toBe(0);
+      expect(ctx.allowPrivilegeEscalation, where).toBe(false);
+      expect(ctx.readOnlyRootFilesystem, where).toBe(true);
+      expect(ctx.capabilities?.drop, where).toContain('ALL');
+      expect(ctx.privileged ?? false, where).toBe(false);
+    }
+    for (const { file, pod } of workloads) {
+      expect(pod.automountServiceAccountToken, file).toBe(false);
+      expect(pod.securityContext?.seccompProfile?.type, file).toBe('RuntimeDefault');
+    }
+  });
+
+  it('every config variable is one src/config.ts knows, and its values parse', () => {
+    const configSource = read('src/config.ts');
+    const knows = (name: string) => new RegExp(`^\\s+${name}:`, 'm').test(configSource);
+    const names = [
+      ...configMaps.flatMap((c) => Object.keys(c.data ?? {})),
+      ...secrets
+        .flatMap((s) => Object.keys(s.stringData ?? {}))
+        .filter((k) => k !== CREDENTIALS_KEY),
+      ...allContainers.flatMap((c) => (c.container.env ?? []).map((e) => e.name)),
+    ];
+    expect(names.length).toBeGreaterThan(0);
+    expect(names.filter((name) => !knows(name))).toEqual([]);
+
+    // And loadConfig accepts what a serve pod would see (placeholders included).
+    const configMap = configMaps[0]!.data!;
+    const secret = secrets[0]!.stringData!;
+    const dir = mkdtempSync(join(tmpdir(), 'listings-sync-k8s-'));
+    try {
+      const credentialsFile = join(dir, CREDENTIALS_KEY);
+      writeFileSync(credentialsFile, secret[CREDENTIALS_KEY]!);
+      const env = { ...configMap, ...secret, LISTINGS_CREDENTIALS_FILE: credentialsFile };
+      const config = loadConfig(env);
+      expect(requireCredentials(config).length).toBeGreaterThan(0);
+      expect(requireWebhookSecrets(config).length).toBeGreaterThan(0);
+      expect(config.databaseUrl).toMatch(/^postgres:\/\//);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('every reference to the ConfigMap, the Secret and their keys resolves', () => {
+    const secretKeys = new Map(
+      secrets.map((s) => [s.metadata!.name!, Object.keys(s.stringData ?? {})]),
+    );
+    const configMapNames = configMaps.map((c) => c.metadata!.name!);
+    const credentialsPath = configMaps[0]!.data!.LISTINGS_CREDENTIALS_FILE!;
+    for (const { file, pod, container } of allContainers) {
+      const where = `${file}/${container.name}`;
+      for (const from of container.envFrom ?? []) {
+        if (from.configMapRef) expect(configMapNames, where).toContain(from.configMapRef.name);
+        // The Secret holds credentials.json, which must not become an env var.
+        expect(from.secretRef, where).toBeUndefined();
+      }
+      for (const { valueFrom } of container.env ?? []) {
+        const ref = valueFrom?.secretKeyRef;
+        if (ref) expect(secretKeys.get(ref.name!), where).toContain(ref.key);
+      }
+      // LISTINGS_CREDENTIALS_FILE names a file every container can read.
+      const mounted = (container.volumeMounts ?? []).flatMap((mount) => {
+        const volume = pod.volumes?.find((v) => v.name === mount.name);
+        expect(volume, `${where}: volume ${mount.name}`).toBeDefined();
+        return (volume?.secret?.items ?? []).map((item) => ({
+          path: `${mount.mountPath}/${item.path}`,
+          readOnly: mount.readOnly,
+          key: item.key,
+          secretName: volume?.secret?.secretName,
+        }));
+      });
+      const credentials = mounted.find((m) => m.path === credentialsPath);
+      expect(credentials, `${where}: ${credentialsPath} is not mounted`).toBeDefined();
+      expect(credentials?.readOnly, where).toBe(true);
+      expect(secretKeys.get(credentials!.secretName!), where).toContain(credentials!.key);
+    }
+    for (const { file, pod } of workloads) {
+      for (const volume of pod.volumes ?? []) {
+        // At most 0440 (288): group-readable for the fsGroup, nothing for others.
+        if (volume.secret) expect(volume.secret.defaultMode! & 0o137, file).toBe(0);
+      }
+    }
+  });
+
+  it('no Secret holds anything but placeholders', () => {
+    expect(secrets.length).toBeGreaterThan(0);
+    for (const secret of secrets) {
+      // base64 `data` would hide a real value from review.
+      expect(secret.data, secret.file).toBeUndefined();
+      for (const [key, value] of Object.entries(secret.stringData ?? {})) {
+        const leaves = key.endsWith('.json') ? jsonStrings(JSON.parse(value)) : [value];
+        for (const leaf of leaves) expect(leaf, `${secret.file} ${key}`).toContain(PLACEHOLDER);
+      }
+    }
+  });
+});
+
+describe('k8s manifests: jobs and exit codes', () => {
+  /** The podFailurePolicy action for a container's exit code, or the default `Count`. */
+  const actionFor = (job: IJobSpec, containerName: string, exitCode: number) =>
+    job.podFailurePolicy?.rules.find(
+      (rule) =>
+        rule.onExitCodes &&
+        (rule.onExitCodes.containerName ?? containerName) === containerName &&
+        (rule.onExitCodes.operator === 'In') === rule.onExitCodes.values.includes(exitCode),
+    )?.action ?? 'Count';
+
+  it('every Job retries a bounded number of times, with pods kept for their logs', () => {
+    for (const { file, job, pod } of workloads.filter((w) => w.job)) {
+      expect(job!.backoffLimit ?? job!.backoffLimitPerIndex, file).toBeGreaterThan(0);
+      expect(job!.activeDeadlineSeconds, file).toBeGreaterThan(0);
+      // podFailurePolicy requires it.
+      expect(pod.restartPolicy, file).toBe('Never');
+      // A drained node is not the program's fault, and a drained sync exits 3
+      // (interrupted): the Ignore rule must come before the exit-code rules.
+      expect(job!.podFailurePolicy?.rules[0]?.onPodConditions?.[0]?.type, file).toBe(
+        'DisruptionTarget',
+      );
+      expect(job!.podFailurePolicy?.rules[0]?.action, file).toBe('Ignore');
+    }
+    const migrate = jobs.find((j) => j.spec?.template.spec?.containers[0]?.args?.[0] === 'migrate');
+    expect(migrate?.spec?.ttlSecondsAfterFinished).toBeGreaterThan(0);
+  });
+
+  it('the nightly CronJobs run once at a time, at 03:00 UTC', () => {
+    expect(cronJobs.length).toBe(2);
+    for (const cron of cronJobs) {
+      const spec = cron.spec!;
+      expect(spec.schedule, cron.file).toBe('0 3 * * *');
+      expect(spec.timeZone, cron.file).toBe('UTC');
+      expect(spec.concurrencyPolicy, cron.file).toBe('Forbid');
+      expect(spec.startingDeadlineSeconds, cron.file).toBeGreaterThan(0);
+      expect(spec.successfulJobsHistoryLimit, cron.file).toBeGreaterThan(0);
+      expect(spec.failedJobsHistoryLimit, cron.file).toBeGreaterThan(0);
+      const pod = spec.jobTemplate.spec!.template.spec!;
+      expect(pod.terminationGracePeriodSeconds, cron.file).toBeGreaterThanOrEqual(60);
+      // The schema is brought up to date before the load.
+      expect(
+        pod.initContainers?.map((c) => c.args?.[0]),
+        cron.file,
+      ).toEqual(['migrate']);
+      expect(
+        pod.containers.map((c) => c.args?.[0]),
+        cron.file,
+      ).toEqual(['sync']);
+    }
+  });
+
+  it('exit 3 (partial) is not retried, exit 2 fails the Job, exit 1 counts', () => {
+    for (const { file, job } of workloads.filter((w) => w.kind === 'CronJob')) {
+      const indexed = job!.completionMode === 'Indexed';
+      expect(actionFor(job!, 'sync', 3), file).toBe(indexed ? 'FailIndex' : 'FailJob');
+      expect(actionFor(job!, 'sync', 2), file).toBe('FailJob');
+      expect(actionFor(job!, 'migrate', 2), file).toBe('FailJob');
+      expect(actionFor(job!, 'sync', 1), file).toBe('Count');
+      expect(actionFor(job!, 'migrate', 1), file).toBe('Count');
+      expect(actionFor(job!, 'sync', 0), file).toBe('Count');
+    }
+  });
+
+  it('the sharded CronJob runs `sync --shard $(JOB_COMPLETION_INDEX)/N` with N = completions', () => {
+    const sharded = cronJobs.filter((c) => c.spec?.jobTemplate.spec?.completionMode === 'Indexed');
+    expect(sharded).toHaveLength(1);
+    const job = sharded[0]!.spec!.jobTemplate.spec!;
+    expect(job.completions).toBe(4);
+    expect(job.parallelism).toBe(4);
+    // FailIndex needs per-index back-off; and one shard must not spend the others' retries.
+    expect(job.backoffLimitPerIndex).toBeGreaterThan(0);
+    const args = job.template.spec!.containers[0]!.args!;
+    expect(args.slice(0, 2)).toEqual(['sync', '--shard']);
+    const shard = /^\$\(JOB_COMPLETION_INDEX\)\/(\d+)$/.exec(args[2] ?? '');
+    expect(shard, `--shard ${args[2]}`).not.toBeNull();
+    expect(Number(shard![1])).toBe(job.completions);
+  });
+});
+
+describe('k8s manifests: serve', () => {
+  it('the Deployment runs two probed replicas with time to finish a business', () => {
+    expect(deployments).toHaveLength(1);
+    const deployment = deployments[0]!;
+    const pod = deployment.spec!.template.spec!;
+    const serve = pod.containers.find((c) => c.args?.[0] === 'serve')!;
+    expect(deployment.spec!.replicas).toBe(2);
+    expect(deployment.spec!.strategy?.rollingUpdate?.maxUnavailable).toBe(0);
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(60);
+    expect(serve.ports).toEqual([{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
+    expect(serve.livenessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
+    expect(serve.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: 'http' });
+    expect(serve.env?.map((e) => e.name)).toContain('WEBHOOK_SECRET');
+    expect(configMaps[0]!.data!.PORT).toBe('8080');
+  });
+
+  it('the Service reaches the Deployment pods on port 80 and advertises /metrics', () => {
+    expect(services).toHaveLength(1);
+    const service = services[0]!;
+    const podLabels = deployments[0]!.spec!.template.metadata!.labels!;
+    expect(service.spec!.type).toBe('ClusterIP');
+    expect(podLabels).toMatchObject(service.spec!.selector!);
+    expect(deployments[0]!.spec!.selector.matchLabels).toEqual(service.spec!.selector);
+    expect(service.spec!.ports).toEqual([
+      { name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' },
+    ]);
+    expect(service.metadata!.annotations).toEqual({
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': '8080',
+      'prometheus.io/path': '/metrics',
+    });
+  });
+});
+
+describe('Dockerfile and .dockerignore', () => {
+  const dockerfile = read('Dockerfile');
+  // Instructions only: comments may mention anything.
+  const instructions = dockerfile
+    .replace(/\\\n\s*/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'));
+  const has = (pattern: RegExp) => instructions.some((line) => pattern.test(line));
+
+  it('builds on node:24-slim in stages, installing production dependencies only', () => {
+    expect(dockerfile).toMatch(/^ARG NODE_IMAGE=node:24-slim$/m);
+    expect(instructions.filter((l) => /^FROM \$\{NODE_IMAGE\} AS \w+$/.test(l))).toHaveLength(2);
+    expect(has(/^RUN .*npm ci --omit=dev/)).toBe(true);
+    expect(has(/^COPY package\.json package-lock\.json \.\/$/)).toBe(true);
+    // The lock file is copied before the sources, so the install layer caches.
+    const lockCopy = instructions.findIndex((l) => l.includes('package-lock.json'));
+    const srcCopy = instructions.findIndex((l) => /^COPY src /.test(l));
+    expect(lockCopy).toBeGreaterThan(-1);
+    expect(srcCopy).toBeGreaterThan(lockCopy);
+    expect(has(/^COPY --from=deps \/app\/node_modules /)).toBe(true);
+    expect(has(/^COPY migrations /)).toBe(true);
+  });
+
+  it('runs as a non-root user, with a healthcheck and the CLI as entrypoint', () => {
+    const users = instructions.filter((l) => l.startsWith('USER '));
+    expect(users.length).toBeGreaterThan(0);
+    expect(users.at(-1)).not.toMatch(/^USER (root|0)(:|$)/);
+    expect(has(/^ENV NODE_ENV=production$/)).toBe(true);
+    expect(has(/^WORKDIR \/app$/)).toBe(true);
+    expect(has(/^HEALTHCHECK .*CMD node .*\/healthz/)).toBe(true);
+    expect(has(/^ENTRYPOINT \["node", "src\/cli\.ts"\]$/)).toBe(true);
+    expect(has(/^CMD \["serve"\]$/)).toBe(true);
+    expect(has(/^EXPOSE 8080$/)).toBe(true);
+    expect(has(/^STOPSIGNAL SIGTERM$/)).toBe(true);
+    // The embedded database's directory belongs to the unprivileged user.
+    expect(has(/^RUN mkdir -p \/app\/\.data && chown node:node \/app\/\.data$/)).toBe(true);
+  });
+
+  it('.dockerignore keeps dependencies, git, local data and secrets out of the context', () => {
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line && !line.startsWith('#'));
+    for (const entry of ['node_modules', '.git', '.data', 'test', 'credentials.json', '*.log']) {
+      expect(ignored).toContain(entry);
+    }
+    // What the image copies must not be ignored.
+    for (const needed of ['src', 'migrations', 'package.json', 'package-lock.json']) {
+      expect(ignored).not.toContain(needed);
+    }
+  });
+});
+
+/** Every string at any depth of a parsed JSON value. */
+function jsonStrings(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.flatMap(jsonStrings);
+  if (value && typeof value === 'object') return Object.values(value).flatMap(jsonStrings);
+  return [];
+}
+
+/**
+ * Every property name in the kubernetes-models type declarations we use (core, apps,
+ * batch, and apimachinery's ObjectMeta and LabelSelector).
+ */
+function knownFieldNames(): Set<string> {
+  const roots = [
+    'node_modules/kubernetes-models/v1',
+    'node_modules/kubernetes-models/apps/v1',
+    'node_modules/kubernetes-models/batch/v1',
+    'node_modules/@kubernetes-models/apimachinery',
+  ];
+  const names = new Set<string>();
+  for (const root of roots) {
+    const files = readdirSync(join(ROOT, root), { recursive: true, encoding: 'utf8' });
+    for (const file of files.filter((f) => f.endsWith('.d.ts'))) {
+      const text = readFileSync(join(ROOT, root, file), 'utf8');
+      for (const match of text.matchAll(/^\s+"([A-Za-z0-9_$]+)"\??:/gm)) names.add(match[1]!);
+    }
+  }
+  return names;
+}
