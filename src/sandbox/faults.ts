@@ -1,0 +1,219 @@
+/**
+ * Fault injection: which fault, if any, a request to `/api/v2` gets. Order of decision:
+ * the scripted queue (deterministic, consumed by the next matching request), the
+ * per-account rate limit, then the random rates (reset, hang, 5xx). Added latency
+ * applies to every answer. Draws come from a PRNG seeded from the sandbox seed, so a run
+ * with the same requests in the same order meets the same faults.
+ */
+import { createRng, hash32, type Rng } from './random.ts';
+
+export interface FaultSettings {
+  /** Added latency per request, plus up to `jitterMs` more. */
+  latencyMs: number;
+  jitterMs: number;
+  /** Fraction answered 500 (JSON body) or 502/503 (HTML or plain, non-JSON). */
+  errorRate: number;
+  /** Per account; above it answer 429 with Retry-After. Null: no limit. */
+  rateLimitPerSecond: number | null;
+  /** Retry-After on 429s, in seconds. */
+  retryAfterSeconds: number;
+  /** Fraction of requests whose socket is destroyed without a response. */
+  resetRate: number;
+  /** Fraction of requests that never answer. */
+  hangRate: number;
+  /** Extra malformed records injected into list payloads, as a fraction of their size. */
+  malformedRate: number;
+  /** Every upstream error body (auth, not found, validation) answered with HTTP 200. */
+  errorsWith200: boolean;
+  /** Consumed in order by the next requests whose operation matches (or any, without one). */
+  script: ScriptedFault[];
+}
+
+export type ScriptedFaultKind = '500' | '502' | '503' | '429' | 'reset' | 'hang' | 'non-json';
+
+export type ScriptedFault = {
+  kind: ScriptedFaultKind;
+  operation?: string;
+  retryAfterSeconds?: number;
+};
+
+export const DEFAULT_FAULTS: FaultSettings = {
+  latencyMs: 0,
+  jitterMs: 0,
+  errorRate: 0,
+  rateLimitPerSecond: null,
+  retryAfterSeconds: 1,
+  resetRate: 0,
+  hangRate: 0,
+  malformedRate: 0,
+  errorsWith200: false,
+  script: [],
+};
+
+const KINDS: ReadonlySet<string> = new Set([
+  '500',
+  '502',
+  '503',
+  '429',
+  'reset',
+  'hang',
+  'non-json',
+]);
+
+export class FaultSettingsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'FaultSettingsError';
+  }
+}
+
+function fraction(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1) {
+    throw new FaultSettingsError(`${name} must be a number from 0 to 1.`);
+  }
+  return value;
+}
+
+function nonNegative(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new FaultSettingsError(`${name} must be a number of at least 0.`);
+  }
+  return value;
+}
+
+function parseScript(value: unknown): ScriptedFault[] {
+  if (!Array.isArray(value)) throw new FaultSettingsError('script must be an array.');
+  return value.map((entry, index) => {
+    const e = entry as Record<string, unknown> | null;
+    if (
+      typeof e !== 'object' ||
+      e === null ||
+      typeof e['kind'] !== 'string' ||
+      !KINDS.has(e['kind'])
+    ) {
+      throw new FaultSettingsError(
+        `script[${index}].kind must be one of ${[...KINDS].join(', ')}.`,
+      );
+    }
+    const fault: ScriptedFault = { kind: e['kind'] as ScriptedFaultKind };
+    if (e['operation'] !== undefined) {
+      if (typeof e['operation'] !== 'string') {
+        throw new FaultSettingsError(`script[${index}].operation must be an operation name.`);
+      }
+      fault.operation = e['operation'];
+    }
+    if (e['retryAfterSeconds'] !== undefined) {
+      fault.retryAfterSeconds = nonNegative(
+        `script[${index}].retryAfterSeconds`,
+        e['retryAfterSeconds'],
+      );
+    }
+    return fault;
+  });
+}
+
+/** `current` with a partial patch applied; throws `FaultSettingsError` on a bad value. */
+export function mergeFaults(current: FaultSettings, patch: unknown): FaultSettings {
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
+    throw new FaultSettingsError('The fault settings must be a JSON object.');
+  }
+  const p = patch as Record<string, unknown>;
+  const next: FaultSettings = { ...current, script: [...current.script] };
+  for (const key of Object.keys(p)) {
+    const value = p[key];
+    switch (key) {
+      case 'latencyMs':
+      case 'jitterMs':
+      case 'retryAfterSeconds':
+        next[key] = nonNegative(key, value);
+        break;
+      case 'errorRate':
+      case 'resetRate':
+      case 'hangRate':
+      case 'malformedRate':
+        next[key] = fraction(key, value);
+        break;
+      case 'rateLimitPerSecond':
+        next.rateLimitPerSecond = value === null || value === 0 ? null : nonNegative(key, value);
+        break;
+      case 'errorsWith200':
+        if (typeof value !== 'boolean')
+          throw new FaultSettingsError('errorsWith200 must be true or false.');
+        next.errorsWith200 = value;
+        break;
+      case 'script':
+        next.script = parseScript(value);
+        break;
+      default:
+        throw new FaultSettingsError(`Unknown fault setting "${key}".`);
+    }
+  }
+  return next;
+}
+
+export type FaultDecision =
+  | { kind: 'none' }
+  | { kind: '500' | '502' | '503' | 'reset' | 'hang' | 'non-json' }
+  | { kind: '429'; retryAfterSeconds: number };
+
+interface Bucket {
+  tokens: number;
+  updatedAt: number;
+}
+
+export interface FaultState {
+  settings: FaultSettings;
+  rng: Rng;
+  buckets: Map<string, Bucket>;
+}
+
+export function createFaultState(seed: number, settings: FaultSettings): FaultState {
+  return { settings, rng: createRng(hash32(seed, 0xfa17)), buckets: new Map() };
+}
+
+/** A token bucket per account: `limit` tokens a second, bursts of at most `limit`. */
+function overRateLimit(state: FaultState, accountKey: string, limit: number, now: number): boolean {
+  const capacity = Math.max(1, limit);
+  const bucket = state.buckets.get(accountKey) ?? { tokens: capacity, updatedAt: now };
+  bucket.tokens = Math.min(capacity, bucket.tokens + ((now - bucket.updatedAt) / 1000) * limit);
+  bucket.updatedAt = now;
+  state.buckets.set(accountKey, bucket);
+  if (bucket.tokens < 1) return true;
+  bucket.tokens -= 1;
+  return false;
+}
+
+export function decideFault(
+  state: FaultState,
+  operation: string,
+  accountKey: string,
+  now: number,
+): FaultDecision {
+  const s = state.settings;
+  const index = s.script.findIndex((f) => f.operation === undefined || f.operation === operation);
+  if (index >= 0) {
+    const [fault] = s.script.splice(index, 1);
+    if (fault!.kind === '429') {
+      return { kind: '429', retryAfterSeconds: fault!.retryAfterSeconds ?? s.retryAfterSeconds };
+    }
+    return { kind: fault!.kind };
+  }
+  if (
+    s.rateLimitPerSecond !== null &&
+    overRateLimit(state, accountKey, s.rateLimitPerSecond, now)
+  ) {
+    return { kind: '429', retryAfterSeconds: s.retryAfterSeconds };
+  }
+  if (s.resetRate > 0 && state.rng.next() < s.resetRate) return { kind: 'reset' };
+  if (s.hangRate > 0 && state.rng.next() < s.hangRate) return { kind: 'hang' };
+  if (s.errorRate > 0 && state.rng.next() < s.errorRate) {
+    return { kind: state.rng.pick(['500', '502', '503'] as const) };
+  }
+  return { kind: 'none' };
+}
+
+export function latencyFor(state: FaultState): number {
+  const s = state.settings;
+  if (s.latencyMs <= 0 && s.jitterMs <= 0) return 0;
+  return s.latencyMs + (s.jitterMs > 0 ? state.rng.next() * s.jitterMs : 0);
+}

@@ -1,0 +1,380 @@
+/**
+ * The sandbox server: an HTTP emulator of the Business Listings Management Service API
+ * v2 (seed/000_0bacb7f8c37b0918.txt), with generated data, a clock and faults, used as
+ * the upstream by every test, the demo and the benchmarks.
+ *
+ * `/api/v2/...` serves the 17 operations (each with or without `.json`), authenticated
+ * by `auth_token` and `user_email`, faulted per the fault settings. `/__sandbox/...` is
+ * the control surface (clock, faults, stats, webhooks): no auth, never faulted.
+ */
+import type { Socket } from 'node:net';
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
+import { type Logger, silentLogger } from '../log.ts';
+import { createBodyCache } from './body-cache.ts';
+import {
+  createFaultState,
+  DEFAULT_FAULTS,
+  decideFault,
+  type FaultDecision,
+  type FaultSettings,
+  FaultSettingsError,
+  latencyFor,
+  mergeFaults,
+} from './faults.ts';
+import {
+  failure,
+  MESSAGES,
+  matchOperation,
+  type OperationResult,
+  runOperation,
+} from './operations.ts';
+import {
+  boostEvent,
+  type DeliveryReport,
+  deliver,
+  EmitRequestError,
+  parseEmitRequest,
+  signWebhookBody,
+} from './webhooks.ts';
+import { createWorld, today, type World } from './world.ts';
+
+export type { FaultSettings, ScriptedFault } from './faults.ts';
+
+export interface SandboxOptions {
+  seed?: number;
+  accounts?: number;
+  businessesPerAccount?: number;
+  /** The clock's day 0, `YYYY-MM-DD`. */
+  startDate?: string;
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  faults?: Partial<FaultSettings>;
+  /** Requests are logged at debug level, without tokens. Silent by default. */
+  logger?: Logger;
+}
+
+export interface SandboxCredential {
+  name: string;
+  /** Everything before `/api/v2`. */
+  baseUrl: string;
+  authToken: string;
+  userEmail: string;
+}
+
+export interface SandboxStats {
+  requests: number;
+  /** Operation name → outcome (`ok`, `auth_failure`, `not_found`, `validation`, `429`, ...) → count. */
+  byOperation: Record<string, Record<string, number>>;
+  malformedRecordsServed: number;
+}
+
+export interface RunningSandbox {
+  baseUrl: string;
+  /** One per account, deterministic from the seed. */
+  credentials: SandboxCredential[];
+  /** The clock's current day, `YYYY-MM-DD`. */
+  today(): string;
+  advanceDays(days: number): void;
+  setFaults(f: Partial<FaultSettings>): void;
+  stats(): SandboxStats;
+  resetStats(): void;
+  close(): Promise<void>;
+}
+
+/** Bodies that could not be parsed: the handlers answer 400 rather than fastify's own error. */
+const INVALID_BODY = Object.freeze({ invalid: true });
+
+const BAD_GATEWAY_HTML =
+  '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n';
+const MAINTENANCE_HTML =
+  '<!DOCTYPE html><html><head><title>Down for maintenance</title></head><body><h1>We&rsquo;ll be back soon</h1><p>The service is undergoing scheduled maintenance.</p></body></html>';
+
+function parseJsonText(text: string): unknown {
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return INVALID_BODY;
+  }
+}
+
+function hostForUrl(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** A path segment decoded, or left as it is when its escapes are broken. */
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export async function startSandbox(options: SandboxOptions = {}): Promise<RunningSandbox> {
+  const logger = options.logger ?? silentLogger();
+  const startDate = options.startDate ?? '2026-01-01';
+  if (
+    !/^\d{4}-\d{2}-\d{2}$/.test(startDate) ||
+    Number.isNaN(Date.parse(`${startDate}T00:00:00Z`))
+  ) {
+    throw new Error(`startDate must be a date as YYYY-MM-DD (got "${startDate}").`);
+  }
+  const world: World = createWorld({
+    seed: options.seed ?? 1,
+    accounts: options.accounts ?? 2,
+    businessesPerAccount: options.businessesPerAccount ?? 25,
+    startDate,
+  });
+  const faults = createFaultState(world.seed, mergeFaults(DEFAULT_FAULTS, options.faults ?? {}));
+  const cache = createBodyCache();
+  let stats: SandboxStats = { requests: 0, byOperation: {}, malformedRecordsServed: 0 };
+  let webhookEventsEmitted = 0;
+  const hanging = new Set<Socket>();
+
+  const count = (operation: string, outcome: string) => {
+    const byOutcome = stats.byOperation[operation] ?? {};
+    stats.byOperation[operation] = byOutcome;
+    byOutcome[outcome] = (byOutcome[outcome] ?? 0) + 1;
+  };
+
+  const app = Fastify({
+    logger: false,
+    // Hung requests never end on their own: closing must cut every connection.
+    forceCloseConnections: true,
+    bodyLimit: 10 * 1024 * 1024,
+  });
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    done(null, parseJsonText(body as string));
+  });
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string' },
+    (_req, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(body as string)));
+    },
+  );
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
+    done(null, parseJsonText(body as string));
+  });
+
+  const advanceDays = (days: number) => {
+    if (!Number.isInteger(days) || days < 0) {
+      throw new RangeError('days must be a whole number of at least 0.');
+    }
+    world.day += days;
+  };
+
+  function send(reply: FastifyReply, result: OperationResult): void {
+    const status = faults.settings.errorsWith200 && result.status >= 400 ? 200 : result.status;
+    reply.code(status).type('application/json; charset=utf-8').send(result.body);
+  }
+
+  function sendFault(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    decision: Exclude<FaultDecision, { kind: 'none' }>,
+  ): void {
+    switch (decision.kind) {
+      case 'reset':
+        reply.hijack();
+        request.raw.socket.destroy();
+        return;
+      case 'hang': {
+        reply.hijack();
+        const socket = request.raw.socket;
+        hanging.add(socket);
+        socket.once('close', () => hanging.delete(socket));
+        return;
+      }
+      case '429':
+        reply
+          .code(429)
+          .header('retry-after', String(decision.retryAfterSeconds))
+          .type('application/json; charset=utf-8')
+          .send(
+            JSON.stringify({ success: false, message: 'Rate limit exceeded. Try again later.' }),
+          );
+        return;
+      case '500':
+        reply
+          .code(500)
+          .type('application/json; charset=utf-8')
+          .send(JSON.stringify({ success: false, message: 'Internal Server Error' }));
+        return;
+      case '502':
+        reply.code(502).type('text/html').send(BAD_GATEWAY_HTML);
+        return;
+      case '503':
+        reply.code(503).type('text/plain').send('Service Temporarily Unavailable');
+        return;
+      case 'non-json':
+        reply.code(200).type('text/html; charset=utf-8').send(MAINTENANCE_HTML);
+        return;
+    }
+  }
+
+  async function handleApi(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const path = (request.url.split('?')[0] ?? '').slice('/api/v2'.length);
+    const query = (request.query ?? {}) as Record<string, unknown>;
+    const match = matchOperation(request.method, path);
+    const operation = !match
+      ? 'unknown'
+      : match.operation === 'get_business' && query['type'] === 'all'
+        ? 'get_business_full'
+        : match.operation;
+    stats.requests++;
+    const token = typeof query['auth_token'] === 'string' ? query['auth_token'] : '';
+    const decision = decideFault(faults, operation, token, Date.now());
+    const delay = latencyFor(faults);
+    if (delay > 0) await sleep(delay);
+    let outcome: string;
+    if (decision.kind !== 'none') {
+      outcome = decision.kind;
+      sendFault(request, reply, decision);
+    } else {
+      const account = world.accountByToken.get(token);
+      const email = query['user_email'];
+      let result: OperationResult;
+      if (!account || typeof email !== 'string' || email.toLowerCase() !== account.userEmail) {
+        result = failure(401, MESSAGES.auth, 'auth_failure');
+      } else if (!match) {
+        result = failure(404, 'Not Found', 'not_found');
+      } else if (request.body === INVALID_BODY) {
+        result = failure(400, 'The request body is not valid JSON.', 'validation');
+      } else {
+        result = runOperation(match.operation, {
+          world,
+          account,
+          cache,
+          malformedRate: faults.settings.malformedRate,
+          params: match.params.map(safeDecode),
+          query,
+          body: request.body,
+        });
+      }
+      stats.malformedRecordsServed += result.malformed;
+      outcome = result.outcome;
+      send(reply, result);
+    }
+    count(operation, outcome);
+    logger.debug(
+      { operation, outcome, method: request.method, path, status: reply.statusCode },
+      'sandbox request',
+    );
+  }
+
+  app.route({
+    method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    url: '/api/v2/*',
+    handler: handleApi,
+  });
+  app.route({
+    method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    url: '/api/v2',
+    handler: handleApi,
+  });
+
+  const badRequest = (reply: FastifyReply, message: string) =>
+    reply.code(400).send({ error: message });
+
+  app.get('/__sandbox/clock', async () => ({ date: today(world) }));
+  app.post('/__sandbox/clock/advance', async (request, reply) => {
+    const body = request.body as Record<string, unknown> | undefined;
+    const days = body?.['days'] ?? 1;
+    try {
+      advanceDays(days as number);
+    } catch (error) {
+      return badRequest(reply, (error as Error).message);
+    }
+    return { date: today(world) };
+  });
+  app.get('/__sandbox/faults', async () => faults.settings);
+  app.put('/__sandbox/faults', async (request, reply) => {
+    try {
+      faults.settings = mergeFaults(faults.settings, request.body ?? {});
+    } catch (error) {
+      if (error instanceof FaultSettingsError) return badRequest(reply, error.message);
+      throw error;
+    }
+    return faults.settings;
+  });
+  app.get('/__sandbox/stats', async () => stats);
+  app.post('/__sandbox/stats/reset', async () => {
+    stats = { requests: 0, byOperation: {}, malformedRecordsServed: 0 };
+    return stats;
+  });
+  app.get('/__sandbox/credentials', async () => credentials);
+  app.post('/__sandbox/webhooks/emit', async (request, reply) => {
+    let emit: ReturnType<typeof parseEmitRequest>;
+    try {
+      emit = parseEmitRequest(request.body);
+    } catch (error) {
+      if (error instanceof EmitRequestError) return badRequest(reply, error.message);
+      throw error;
+    }
+    const accountId = world.accounts[0]?.numericId ?? 1001;
+    const deliveries: DeliveryReport[] = [];
+    for (let i = 0; i < emit.count; i++) {
+      const event = boostEvent(
+        world.seed,
+        webhookEventsEmitted++,
+        accountId,
+        new Date().toISOString(),
+      );
+      const body = JSON.stringify(event);
+      const signature = signWebhookBody(emit.secret, body, emit.encoding);
+      const adRunId = (event['data'] as { ad_run_id: string }).ad_run_id;
+      for (let copy = 1; copy <= emit.repeat; copy++) {
+        deliveries.push({ adRunId, copy, ...(await deliver(emit.url, body, signature)) });
+      }
+    }
+    return {
+      events: emit.count,
+      delivered: deliveries.filter((d) => d.delivered).length,
+      failed: deliveries.filter((d) => !d.delivered).length,
+      deliveries,
+    };
+  });
+  app.setNotFoundHandler((_request, reply) => {
+    reply.code(404).send({ success: false, message: 'Not Found' });
+  });
+
+  const host = options.host ?? '127.0.0.1';
+  await app.listen({ host, port: options.port ?? 0 });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : (options.port ?? 0);
+  const baseUrl = `http://${hostForUrl(host)}:${port}`;
+  const credentials: SandboxCredential[] = world.accounts.map((a) => ({
+    name: a.name,
+    baseUrl,
+    authToken: a.authToken,
+    userEmail: a.userEmail,
+  }));
+
+  return {
+    baseUrl,
+    credentials,
+    today: () => today(world),
+    advanceDays,
+    setFaults: (patch) => {
+      faults.settings = mergeFaults(faults.settings, patch);
+    },
+    stats: () => structuredClone(stats),
+    resetStats: () => {
+      stats = { requests: 0, byOperation: {}, malformedRecordsServed: 0 };
+    },
+    close: async () => {
+      for (const socket of hanging) socket.destroy();
+      hanging.clear();
+      await app.close();
+    },
+  };
+}
