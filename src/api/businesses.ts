@@ -1,0 +1,218 @@
+/** Businesses: operations 1 to 6 of the seed. */
+
+import { z } from 'zod';
+import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import {
+  businessBasicSchema,
+  businessCreatedSchema,
+  businessFullSchema,
+  businessSummarySchema,
+  businessUpdatedSchema,
+  parseRecords,
+} from './schemas.ts';
+import type {
+  BusinessBasic,
+  BusinessCreated,
+  BusinessFull,
+  BusinessSummary,
+  BusinessUpdated,
+  Credential,
+  ListResult,
+} from './types.ts';
+
+/** A weekday's hours in the new form: `open` takes one slot, `split` two, the others none. */
+export interface BusinessHoursDay {
+  type: 'closed' | 'split' | '24h' | 'open';
+  /** Times as `hh:mmam`/`hh:mmpm` or 24-hour `HHMM`. */
+  slots?: Array<{ start: string; end: string }>;
+}
+
+export type Weekday =
+  | 'Monday'
+  | 'Tuesday'
+  | 'Wednesday'
+  | 'Thursday'
+  | 'Friday'
+  | 'Saturday'
+  | 'Sunday';
+
+/**
+ * The business input payload of create and update, snake_case as the upstream wants it;
+ * sent as `{business: input}`. Hours go in `biz_hours` for all seven days or none.
+ */
+export interface BusinessInput {
+  name: string;
+  street: string;
+  city: string;
+  state_id: number;
+  country_id: number;
+  postal_code: string;
+  /** `ddd-ddd-dddd`, as the upstream's validation message cites. */
+  phone: string;
+  sub_category_id: number;
+  /** 200 to 1024 characters on create. */
+  description: string;
+  biz_url?: string;
+  year_of_inc?: string;
+  storecode?: string;
+  biz_hours?: { days: Record<Weekday, BusinessHoursDay> };
+  /** Deprecated old hours array; prefer `biz_hours`. */
+  location_biz_hours_attributes?: Array<{
+    day: Weekday;
+    holiday: boolean;
+    start_time?: string;
+    end_time?: string;
+  }>;
+  biz_logo_link?: string;
+  biz_cover?: string;
+  location_photos_attributes?: Array<{ photo: string }>;
+  video_attributes?: Array<{ link: string }>;
+  payment_methods_attributes?: Array<{
+    name: 'Visa' | 'Cash' | 'Cheque' | 'Master Card' | 'American Express';
+    is_accepted: boolean;
+  }>;
+  facebook_url?: string;
+  twitter_url?: string;
+  linkedin_url?: string;
+  googleplus_url?: string;
+  hide_address?: boolean;
+  owner_email?: string;
+  owner_first_name?: string;
+  owner_last_name?: string;
+  /** At most 255 characters. */
+  tagline?: string;
+  /** At most 1024 characters. */
+  additional_info?: string;
+  /** At most 9 identifiers. */
+  additional_categories?: Array<string | number>;
+}
+
+const businessList = z.array(z.unknown());
+
+/** Operation 1: every business of the credential, each record validated on its own. */
+export function listBusinesses(
+  api: ApiClient,
+  cred: Credential,
+  opts?: CallOptions,
+): Promise<ListResult<BusinessSummary>> {
+  return callUpstream(
+    api,
+    cred,
+    {
+      operation: 'list_businesses',
+      method: 'GET',
+      path: '/businesses.json',
+      parse: (result) =>
+        parseRecords(businessSummarySchema, businessList.parse(result), (i) => `[${i}]`),
+    },
+    opts,
+  );
+}
+
+/** Operation 2: the basic read. */
+export function getBusiness(
+  api: ApiClient,
+  cred: Credential,
+  businessId: number,
+  opts?: CallOptions,
+): Promise<BusinessBasic> {
+  return callUpstream(
+    api,
+    cred,
+    {
+      operation: 'get_business',
+      method: 'GET',
+      path: `/businesses/${idSegment('businessId', businessId)}.json`,
+      subject: `for business ${businessId}`,
+      parse: (result) => businessBasicSchema.parse(result),
+    },
+    opts,
+  );
+}
+
+/** Operation 3: the full read (`type=all`). */
+export function getBusinessFull(
+  api: ApiClient,
+  cred: Credential,
+  businessId: number,
+  opts?: CallOptions,
+): Promise<BusinessFull> {
+  return callUpstream(
+    api,
+    cred,
+    {
+      operation: 'get_business_full',
+      method: 'GET',
+      path: `/businesses/${idSegment('businessId', businessId)}.json`,
+      query: { type: 'all' },
+      subject: `for business ${businessId}`,
+      parse: (result) => businessFullSchema.parse(result),
+    },
+    opts,
+  );
+}
+
+/** Operation 4. Never retried: a repeat could create the business twice. */
+export function createBusiness(
+  api: ApiClient,
+  cred: Credential,
+  input: BusinessInput,
+  opts?: CallOptions,
+): Promise<BusinessCreated> {
+  return callUpstream(
+    api,
+    cred,
+    {
+      operation: 'create_business',
+      method: 'POST',
+      path: '/businesses.json',
+      body: { business: input },
+      parse: (result) => businessCreatedSchema.parse(result),
+    },
+    opts,
+  );
+}
+
+/** Operation 5: a partial business object. */
+export function updateBusiness(
+  api: ApiClient,
+  cred: Credential,
+  businessId: number,
+  input: Partial<BusinessInput>,
+  opts?: CallOptions,
+): Promise<BusinessUpdated> {
+  return callUpstream(
+    api,
+    cred,
+    {
+      operation: 'update_business',
+      method: 'PUT',
+      path: `/businesses/${idSegment('businessId', businessId)}.json`,
+      subject: `for business ${businessId}`,
+      body: { business: input },
+      parse: (result) => businessUpdatedSchema.parse(result),
+    },
+    opts,
+  );
+}
+
+/** Operation 6: answers `{success}` only. */
+export function archiveBusiness(
+  api: ApiClient,
+  cred: Credential,
+  businessId: number,
+  opts?: CallOptions,
+): Promise<void> {
+  return callUpstream(
+    api,
+    cred,
+    {
+      operation: 'archive_business',
+      method: 'POST',
+      path: `/businesses/${idSegment('businessId', businessId)}/archive.json`,
+      subject: `for business ${businessId}`,
+      parse: () => undefined,
+    },
+    opts,
+  );
+}

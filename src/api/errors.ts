@@ -1,0 +1,185 @@
+/**
+ * Errors of the upstream client. Every failure of an operation is an `ApiError` with a
+ * stable `code`; the upstream distinguishes its errors only by message text (the seed:
+ * "The message text is the contract"), so the table below is built from those texts.
+ * Messages name the operation and the credential and never carry a secret or a full URL.
+ */
+
+/** Every code an `ApiError` can carry. */
+export const API_ERROR_CODES = [
+  'AUTH_FAILURE',
+  'BUSINESS_NOT_FOUND',
+  'INVALID_LOCATION_ID',
+  'INVALID_KEYWORD_ID',
+  'VALIDATION_FAILED',
+  'REVIEW_ID_INVALID',
+  'REVIEW_CONTENT_EMPTY',
+  'REVIEW_NOT_YOURS',
+  'SITE_CREDENTIALS_NOT_SET',
+  'RESPOND_NOT_SUPPORTED',
+  'RESPONSE_ALREADY_EXISTS',
+  'RESPONSE_IN_PROGRESS',
+  'RESPONSE_ALREADY_SUBMITTED',
+  'RESPONSE_PREVIOUSLY_FAILED',
+  'INVALID_REQUEST_ID',
+  'TIMEOUT',
+  'RATE_LIMITED',
+  'UPSTREAM_UNAVAILABLE',
+  'BAD_PAYLOAD',
+  'UPSTREAM_ERROR',
+] as const;
+export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
+
+/** The operations, as named in counters, logs and error messages. */
+export const OPERATIONS = [
+  'list_businesses',
+  'get_business',
+  'get_business_full',
+  'create_business',
+  'update_business',
+  'archive_business',
+  'list_listings',
+  'list_reviews',
+  'respond_to_review',
+  'get_response_status',
+  'get_rankings',
+  'list_keywords',
+  'add_keyword',
+  'delete_keyword',
+  'list_states',
+  'list_countries',
+  'list_sub_categories',
+] as const;
+export type OperationName = (typeof OPERATIONS)[number];
+
+/** Codes of transient failures: worth trying again later (the client already did, for reads). */
+const TRANSIENT_CODES: ReadonlySet<ApiErrorCode> = new Set([
+  'TIMEOUT',
+  'RATE_LIMITED',
+  'UPSTREAM_UNAVAILABLE',
+]);
+
+export function isTransientCode(code: ApiErrorCode): boolean {
+  return TRANSIENT_CODES.has(code);
+}
+
+export interface ApiErrorInit {
+  code: ApiErrorCode;
+  operation: OperationName;
+  credentialName: string;
+  /** What the call was about, e.g. `for business 42`; empty for account-wide calls. */
+  subject?: string;
+  /** The reason, a sentence fragment: the upstream's message or a transport description. */
+  detail: string;
+  status?: number;
+  upstreamMessage?: string;
+  messages?: string[];
+  cause?: unknown;
+}
+
+/** A failed upstream operation. `code` is stable; `message` is for people. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  readonly code: ApiErrorCode;
+  readonly operation: OperationName;
+  /** HTTP status of the last response, when there was one. */
+  readonly status?: number;
+  /** The upstream's `message`, verbatim, when it sent one. */
+  readonly upstreamMessage?: string;
+  /** The individual validation messages of a `VALIDATION_FAILED`. */
+  readonly messages?: string[];
+  /** True for transient failures (timeouts, rate limits, 5xx, resets). */
+  readonly retryable: boolean;
+  readonly credentialName: string;
+
+  constructor(init: ApiErrorInit) {
+    const subject = init.subject ? ` ${init.subject}` : '';
+    super(
+      `${init.operation}${subject} on credential "${init.credentialName}" failed: ${init.detail}`,
+      init.cause === undefined ? undefined : { cause: init.cause },
+    );
+    this.code = init.code;
+    this.operation = init.operation;
+    this.credentialName = init.credentialName;
+    this.retryable = isTransientCode(init.code);
+    if (init.status !== undefined) this.status = init.status;
+    if (init.upstreamMessage !== undefined) this.upstreamMessage = init.upstreamMessage;
+    if (init.messages !== undefined) this.messages = init.messages;
+  }
+}
+
+export function isApiError(error: unknown): error is ApiError {
+  return error instanceof ApiError;
+}
+
+/** The seed's error texts, exactly, and their codes. */
+const MESSAGE_CODES: ReadonlyArray<readonly [string, ApiErrorCode]> = [
+  ['Authentication Failure', 'AUTH_FAILURE'],
+  ["This business doesn't exist", 'BUSINESS_NOT_FOUND'],
+  ['Invalid location id', 'INVALID_LOCATION_ID'],
+  ['Invalid keyword id', 'INVALID_KEYWORD_ID'],
+  ['Review ID is invalid.', 'REVIEW_ID_INVALID'],
+  ['Review content is empty.', 'REVIEW_CONTENT_EMPTY'],
+  ["Review must pertain to a business you've added.", 'REVIEW_NOT_YOURS'],
+  ['Site credentials have not been set.', 'SITE_CREDENTIALS_NOT_SET'],
+  ['This operation is currently not supported for this site.', 'RESPOND_NOT_SUPPORTED'],
+  ['A response already exists for this review.', 'RESPONSE_ALREADY_EXISTS'],
+  ['There is already a response submission in progress.', 'RESPONSE_IN_PROGRESS'],
+  ['A response has already been submitted successfully.', 'RESPONSE_ALREADY_SUBMITTED'],
+  ['A response has been submitted previously, which failed.', 'RESPONSE_PREVIOUSLY_FAILED'],
+  ['Invalid Request ID', 'INVALID_REQUEST_ID'],
+];
+
+export const VALIDATION_PREFIX = 'The business was not created.';
+
+/**
+ * Compare texts the way the upstream's clients would: exact words, but tolerant of case,
+ * surrounding space, a trailing full stop and typographic apostrophes.
+ */
+function normaliseMessage(text: string): string {
+  return text
+    .trim()
+    .replace(/[\u2018\u2019]/g, "'")
+    .replace(/\s+/g, ' ')
+    .replace(/\.$/, '')
+    .toLowerCase();
+}
+
+const CODE_BY_MESSAGE = new Map(
+  MESSAGE_CODES.map(([text, code]) => [normaliseMessage(text), code]),
+);
+
+/**
+ * The validation sentences after `The business was not created.`. The seed shows one
+ * sentence per message ("State can't be blank.") and lists of attribute messages; split
+ * on sentence ends and on `, ` before a capital, but not inside the hours-format message
+ * (`… no trailing spaces. eg '09:00am'.` continues in lower case).
+ */
+export function splitValidationMessages(message: string): string[] {
+  const rest = message.trim().slice(VALIDATION_PREFIX.length).trim();
+  if (rest === '') return [];
+  return rest
+    .split(/(?<=\.)\s+(?=[A-Z])|,\s+(?=[A-Z])|;\s*|\n+/)
+    .map((part) => part.trim())
+    .filter(Boolean);
+}
+
+export interface MessageClassification {
+  code: ApiErrorCode;
+  messages?: string[];
+}
+
+/** The code for an upstream `message`, or undefined when the text is not one the seed lists. */
+export function codeForMessage(message: string): MessageClassification | undefined {
+  const known = CODE_BY_MESSAGE.get(normaliseMessage(message));
+  if (known) return { code: known };
+  if (normaliseMessage(message).startsWith(normaliseMessage(VALIDATION_PREFIX))) {
+    return { code: 'VALIDATION_FAILED', messages: splitValidationMessages(message) };
+  }
+  return undefined;
+}
+
+/** Codes that describe the request or the account, never the moment: never retried. */
+export function isPermanentMessageCode(code: ApiErrorCode): boolean {
+  return !isTransientCode(code) && code !== 'UPSTREAM_ERROR' && code !== 'BAD_PAYLOAD';
+}

@@ -1,0 +1,72 @@
+/** Keywords: operations 12, 13 and 14 of the seed. */
+import { z } from 'zod';
+import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import { deleteConfirmationSchema, keywordSchema, parseRecords } from './schemas.ts';
+import type { Credential, Keyword, ListResult } from './types.ts';
+
+const keywordList = z.array(z.unknown());
+
+/** Operation 12: a business's keywords, each validated on its own. */
+export function listKeywords(
+  api: ApiClient,
+  cred: Credential,
+  businessId: number,
+  opts?: CallOptions,
+): Promise<ListResult<Keyword>> {
+  return callUpstream(
+    api,
+    cred,
+    {
+      operation: 'list_keywords',
+      method: 'GET',
+      path: `/businesses/${idSegment('businessId', businessId)}/keywords.json`,
+      subject: `for business ${businessId}`,
+      parse: (result) => parseRecords(keywordSchema, keywordList.parse(result), (i) => `[${i}]`),
+    },
+    opts,
+  );
+}
+
+/** Operation 13: add a keyword (sent as JSON, as the seed's sample does). Never retried. */
+export function addKeyword(
+  api: ApiClient,
+  cred: Credential,
+  businessId: number,
+  keyword: string,
+  opts?: CallOptions,
+): Promise<Keyword> {
+  return callUpstream(
+    api,
+    cred,
+    {
+      operation: 'add_keyword',
+      method: 'POST',
+      path: `/businesses/${idSegment('businessId', businessId)}/add_keyword.json`,
+      subject: `for business ${businessId}`,
+      body: { keyword },
+      parse: (result) => keywordSchema.parse(result),
+    },
+    opts,
+  );
+}
+
+/** Operation 14: delete a keyword; the upstream answers with a confirmation sentence. */
+export function deleteKeyword(
+  api: ApiClient,
+  cred: Credential,
+  keywordId: number,
+  opts?: CallOptions,
+): Promise<{ message: string }> {
+  return callUpstream(
+    api,
+    cred,
+    {
+      operation: 'delete_keyword',
+      method: 'DELETE',
+      path: `/keywords/${idSegment('keywordId', keywordId)}.json`,
+      subject: `for keyword ${keywordId}`,
+      parse: (result) => ({ message: deleteConfirmationSchema.parse(result) }),
+    },
+    opts,
+  );
+}

@@ -1,0 +1,149 @@
+/** Reviews and review responses: operations 8, 9 and 10 of the seed. */
+import { z } from 'zod';
+import {
+  type ApiClient,
+  type CallOptions,
+  callUpstream,
+  idSegment,
+  textSegment,
+} from './client.ts';
+import {
+  describeIssues,
+  isRecord,
+  type ReviewFields,
+  responseStatusSchema,
+  responseSubmittedSchema,
+  reviewSchema,
+  scrubPayload,
+} from './schemas.ts';
+import type {
+  Credential,
+  ListResult,
+  RejectedRecord,
+  ResponseRequestStatus,
+  ResponseSubmitted,
+  Review,
+  ReviewCategory,
+} from './types.ts';
+
+/** Site name → reviews. An empty result may come as `[]` (an empty hash serialised as a list). */
+const reviewsBySite = z.union([
+  z.record(z.string(), z.unknown()),
+  z.array(z.unknown()).max(0, 'expected an object keyed by site name'),
+]);
+
+/** Split the site map into reviews, each validated on its own; location `Site[index]`. */
+export function reviewsFromResult(result: unknown, category: ReviewCategory): ListResult<Review> {
+  const bySite = reviewsBySite.parse(result);
+  const records: Review[] = [];
+  const rejected: RejectedRecord[] = [];
+  if (Array.isArray(bySite)) return { records, rejected };
+  for (const [siteName, items] of Object.entries(bySite)) {
+    if (items == null) continue;
+    if (!Array.isArray(items)) {
+      rejected.push({
+        location: siteName,
+        reason: 'expected an array of reviews for the site',
+        payload: scrubPayload(items),
+      });
+      continue;
+    }
+    items.forEach((item, index) => {
+      const parsed = reviewSchema.safeParse(item);
+      if (parsed.success) {
+        records.push(withSite(parsed.data, siteName, category));
+      } else {
+        rejected.push({
+          location: `${siteName}[${index}]`,
+          reason: describeIssues(parsed.error),
+          payload: scrubPayload(item),
+        });
+      }
+    });
+  }
+  return { records, rejected };
+}
+
+function withSite(fields: ReviewFields, siteName: string, category: ReviewCategory): Review {
+  return { ...fields, siteName, category };
+}
+
+/** Operation 8: the reviews (or social items) of a business, per site. */
+export function listReviews(
+  api: ApiClient,
+  cred: Credential,
+  businessId: number,
+  category: ReviewCategory,
+  opts?: CallOptions,
+): Promise<ListResult<Review>> {
+  return callUpstream(
+    api,
+    cred,
+    {
+      operation: 'list_reviews',
+      method: 'GET',
+      path: `/businesses/${idSegment('businessId', businessId)}/reviews.json`,
+      query: { category },
+      subject: `for business ${businessId} (${category})`,
+      parse: (result) => reviewsFromResult(result, category),
+    },
+    opts,
+  );
+}
+
+/**
+ * Operation 9: submit a response. Processed asynchronously upstream; follow it with
+ * `getResponseStatus`. Never retried: a repeat could post the response twice.
+ */
+export function respondToReview(
+  api: ApiClient,
+  cred: Credential,
+  businessId: number,
+  reviewId: string,
+  content: string,
+  opts?: CallOptions,
+): Promise<ResponseSubmitted> {
+  return callUpstream(
+    api,
+    cred,
+    {
+      operation: 'respond_to_review',
+      method: 'POST',
+      path: `/businesses/${idSegment('businessId', businessId)}/reviews/${textSegment('reviewId', reviewId)}/responses.json`,
+      subject: `for review ${reviewId} of business ${businessId}`,
+      body: { content },
+      // `request_id` sits beside `success`, not under `result`; tolerate it under `result` too.
+      parse: (result, body) =>
+        responseSubmittedSchema.parse(isRecord(result) && 'request_id' in result ? result : body),
+    },
+    opts,
+  );
+}
+
+/** Operation 10: the status of a submitted response. The body is `{status}`, no `success`. */
+export function getResponseStatus(
+  api: ApiClient,
+  cred: Credential,
+  businessId: number,
+  reviewId: string,
+  requestId: string | number,
+  opts?: CallOptions,
+): Promise<{ status: ResponseRequestStatus | string }> {
+  return callUpstream(
+    api,
+    cred,
+    {
+      operation: 'get_response_status',
+      method: 'GET',
+      path: `/businesses/${idSegment('businessId', businessId)}/reviews/${textSegment('reviewId', reviewId)}/responses/${textSegment('requestId', requestId)}.json`,
+      subject: `for response request ${requestId} of review ${reviewId}`,
+      envelope: { bodyIsResult: true },
+      parse: (result) => {
+        // Some deployments may wrap it as `{success, result: {status}}`.
+        const inner = isRecord(result) && isRecord(result['result']) ? result['result'] : result;
+        return responseStatusSchema.parse(inner);
+      },
+    },
+    opts,
+  );
+}

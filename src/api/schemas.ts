@@ -1,0 +1,582 @@
+/**
+ * Every quirk of the upstream's payloads, in one place. Each schema's input is the raw
+ * payload (`RawListing`, …) and its output the normalised domain value of `types.ts`
+ * (`Listing`, …). Nothing past this file sees a raw shape.
+ *
+ * Quirks absorbed here (see the seed):
+ * - latitude/longitude come as decimal strings or numbers; an empty string means none.
+ * - a rank of `-` means "searched, not ranked" (null); `Google_new` holds `{local, organic}`
+ *   and becomes the sites `Google_new.local` and `Google_new.organic`.
+ * - a response request id comes as a number or a string; it is always a string here.
+ * - `live_link` is typed number and served as a URL; always a string here.
+ * - review dates come as `YYYY-MM-DD` or ISO UTC timestamps; both become instants, with
+ *   the precision kept.
+ * - listings may carry only some fields; the directory login and password are dropped
+ *   here, only whether one is set survives.
+ * - review `type` values beyond the seed's list are kept.
+ * - `success: false` bodies are errors whatever the HTTP status; a reference list may be
+ *   served as a bare array instead of `{success, result}`.
+ */
+import { z } from 'zod';
+import { redactSecrets, redactText } from '../log.ts';
+import {
+  type BusinessBasic,
+  type BusinessCreated,
+  type BusinessFull,
+  type BusinessHoursEntry,
+  type BusinessSummary,
+  type BusinessUpdated,
+  type Country,
+  type DatePrecision,
+  type Keyword,
+  LISTING_STATUSES,
+  LISTING_SYNC_STATUSES,
+  type Listing,
+  type ListResult,
+  type RankObservation,
+  type RejectedRecord,
+  type Review,
+  type ReviewResponse,
+  type State,
+  type SubCategory,
+} from './types.ts';
+
+// ---------------------------------------------------------------------------------------
+// Field-level building blocks
+
+/** A numeric id, also accepted as a string of digits. */
+const id = z.union([
+  z.number().int().nonnegative(),
+  z
+    .string()
+    .regex(/^\d+$/, 'expected a numeric id')
+    .transform((value) => Number(value)),
+]);
+
+/** Free text that may be absent; numbers (postal codes, phones) are kept as text. */
+const text = z
+  .union([z.string(), z.number()])
+  .nullish()
+  .transform((value) => (value == null ? null : String(value)));
+
+const flag = z
+  .boolean()
+  .nullish()
+  .transform((value) => value ?? null);
+
+const count = z
+  .number()
+  .nullish()
+  .transform((value) => value ?? null);
+
+/** Latitude or longitude: a number or a decimal string; empty or absent is null. */
+export const coordinate = z
+  .union([z.number(), z.string()])
+  .nullish()
+  .transform((value, ctx): number | null => {
+    if (value == null) return null;
+    if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+    const trimmed = value.trim();
+    if (trimmed === '') return null;
+    const parsed = Number(trimmed);
+    if (!Number.isFinite(parsed)) {
+      ctx.addIssue({ code: 'custom', message: 'expected a decimal coordinate' });
+      return z.NEVER;
+    }
+    return parsed;
+  });
+
+/** A rank: a non-negative integer (or a string of digits), `-` (or null) for none. */
+export const rank = z
+  .union([z.number().int().nonnegative(), z.string(), z.null()])
+  .transform((value, ctx): number | null => {
+    if (value === null || typeof value === 'number') return value;
+    const trimmed = value.trim();
+    if (trimmed === '-') return null;
+    if (/^\d+$/.test(trimmed)) return Number(trimmed);
+    ctx.addIssue({ code: 'custom', message: 'expected an integer rank or "-"' });
+    return z.NEVER;
+  });
+
+/** A response request id: number or string in, string out. */
+export const requestId = z
+  .union([z.number().int(), z.string().trim().min(1)])
+  .transform((value) => String(value));
+
+/** `live_link`: typed number upstream, served as a URL; always text here. */
+export const liveLink = z
+  .union([z.number(), z.string()])
+  .nullish()
+  .transform((value) => {
+    if (value == null) return null;
+    const linkText = String(value).trim();
+    return linkText === '' ? null : linkText;
+  });
+
+const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i;
+
+export interface Instant {
+  at: Date | null;
+  precision: DatePrecision | null;
+}
+
+/** A review date: `YYYY-MM-DD` (midnight UTC, precision `day`) or an ISO UTC instant. */
+export const reviewDate = z
+  .string()
+  .nullish()
+  .transform((value, ctx): Instant => {
+    const trimmed = value?.trim();
+    if (!trimmed) return { at: null, precision: null };
+    const day = DATE_ONLY.exec(trimmed);
+    if (day) {
+      const at = new Date(Date.UTC(Number(day[1]), Number(day[2]) - 1, Number(day[3])));
+      if (at.toISOString().slice(0, 10) === trimmed) return { at, precision: 'day' };
+    } else if (ISO_INSTANT.test(trimmed)) {
+      const at = new Date(trimmed.replace(' ', 'T'));
+      if (!Number.isNaN(at.getTime())) return { at, precision: 'instant' };
+    }
+    ctx.addIssue({
+      code: 'custom',
+      message: 'expected a YYYY-MM-DD date or an ISO 8601 timestamp',
+    });
+    return z.NEVER;
+  });
+
+// ---------------------------------------------------------------------------------------
+// Businesses
+
+const summaryShape = {
+  id,
+  name: z.string(),
+  street: text,
+  city: text,
+  state_name: text,
+  postal_code: text,
+  phone: text,
+};
+
+type RawSummaryFields = z.output<z.ZodObject<typeof summaryShape>>;
+
+function summaryFrom(raw: RawSummaryFields): BusinessSummary {
+  return {
+    id: raw.id,
+    name: raw.name,
+    street: raw.street,
+    city: raw.city,
+    stateName: raw.state_name,
+    postalCode: raw.postal_code,
+    phone: raw.phone,
+  };
+}
+
+export const businessSummarySchema = z
+  .object(summaryShape)
+  .transform((raw): BusinessSummary => summaryFrom(raw));
+export type RawBusinessSummary = z.input<typeof businessSummarySchema>;
+
+export const businessBasicSchema = z
+  .object({ ...summaryShape, biz_url: text, hide_address: flag })
+  .transform(
+    (raw): BusinessBasic => ({
+      ...summaryFrom(raw),
+      bizUrl: raw.biz_url,
+      hideAddress: raw.hide_address,
+    }),
+  );
+export type RawBusinessBasic = z.input<typeof businessBasicSchema>;
+
+const businessHoursEntrySchema = z
+  .object({ day: z.string(), start_time: text, end_time: text })
+  .transform(
+    (raw): BusinessHoursEntry => ({
+      day: raw.day,
+      startTime: raw.start_time,
+      endTime: raw.end_time,
+    }),
+  );
+
+export const businessFullSchema = z
+  .object({
+    ...summaryShape,
+    latitude: coordinate,
+    longitude: coordinate,
+    biz_url: text,
+    owner_first_name: text,
+    owner_last_name: text,
+    facebook_url: text,
+    twitter_url: text,
+    description: text,
+    tagline: text,
+    storecode: text,
+    additional_categories: z
+      .array(z.union([z.string(), z.number()]).transform((value) => String(value)))
+      .nullish()
+      .transform((value) => value ?? []),
+    business_hours: z
+      .array(businessHoursEntrySchema)
+      .nullish()
+      .transform((value) => value ?? []),
+    hide_address: flag,
+  })
+  .transform(
+    (raw): BusinessFull => ({
+      ...summaryFrom(raw),
+      latitude: raw.latitude,
+      longitude: raw.longitude,
+      bizUrl: raw.biz_url,
+      ownerFirstName: raw.owner_first_name,
+      ownerLastName: raw.owner_last_name,
+      facebookUrl: raw.facebook_url,
+      twitterUrl: raw.twitter_url,
+      description: raw.description,
+      tagline: raw.tagline,
+      storecode: raw.storecode,
+      additionalCategories: raw.additional_categories,
+      businessHours: raw.business_hours,
+      hideAddress: raw.hide_address,
+    }),
+  );
+export type RawBusinessFull = z.input<typeof businessFullSchema>;
+
+export const businessCreatedSchema = z
+  .object({ ...summaryShape, sub_category_name: text, biz_url: text, hide_address: flag })
+  .transform(
+    (raw): BusinessCreated => ({
+      ...summaryFrom(raw),
+      subCategoryName: raw.sub_category_name,
+      bizUrl: raw.biz_url,
+      hideAddress: raw.hide_address,
+    }),
+  );
+export type RawBusinessCreated = z.input<typeof businessCreatedSchema>;
+
+export const businessUpdatedSchema = z
+  .object({ ...summaryShape, biz_url: text })
+  .transform((raw): BusinessUpdated => ({ ...summaryFrom(raw), bizUrl: raw.biz_url }));
+export type RawBusinessUpdated = z.input<typeof businessUpdatedSchema>;
+
+// ---------------------------------------------------------------------------------------
+// Listings
+
+function isNonEmptyString(value: unknown): boolean {
+  return typeof value === 'string' && value.trim() !== '';
+}
+
+export const listingSchema = z
+  .object({
+    id,
+    // Read only to learn whether a login is set; never copied to the output.
+    site_username: z.unknown().optional(),
+    site_password: z.unknown().optional(),
+    sync_status: z
+      .enum(LISTING_SYNC_STATUSES)
+      .nullish()
+      .transform((value) => value ?? null),
+    order_status: text,
+    name: text,
+    name_valid: flag,
+    phone: text,
+    phone_valid: flag,
+    street: text,
+    city: text,
+    state: text,
+    postal_code: text,
+    address_valid: flag,
+    live_link: liveLink,
+    claimed: flag,
+    site_name: z.string().min(1),
+    status: z.enum(LISTING_STATUSES),
+  })
+  .transform(
+    (raw): Listing => ({
+      id: raw.id,
+      siteName: raw.site_name,
+      status: raw.status,
+      syncStatus: raw.sync_status,
+      orderStatus: raw.order_status,
+      name: raw.name,
+      nameValid: raw.name_valid,
+      phone: raw.phone,
+      phoneValid: raw.phone_valid,
+      street: raw.street,
+      city: raw.city,
+      state: raw.state,
+      postalCode: raw.postal_code,
+      addressValid: raw.address_valid,
+      liveLink: raw.live_link,
+      claimed: raw.claimed,
+      hasSiteCredentials:
+        isNonEmptyString(raw.site_username) || isNonEmptyString(raw.site_password),
+    }),
+  );
+export type RawListing = z.input<typeof listingSchema>;
+
+// ---------------------------------------------------------------------------------------
+// Reviews
+
+export const reviewResponseSchema = z
+  .object({
+    id: z.union([z.string().min(1), z.number()]).transform((value) => String(value)),
+    title: text,
+    content: text,
+    author_name: text,
+    author_avatar: text,
+    date: reviewDate,
+  })
+  .transform(
+    (raw): ReviewResponse => ({
+      id: raw.id,
+      title: raw.title,
+      content: raw.content,
+      authorName: raw.author_name,
+      authorAvatar: raw.author_avatar,
+      respondedAt: raw.date.at,
+      respondedAtPrecision: raw.date.precision,
+    }),
+  );
+export type RawReviewResponse = z.input<typeof reviewResponseSchema>;
+
+/** A review as the schema sees it; the site and category come from where it was found. */
+export type ReviewFields = Omit<Review, 'siteName' | 'category'>;
+
+export const reviewSchema = z
+  .object({
+    // The warehouse keys reviews by uuid; anything else is a bad record, not a new key.
+    id: z.guid(),
+    title: text,
+    content: z
+      .string()
+      .nullish()
+      .transform((value) => value ?? ''),
+    author_name: text,
+    author_avatar: text,
+    rating: count,
+    date: reviewDate,
+    permalink: text,
+    // Unknown types are kept: the seed's list is not promised to be complete.
+    type: z.string().min(1),
+    likes_count: count,
+    likes_change: count,
+    can_respond: z
+      .boolean()
+      .nullish()
+      .transform((value) => value ?? false),
+    responses: z
+      .array(reviewResponseSchema)
+      .nullish()
+      .transform((value) => value ?? []),
+  })
+  .transform(
+    (raw): ReviewFields => ({
+      id: raw.id,
+      type: raw.type,
+      title: raw.title,
+      content: raw.content,
+      authorName: raw.author_name,
+      authorAvatar: raw.author_avatar,
+      rating: raw.rating,
+      reviewedAt: raw.date.at,
+      reviewedAtPrecision: raw.date.precision,
+      permalink: raw.permalink,
+      likesCount: raw.likes_count,
+      likesChange: raw.likes_change,
+      canRespond: raw.can_respond,
+      responses: raw.responses,
+    }),
+  );
+export type RawReview = z.input<typeof reviewSchema>;
+
+/** Operation 9's answer. */
+export const responseSubmittedSchema = z
+  .object({ request_id: requestId, message: text })
+  .transform((raw) => ({ requestId: raw.request_id, message: raw.message }));
+export type RawResponseSubmitted = z.input<typeof responseSubmittedSchema>;
+
+/** Operation 10's answer: `{status}`, no `success` field. Unknown statuses are kept. */
+export const responseStatusSchema = z
+  .object({ status: z.string().min(1) })
+  .transform((raw) => ({ status: raw.status }));
+export type RawResponseStatus = z.input<typeof responseStatusSchema>;
+
+// ---------------------------------------------------------------------------------------
+// Rankings
+
+/**
+ * One keyword's entry: site name → rank, where an object value (`Google_new`) holds
+ * `{local, organic}` and becomes one site per key.
+ */
+export const rankingEntrySchema = z
+  .record(z.string(), z.union([rank, z.object({ local: rank, organic: rank })]))
+  .transform((sites): Array<Omit<RankObservation, 'keyword'>> => {
+    const out: Array<Omit<RankObservation, 'keyword'>> = [];
+    for (const [site, value] of Object.entries(sites)) {
+      if (value !== null && typeof value === 'object') {
+        out.push({ site: `${site}.local`, rank: value.local });
+        out.push({ site: `${site}.organic`, rank: value.organic });
+      } else {
+        out.push({ site, rank: value });
+      }
+    }
+    return out;
+  });
+export type RawRankingEntry = z.input<typeof rankingEntrySchema>;
+
+// ---------------------------------------------------------------------------------------
+// Keywords and reference data
+
+export const keywordSchema = z
+  .object({
+    id,
+    keyword: z.string().min(1),
+    city: text,
+    state: text,
+    primary: flag,
+    location_id: id,
+    archived: z
+      .boolean()
+      .nullish()
+      .transform((value) => value ?? false),
+  })
+  .transform(
+    (raw): Keyword => ({
+      id: raw.id,
+      keyword: raw.keyword,
+      city: raw.city,
+      state: raw.state,
+      primary: raw.primary,
+      businessId: raw.location_id,
+      archived: raw.archived,
+    }),
+  );
+export type RawKeyword = z.input<typeof keywordSchema>;
+
+export const countrySchema = z
+  .object({ id, name: z.string().min(1) })
+  .transform((raw): Country => ({ id: raw.id, name: raw.name }));
+export type RawCountry = z.input<typeof countrySchema>;
+
+export const stateSchema = z
+  .object({ id, name: z.string().min(1), iso: text, country_id: id })
+  .transform(
+    (raw): State => ({ id: raw.id, name: raw.name, iso: raw.iso, countryId: raw.country_id }),
+  );
+export type RawState = z.input<typeof stateSchema>;
+
+export const subCategorySchema = z
+  .object({ id, name: z.string().min(1) })
+  .transform((raw): SubCategory => ({ id: raw.id, name: raw.name }));
+export type RawSubCategory = z.input<typeof subCategorySchema>;
+
+/** Operation 14's answer: a confirmation sentence under `result`. */
+export const deleteConfirmationSchema = z.string();
+
+// ---------------------------------------------------------------------------------------
+// Envelopes
+
+export type Envelope =
+  | { kind: 'ok'; result: unknown; body: Record<string, unknown> | unknown[] }
+  | { kind: 'failure'; message: string; body: Record<string, unknown> }
+  | { kind: 'malformed'; reason: string };
+
+export interface EnvelopeOptions {
+  /** Accept a bare array as the result (reference lists are served so). */
+  bareArray?: boolean;
+  /** The body itself is the result, no `success` or `result` (operation 10). */
+  bodyIsResult?: boolean;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * Read `{success, result}` or `{success: false, message}`. `success: false` is a failure
+ * whatever the HTTP status; so is a body with a `message` and neither a result nor
+ * `success: true` (operation 10 has no `success` field, errors there still carry one).
+ */
+export function readEnvelope(body: unknown, options: EnvelopeOptions = {}): Envelope {
+  if (Array.isArray(body)) {
+    return options.bareArray
+      ? { kind: 'ok', result: body, body }
+      : { kind: 'malformed', reason: 'expected an object, got an array' };
+  }
+  if (!isRecord(body)) {
+    return { kind: 'malformed', reason: `expected an object, got ${describe(body)}` };
+  }
+  const message = typeof body['message'] === 'string' ? body['message'] : undefined;
+  if (body['success'] === false || (body['success'] === 'false' && message !== undefined)) {
+    return { kind: 'failure', message: message ?? 'no message given', body };
+  }
+  if (options.bodyIsResult) {
+    if (body['success'] === undefined && message !== undefined && !('status' in body)) {
+      return { kind: 'failure', message, body };
+    }
+    return { kind: 'ok', result: body, body };
+  }
+  if (!('result' in body)) {
+    if (body['success'] === true) return { kind: 'ok', result: undefined, body };
+    if (message !== undefined) return { kind: 'failure', message, body };
+    return { kind: 'malformed', reason: 'neither `success` nor `result` in the body' };
+  }
+  return { kind: 'ok', result: body['result'], body };
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}
+
+// ---------------------------------------------------------------------------------------
+// Record-level validation
+
+/** A payload with its secrets removed, for quarantine: passwords redacted, logins dropped. */
+export function scrubPayload(payload: unknown): unknown {
+  return redactSecrets(dropKeys(payload, /^site_?username$/i));
+}
+
+function dropKeys(value: unknown, pattern: RegExp): unknown {
+  if (Array.isArray(value)) return value.map((item) => dropKeys(item, pattern));
+  if (!isRecord(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) {
+    if (!pattern.test(key)) out[key] = dropKeys(inner, pattern);
+  }
+  return out;
+}
+
+/** One line per issue, `path: message`, secret-free. */
+export function describeIssues(error: z.ZodError): string {
+  return redactText(
+    error.issues
+      .map((issue) => {
+        const path = issue.path.map(String).join('.');
+        return path ? `${path}: ${issue.message}` : issue.message;
+      })
+      .join('; '),
+  );
+}
+
+/** Parse each element on its own: one bad record never fails its siblings. */
+export function parseRecords<T>(
+  schema: z.ZodType<T>,
+  items: readonly unknown[],
+  location: (index: number) => string,
+): ListResult<T> {
+  const records: T[] = [];
+  const rejected: RejectedRecord[] = [];
+  items.forEach((item, index) => {
+    const parsed = schema.safeParse(item);
+    if (parsed.success) records.push(parsed.data);
+    else
+      rejected.push({
+        location: location(index),
+        reason: describeIssues(parsed.error),
+        payload: scrubPayload(item),
+      });
+  });
+  return { records, rejected };
+}
+
+export { isRecord };
