@@ -1,0 +1,247 @@
+/**
+ * `businesses` and `business_versions`.
+ *
+ * The profile is the full read (`type=all`). When the full read failed this run, the
+ * stored profile is kept and only the summary fields (from the list) refresh. A version
+ * row is appended whenever the profile's content hash changes, including the first time
+ * a business is seen. An unchanged business is not rewritten at all (a sync with no
+ * upstream change writes no row): `last_seen_at` moves only when the row is written, and
+ * the `*_first_synced_at` columns are set once, by the first successful read of their
+ * stream (the first listings read is the alert baseline).
+ */
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { BusinessFull, BusinessSummary } from '../api/types.ts';
+import { contentHash } from './content-hash.ts';
+import type { BusinessRow, Database } from './database.ts';
+import type { BusinessWriteContext } from './write-context.ts';
+import { addCounts, type WriteStats } from './write-stats.ts';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** The profile columns of `businesses`: what its content hash covers. */
+export interface BusinessProfile {
+  name: string;
+  street: string | null;
+  city: string | null;
+  state_name: string | null;
+  postal_code: string | null;
+  phone: string | null;
+  latitude: number | null;
+  longitude: number | null;
+  biz_url: string | null;
+  owner_first_name: string | null;
+  owner_last_name: string | null;
+  facebook_url: string | null;
+  twitter_url: string | null;
+  description: string | null;
+  tagline: string | null;
+  storecode: string | null;
+  additional_categories: string[];
+  business_hours: { day: string; start_time: string | null; end_time: string | null }[];
+  hide_address: boolean | null;
+}
+
+function summaryFields(summary: BusinessSummary) {
+  return {
+    name: summary.name,
+    street: summary.street,
+    city: summary.city,
+    state_name: summary.stateName,
+    postal_code: summary.postalCode,
+    phone: summary.phone,
+  };
+}
+
+/** The profile from a full read. */
+export function businessToProfile(full: BusinessFull): BusinessProfile {
+  return {
+    ...summaryFields(full),
+    latitude: full.latitude,
+    longitude: full.longitude,
+    biz_url: full.bizUrl,
+    owner_first_name: full.ownerFirstName,
+    owner_last_name: full.ownerLastName,
+    facebook_url: full.facebookUrl,
+    twitter_url: full.twitterUrl,
+    description: full.description,
+    tagline: full.tagline,
+    storecode: full.storecode,
+    additional_categories: [...full.additionalCategories],
+    business_hours: full.businessHours.map((h) => ({
+      day: h.day,
+      start_time: h.startTime,
+      end_time: h.endTime,
+    })),
+    hide_address: full.hideAddress,
+  };
+}
+
+/** The stored profile with the list's summary fields laid over it (full read failed). */
+export function summaryOverProfile(
+  summary: BusinessSummary,
+  stored: BusinessRow | undefined,
+): BusinessProfile {
+  return {
+    latitude: stored?.latitude ?? null,
+    longitude: stored?.longitude ?? null,
+    biz_url: stored?.biz_url ?? null,
+    owner_first_name: stored?.owner_first_name ?? null,
+    owner_last_name: stored?.owner_last_name ?? null,
+    facebook_url: stored?.facebook_url ?? null,
+    twitter_url: stored?.twitter_url ?? null,
+    description: stored?.description ?? null,
+    tagline: stored?.tagline ?? null,
+    storecode: stored?.storecode ?? null,
+    additional_categories: (stored?.additional_categories ??
+      []) as BusinessProfile['additional_categories'],
+    business_hours: (stored?.business_hours ?? []) as BusinessProfile['business_hours'],
+    hide_address: stored?.hide_address ?? null,
+    ...summaryFields(summary),
+  };
+}
+
+/** The stored row, locked for the rest of the transaction (one writer per business). */
+export async function lockBusiness(db: Db, businessId: number): Promise<BusinessRow | undefined> {
+  return db
+    .selectFrom('businesses')
+    .selectAll()
+    .where('business_id', '=', businessId)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+export interface BusinessWrite {
+  summary: BusinessSummary;
+  full: BusinessFull | null;
+  /** The stored row, from `lockBusiness`. */
+  stored: BusinessRow | undefined;
+  /** Which streams succeeded this run: a `*_first_synced_at` still null is set now. */
+  synced: { listings: boolean; reviews: boolean; rankings: boolean; keywords: boolean };
+}
+
+/** Upserts the business row (clearing archived_at) and appends a version on change. */
+export async function writeBusiness(
+  db: Db,
+  ctx: BusinessWriteContext,
+  write: BusinessWrite,
+): Promise<WriteStats> {
+  const { stored, synced } = write;
+  const at = ctx.observedAt;
+  const profile = write.full
+    ? businessToProfile(write.full)
+    : summaryOverProfile(write.summary, stored);
+  const hash = contentHash(profile);
+  const profileChanged = stored?.content_hash !== hash;
+  const row = {
+    ...profile,
+    additional_categories: JSON.stringify(profile.additional_categories),
+    business_hours: JSON.stringify(profile.business_hours),
+    business_id: ctx.businessId,
+    account_name: ctx.accountName,
+    content_hash: hash,
+    first_seen_at: stored?.first_seen_at ?? at,
+    last_seen_at: at,
+    archived_at: null,
+    profile_changed_at: profileChanged ? at : (stored?.profile_changed_at ?? at),
+    profile_first_read_at: stored?.profile_first_read_at ?? (write.full ? at : null),
+    listings_first_synced_at: stored?.listings_first_synced_at ?? (synced.listings ? at : null),
+    reviews_first_synced_at: stored?.reviews_first_synced_at ?? (synced.reviews ? at : null),
+    rankings_first_synced_at: stored?.rankings_first_synced_at ?? (synced.rankings ? at : null),
+    keywords_first_synced_at: stored?.keywords_first_synced_at ?? (synced.keywords ? at : null),
+  };
+  const changed =
+    stored !== undefined &&
+    (profileChanged || stored.account_name !== ctx.accountName || stored.archived_at !== null);
+  const firstReads =
+    stored !== undefined &&
+    (stored.profile_first_read_at !== row.profile_first_read_at ||
+      stored.listings_first_synced_at !== row.listings_first_synced_at ||
+      stored.reviews_first_synced_at !== row.reviews_first_synced_at ||
+      stored.rankings_first_synced_at !== row.rankings_first_synced_at ||
+      stored.keywords_first_synced_at !== row.keywords_first_synced_at);
+  const stats: WriteStats = {};
+  addCounts(stats, 'businesses', {
+    inserted: stored ? 0 : 1,
+    updated: stored && changed ? 1 : 0,
+    unchanged: stored && !changed ? 1 : 0,
+  });
+  if (stored && !changed && !firstReads) {
+    addCounts(stats, 'business_versions', { inserted: 0 });
+    return stats;
+  }
+  if (stored && !changed) row.last_seen_at = stored.last_seen_at;
+  const { business_id: _key, first_seen_at: _first, ...update } = row;
+  await db
+    .insertInto('businesses')
+    .values(row)
+    .onConflict((oc) => oc.column('business_id').doUpdateSet(update))
+    .execute();
+
+  let versions = 0;
+  if (profileChanged) {
+    const result = await db
+      .insertInto('business_versions')
+      .values({
+        business_id: ctx.businessId,
+        observed_at: at,
+        content_hash: hash,
+        profile: JSON.stringify(profile),
+        run_id: ctx.runId,
+      })
+      .onConflict((oc) => oc.columns(['business_id', 'observed_at']).doNothing())
+      .executeTakeFirst();
+    versions = Number(result.numInsertedOrUpdatedRows ?? 0);
+  }
+  addCounts(stats, 'business_versions', { inserted: versions });
+  return stats;
+}
+
+/**
+ * The business reads as "This business doesn't exist": set archived_at if not yet.
+ * Returns whether the row was archived now.
+ */
+export async function markBusinessMissing(
+  db: Db,
+  accountName: string,
+  businessId: number,
+  at: Date,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('businesses')
+    .set({ archived_at: at })
+    .where('business_id', '=', businessId)
+    .where('account_name', '=', accountName)
+    .where('archived_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * Archives the account's businesses that the list operation no longer returns. With
+ * `inScope` (sharding), only businesses this shard owns are considered. A business that
+ * reappears is un-archived by its next `writeBusiness`. Returns how many were archived.
+ */
+export async function archiveMissingBusinesses(
+  db: Db,
+  accountName: string,
+  listedIds: number[],
+  at: Date,
+  inScope?: (businessId: number) => boolean,
+): Promise<number> {
+  const candidates = await db
+    .selectFrom('businesses')
+    .select('business_id')
+    .where('account_name', '=', accountName)
+    .where('archived_at', 'is', null)
+    .where(sql<boolean>`business_id <> all(${listedIds}::bigint[])`)
+    .execute();
+  const ids = candidates.map((row) => row.business_id).filter((id) => !inScope || inScope(id));
+  if (ids.length === 0) return 0;
+  const result = await db
+    .updateTable('businesses')
+    .set({ archived_at: at })
+    .where(sql<boolean>`business_id = any(${ids}::bigint[])`)
+    .where('archived_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}

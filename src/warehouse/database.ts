@@ -1,0 +1,349 @@
+/**
+ * The warehouse's tables as Kysely sees them: one interface per table, and the row
+ * shapes (`ListingRow = Selectable<ListingsTable>`) the rest of the code reads.
+ *
+ * Type mapping (the same on pg and PGlite, see `connection.ts`):
+ * - bigint ids and counts come back as JS numbers (upstream ids are far below 2^53);
+ * - numeric (review ratings) comes back as a number;
+ * - timestamptz comes back as a Date; date (`observed_on`) as a `YYYY-MM-DD` string;
+ * - jsonb comes back parsed; it is written as a JSON string (`JSON.stringify`), because
+ *   the two drivers serialise a JS array parameter differently (pg: a Postgres array).
+ *
+ * The column lists are the public warehouse contract in design.md plus the additions
+ * documented in docs/warehouse.md.
+ */
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+export type JsonValue =
+  | string
+  | number
+  | boolean
+  | null
+  | JsonValue[]
+  | { [key: string]: JsonValue };
+
+/** A jsonb column: parsed on read, a JSON string on write. */
+export type Json = ColumnType<JsonValue, string, string>;
+/** A jsonb column with a database default. */
+export type JsonWithDefault = ColumnType<JsonValue, string | undefined, string>;
+/** A timestamptz column: a Date on read; a Date or ISO string on write. */
+export type Timestamp = ColumnType<Date, Date | string, Date | string>;
+/** A timestamptz column with a database default (`now()`). */
+export type TimestampWithDefault = ColumnType<Date, Date | string | undefined, Date | string>;
+/** A numeric column, read as a JS number. */
+export type Numeric = ColumnType<number, number | string, number | string>;
+
+export interface AccountsTable {
+  name: string;
+  user_email: string;
+  base_url: string;
+  last_synced_at: Timestamp | null;
+  created_at: TimestampWithDefault;
+  updated_at: TimestampWithDefault;
+}
+
+export interface BusinessesTable {
+  business_id: number;
+  account_name: string;
+  name: string;
+  street: string | null;
+  city: string | null;
+  state_name: string | null;
+  postal_code: string | null;
+  phone: string | null;
+  latitude: number | null;
+  longitude: number | null;
+  biz_url: string | null;
+  owner_first_name: string | null;
+  owner_last_name: string | null;
+  facebook_url: string | null;
+  twitter_url: string | null;
+  description: string | null;
+  tagline: string | null;
+  storecode: string | null;
+  additional_categories: JsonWithDefault;
+  business_hours: JsonWithDefault;
+  hide_address: boolean | null;
+  content_hash: string;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  archived_at: Timestamp | null;
+  /** Added: when the profile's content hash last changed. */
+  profile_changed_at: Timestamp;
+  /** Added: the last run whose full read (`type=all`) succeeded; null if none yet. */
+  profile_first_read_at: Timestamp | null;
+  /** Added: the last run whose listings stream succeeded (the alert baseline). */
+  listings_first_synced_at: Timestamp | null;
+  reviews_first_synced_at: Timestamp | null;
+  rankings_first_synced_at: Timestamp | null;
+  keywords_first_synced_at: Timestamp | null;
+}
+
+export interface BusinessVersionsTable {
+  business_id: number;
+  observed_at: Timestamp;
+  content_hash: string;
+  /** The profile as stored in `businesses` at that time (snake_case keys). */
+  profile: Json;
+  run_id: string | null;
+}
+
+export interface ListingsTable {
+  business_id: number;
+  listing_id: number;
+  site_name: string;
+  status: string;
+  sync_status: string | null;
+  order_status: string | null;
+  name: string | null;
+  name_valid: boolean | null;
+  phone: string | null;
+  phone_valid: boolean | null;
+  street: string | null;
+  city: string | null;
+  state: string | null;
+  postal_code: string | null;
+  address_valid: boolean | null;
+  live_link: string | null;
+  claimed: boolean | null;
+  has_site_credentials: boolean;
+  content_hash: string;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  status_changed_at: Timestamp;
+  removed_at: Timestamp | null;
+}
+
+export interface ListingStatusHistoryTable {
+  business_id: number;
+  listing_id: number;
+  observed_at: Timestamp;
+  site_name: string;
+  status: string;
+  previous_status: string | null;
+  sync_status: string | null;
+  name_valid: boolean | null;
+  phone_valid: boolean | null;
+  address_valid: boolean | null;
+  claimed: boolean | null;
+  run_id: string | null;
+}
+
+export interface ReviewsTable {
+  review_id: string;
+  business_id: number;
+  site_name: string;
+  category: string;
+  type: string;
+  title: string | null;
+  content: string;
+  author_name: string | null;
+  author_avatar: string | null;
+  rating: Numeric | null;
+  reviewed_at: Timestamp | null;
+  reviewed_at_precision: string | null;
+  permalink: string | null;
+  likes_count: number | null;
+  likes_change: number | null;
+  can_respond: boolean;
+  response_count: number;
+  content_hash: string;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  removed_at: Timestamp | null;
+}
+
+export interface ReviewVersionsTable {
+  review_id: string;
+  observed_at: Timestamp;
+  content_hash: string;
+  rating: Numeric | null;
+  title: string | null;
+  content: string;
+  likes_count: number | null;
+  likes_change: number | null;
+  response_count: number;
+  run_id: string | null;
+}
+
+export interface ReviewResponsesTable {
+  response_id: string;
+  review_id: string;
+  business_id: number;
+  title: string | null;
+  content: string | null;
+  author_name: string | null;
+  author_avatar: string | null;
+  responded_at: Timestamp | null;
+  responded_at_precision: string | null;
+  content_hash: string;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  removed_at: Timestamp | null;
+}
+
+export interface RankObservationsTable {
+  business_id: number;
+  keyword: string;
+  site: string;
+  /** UTC day of the observation, `YYYY-MM-DD`. */
+  observed_on: ColumnType<string, string, string>;
+  rank: number | null;
+  /** Added: when the run that wrote the current value observed it. */
+  observed_at: Timestamp;
+  run_id: string | null;
+}
+
+export interface KeywordsTable {
+  keyword_id: number;
+  business_id: number;
+  keyword: string;
+  city: string | null;
+  state: string | null;
+  is_primary: boolean | null;
+  archived: boolean;
+  content_hash: string;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  deleted_at: Timestamp | null;
+}
+
+export interface CountriesTable {
+  country_id: number;
+  name: string;
+  updated_at: TimestampWithDefault;
+}
+
+export interface StatesTable {
+  state_id: number;
+  name: string;
+  iso: string | null;
+  country_id: number;
+  updated_at: TimestampWithDefault;
+}
+
+export interface SubCategoriesTable {
+  sub_category_id: number;
+  name: string;
+  updated_at: TimestampWithDefault;
+}
+
+export interface WebhookEventsTable {
+  event_key: string;
+  event: string | null;
+  account_id: number | null;
+  /** As delivered: a numeric string for location-scoped events, null for brand-scoped. */
+  location_id: string | null;
+  emitted_at: Timestamp | null;
+  received_at: TimestampWithDefault;
+  payload: Json;
+}
+
+export interface SocialPostBoostsTable {
+  ad_run_id: string;
+  event_key: string;
+  account_id: number | null;
+  location_id: string | null;
+  post_id: string | null;
+  social_profile_id: string | null;
+  platform: string | null;
+  boost_state: string | null;
+  is_boost: boolean | null;
+  emitted_at: Timestamp | null;
+  received_at: TimestampWithDefault;
+}
+
+export interface AlertsTable {
+  alert_id: Generated<number>;
+  kind: string;
+  dedupe_key: string;
+  account_name: string | null;
+  business_id: number;
+  listing_id: number | null;
+  site_name: string | null;
+  previous_status: string | null;
+  status: string;
+  detected_at: Timestamp;
+  delivered_at: Timestamp | null;
+  attempts: Generated<number>;
+  last_error: string | null;
+  /** Added: when a failed delivery may be retried; null means now. */
+  next_attempt_at: Timestamp | null;
+  run_id: string | null;
+}
+
+export type SyncRunStatus = 'running' | 'succeeded' | 'partial' | 'failed' | 'interrupted';
+
+export interface SyncRunsTable {
+  run_id: string;
+  started_at: TimestampWithDefault;
+  finished_at: Timestamp | null;
+  status: ColumnType<SyncRunStatus, SyncRunStatus, SyncRunStatus>;
+  trigger: string;
+  streams: Json;
+  accounts: Json;
+  shard: string | null;
+  stats: Json | null;
+  error: string | null;
+}
+
+export interface QuarantineTable {
+  quarantine_id: Generated<number>;
+  run_id: string;
+  account_name: string;
+  business_id: number | null;
+  stream: string;
+  location: string | null;
+  reason: string;
+  payload: Json | null;
+  quarantined_at: TimestampWithDefault;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  businesses: BusinessesTable;
+  business_versions: BusinessVersionsTable;
+  listings: ListingsTable;
+  listing_status_history: ListingStatusHistoryTable;
+  reviews: ReviewsTable;
+  review_versions: ReviewVersionsTable;
+  review_responses: ReviewResponsesTable;
+  rank_observations: RankObservationsTable;
+  keywords: KeywordsTable;
+  countries: CountriesTable;
+  states: StatesTable;
+  sub_categories: SubCategoriesTable;
+  webhook_events: WebhookEventsTable;
+  social_post_boosts: SocialPostBoostsTable;
+  alerts: AlertsTable;
+  sync_runs: SyncRunsTable;
+  quarantine: QuarantineTable;
+}
+
+export type AccountRow = Selectable<AccountsTable>;
+export type NewAccountRow = Insertable<AccountsTable>;
+export type BusinessRow = Selectable<BusinessesTable>;
+export type NewBusinessRow = Insertable<BusinessesTable>;
+export type BusinessUpdate = Updateable<BusinessesTable>;
+export type BusinessVersionRow = Selectable<BusinessVersionsTable>;
+export type ListingRow = Selectable<ListingsTable>;
+export type NewListingRow = Insertable<ListingsTable>;
+export type ListingStatusHistoryRow = Selectable<ListingStatusHistoryTable>;
+export type ReviewRow = Selectable<ReviewsTable>;
+export type NewReviewRow = Insertable<ReviewsTable>;
+export type ReviewVersionRow = Selectable<ReviewVersionsTable>;
+export type ReviewResponseRow = Selectable<ReviewResponsesTable>;
+export type NewReviewResponseRow = Insertable<ReviewResponsesTable>;
+export type RankObservationRow = Selectable<RankObservationsTable>;
+export type NewRankObservationRow = Insertable<RankObservationsTable>;
+export type KeywordRow = Selectable<KeywordsTable>;
+export type NewKeywordRow = Insertable<KeywordsTable>;
+export type CountryRow = Selectable<CountriesTable>;
+export type StateRow = Selectable<StatesTable>;
+export type SubCategoryRow = Selectable<SubCategoriesTable>;
+export type WebhookEventRow = Selectable<WebhookEventsTable>;
+export type SocialPostBoostRow = Selectable<SocialPostBoostsTable>;
+export type AlertRow = Selectable<AlertsTable>;
+export type NewAlertRow = Insertable<AlertsTable>;
+export type SyncRunRow = Selectable<SyncRunsTable>;
+export type QuarantineRow = Selectable<QuarantineTable>;

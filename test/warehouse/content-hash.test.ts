@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { canonicalJson, contentHash } from '../../src/warehouse/content-hash.ts';
+import { mergeWriteStats } from '../../src/warehouse/write-stats.ts';
+
+describe('contentHash', () => {
+  it('ignores key order and treats undefined as null', () => {
+    expect(contentHash({ a: 1, b: { d: [1, 2], c: 'x' } })).toBe(
+      contentHash({ b: { c: 'x', d: [1, 2] }, a: 1 }),
+    );
+    expect(canonicalJson({ b: undefined, a: new Date('2025-03-01T00:00:00Z') })).toBe(
+      '{"a":"2025-03-01T00:00:00.000Z","b":null}',
+    );
+  });
+
+  it('differs when any value differs, including array order', () => {
+    expect(contentHash({ a: [1, 2] })).not.toBe(contentHash({ a: [2, 1] }));
+    expect(contentHash({ rating: 4 })).not.toBe(contentHash({ rating: 5 }));
+    expect(contentHash({})).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('mergeWriteStats', () => {
+  it('adds counts per table', () => {
+    const into = { listings: { inserted: 1, updated: 0, unchanged: 2, deleted: 0 } };
+    mergeWriteStats(into, {
+      listings: { inserted: 1, updated: 1, unchanged: 0, deleted: 3 },
+      alerts: { inserted: 1, updated: 0, unchanged: 0, deleted: 0 },
+    });
+    expect(into).toEqual({
+      listings: { inserted: 2, updated: 1, unchanged: 2, deleted: 3 },
+      alerts: { inserted: 1, updated: 0, unchanged: 0, deleted: 0 },
+    });
+  });
+});

@@ -1,0 +1,126 @@
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { openWarehouse } from '../../src/warehouse/connection.ts';
+import { migrateToLatest, pendingMigrations } from '../../src/warehouse/migrate.ts';
+import { CONTRACT_TABLES } from '../../src/warehouse/tables.ts';
+import {
+  createSchema,
+  createTestWarehouse,
+  dropSchema,
+  freshSchemaName,
+  testBackends,
+} from '../helpers/database.ts';
+
+async function tablesIn(db: Parameters<typeof migrateToLatest>[0]): Promise<string[]> {
+  const { rows } = await sql<{ table_name: string }>`
+    select table_name from information_schema.tables
+    where table_schema = current_schema() order by table_name`.execute(db);
+  return rows.map((r) => r.table_name);
+}
+
+describe.each(testBackends)('migrations (%s)', (backend) => {
+  it('apply every contract table, then find nothing to do', async () => {
+    const wh = await createTestWarehouse(backend, { migrate: false });
+    try {
+      expect(await pendingMigrations(wh.db)).toEqual(['0001_initial']);
+      expect(await migrateToLatest(wh.db)).toEqual({ applied: ['0001_initial'] });
+      const tables = await tablesIn(wh.db);
+      for (const table of CONTRACT_TABLES) expect(tables).toContain(table);
+      expect(await pendingMigrations(wh.db)).toEqual([]);
+      expect(await migrateToLatest(wh.db)).toEqual({ applied: [] });
+    } finally {
+      await wh.close();
+    }
+  });
+
+  it('create the BI indexes', async () => {
+    const wh = await createTestWarehouse(backend);
+    try {
+      const { rows } = await sql<{ indexname: string; indexdef: string }>`
+        select indexname, indexdef from pg_indexes where schemaname = current_schema()`.execute(
+        wh.db,
+      );
+      const byName = new Map(rows.map((r) => [r.indexname, r.indexdef]));
+      expect(byName.get('rank_observations_pkey')).toMatch(
+        /\(business_id, keyword, site, observed_on\)/,
+      );
+      expect(byName.get('listings_status_idx')).toMatch(/\(status, business_id\)/);
+      expect(byName.get('alerts_dedupe_key_key')).toMatch(/UNIQUE/);
+    } finally {
+      await wh.close();
+    }
+  });
+
+  it('read ids, numerics, dates and timestamps as the same JS values', async () => {
+    const wh = await createTestWarehouse(backend);
+    try {
+      const { rows } = await sql<Record<string, unknown>>`
+        select 9007199254740991::bigint as id, 4.5::numeric as rating,
+          '2025-03-01'::date as day, '2025-03-01T03:00:00Z'::timestamptz as at,
+          array[1, 2]::bigint[] as ids, '{"a": [1]}'::jsonb as doc`.execute(wh.db);
+      expect(rows[0]).toEqual({
+        id: 9007199254740991,
+        rating: 4.5,
+        day: '2025-03-01',
+        at: new Date('2025-03-01T03:00:00Z'),
+        ids: [1, 2],
+        doc: { a: [1] },
+      });
+    } finally {
+      await wh.close();
+    }
+  });
+
+  it.runIf(backend === 'postgres')('do not race when two migrators start at once', async () => {
+    const schema = freshSchemaName();
+    await createSchema(schema);
+    const url = process.env['TEST_DATABASE_URL'];
+    const a = await openWarehouse({ databaseUrl: url, searchPath: schema });
+    const b = await openWarehouse({ databaseUrl: url, searchPath: schema });
+    try {
+      const results = await Promise.all([migrateToLatest(a.db), migrateToLatest(b.db)]);
+      expect(results.flatMap((r) => r.applied).sort()).toEqual(['0001_initial']);
+      const { rows } = await sql<{ n: number }>`
+        select count(*)::int as n from kysely_migration`.execute(a.db);
+      expect(rows[0]?.n).toBe(1);
+    } finally {
+      await a.close();
+      await b.close();
+      await dropSchema(schema);
+    }
+  });
+
+  it.runIf(backend === 'pglite')('keep a data directory across reopenings', async () => {
+    const { mkdtemp, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'warehouse-'));
+    try {
+      const first = await openWarehouse({ pgliteDataDir: join(dir, 'db') });
+      await migrateToLatest(first.db);
+      await first.close();
+      const second = await openWarehouse({ pgliteDataDir: join(dir, 'db') });
+      expect(await pendingMigrations(second.db)).toEqual([]);
+      await second.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('openWarehouse', () => {
+  it('explains an unreachable database without its password', async () => {
+    await expect(
+      openWarehouse({ databaseUrl: 'postgres://someone:s3cret@127.0.0.1:1/nowhere' }),
+    ).rejects.toThrow(/cannot be reached/);
+    await expect(
+      openWarehouse({ databaseUrl: 'postgres://someone:s3cret@127.0.0.1:1/nowhere' }),
+    ).rejects.not.toThrow(/s3cret/);
+  });
+
+  it('refuses a search path that is not plain schema names', async () => {
+    await expect(openWarehouse({ memory: true, searchPath: 'x; drop table y' })).rejects.toThrow(
+      /search path/,
+    );
+  });
+});
