@@ -8,6 +8,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger, redactText } from './log.ts';
+import { parseShard } from './sync/shard.ts';
 
 export const EXIT = { ok: 0, fatal: 1, usage: 2, partial: 3 } as const;
 
@@ -50,21 +51,72 @@ function buildProgram(): Command {
   program
     .command('sandbox')
     .description('Run an emulator of the upstream API, with generated data, a clock and faults.')
-    .addOption(new Option('--port <port>', 'port to listen on (0: any free port)').default(4010).argParser(integerOption('--port', 0, 65535)))
+    .addOption(
+      new Option('--port <port>', 'port to listen on (0: any free port)')
+        .default(4010)
+        .argParser(integerOption('--port', 0, 65535)),
+    )
     .addOption(new Option('--host <host>', 'address to listen on').default('127.0.0.1'))
-    .addOption(new Option('--seed <seed>', 'seed of the generated data').default(1).argParser(integerOption('--seed', 0)))
-    .addOption(new Option('--accounts <n>', 'accounts to generate').default(2).argParser(integerOption('--accounts', 1, 1000)))
-    .addOption(new Option('--businesses <n>', 'businesses per account').default(25).argParser(integerOption('--businesses', 0, 1_000_000)))
-    .addOption(new Option('--start-date <date>', 'the sandbox clock\'s first day (YYYY-MM-DD)').default('2026-01-01').argParser(dateOption))
-    .addOption(new Option('--latency <ms>', 'added latency per request, in milliseconds').default(0).argParser(numberOption('--latency', 0)))
-    .addOption(new Option('--jitter <ms>', 'random extra latency, up to this many milliseconds').default(0).argParser(numberOption('--jitter', 0)))
-    .addOption(new Option('--error-rate <fraction>', 'fraction of requests answered with 500/502/503').default(0).argParser(numberOption('--error-rate', 0)))
-    .addOption(new Option('--rate-limit <rps>', 'requests per second per account above which 429 is answered').argParser(numberOption('--rate-limit', 0)))
-    .addOption(new Option('--reset-rate <fraction>', 'fraction of requests whose connection is reset').default(0).argParser(numberOption('--reset-rate', 0)))
-    .addOption(new Option('--hang-rate <fraction>', 'fraction of requests that never answer').default(0).argParser(numberOption('--hang-rate', 0)))
-    .addOption(new Option('--malformed-rate <fraction>', 'fraction of list records served malformed').default(0).argParser(numberOption('--malformed-rate', 0)))
+    .addOption(
+      new Option('--seed <seed>', 'seed of the generated data')
+        .default(1)
+        .argParser(integerOption('--seed', 0)),
+    )
+    .addOption(
+      new Option('--accounts <n>', 'accounts to generate')
+        .default(2)
+        .argParser(integerOption('--accounts', 1, 1000)),
+    )
+    .addOption(
+      new Option('--businesses <n>', 'businesses per account')
+        .default(25)
+        .argParser(integerOption('--businesses', 0, 1_000_000)),
+    )
+    .addOption(
+      new Option('--start-date <date>', "the sandbox clock's first day (YYYY-MM-DD)")
+        .default('2026-01-01')
+        .argParser(dateOption),
+    )
+    .addOption(
+      new Option('--latency <ms>', 'added latency per request, in milliseconds')
+        .default(0)
+        .argParser(numberOption('--latency', 0)),
+    )
+    .addOption(
+      new Option('--jitter <ms>', 'random extra latency, up to this many milliseconds')
+        .default(0)
+        .argParser(numberOption('--jitter', 0)),
+    )
+    .addOption(
+      new Option('--error-rate <fraction>', 'fraction of requests answered with 500/502/503')
+        .default(0)
+        .argParser(numberOption('--error-rate', 0)),
+    )
+    .addOption(
+      new Option(
+        '--rate-limit <rps>',
+        'requests per second per account above which 429 is answered',
+      ).argParser(numberOption('--rate-limit', 0)),
+    )
+    .addOption(
+      new Option('--reset-rate <fraction>', 'fraction of requests whose connection is reset')
+        .default(0)
+        .argParser(numberOption('--reset-rate', 0)),
+    )
+    .addOption(
+      new Option('--hang-rate <fraction>', 'fraction of requests that never answer')
+        .default(0)
+        .argParser(numberOption('--hang-rate', 0)),
+    )
+    .addOption(
+      new Option('--malformed-rate <fraction>', 'fraction of list records served malformed')
+        .default(0)
+        .argParser(numberOption('--malformed-rate', 0)),
+    )
     .addOption(new Option('--errors-with-200', 'answer errors with HTTP 200, as the seed allows'))
-    .addOption(new Option('--credentials-out <file>', 'write the credentials file (design.md format) here'))
+    .addOption(
+      new Option('--credentials-out <file>', 'write the credentials file (design.md format) here'),
+    )
     .action(async (options) => {
       const config = loadConfig();
       const logger = createLogger({ level: config.logLevel });
@@ -73,8 +125,59 @@ function buildProgram(): Command {
     });
 
   program
+    .command('migrate')
+    .description('Bring the warehouse schema up to date (safe to run from several pods at once).')
+    .action(async () => {
+      const config = loadConfig();
+      const logger = createLogger({ level: config.logLevel });
+      const { openConfiguredWarehouse, describeWarehouse } = await import('./warehouse/open.ts');
+      const { migrateToLatest } = await import('./warehouse/migrate.ts');
+      const warehouse = await openConfiguredWarehouse(config);
+      try {
+        const { applied } = await migrateToLatest(warehouse.db);
+        logger.info({ applied }, 'migrations applied');
+        process.stdout.write(
+          applied.length
+            ? `Applied ${applied.length} migration(s) to ${describeWarehouse(config)}: ${applied.join(', ')}\n`
+            : `${describeWarehouse(config)} is already up to date.\n`,
+        );
+      } finally {
+        await warehouse.close();
+      }
+    });
+
+  program
+    .command('sync')
+    .description('Pull every configured credential into the warehouse once.')
+    .option(
+      '--streams <list>',
+      'comma-separated streams: businesses, listings, reviews, rankings, keywords, reference',
+    )
+    .option('--account <name...>', 'only these credentials (by name)')
+    .addOption(
+      new Option(
+        '--shard <I/N>',
+        'only businesses in shard I of N (0-based), for parallel pods',
+      ).argParser((value: string) => {
+        try {
+          return parseShard(value);
+        } catch (error) {
+          throw new InvalidArgumentError((error as Error).message);
+        }
+      }),
+    )
+    .action(async (options) => {
+      const config = loadConfig();
+      const logger = createLogger({ level: config.logLevel });
+      const { runSyncCommand } = await import('./sync/command.ts');
+      process.exitCode = await runSyncCommand(config, options, logger);
+    });
+
+  program
     .command('demo')
-    .description('Show the whole product on this machine: a sandbox, an embedded warehouse, a report.')
+    .description(
+      'Show the whole product on this machine: a sandbox, an embedded warehouse, a report.',
+    )
     .action(async () => {
       const config = loadConfig();
       const logger = createLogger({ level: config.logLevel });
@@ -98,6 +201,10 @@ export async function main(argv: string[]): Promise<number> {
     if (error instanceof ConfigError) {
       process.stderr.write(`listings-sync: ${error.message}\n`);
       return EXIT.fatal;
+    }
+    if ((error as { code?: unknown }).code === 'USAGE') {
+      process.stderr.write(`listings-sync: ${(error as Error).message}\n`);
+      return EXIT.usage;
     }
     const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`listings-sync: ${redactText(message)}\n`);

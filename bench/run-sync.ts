@@ -1,0 +1,56 @@
+/**
+ * One sync in a process of its own, so that its peak RSS is the sync's alone (the
+ * sandbox serving it runs in another process). Prints one JSON line: the run's result
+ * and the process's peak resident set.
+ *
+ *   node bench/run-sync.ts '{"credentialsFile": "…", "databaseUrl": "…" | "pgliteDataDir": "…"}'
+ */
+import { readFileSync } from 'node:fs';
+import { createApiClient } from '../src/api/client.ts';
+import type { Credential } from '../src/api/types.ts';
+import { silentLogger } from '../src/log.ts';
+import { runSync } from '../src/sync/run.ts';
+import { openWarehouse } from '../src/warehouse/connection.ts';
+import { migrateToLatest } from '../src/warehouse/migrate.ts';
+
+interface Args {
+  credentialsFile: string;
+  databaseUrl?: string;
+  searchPath?: string;
+  pgliteDataDir?: string;
+  concurrency: number;
+  accountConcurrency: number;
+}
+
+const args = JSON.parse(process.argv[2] ?? '{}') as Args;
+const credentials = JSON.parse(readFileSync(args.credentialsFile, 'utf8')) as Credential[];
+const warehouse = await openWarehouse(
+  args.databaseUrl
+    ? { databaseUrl: args.databaseUrl, ...(args.searchPath ? { searchPath: args.searchPath } : {}) }
+    : { pgliteDataDir: args.pgliteDataDir ?? './.data/bench' },
+);
+await migrateToLatest(warehouse.db);
+const api = createApiClient({
+  concurrency: args.concurrency,
+  accountConcurrency: args.accountConcurrency,
+  logger: silentLogger(),
+});
+const started = performance.now();
+const result = await runSync({
+  warehouse,
+  api,
+  credentials,
+  logger: silentLogger(),
+  trigger: 'bench',
+});
+const wallSeconds = (performance.now() - started) / 1000;
+await api.close();
+await warehouse.close();
+process.stdout.write(
+  `${JSON.stringify({
+    status: result.status,
+    wallSeconds,
+    stats: result.stats,
+    peakRssMb: process.resourceUsage().maxRSS / 1024,
+  })}\n`,
+);

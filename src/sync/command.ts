@@ -1,0 +1,110 @@
+/** `listings-sync sync`: one run from the command line, with progress, a summary and exit codes. */
+import { createApiClient } from '../api/client.ts';
+import { type Config, ConfigError, type Credential, requireCredentials } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { openConfiguredWarehouse, requireCurrentSchema } from '../warehouse/open.ts';
+import { createProgressReporter } from './progress.ts';
+import { runSync, STREAMS, type Stream, SyncLockedError, type SyncResult } from './run.ts';
+import type { Shard } from './shard.ts';
+import { renderSyncSummary } from './summary.ts';
+
+export class UsageError extends Error {
+  readonly code = 'USAGE';
+}
+
+export interface SyncCommandOptions {
+  streams?: string;
+  account?: string[];
+  shard?: Shard;
+}
+
+export function parseStreams(text: string | undefined): Stream[] | undefined {
+  if (text === undefined) return undefined;
+  const names = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const unknown = names.filter((name) => !(STREAMS as readonly string[]).includes(name));
+  if (unknown.length || names.length === 0) {
+    throw new UsageError(
+      `--streams takes a comma-separated list of ${STREAMS.join(', ')} (unknown: ${unknown.join(', ') || 'none given'}).`,
+    );
+  }
+  return names as Stream[];
+}
+
+export function selectCredentials(
+  all: readonly Credential[],
+  names: string[] | undefined,
+): readonly Credential[] {
+  if (!names?.length) return all;
+  const missing = names.filter((name) => !all.some((c) => c.name === name));
+  if (missing.length) {
+    throw new UsageError(
+      `--account ${missing.join(', ')}: no such credential. Configured: ${all.map((c) => c.name).join(', ')}.`,
+    );
+  }
+  return all.filter((c) => names.includes(c.name));
+}
+
+export const EXIT_FOR_STATUS: Record<SyncResult['status'], number> = {
+  succeeded: 0,
+  partial: 3,
+  interrupted: 3,
+  failed: 1,
+};
+
+/** Runs the command; returns the process exit code. */
+export async function runSyncCommand(
+  config: Config,
+  options: SyncCommandOptions,
+  logger: Logger,
+): Promise<number> {
+  const streams = parseStreams(options.streams);
+  const credentials = selectCredentials(requireCredentials(config), options.account);
+  const warehouse = await openConfiguredWarehouse(config);
+  const api = createApiClient({
+    concurrency: config.syncConcurrency,
+    accountConcurrency: config.syncAccountConcurrency,
+    requestsPerSecond: config.syncRequestsPerSecond,
+    logger,
+  });
+  const stop = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stop.signal.aborted) {
+      logger.warn({ signal }, 'second signal: exiting now; businesses in flight roll back');
+      process.exit(1);
+    }
+    logger.warn({ signal }, 'stopping: businesses in flight will commit, no new ones start');
+    stop.abort();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  const progress = createProgressReporter({ stream: process.stderr, logger });
+  try {
+    await requireCurrentSchema(warehouse);
+    const result = await runSync({
+      warehouse,
+      api,
+      credentials,
+      logger,
+      ...(streams ? { streams } : {}),
+      ...(options.shard ? { shard: options.shard } : {}),
+      trigger: 'cli',
+      signal: stop.signal,
+      onProgress: (p) => progress.update(p),
+    });
+    progress.stop();
+    process.stdout.write(renderSyncSummary(result));
+    return EXIT_FOR_STATUS[result.status];
+  } catch (error) {
+    progress.stop();
+    if (error instanceof SyncLockedError) throw new ConfigError(error.message);
+    throw error;
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    await api.close();
+    await warehouse.close();
+  }
+}

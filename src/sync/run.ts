@@ -1,0 +1,591 @@
+/**
+ * A sync run: credentials → businesses → streams → one transaction per business.
+ *
+ * Failures stay where they happen: an authentication failure stops that credential only;
+ * `This business doesn't exist` on a listed business marks it archived; a stream that
+ * fails leaves that stream's stored rows untouched (no soft deletes from a failed read);
+ * a bad record goes to quarantine and its siblings load. SIGTERM (the `signal`) stops new
+ * businesses from starting, lets the ones in flight commit, and ends the run
+ * `interrupted`.
+ */
+import pLimit from 'p-limit';
+import { ApiError } from '../api/errors.ts';
+import {
+  type ApiClient,
+  apiStats,
+  getBusinessFull,
+  getRankings,
+  listBusinesses,
+  listCountries,
+  listKeywords,
+  listListings,
+  listReviews,
+  listStates,
+  listSubCategories,
+} from '../api/index.ts';
+import type {
+  BusinessSummary,
+  Country,
+  Credential,
+  ListResult,
+  RejectedRecord,
+  Review,
+  State,
+} from '../api/types.ts';
+import type { Logger } from '../log.ts';
+import { markAccountSynced, upsertAccount } from '../warehouse/accounts.ts';
+import {
+  type BusinessSnapshot,
+  mergeWriteStats,
+  type WriteStats,
+  writeBusinessSnapshot,
+} from '../warehouse/business-snapshot.ts';
+import { archiveMissingBusinesses, markBusinessMissing } from '../warehouse/businesses.ts';
+import type { Warehouse } from '../warehouse/connection.ts';
+import { quarantineRecords } from '../warehouse/quarantine.ts';
+import { writeReferenceData } from '../warehouse/reference-data.ts';
+import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
+import { finishSyncRun, interruptAbandonedRuns, startSyncRun } from '../warehouse/sync-runs.ts';
+import { formatShard, inShard, type Shard } from './shard.ts';
+
+/** What a run can fetch. `businesses` is the full profile read; the list is always read. */
+export const STREAMS = [
+  'businesses',
+  'listings',
+  'reviews',
+  'rankings',
+  'keywords',
+  'reference',
+] as const;
+export type Stream = (typeof STREAMS)[number];
+
+export type RunStatus = 'succeeded' | 'partial' | 'failed' | 'interrupted';
+
+export interface SyncProgress {
+  accountsTotal: number;
+  accountsDone: number;
+  businessesTotal: number;
+  businessesDone: number;
+  requests: number;
+  elapsedSeconds: number;
+}
+
+export interface SyncOptions {
+  warehouse: Warehouse;
+  api: ApiClient;
+  credentials: readonly Credential[];
+  logger: Logger;
+  streams?: readonly Stream[];
+  shard?: Shard;
+  trigger?: string;
+  /** Stops new businesses from starting; in-flight ones finish and commit. */
+  signal?: AbortSignal;
+  /** The run's clock: observation times and rank days. The demo drives it from the sandbox. */
+  now?: () => Date;
+  /** Businesses fetched and written at once, per credential. */
+  businessConcurrency?: number;
+  onProgress?: (progress: SyncProgress) => void;
+}
+
+export interface CredentialOutcome {
+  name: string;
+  status: 'succeeded' | 'partial' | 'failed' | 'skipped';
+  businesses: number;
+  error?: string;
+}
+
+export interface RunStats {
+  credentials: CredentialOutcome[];
+  businesses: { listed: number; inShard: number; synced: number; failed: number; archived: number };
+  streamFailures: number;
+  requests: number;
+  retries: number;
+  tables: WriteStats;
+  quarantined: number;
+  alerts: number;
+  seconds: number;
+}
+
+export interface SyncResult {
+  runId: string;
+  status: RunStatus;
+  stats: RunStats;
+  error?: string;
+}
+
+export class SyncLockedError extends Error {
+  readonly code = 'SYNC_LOCKED';
+  constructor() {
+    super(
+      'Another sync is already running against this warehouse (its advisory lock is held). ' +
+        'Wait for it to finish, or stop it, and run again.',
+    );
+    this.name = 'SyncLockedError';
+  }
+}
+
+/** PostgreSQL and socket errors meaning the warehouse itself is gone: the run cannot go on. */
+const WAREHOUSE_GONE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+]);
+
+function isWarehouseGone(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && WAREHOUSE_GONE.has(code)) return true;
+  const message = error instanceof Error ? error.message : '';
+  return /Connection terminated|connection is closed|Client has encountered a connection error|PGlite is closed/i.test(
+    message,
+  );
+}
+
+class WarehouseGoneError extends Error {
+  constructor(cause: unknown) {
+    super(
+      `The warehouse stopped answering (${cause instanceof Error ? cause.message : String(cause)}). ` +
+        'Businesses committed before this point are kept; run the sync again once the database is back.',
+      { cause },
+    );
+    this.name = 'WarehouseGoneError';
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+type Fetched<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+async function settle<T>(promise: Promise<T>): Promise<Fetched<T>> {
+  try {
+    return { ok: true, value: await promise };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+function emptyStats(): RunStats {
+  return {
+    credentials: [],
+    businesses: { listed: 0, inShard: 0, synced: 0, failed: 0, archived: 0 },
+    streamFailures: 0,
+    requests: 0,
+    retries: 0,
+    tables: {},
+    quarantined: 0,
+    alerts: 0,
+    seconds: 0,
+  };
+}
+
+/**
+ * Run one sync. Resolves with the run's outcome; rejects only when the run could not
+ * start (lock held, warehouse unreachable) — everything after `sync_runs` has its row is
+ * recorded there.
+ */
+export async function runSync(options: SyncOptions): Promise<SyncResult> {
+  const { warehouse, api, logger } = options;
+  const db = warehouse.db;
+  const now = options.now ?? (() => new Date());
+  const streams = new Set<Stream>(options.streams ?? STREAMS);
+  // Shards of one night run side by side, so each shard has its own lock: the lock keeps
+  // a second copy of the same work off the warehouse, not the other shards.
+  const lockKey = options.shard
+    ? `listings-sync:sync:shard:${formatShard(options.shard)}`
+    : 'listings-sync:sync';
+  const lock = await tryAcquireSyncLock(warehouse, lockKey);
+  if (!lock) throw new SyncLockedError();
+
+  const started = performance.now();
+  const apiBefore = apiStats(api);
+  const stats = emptyStats();
+  let runId = '';
+  try {
+    const abandoned = await interruptAbandonedRuns(db, formatShard(options.shard));
+    if (abandoned)
+      logger.warn({ abandoned }, 'earlier runs ended without finishing; marked interrupted');
+    runId = await startSyncRun(db, {
+      trigger: options.trigger ?? 'cli',
+      streams: [...streams],
+      accounts: options.credentials.map((c) => c.name),
+      shard: formatShard(options.shard),
+    });
+    const log = logger.child({ runId });
+    log.info(
+      {
+        credentials: options.credentials.length,
+        streams: [...streams],
+        shard: formatShard(options.shard),
+      },
+      'sync started',
+    );
+
+    const progress: SyncProgress = {
+      accountsTotal: options.credentials.length,
+      accountsDone: 0,
+      businessesTotal: 0,
+      businessesDone: 0,
+      requests: 0,
+      elapsedSeconds: 0,
+    };
+    const report = () => {
+      if (!options.onProgress) return;
+      progress.requests = apiStats(api).requests - apiBefore.requests;
+      progress.elapsedSeconds = (performance.now() - started) / 1000;
+      options.onProgress({ ...progress });
+    };
+
+    let fatal: Error | undefined;
+    let referenceDone = !streams.has('reference');
+    const context: RunContext = {
+      options,
+      runId,
+      stats,
+      streams,
+      now,
+      log,
+      progress,
+      report,
+      fail(error) {
+        fatal ??= error;
+      },
+      isStopped: () => fatal !== undefined || options.signal?.aborted === true,
+      async writeReferenceOnce(credential) {
+        if (referenceDone) return;
+        referenceDone = true;
+        await syncReferenceData(context, credential).catch((error: unknown) => {
+          if (isWarehouseGone(error)) throw new WarehouseGoneError(error);
+          referenceDone = false; // another credential may succeed
+          stats.streamFailures += 1;
+          log.warn({ credential: credential.name, err: error }, 'reference data failed');
+        });
+      },
+    };
+
+    // Credentials run side by side: each has its own request limits in the client.
+    await Promise.all(
+      options.credentials.map(async (credential) => {
+        const outcome = await syncCredential(context, credential).catch((error: unknown) => {
+          if (error instanceof WarehouseGoneError) context.fail(error);
+          else if (isWarehouseGone(error)) context.fail(new WarehouseGoneError(error));
+          const outcome: CredentialOutcome = {
+            name: credential.name,
+            status: 'failed',
+            businesses: 0,
+            error: errorText(error),
+          };
+          return outcome;
+        });
+        stats.credentials.push(outcome);
+        progress.accountsDone += 1;
+        report();
+      }),
+    );
+    stats.credentials.sort((a, b) => a.name.localeCompare(b.name));
+
+    const apiAfter = apiStats(api);
+    stats.requests = apiAfter.requests - apiBefore.requests;
+    stats.retries = apiAfter.retries - apiBefore.retries;
+    stats.seconds = Math.round((performance.now() - started) / 10) / 100;
+
+    const status = decideStatus(stats, fatal, options.signal);
+    const error = fatal ? fatal.message : summariseFailures(stats);
+    await finishSyncRun(db, runId, { status, stats, error: error ?? null }).catch((finishError) => {
+      log.error({ err: finishError }, 'could not record the end of the run');
+    });
+    log.info(
+      {
+        status,
+        seconds: stats.seconds,
+        requests: stats.requests,
+        retries: stats.retries,
+        businesses: stats.businesses,
+        quarantined: stats.quarantined,
+        alerts: stats.alerts,
+      },
+      'sync finished',
+    );
+    return { runId, status, stats, ...(error ? { error } : {}) };
+  } finally {
+    await lock.release();
+  }
+}
+
+interface RunContext {
+  options: SyncOptions;
+  runId: string;
+  stats: RunStats;
+  streams: Set<Stream>;
+  now: () => Date;
+  log: Logger;
+  progress: SyncProgress;
+  report: () => void;
+  fail(error: Error): void;
+  isStopped(): boolean;
+  writeReferenceOnce(credential: Credential): Promise<void>;
+}
+
+function decideStatus(stats: RunStats, fatal: Error | undefined, signal?: AbortSignal): RunStatus {
+  if (fatal) return 'failed';
+  if (signal?.aborted) return 'interrupted';
+  const failedCredentials = stats.credentials.filter((c) => c.status === 'failed').length;
+  if (stats.credentials.length > 0 && failedCredentials === stats.credentials.length)
+    return 'failed';
+  const partial =
+    failedCredentials > 0 ||
+    stats.credentials.some((c) => c.status === 'partial') ||
+    stats.businesses.failed > 0 ||
+    stats.streamFailures > 0 ||
+    stats.quarantined > 0;
+  return partial ? 'partial' : 'succeeded';
+}
+
+function summariseFailures(stats: RunStats): string | undefined {
+  const failed = stats.credentials.filter((c) => c.status === 'failed');
+  if (failed.length === 0) return undefined;
+  return failed.map((c) => `credential "${c.name}": ${c.error ?? 'failed'}`).join('; ');
+}
+
+async function quarantineRejected(
+  context: RunContext,
+  credential: Credential,
+  stream: string,
+  rejected: RejectedRecord[],
+  businessId: number | null = null,
+): Promise<void> {
+  if (rejected.length === 0) return;
+  const count = await quarantineRecords(
+    context.options.warehouse.db,
+    context.runId,
+    rejected.map((record) => ({
+      accountName: credential.name,
+      businessId,
+      stream,
+      location: record.location,
+      reason: record.reason,
+      payload: record.payload,
+    })),
+  );
+  context.stats.quarantined += count;
+}
+
+async function syncReferenceData(context: RunContext, credential: Credential): Promise<void> {
+  const { api } = context.options;
+  const [countries, subCategories] = await Promise.all([
+    listCountries(api, credential),
+    listSubCategories(api, credential),
+  ]);
+  const stateLists = await Promise.all(
+    countries.records.map(async (country: Country) => ({
+      country,
+      result: await listStates(api, credential, country.id),
+    })),
+  );
+  const states: State[] = stateLists.flatMap(({ result }) => result.records);
+  await quarantineRejected(context, credential, 'countries', countries.rejected);
+  await quarantineRejected(context, credential, 'sub_categories', subCategories.rejected);
+  for (const { country, result } of stateLists) {
+    await quarantineRejected(context, credential, `states:${country.id}`, result.rejected);
+  }
+  const written = await writeReferenceData(context.options.warehouse.db, {
+    countries: countries.records,
+    states,
+    subCategories: subCategories.records,
+  });
+  mergeWriteStats(context.stats.tables, written);
+}
+
+async function syncCredential(
+  context: RunContext,
+  credential: Credential,
+): Promise<CredentialOutcome> {
+  const { options, stats, log } = context;
+  const db = options.warehouse.db;
+  const accountLog = log.child({ credential: credential.name });
+  await upsertAccount(db, {
+    name: credential.name,
+    userEmail: credential.userEmail,
+    baseUrl: credential.baseUrl,
+  });
+
+  let listed: ListResult<BusinessSummary>;
+  try {
+    listed = await listBusinesses(options.api, credential);
+  } catch (error) {
+    accountLog.error({ err: error }, 'credential failed: could not list its businesses');
+    return { name: credential.name, status: 'failed', businesses: 0, error: errorText(error) };
+  }
+  await context.writeReferenceOnce(credential);
+  await quarantineRejected(context, credential, 'businesses', listed.rejected);
+
+  const mine = listed.records.filter((business) => inShard(options.shard, business.id));
+  stats.businesses.listed += listed.records.length;
+  stats.businesses.inShard += mine.length;
+  context.progress.businessesTotal += mine.length;
+  context.report();
+  accountLog.info({ listed: listed.records.length, inShard: mine.length }, 'businesses listed');
+
+  let authFailure: ApiError | undefined;
+  let failedBusinesses = 0;
+  const limit = pLimit(options.businessConcurrency ?? 8);
+  await Promise.all(
+    mine.map((business) =>
+      limit(async () => {
+        if (context.isStopped() || authFailure) return;
+        try {
+          const outcome = await syncBusiness(context, credential, business);
+          if (outcome === 'failed') failedBusinesses += 1;
+        } catch (error) {
+          if (error instanceof ApiError && error.code === 'AUTH_FAILURE') {
+            authFailure ??= error;
+            return;
+          }
+          if (isWarehouseGone(error)) {
+            context.fail(new WarehouseGoneError(error));
+            return;
+          }
+          failedBusinesses += 1;
+          accountLog.error({ businessId: business.id, err: error }, 'business failed');
+        } finally {
+          context.progress.businessesDone += 1;
+          context.report();
+        }
+      }),
+    ),
+  );
+  stats.businesses.failed += failedBusinesses;
+
+  if (authFailure) {
+    accountLog.error({ err: authFailure }, 'credential failed: authentication failed mid-run');
+    return {
+      name: credential.name,
+      status: 'failed',
+      businesses: mine.length,
+      error: authFailure.message,
+    };
+  }
+  const complete = !context.isStopped() && failedBusinesses === 0;
+  if (!context.isStopped()) {
+    // Only a complete list read may archive what it no longer shows; a shard archives
+    // only its own businesses.
+    const archived = await archiveMissingBusinesses(
+      db,
+      credential.name,
+      listed.records.map((b) => b.id),
+      context.now(),
+      (id) => inShard(options.shard, id),
+    );
+    stats.businesses.archived += archived;
+    if (complete) await markAccountSynced(db, credential.name, context.now());
+  }
+  return {
+    name: credential.name,
+    status: complete && listed.rejected.length === 0 ? 'succeeded' : 'partial',
+    businesses: mine.length,
+  };
+}
+
+/**
+ * Fetch every stream of one business concurrently and write them in one transaction.
+ * Returns `failed` when any stream failed (what did load is still written).
+ */
+async function syncBusiness(
+  context: RunContext,
+  credential: Credential,
+  business: BusinessSummary,
+): Promise<'ok' | 'failed' | 'missing'> {
+  const { options, streams, stats, log } = context;
+  const { api } = options;
+  const id = business.id;
+  const skip = Promise.resolve(null);
+  const [full, listings, reviews, socials, rankings, keywords] = await Promise.all([
+    settle(streams.has('businesses') ? getBusinessFull(api, credential, id) : skip),
+    settle(streams.has('listings') ? listListings(api, credential, id) : skip),
+    settle(streams.has('reviews') ? listReviews(api, credential, id, 'review') : skip),
+    settle(streams.has('reviews') ? listReviews(api, credential, id, 'social') : skip),
+    settle(streams.has('rankings') ? getRankings(api, credential, id) : skip),
+    settle(streams.has('keywords') ? listKeywords(api, credential, id) : skip),
+  ]);
+  const all = [full, listings, reviews, socials, rankings, keywords];
+  for (const result of all) {
+    if (!result.ok && result.error instanceof ApiError && result.error.code === 'AUTH_FAILURE') {
+      throw result.error;
+    }
+  }
+  const observedAt = context.now();
+  if (
+    all.some(
+      (r) =>
+        !r.ok &&
+        r.error instanceof ApiError &&
+        (r.error.code === 'BUSINESS_NOT_FOUND' || r.error.code === 'INVALID_LOCATION_ID'),
+    )
+  ) {
+    // Listed, then gone: archived between the list and the read.
+    if (await markBusinessMissing(options.warehouse.db, credential.name, id, observedAt)) {
+      stats.businesses.archived += 1;
+    }
+    log.info(
+      { credential: credential.name, businessId: id },
+      'business reads as missing: archived',
+    );
+    return 'missing';
+  }
+
+  let failedStreams = 0;
+  const value = <T>(result: Fetched<T>, stream: string): T | null => {
+    if (result.ok) return result.value;
+    failedStreams += 1;
+    log.warn(
+      { credential: credential.name, businessId: id, stream, err: result.error },
+      'stream failed; its stored rows are left as they were',
+    );
+    return null;
+  };
+  const rejected: BusinessSnapshot['rejected'] = [];
+  const records = <T>(result: ListResult<T> | null, stream: string): T[] | null => {
+    if (!result) return null;
+    for (const record of result.rejected) rejected.push({ stream, ...record });
+    return result.records;
+  };
+
+  const fullValue = value(full, 'businesses');
+  const reviewList = records(value(reviews, 'reviews'), 'reviews');
+  const socialList = records(value(socials, 'reviews'), 'social');
+  const snapshot: BusinessSnapshot = {
+    accountName: credential.name,
+    businessId: id,
+    summary: business,
+    full: fullValue,
+    listings: records(value(listings, 'listings'), 'listings'),
+    reviews: reviewList && socialList ? mergeReviews(reviewList, socialList) : null,
+    rankings: records(value(rankings, 'rankings'), 'rankings'),
+    keywords: records(value(keywords, 'keywords'), 'keywords'),
+    rejected,
+  };
+  const written = await options.warehouse.db
+    .transaction()
+    .execute((trx) => writeBusinessSnapshot(trx, snapshot, { runId: context.runId, observedAt }));
+  mergeWriteStats(stats.tables, written.stats);
+  stats.alerts += written.alerts;
+  stats.quarantined += written.quarantined;
+  stats.streamFailures += failedStreams;
+  if (failedStreams === 0) stats.businesses.synced += 1;
+  return failedStreams === 0 ? 'ok' : 'failed';
+}
+
+/** The two review categories together; a review served in both keeps its first category. */
+function mergeReviews(reviews: Review[], socials: Review[]): Review[] {
+  const seen = new Set(reviews.map((r) => r.id));
+  return [...reviews, ...socials.filter((s) => !seen.has(s.id))];
+}

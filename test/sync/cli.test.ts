@@ -1,0 +1,190 @@
+/**
+ * `listings-sync migrate` and `sync` as a user runs them: a child process, its exit
+ * code, what it prints, and what it leaves in the warehouse — including after kill -9.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApiClient } from '../../src/api/index.ts';
+import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { contentDigest, sync, testApiClient } from './harness.ts';
+
+const CLI = join(import.meta.dirname, '../../src/cli.ts');
+
+interface Finished {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+function start(
+  args: string[],
+  env: Record<string, string>,
+): { child: ChildProcess; done: Promise<Finished> } {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk) => {
+    stdout += chunk;
+  });
+  child.stderr?.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  const done = new Promise<Finished>((resolve) => {
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+  return { child, done };
+}
+
+function waitForOutput(child: ChildProcess, text: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (seen.includes(text)) {
+        child.stderr?.off('data', onData);
+        resolve();
+      }
+    };
+    child.stderr?.on('data', onData);
+    child.once('close', () => reject(new Error(`the process ended before printing ${text}`)));
+  });
+}
+
+function run(args: string[], env: Record<string, string>): Promise<Finished> {
+  return start(args, env).done;
+}
+
+/** Environment that points a child process at the test's warehouse. */
+function databaseEnv(warehouse: TestWarehouse, pgliteDir: string): Record<string, string> {
+  if (warehouse.kind === 'postgres') {
+    const url = new URL(warehouse.databaseUrl!);
+    url.searchParams.set('options', `-c search_path=${warehouse.searchPath}`);
+    return { DATABASE_URL: url.toString() };
+  }
+  return { PGLITE_DATA_DIR: pgliteDir };
+}
+
+describe.each(testBackends)('the sync command (%s)', (backend) => {
+  let sandbox: RunningSandbox;
+  let target: TestWarehouse;
+  let env: Record<string, string>;
+  let pgliteDir: string;
+  let credentialsFile: string;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({
+      seed: 31,
+      accounts: 2,
+      businessesPerAccount: 8,
+      port: 0,
+      faults: { latencyMs: 4 },
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'ls-cli-'));
+    pgliteDir = join(dir, 'pglite');
+    credentialsFile = join(dir, 'credentials.json');
+    writeFileSync(credentialsFile, JSON.stringify(sandbox.credentials));
+    // Postgres: an empty schema the child processes migrate; PGlite: a data directory.
+    target = await createTestWarehouse(backend, { migrate: false });
+    if (backend === 'pglite') await target.close();
+    env = { ...databaseEnv(target, pgliteDir), LISTINGS_CREDENTIALS_FILE: credentialsFile };
+  });
+  afterAll(async () => {
+    if (backend === 'postgres') await target?.close();
+    await sandbox?.close();
+  });
+
+  async function openTarget(): Promise<Warehouse> {
+    return backend === 'postgres'
+      ? openWarehouse({ databaseUrl: target.databaseUrl!, searchPath: target.searchPath! })
+      : openWarehouse({ pgliteDataDir: pgliteDir });
+  }
+
+  it('refuses to sync an unmigrated warehouse, naming the fix (exit 1)', async () => {
+    const result = await run(['sync'], env);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('Run `listings-sync migrate` first');
+  });
+
+  it('migrates, then converges after kill -9 at several points to the uninterrupted result', async () => {
+    const migrated = await run(['migrate'], env);
+    expect(migrated.code, migrated.stderr).toBe(0);
+    expect(migrated.stdout).toMatch(/Applied \d+ migration/);
+    expect((await run(['migrate'], env)).stdout).toContain('already up to date');
+
+    // Kill points measured from the moment the run has listed its businesses: before any
+    // business commits, among the first commits, and deep into the run.
+    for (const delayMs of [0, 150, 400]) {
+      const { child, done } = start(['sync'], env);
+      await waitForOutput(child, '"msg":"businesses listed"');
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      child.kill('SIGKILL');
+      const killed = await done;
+      expect(killed.signal === 'SIGKILL' || killed.code === 0).toBe(true);
+    }
+    const final = await run(['sync'], env);
+    expect(final.code, final.stderr).toBe(0);
+    expect(final.stdout).toContain('Sync succeeded');
+
+    const reference = await createTestWarehouse(backend);
+    const api: ApiClient = testApiClient();
+    try {
+      await sync(reference, api, sandbox.credentials);
+      const warehouse = await openTarget();
+      try {
+        expect(await contentDigest(warehouse)).toEqual(await contentDigest(reference));
+        // The killed runs left their rows; the next run marked them interrupted.
+        const runs = await warehouse.db.selectFrom('sync_runs').select(['status']).execute();
+        expect(runs.length).toBe(4);
+        expect(runs.filter((r) => r.status === 'interrupted').length).toBe(3);
+        expect(runs.filter((r) => r.status === 'succeeded').length).toBe(1);
+      } finally {
+        await warehouse.close();
+      }
+    } finally {
+      await api.close();
+      await reference.close();
+    }
+  });
+
+  it('exits 3 when one credential has a wrong token, naming it but never its token', async () => {
+    const bad = {
+      ...sandbox.credentials[0]!,
+      name: 'wrong-token',
+      authToken: 'sbx_wrong_token_for_test_77',
+    };
+    const file = join(mkdtempSync(join(tmpdir(), 'ls-cli-')), 'credentials.json');
+    writeFileSync(file, JSON.stringify([...sandbox.credentials, bad]));
+    const result = await run(['sync'], { ...env, LISTINGS_CREDENTIALS_FILE: file });
+    expect(result.code).toBe(3);
+    expect(result.stdout).toContain('Sync partial');
+    expect(result.stdout).toContain('wrong-token');
+    expect(result.stderr).toContain('"credential":"wrong-token"');
+    for (const output of [result.stdout, result.stderr]) {
+      expect(output).not.toContain(bad.authToken);
+      for (const credential of sandbox.credentials)
+        expect(output).not.toContain(credential.authToken);
+    }
+  });
+
+  it('exits 2 on usage errors and 1 on bad configuration', async () => {
+    const usage = await run(['sync', '--streams', 'listings,gossip'], env);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('--streams');
+    expect((await run(['sync', '--no-such-option'], env)).code).toBe(2);
+    expect((await run(['sync', '--account', 'nobody'], env)).stderr).toContain(
+      'no such credential',
+    );
+    const config = await run(['sync'], { ...env, SYNC_CONCURRENCY: 'many' });
+    expect(config.code).toBe(1);
+    expect(config.stderr).toContain('SYNC_CONCURRENCY must be a whole number');
+  });
+});

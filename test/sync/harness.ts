@@ -1,0 +1,175 @@
+/**
+ * What the sync suites share: a sandbox over real HTTP, a warehouse per backend, a client
+ * with short retry delays, what the sandbox serves (read through the client), and a
+ * digest of the warehouse's content that leaves out times and run ids, so that two runs
+ * can be compared row for row.
+ */
+import { sql } from 'kysely';
+import {
+  type ApiClient,
+  createApiClient,
+  getRankings,
+  listBusinesses,
+  listKeywords,
+  listListings,
+  listReviews,
+} from '../../src/api/index.ts';
+import type { Credential, Listing } from '../../src/api/types.ts';
+import { silentLogger } from '../../src/log.ts';
+import { runSync, type SyncOptions, type SyncResult } from '../../src/sync/run.ts';
+import type { Warehouse } from '../../src/warehouse/connection.ts';
+import { CONTRACT_TABLES } from '../../src/warehouse/tables.ts';
+
+export function testApiClient(): ApiClient {
+  return createApiClient({
+    concurrency: 16,
+    accountConcurrency: 8,
+    timeouts: { connectMs: 2000, headersMs: 2000, bodyMs: 2000 },
+    retry: { maxAttempts: 12, baseDelayMs: 1, maxDelayMs: 20, maxRetryAfterMs: 5000 },
+    logger: silentLogger(),
+  });
+}
+
+export async function sync(
+  warehouse: Warehouse,
+  api: ApiClient,
+  credentials: readonly Credential[],
+  extra: Partial<SyncOptions> = {},
+): Promise<SyncResult> {
+  return runSync({
+    warehouse,
+    api,
+    credentials,
+    logger: silentLogger(),
+    trigger: 'test',
+    ...extra,
+  });
+}
+
+/** What the sandbox serves right now, read with a fault-free client. */
+export interface Served {
+  businesses: number[];
+  listings: Map<string, Listing>;
+  reviews: number;
+  responses: number;
+  ranks: number;
+  keywords: number;
+}
+
+export async function served(api: ApiClient, credentials: readonly Credential[]): Promise<Served> {
+  const result: Served = {
+    businesses: [],
+    listings: new Map(),
+    reviews: 0,
+    responses: 0,
+    ranks: 0,
+    keywords: 0,
+  };
+  const reviewIds = new Set<string>();
+  for (const credential of credentials) {
+    const list = await listBusinesses(api, credential);
+    for (const business of list.records) {
+      result.businesses.push(business.id);
+      const [listings, reviews, socials, ranks, keywords] = await Promise.all([
+        listListings(api, credential, business.id),
+        listReviews(api, credential, business.id, 'review'),
+        listReviews(api, credential, business.id, 'social'),
+        getRankings(api, credential, business.id),
+        listKeywords(api, credential, business.id),
+      ]);
+      for (const listing of listings.records) {
+        result.listings.set(`${business.id}:${listing.id}`, listing);
+      }
+      for (const review of [...reviews.records, ...socials.records]) {
+        if (reviewIds.has(review.id)) continue;
+        reviewIds.add(review.id);
+        result.responses += review.responses.length;
+      }
+      result.ranks += ranks.records.length;
+      result.keywords += keywords.records.length;
+    }
+  }
+  result.reviews = reviewIds.size;
+  return result;
+}
+
+export async function count(warehouse: Warehouse, table: string, where = sql`true`) {
+  const row = await sql<{
+    n: number;
+  }>`select count(*)::int as n from ${sql.table(table)} where ${where}`.execute(warehouse.db);
+  return row.rows[0]?.n ?? 0;
+}
+
+/** The content of every data table without times and run ids, in a stable order. */
+const DIGEST: Record<string, string> = {
+  businesses:
+    'business_id, account_name, name, latitude, longitude, content_hash, archived_at is null as live',
+  business_versions: 'business_id, content_hash',
+  listings: 'business_id, listing_id, status, content_hash, removed_at is null as live',
+  listing_status_history: 'business_id, listing_id, status, previous_status, sync_status',
+  reviews: 'review_id, business_id, category, content_hash',
+  review_versions: 'review_id, content_hash',
+  review_responses: 'response_id, review_id, content_hash',
+  rank_observations: 'business_id, keyword, site, observed_on, rank',
+  keywords: 'keyword_id, business_id, keyword, is_primary, archived, deleted_at is null as live',
+  countries: 'country_id, name',
+  states: 'state_id, name, iso, country_id',
+  sub_categories: 'sub_category_id, name',
+  alerts: 'kind, business_id, listing_id, site_name, previous_status, status, dedupe_key',
+};
+
+export async function contentDigest(warehouse: Warehouse): Promise<Record<string, unknown[]>> {
+  const digest: Record<string, unknown[]> = {};
+  for (const [table, columns] of Object.entries(DIGEST)) {
+    const result = await sql<{ row: string }>`
+      select row_to_json(t)::text as row
+      from (select ${sql.raw(columns)} from ${sql.table(table)}) t
+      order by 1`.execute(warehouse.db);
+    digest[table] = result.rows.map((r) => r.row);
+  }
+  return digest;
+}
+
+/**
+ * The physical row versions of every data table (each row's xmin, in ctid order): any
+ * insert, update or delete changes it, even one that leaves the values as they were.
+ * `accounts` (its last_synced_at) and `sync_runs` are the run's own bookkeeping.
+ */
+export async function rowVersions(warehouse: Warehouse): Promise<Record<string, string>> {
+  const versions: Record<string, string> = {};
+  for (const table of CONTRACT_TABLES) {
+    if (table === 'accounts' || table === 'sync_runs') continue;
+    const result = await sql<{ v: string | null }>`
+      select string_agg(xmin::text, ',' order by ctid) as v from ${sql.table(table)}`.execute(
+      warehouse.db,
+    );
+    versions[table] = result.rows[0]?.v ?? '';
+  }
+  return versions;
+}
+
+/** Row counts of every contract table. */
+export async function tableCounts(warehouse: Warehouse): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const table of CONTRACT_TABLES) counts[table] = await count(warehouse, table);
+  return counts;
+}
+
+/** Every contract table as text, for secret scans. */
+export async function dumpAll(warehouse: Warehouse): Promise<string> {
+  const parts: string[] = [];
+  for (const table of CONTRACT_TABLES) {
+    const result = await sql<{
+      row: string;
+    }>`select row_to_json(t)::text as row from ${sql.table(table)} t`.execute(warehouse.db);
+    parts.push(...result.rows.map((r) => r.row));
+  }
+  return parts.join('\n');
+}
+
+/** Rows written according to the run's own stats: inserts, updates and deletes of data tables. */
+export function rowsWritten(result: SyncResult): number {
+  return Object.entries(result.stats.tables)
+    .filter(([table]) => table !== 'accounts' && table !== 'sync_runs')
+    .reduce((sum, [, c]) => sum + c.inserted + c.updated + c.deleted, 0);
+}

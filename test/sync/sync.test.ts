@@ -1,0 +1,202 @@
+/**
+ * The sync run end to end: the sandbox over real HTTP, the warehouse on each backend.
+ */
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApiClient } from '../../src/api/index.ts';
+import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import {
+  contentDigest,
+  count,
+  dumpAll,
+  rowsWritten,
+  rowVersions,
+  type Served,
+  served,
+  sync,
+  tableCounts,
+  testApiClient,
+} from './harness.ts';
+
+const SEED = 11;
+
+describe.each(testBackends)('sync run (%s)', (backend) => {
+  let sandbox: RunningSandbox;
+  let warehouse: TestWarehouse;
+  let api: ApiClient;
+  let before: Served;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: SEED, accounts: 2, businessesPerAccount: 6, port: 0 });
+    warehouse = await createTestWarehouse(backend);
+    api = testApiClient();
+  });
+  afterAll(async () => {
+    await api?.close();
+    await warehouse?.close();
+    await sandbox?.close();
+  });
+
+  it('lands exactly what the sandbox served, in every table', async () => {
+    before = await served(api, sandbox.credentials);
+    const result = await sync(warehouse, api, sandbox.credentials);
+    expect(result.status).toBe('succeeded');
+    expect(result.stats.businesses).toMatchObject({ listed: 12, synced: 12, failed: 0 });
+
+    expect(await count(warehouse, 'accounts')).toBe(2);
+    expect(await count(warehouse, 'businesses', sql`archived_at is null`)).toBe(
+      before.businesses.length,
+    );
+    expect(await count(warehouse, 'listings')).toBe(before.listings.size);
+    expect(await count(warehouse, 'reviews')).toBe(before.reviews);
+    expect(await count(warehouse, 'review_responses')).toBe(before.responses);
+    expect(await count(warehouse, 'rank_observations')).toBe(before.ranks);
+    expect(await count(warehouse, 'keywords')).toBe(before.keywords);
+    expect(await count(warehouse, 'countries')).toBeGreaterThan(0);
+    expect(await count(warehouse, 'states')).toBeGreaterThan(0);
+    expect(await count(warehouse, 'sub_categories')).toBeGreaterThan(50);
+    // The first sync sets the baseline: one history row per listing, one version per business, no alert.
+    expect(await count(warehouse, 'listing_status_history')).toBe(before.listings.size);
+    expect(await count(warehouse, 'business_versions')).toBe(before.businesses.length);
+    expect(await count(warehouse, 'alerts')).toBe(0);
+    expect(await count(warehouse, 'quarantine')).toBe(0);
+
+    // Spot values: a listing as served, latitude a number, `-` ranks stored as NULL.
+    const [key, listing] = [...before.listings.entries()][0]!;
+    const [businessId] = key.split(':').map(Number);
+    const row = await warehouse.db
+      .selectFrom('listings')
+      .selectAll()
+      .where('business_id', '=', businessId!)
+      .where('listing_id', '=', listing.id)
+      .executeTakeFirstOrThrow();
+    expect(row).toMatchObject({
+      site_name: listing.siteName,
+      status: listing.status,
+      sync_status: listing.syncStatus,
+      live_link: listing.liveLink,
+      has_site_credentials: listing.hasSiteCredentials,
+    });
+    const business = await warehouse.db
+      .selectFrom('businesses')
+      .select(['latitude', 'longitude'])
+      .where('business_id', '=', businessId!)
+      .executeTakeFirstOrThrow();
+    expect(typeof business.latitude).toBe('number');
+    expect(await count(warehouse, 'rank_observations', sql`rank is null`)).toBeGreaterThan(0);
+    expect(
+      await count(warehouse, 'rank_observations', sql`site like 'Google_new.%'`),
+    ).toBeGreaterThan(0);
+
+    const run = await warehouse.db
+      .selectFrom('sync_runs')
+      .selectAll()
+      .where('run_id', '=', result.runId)
+      .executeTakeFirstOrThrow();
+    expect(run.status).toBe('succeeded');
+    expect(run.finished_at).toBeInstanceOf(Date);
+    expect((run.stats as { requests: number }).requests).toBe(result.stats.requests);
+  });
+
+  it('writes no row when nothing changed upstream', async () => {
+    const digest = await contentDigest(warehouse);
+    const counts = await tableCounts(warehouse);
+    const versions = await rowVersions(warehouse);
+    const result = await sync(warehouse, api, sandbox.credentials);
+    expect(result.status).toBe('succeeded');
+    expect(rowsWritten(result)).toBe(0);
+    expect(await contentDigest(warehouse)).toEqual(digest);
+    expect(await rowVersions(warehouse)).toEqual(versions);
+    expect({ ...(await tableCounts(warehouse)), sync_runs: 0 }).toEqual({
+      ...counts,
+      sync_runs: 0,
+    });
+  });
+
+  it('after a day, history grows by exactly the changed rows and each newly Inaccurate listing alerts once', async () => {
+    const historyBefore = await count(warehouse, 'listing_status_history');
+    sandbox.advanceDays(1);
+    const after = await served(api, sandbox.credentials);
+    const tracked = [
+      'status',
+      'syncStatus',
+      'nameValid',
+      'phoneValid',
+      'addressValid',
+      'claimed',
+    ] as const;
+    let changed = 0;
+    let newlyInaccurate = 0;
+    for (const [key, listing] of after.listings) {
+      const previous = before.listings.get(key);
+      if (!previous || tracked.some((field) => previous[field] !== listing[field])) changed += 1;
+      if (listing.status === 'Inaccurate' && previous?.status !== 'Inaccurate')
+        newlyInaccurate += 1;
+    }
+    expect(changed).toBeGreaterThan(0);
+
+    const result = await sync(warehouse, api, sandbox.credentials);
+    expect(['succeeded']).toContain(result.status);
+    expect((await count(warehouse, 'listing_status_history')) - historyBefore).toBe(changed);
+    expect(await count(warehouse, 'alerts')).toBe(newlyInaccurate);
+    expect(result.stats.alerts).toBe(newlyInaccurate);
+    const archived = before.businesses.filter((id) => !after.businesses.includes(id)).length;
+    expect(await count(warehouse, 'businesses', sql`archived_at is not null`)).toBe(archived);
+
+    // The same day again raises nothing new.
+    const again = await sync(warehouse, api, sandbox.credentials);
+    expect(again.stats.alerts).toBe(0);
+    expect(rowsWritten(again)).toBe(0);
+  });
+
+  it('one credential with a wrong token: the others load, the run is partial', async () => {
+    const [good] = sandbox.credentials;
+    const bad = { ...good!, name: 'wrong-token', authToken: 'sbx_not_the_token_4242' };
+    const result = await sync(warehouse, api, [good!, bad]);
+    expect(result.status).toBe('partial');
+    const outcome = result.stats.credentials.find((c) => c.name === 'wrong-token');
+    expect(outcome?.status).toBe('failed');
+    expect(outcome?.error).toContain('Authentication Failure');
+    expect(outcome?.error).not.toContain(bad.authToken);
+    expect(result.stats.credentials.find((c) => c.name === good!.name)?.status).toBe('succeeded');
+    const run = await warehouse.db
+      .selectFrom('sync_runs')
+      .select(['status', 'error'])
+      .where('run_id', '=', result.runId)
+      .executeTakeFirstOrThrow();
+    expect(run.status).toBe('partial');
+    expect(run.error).toContain('wrong-token');
+  });
+
+  it('keeps every token and directory password out of every table', async () => {
+    const dump = await dumpAll(warehouse);
+    expect(dump.length).toBeGreaterThan(1000);
+    for (const credential of sandbox.credentials) expect(dump).not.toContain(credential.authToken);
+    const passwords = await directoryPasswords(sandbox);
+    expect(passwords.length).toBeGreaterThan(0);
+    for (const password of passwords) expect(dump).not.toContain(password);
+  });
+});
+
+/** The directory passwords the sandbox serves, read raw (the client drops them). */
+async function directoryPasswords(sandbox: RunningSandbox): Promise<string[]> {
+  const passwords = new Set<string>();
+  for (const credential of sandbox.credentials) {
+    const auth = `auth_token=${encodeURIComponent(credential.authToken)}&user_email=${encodeURIComponent(credential.userEmail)}`;
+    const list = (await (
+      await fetch(`${sandbox.baseUrl}/api/v2/businesses.json?${auth}`)
+    ).json()) as {
+      result: { id: number }[];
+    };
+    for (const business of list.result) {
+      const listings = (await (
+        await fetch(`${sandbox.baseUrl}/api/v2/businesses/${business.id}/listings.json?${auth}`)
+      ).json()) as { result: { site_password?: string | null }[] };
+      for (const listing of listings.result) {
+        if (listing.site_password) passwords.add(listing.site_password);
+      }
+    }
+  }
+  return [...passwords];
+}
