@@ -6,6 +6,7 @@
  * alone, without an index of every review ever served.
  */
 
+import { createHash } from 'node:crypto';
 import { createRng, hash32, hashString, hex8, type Rng, unit } from './random.ts';
 import {
   FIRST_NAMES,
@@ -81,6 +82,17 @@ export function encodeReviewId(world: World, key: ReviewKey): string {
   const free = hexWord(w0, 8) + hexWord(w1, 8) + hexWord(w2, 6);
   const variant = (0x8 | (check & 0x3)).toString(16);
   return `${hexWord(check, 8)}-${free.slice(0, 4)}-4${free.slice(4, 7)}-${variant}${free.slice(7, 10)}-${free.slice(10, 22)}`;
+}
+
+/**
+ * The uuid of a response: sha-256 of the review's (unique) id and the response's origin.
+ * A 32-bit seeded generator would collide at this scale (tens of thousands of responses);
+ * 122 bits of a hash do not, and a real upstream's uuids never repeat.
+ */
+export function responseUuid(world: World, reviewId: string, origin: string): string {
+  const hex = createHash('sha256').update(`${world.seed}:${reviewId}:${origin}`).digest('hex');
+  const variant = (0x8 | (Number.parseInt(hex[16]!, 16) & 0x3)).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
 const UUID = /^([0-9a-f]{8})-([0-9a-f]{4})-4([0-9a-f]{3})-[89ab]([0-9a-f]{3})-([0-9a-f]{12})$/;
@@ -266,7 +278,7 @@ export function reviewItem(
   let responseBody: Record<string, unknown> | null = null;
   if (responseDay !== null) {
     responseBody = {
-      id: rng.uuid(),
+      id: responseUuid(world, id, 'owner'),
       title: null,
       content: rng.pick(RESPONSE_TEXT),
       author_name: business.profile.name,
@@ -301,7 +313,7 @@ export function visibleResponses(
   }
   if (item.prior && statusOn(item.prior.path, item.prior.createdDay, day) === 'Completed') {
     out.push({
-      id: createRng(hash32(world.seed, STREAM.request, hashString(item.id))).uuid(),
+      id: responseUuid(world, item.id, 'prior'),
       title: null,
       content: item.prior.content,
       author_name: business.profile.name,
@@ -312,7 +324,7 @@ export function visibleResponses(
   const request = business.mutations?.requests.get(item.id);
   if (request && statusOn(request.path, request.createdDay, day) === 'Completed') {
     out.push({
-      id: createRng(hash32(world.seed, STREAM.request, request.requestId)).uuid(),
+      id: responseUuid(world, item.id, `request:${request.requestId}`),
       title: null,
       content: request.content,
       author_name: business.profile.name,
