@@ -13,10 +13,15 @@ import { startSandbox } from './sandbox/server.ts';
 import { createProgressReporter } from './sync/progress.ts';
 import { runSync } from './sync/run.ts';
 import { renderSyncSummary } from './sync/summary.ts';
+import { openWarehouse } from './warehouse/connection.ts';
 import { migrateToLatest } from './warehouse/migrate.ts';
-import { describeWarehouse, openConfiguredWarehouse } from './warehouse/open.ts';
 
 const DEMO_SEED = 7;
+/**
+ * The demo's own embedded warehouse: sandbox data must never land in the warehouse a
+ * real account syncs into (`DATABASE_URL`, or the default `./.data/pglite`).
+ */
+export const DEMO_DATA_DIR = './.data/demo';
 
 export async function runDemoCommand(config: Config, logger: Logger): Promise<number> {
   const out = (line = '') => process.stdout.write(`${line}\n`);
@@ -26,7 +31,7 @@ export async function runDemoCommand(config: Config, logger: Logger): Promise<nu
     businessesPerAccount: 25,
     port: 0,
   });
-  const warehouse = await openConfiguredWarehouse(config);
+  const warehouse = await openWarehouse({ pgliteDataDir: DEMO_DATA_DIR });
   const api = createApiClient({
     concurrency: config.syncConcurrency,
     accountConcurrency: config.syncAccountConcurrency,
@@ -35,7 +40,7 @@ export async function runDemoCommand(config: Config, logger: Logger): Promise<nu
   try {
     out(`Sandbox of the upstream API (seed ${DEMO_SEED}) at ${sandbox.baseUrl}`);
     const { applied } = await migrateToLatest(warehouse.db);
-    out(`Warehouse: ${describeWarehouse(config)} (${applied.length} migration(s) applied)`);
+    out(`Warehouse: embedded PGlite in ${DEMO_DATA_DIR} (${applied.length} migration(s) applied)`);
     const progress = createProgressReporter({ stream: process.stderr, logger, label: 'demo sync' });
     const result = await runSync({
       warehouse,
