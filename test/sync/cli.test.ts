@@ -155,6 +155,28 @@ describe.each(testBackends)('the sync command (%s)', (backend) => {
     }
   });
 
+  it('on SIGTERM lets in-flight businesses commit, records the run interrupted and exits 3', async () => {
+    const { child, done } = start(['sync'], env);
+    await waitForOutput(child, '"msg":"businesses listed"');
+    child.kill('SIGTERM');
+    const stopped = await done;
+    expect(stopped.code, stopped.stderr).toBe(3);
+    expect(stopped.stderr).toContain('stopping: businesses in flight will commit');
+    expect(stopped.stdout).toContain('Sync interrupted');
+    const warehouse = await openTarget();
+    try {
+      const last = await warehouse.db
+        .selectFrom('sync_runs')
+        .select(['status', 'finished_at'])
+        .orderBy('started_at', 'desc')
+        .executeTakeFirstOrThrow();
+      expect(last.status).toBe('interrupted');
+      expect(last.finished_at).toBeInstanceOf(Date);
+    } finally {
+      await warehouse.close();
+    }
+  });
+
   it('exits 3 when one credential has a wrong token, naming it but never its token', async () => {
     const bad = {
       ...sandbox.credentials[0]!,
