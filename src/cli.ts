@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The command line: migrate | sync | serve | sandbox | demo | report | api.
+ * The command line: migrate | sync | serve | alerts | sandbox | demo | report | api.
  *
  * Exit codes (design.md): 0 success, 1 fatal (bad config, database unreachable),
  * 2 usage, 3 partial (some credentials, businesses or records failed; the rest committed).
@@ -171,6 +171,33 @@ function buildProgram(): Command {
       const logger = createLogger({ level: config.logLevel });
       const { runSyncCommand } = await import('./sync/command.ts');
       process.exitCode = await runSyncCommand(config, options, logger);
+    });
+
+  program
+    .command('serve')
+    .description(
+      'Run the sync on SYNC_SCHEDULE, take signed webhooks, send alerts; health and metrics on PORT.',
+    )
+    .action(async () => {
+      const config = loadConfig();
+      const logger = createLogger({ level: config.logLevel });
+      const { runServeCommand } = await import('./serve/command.ts');
+      process.exitCode = await runServeCommand(config, logger);
+    });
+
+  program
+    .command('alerts')
+    .description('List recent alerts (listings newly Inaccurate) and their delivery.')
+    .option('--pending', 'only alerts not yet delivered to every sink')
+    .addOption(
+      new Option('--limit <n>', 'how many, most recent first')
+        .default(50)
+        .argParser(integerOption('--limit', 1, 100_000)),
+    )
+    .action(async (options: { pending?: boolean; limit: number }) => {
+      const config = loadConfig();
+      const { runAlertsCommand } = await import('./serve/alerts-command.ts');
+      process.exitCode = await runAlertsCommand(config, options);
     });
 
   program

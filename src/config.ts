@@ -4,6 +4,7 @@
  * never repeats a secret's value.
  */
 import { readFileSync } from 'node:fs';
+import { validate as isValidCron } from 'node-cron';
 import { z } from 'zod';
 
 /** One API credential: `baseUrl` is everything before `/api/v2`. */
@@ -21,7 +22,10 @@ export interface Config {
   credentials: readonly Credential[];
   /** Where the credentials came from, for messages: a file path, `environment`, or `none`. */
   credentialsSource: string;
+  /** A cron expression (5 or 6 fields), or `off`: `serve` then runs no sync of its own. */
   syncSchedule: string;
+  /** False when SYNC_SCHEDULE is `off` (the nightly load is a k8s CronJob; `serve` takes webhooks). */
+  syncScheduleEnabled: boolean;
   syncTimezone: string;
   /** Requests in flight overall. */
   syncConcurrency: number;
@@ -35,6 +39,8 @@ export interface Config {
   alertWebhookUrl: string | undefined;
   alertWebhookSecret: string | undefined;
   alertSlackWebhookUrl: string | undefined;
+  /** How often `serve` sends pending alerts (besides after every sync), in milliseconds. */
+  alertDispatchIntervalMs: number;
   port: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -142,9 +148,14 @@ const envSchema = z.object({
     .string()
     .optional()
     .transform((value) => (value?.trim() ? value.trim() : '0 3 * * *'))
-    .refine((value) => /^(\S+\s+){4,5}\S+$/.test(value), {
-      message: 'SYNC_SCHEDULE must be a cron expression of 5 or 6 fields, such as "0 3 * * *"',
-    }),
+    .transform((value) => (value.toLowerCase() === 'off' ? 'off' : value))
+    .refine(
+      (value) => value === 'off' || (/^(\S+\s+){4,5}\S+$/.test(value) && isValidCron(value)),
+      {
+        message:
+          'SYNC_SCHEDULE must be a cron expression of 5 or 6 fields, such as "0 3 * * *", or "off"',
+      },
+    ),
   SYNC_TIMEZONE: z
     .string()
     .optional()
@@ -173,6 +184,9 @@ const envSchema = z.object({
   ALERT_WEBHOOK_URL: optionalUrl('ALERT_WEBHOOK_URL'),
   ALERT_WEBHOOK_SECRET: z.string().optional(),
   ALERT_SLACK_WEBHOOK_URL: optionalUrl('ALERT_SLACK_WEBHOOK_URL'),
+  // One minute: a sink that was down is retried soon after its backoff ends, and an idle
+  // `serve` costs one small query a minute.
+  ALERT_DISPATCH_INTERVAL_SECONDS: integer('ALERT_DISPATCH_INTERVAL_SECONDS', 60, 1, 86_400),
   PORT: integer('PORT', 8080, 0, 65535),
   LOG_LEVEL: z
     .string()
@@ -288,6 +302,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     credentials: Object.freeze(credentials.map((c) => Object.freeze(c))),
     credentialsSource: source,
     syncSchedule: e.SYNC_SCHEDULE,
+    syncScheduleEnabled: e.SYNC_SCHEDULE !== 'off',
     syncTimezone: e.SYNC_TIMEZONE,
     syncConcurrency: e.SYNC_CONCURRENCY,
     syncAccountConcurrency: e.SYNC_ACCOUNT_CONCURRENCY,
@@ -297,6 +312,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     alertWebhookUrl: e.ALERT_WEBHOOK_URL,
     alertWebhookSecret: e.ALERT_WEBHOOK_SECRET?.trim() || undefined,
     alertSlackWebhookUrl: e.ALERT_SLACK_WEBHOOK_URL,
+    alertDispatchIntervalMs: e.ALERT_DISPATCH_INTERVAL_SECONDS * 1000,
     port: e.PORT,
     logLevel: e.LOG_LEVEL,
   });

@@ -2,6 +2,8 @@
 import { createApiClient } from '../api/client.ts';
 import { type Config, ConfigError, type Credential, requireCredentials } from '../config.ts';
 import type { Logger } from '../log.ts';
+import { createAlertDispatcher } from '../serve/alert-dispatcher.ts';
+import { alertSinksFromConfig } from '../serve/alert-sinks.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../warehouse/open.ts';
 import { createProgressReporter } from './progress.ts';
 import { runSync, STREAMS, type Stream, SyncLockedError, type SyncResult } from './run.ts';
@@ -62,6 +64,8 @@ export async function runSyncCommand(
 ): Promise<number> {
   const streams = parseStreams(options.streams);
   const credentials = selectCredentials(requireCredentials(config), options.account);
+  // Before opening anything: a sink misconfiguration is a configuration error.
+  const alertSinks = alertSinksFromConfig(config);
   const warehouse = await openConfiguredWarehouse(config);
   const api = createApiClient({
     concurrency: config.syncConcurrency,
@@ -96,6 +100,13 @@ export async function runSyncCommand(
     });
     progress.stop();
     process.stdout.write(renderSyncSummary(result));
+    // The alerts this run raised (and any left undelivered) go out now; a sink that is
+    // down leaves them queued for the next run or `serve`, and does not change the exit code.
+    await createAlertDispatcher({ db: warehouse.db, sinks: alertSinks, logger })
+      .dispatch({ runId: result.runId })
+      .catch((error: unknown) => {
+        logger.error({ err: error }, 'alert dispatch failed; pending alerts stay queued');
+      });
     return EXIT_FOR_STATUS[result.status];
   } catch (error) {
     progress.stop();

@@ -22,8 +22,10 @@ describe.each(testBackends)('migrations (%s)', (backend) => {
   it('apply every contract table, then find nothing to do', async () => {
     const wh = await createTestWarehouse(backend, { migrate: false });
     try {
-      expect(await pendingMigrations(wh.db)).toEqual(['0001_initial']);
-      expect(await migrateToLatest(wh.db)).toEqual({ applied: ['0001_initial'] });
+      expect(await pendingMigrations(wh.db)).toEqual(['0001_initial', '0002_alert_sinks']);
+      expect(await migrateToLatest(wh.db)).toEqual({
+        applied: ['0001_initial', '0002_alert_sinks'],
+      });
       const tables = await tablesIn(wh.db);
       for (const table of CONTRACT_TABLES) expect(tables).toContain(table);
       expect(await pendingMigrations(wh.db)).toEqual([]);
@@ -79,10 +81,13 @@ describe.each(testBackends)('migrations (%s)', (backend) => {
     const b = await openWarehouse({ databaseUrl: url, searchPath: schema });
     try {
       const results = await Promise.all([migrateToLatest(a.db), migrateToLatest(b.db)]);
-      expect(results.flatMap((r) => r.applied).sort()).toEqual(['0001_initial']);
+      expect(results.flatMap((r) => r.applied).sort()).toEqual([
+        '0001_initial',
+        '0002_alert_sinks',
+      ]);
       const { rows } = await sql<{ n: number }>`
         select count(*)::int as n from kysely_migration`.execute(a.db);
-      expect(rows[0]?.n).toBe(1);
+      expect(rows[0]?.n).toBe(2);
     } finally {
       await a.close();
       await b.close();

@@ -1,0 +1,186 @@
+/**
+ * Prometheus metrics of `serve`, on its own Registry (so tests can start several servers
+ * in one process, and nothing else's metrics leak in). Names are documented in
+ * docs/serve.md; they are a contract for dashboards.
+ *
+ * Upstream request counters are read from the scheduler's API client on every scrape
+ * (deltas of `apiStats`), so they move during a run, not only after it. The pending-alert
+ * gauge is read from the table on scrape.
+ */
+import type { Kysely } from 'kysely';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { type ApiClient, apiStats } from '../api/index.ts';
+import type { SyncResult } from '../sync/run.ts';
+import type { Database } from '../warehouse/database.ts';
+import { countUndeliveredAlerts } from './alert-store.ts';
+
+export type WebhookOutcome =
+  | 'accepted'
+  | 'duplicate'
+  | 'unauthorized'
+  | 'too_large'
+  | 'bad_json'
+  | 'unavailable';
+
+/** How a scheduled run ended: a run status, or it did not start. */
+export type RunOutcome = SyncResult['status'] | 'locked' | 'error';
+
+export interface ServeMetrics {
+  registry: Registry;
+  recordRun(outcome: RunOutcome, seconds: number, result?: SyncResult): void;
+  recordSkippedTick(): void;
+  recordWebhook(outcome: WebhookOutcome): void;
+  recordAlertDelivered(sink: string): void;
+  recordAlertFailed(sink: string): void;
+  /** The Prometheus text. */
+  render(): Promise<string>;
+}
+
+const PREFIX = 'listings_sync_';
+
+export function createServeMetrics(options: {
+  db: Kysely<Database>;
+  api?: ApiClient;
+}): ServeMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  collectDefaultMetrics({ register: registry });
+
+  const runs = new Counter({
+    name: `${PREFIX}runs_total`,
+    help: 'Scheduled sync runs by outcome (succeeded, partial, failed, interrupted; locked: another replica held the lock; error: the run could not start).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const runDuration = new Histogram({
+    name: `${PREFIX}run_duration_seconds`,
+    help: 'Duration of scheduled sync runs, by outcome.',
+    labelNames: ['outcome'] as const,
+    // A nightly load of a few thousand businesses takes minutes; a sandbox run, seconds.
+    buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200],
+    registers,
+  });
+  const lastSuccess = new Gauge({
+    name: `${PREFIX}last_success_timestamp_seconds`,
+    help: 'Unix time at which the last successful (succeeded or partial) scheduled run finished; 0 before the first.',
+    registers,
+  });
+  const skippedTicks = new Counter({
+    name: `${PREFIX}schedule_ticks_skipped_total`,
+    help: 'Schedule ticks skipped because a run of this process was still going.',
+    registers,
+  });
+  const rowsWritten = new Counter({
+    name: `${PREFIX}rows_written_total`,
+    help: 'Rows written by scheduled runs, by table and operation (inserted, updated, deleted).',
+    labelNames: ['table', 'operation'] as const,
+    registers,
+  });
+  const quarantined = new Counter({
+    name: `${PREFIX}quarantined_records_total`,
+    help: 'Records that failed their schema and went to quarantine, in scheduled runs.',
+    registers,
+  });
+  const alertsRaised = new Counter({
+    name: `${PREFIX}alerts_raised_total`,
+    help: 'Alerts (listings newly Inaccurate) raised by scheduled runs.',
+    registers,
+  });
+
+  const api = options.api;
+  const seenRequests = new Map<string, number>();
+  let seenRetries = 0;
+  new Counter({
+    name: `${PREFIX}upstream_requests_total`,
+    help: 'Upstream API calls by operation and outcome (ok, an error code, or aborted).',
+    labelNames: ['operation', 'outcome'] as const,
+    registers,
+    collect() {
+      if (!api) return;
+      for (const [operation, outcomes] of Object.entries(apiStats(api).byOperation)) {
+        for (const [outcome, total] of Object.entries(outcomes)) {
+          const key = `${operation}\u0000${outcome}`;
+          const delta = total - (seenRequests.get(key) ?? 0);
+          if (delta > 0) this.inc({ operation, outcome }, delta);
+          seenRequests.set(key, total);
+        }
+      }
+    },
+  });
+  new Counter({
+    name: `${PREFIX}upstream_retries_total`,
+    help: 'Upstream attempts repeated after a retryable failure.',
+    registers,
+    collect() {
+      if (!api) return;
+      const { retries } = apiStats(api);
+      if (retries > seenRetries) this.inc(retries - seenRetries);
+      seenRetries = Math.max(seenRetries, retries);
+    },
+  });
+
+  new Gauge({
+    name: `${PREFIX}alerts_pending`,
+    help: 'Alerts not yet delivered to every sink (read from the alerts table on scrape; the last value is kept while the database is unreachable).',
+    registers,
+    async collect() {
+      try {
+        this.set(await countUndeliveredAlerts(options.db));
+      } catch {
+        // Keep the last value: /readyz reports the database, this gauge should not flap.
+      }
+    },
+  });
+  const alertsDelivered = new Counter({
+    name: `${PREFIX}alerts_delivered_total`,
+    help: 'Alerts taken by a sink, by sink (slack, webhook).',
+    labelNames: ['sink'] as const,
+    registers,
+  });
+  const alertFailures = new Counter({
+    name: `${PREFIX}alert_delivery_failures_total`,
+    help: 'Failed attempts to deliver an alert to a sink, by sink; each is retried with backoff.',
+    labelNames: ['sink'] as const,
+    registers,
+  });
+  const webhooks = new Counter({
+    name: `${PREFIX}webhook_deliveries_total`,
+    help: 'Webhook deliveries to POST /webhooks by outcome (accepted, duplicate, unauthorized, too_large, bad_json, unavailable).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  // Every outcome shows from the start (at 0), so a rate() query has a series to work on.
+  for (const outcome of [
+    'accepted',
+    'duplicate',
+    'unauthorized',
+    'too_large',
+    'bad_json',
+    'unavailable',
+  ] satisfies WebhookOutcome[]) {
+    webhooks.inc({ outcome }, 0);
+  }
+  lastSuccess.set(0);
+
+  return {
+    registry,
+    recordRun(outcome, seconds, result) {
+      runs.inc({ outcome });
+      runDuration.observe({ outcome }, seconds);
+      if (outcome === 'succeeded' || outcome === 'partial') lastSuccess.set(Date.now() / 1000);
+      if (!result) return;
+      for (const [table, counts] of Object.entries(result.stats.tables)) {
+        for (const operation of ['inserted', 'updated', 'deleted'] as const) {
+          if (counts[operation] > 0) rowsWritten.inc({ table, operation }, counts[operation]);
+        }
+      }
+      if (result.stats.quarantined > 0) quarantined.inc(result.stats.quarantined);
+      if (result.stats.alerts > 0) alertsRaised.inc(result.stats.alerts);
+    },
+    recordSkippedTick: () => skippedTicks.inc(),
+    recordWebhook: (outcome) => webhooks.inc({ outcome }),
+    recordAlertDelivered: (sink) => alertsDelivered.inc({ sink }),
+    recordAlertFailed: (sink) => alertFailures.inc({ sink }),
+    render: () => registry.metrics(),
+  };
+}

@@ -1,0 +1,108 @@
+/**
+ * The sync schedule of `serve`: node-cron on a cron expression in a time zone, and never
+ * two runs at once. In this process a tick that finds a run still going is skipped (and
+ * logged); across replicas the warehouse's advisory lock keeps a second run off (the
+ * `run` callback handles `SyncLockedError`). A run that fails is logged by the callback
+ * and the next tick still fires. `stop()` ends the schedule, aborts the run's signal (the
+ * sync then starts no new business) and waits for the run to finish.
+ */
+import cron, { type ScheduledTask } from 'node-cron';
+import type { Logger } from '../log.ts';
+
+export interface SchedulerOptions {
+  /** A cron expression of 5 or 6 fields (6: with seconds). */
+  schedule: string;
+  timezone: string;
+  logger: Logger;
+  /** One run. Should not throw; if it does, the error is logged and the schedule goes on. */
+  run: (signal: AbortSignal) => Promise<void>;
+  /** Called for a tick skipped because a run is still going. */
+  onSkippedTick?: () => void;
+}
+
+export interface Scheduler {
+  /** When the next tick fires; null once stopped. */
+  nextRun(): Date | null;
+  isRunning(): boolean;
+  /** Runs now, outside the schedule, under the same no-overlap rule. */
+  runNow(): Promise<'ran' | 'skipped'>;
+  /** Stops the schedule and waits for a run in flight (aborting its signal). */
+  stop(): Promise<void>;
+}
+
+export function startScheduler(options: SchedulerOptions): Scheduler {
+  const log = options.logger.child({ component: 'scheduler' });
+  const stopping = new AbortController();
+  let current: Promise<void> | null = null;
+  let stopped = false;
+
+  const logNext = () => {
+    const next = task.getNextRun();
+    log.info(
+      { schedule: options.schedule, timezone: options.timezone, nextRun: next?.toISOString() },
+      'next sync scheduled',
+    );
+  };
+
+  const start = (reason: 'scheduled' | 'manual'): 'ran' | 'skipped' => {
+    if (stopped) return 'skipped';
+    if (current) {
+      log.warn({ reason }, 'a sync of this process is still running; this tick is skipped');
+      options.onSkippedTick?.();
+      return 'skipped';
+    }
+    log.info({ reason }, 'sync starting');
+    current = options
+      .run(stopping.signal)
+      .catch((error: unknown) => {
+        log.error({ err: error }, 'the sync failed; the next tick will still fire');
+      })
+      .finally(() => {
+        current = null;
+        if (!stopped) logNext();
+      });
+    return 'ran';
+  };
+
+  const task: ScheduledTask = cron.schedule(
+    options.schedule,
+    () => {
+      // Not awaited: node-cron need not track the run; the guard above is the one rule.
+      start('scheduled');
+    },
+    {
+      timezone: options.timezone,
+      name: 'listings-sync',
+      logger: {
+        info: (message) => log.debug(message),
+        warn: (message) => log.warn(message),
+        error: (message, err) => log.error({ err: err ?? message }, String(message)),
+        debug: (message) => log.debug(String(message)),
+      },
+    },
+  );
+  logNext();
+
+  return {
+    nextRun: () => (stopped ? null : task.getNextRun()),
+    isRunning: () => current !== null,
+    async runNow() {
+      const outcome = start('manual');
+      if (outcome === 'ran') await current;
+      return outcome;
+    },
+    async stop() {
+      if (stopped) {
+        await current;
+        return;
+      }
+      stopped = true;
+      await task.destroy();
+      stopping.abort();
+      if (current) {
+        log.info('waiting for the running sync to finish its businesses in flight');
+        await current;
+      }
+    },
+  };
+}

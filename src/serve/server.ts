@@ -1,0 +1,206 @@
+/**
+ * `serve`: one fastify server on PORT with the webhook intake, health and metrics, the
+ * sync schedule, and the alert dispatcher (after each scheduled run and on an interval).
+ * `startServe` takes what it runs on (warehouse, API client, logger) so tests start it
+ * in-process; `command.ts` wires it to the configuration and the process signals.
+ *
+ * close(): stop taking webhooks (fastify close: in-flight requests finish), stop the
+ * schedule (a running sync stops starting businesses, the ones in flight commit), stop the
+ * alert interval and wait for a dispatch in flight.
+ */
+import Fastify from 'fastify';
+import type { ApiClient } from '../api/index.ts';
+import type { Credential } from '../api/types.ts';
+import { type Config, requireCredentials, requireWebhookSecrets } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { runSync, SyncLockedError } from '../sync/run.ts';
+import { poolOf, type Warehouse } from '../warehouse/connection.ts';
+import { requireCurrentSchema } from '../warehouse/open.ts';
+import { type AlertDispatcher, type Backoff, createAlertDispatcher } from './alert-dispatcher.ts';
+import { type AlertSink, alertSinksFromConfig } from './alert-sinks.ts';
+import { registerHealth } from './health.ts';
+import { createServeMetrics, type ServeMetrics } from './metrics.ts';
+import { type Scheduler, startScheduler } from './scheduler.ts';
+import { registerWebhookIntake } from './webhook-intake.ts';
+
+export interface ServeOptions {
+  config: Config;
+  warehouse: Warehouse;
+  /** The client scheduled runs use; its counters feed /metrics. */
+  api: ApiClient;
+  logger: Logger;
+  /** Overrides `config.syncSchedule` (`off`: no schedule). */
+  schedule?: string;
+  /** Overrides `config.credentials`. */
+  credentials?: readonly Credential[];
+  /** Overrides `config.port`; 0 picks a free port. */
+  port?: number;
+  /** Address to listen on; every interface by default (a container). */
+  host?: string;
+  /** Overrides the sinks the configuration names. */
+  alertSinks?: readonly AlertSink[];
+  alertBackoff?: Backoff;
+  /** Overrides `config.alertDispatchIntervalMs`; 0 turns the interval off. */
+  alertIntervalMs?: number;
+  /** Businesses fetched at once per credential, passed to runSync. */
+  businessConcurrency?: number;
+}
+
+export interface RunningServe {
+  url: string;
+  port: number;
+  metrics: ServeMetrics;
+  /** Null when the schedule is off. */
+  scheduler: Scheduler | null;
+  dispatcher: AlertDispatcher;
+  close(): Promise<void>;
+}
+
+function hostForUrl(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+export async function startServe(options: ServeOptions): Promise<RunningServe> {
+  const { config, warehouse, api, logger } = options;
+  const log = logger.child({ component: 'serve' });
+  const secrets = requireWebhookSecrets(config);
+  const schedule = options.schedule ?? config.syncSchedule;
+  const scheduleOn = schedule.toLowerCase() !== 'off';
+  const credentials = scheduleOn
+    ? (options.credentials ?? requireCredentials(config))
+    : (options.credentials ?? []);
+
+  // pg emits 'error' on a checked-out client whose server goes away, and with no listener
+  // that ends the process; a long-running server must outlive a database restart. (The
+  // pool itself already ignores errors of idle clients; see warehouse/connection.ts.)
+  poolOf(warehouse.db)?.on('connect', (client) => {
+    client.on('error', (error) => log.warn({ err: error }, 'a database connection was lost'));
+  });
+
+  const metrics = createServeMetrics({ db: warehouse.db, api });
+  const dispatcher = createAlertDispatcher({
+    db: warehouse.db,
+    sinks: options.alertSinks ?? alertSinksFromConfig(config),
+    logger,
+    ...(options.alertBackoff ? { backoff: options.alertBackoff } : {}),
+    onDelivered: (sink) => metrics.recordAlertDelivered(sink),
+    onFailed: (sink) => metrics.recordAlertFailed(sink),
+  });
+  const dispatch = () =>
+    dispatcher.dispatch().catch((error: unknown) => {
+      log.error({ err: error }, 'alert dispatch failed; pending alerts stay queued');
+    });
+
+  const app = Fastify({ logger: false, return503OnClosing: true });
+  registerHealth(app, warehouse.db);
+  app.get('/metrics', async (_request, reply) => {
+    reply.header('content-type', metrics.registry.contentType);
+    return metrics.render();
+  });
+  await registerWebhookIntake(app, {
+    db: warehouse.db,
+    secrets,
+    bodyLimitBytes: config.webhookBodyLimitBytes,
+    logger,
+    onOutcome: (outcome) => metrics.recordWebhook(outcome),
+  });
+
+  const runScheduled = async (signal: AbortSignal): Promise<void> => {
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    try {
+      await requireCurrentSchema(warehouse);
+      const result = await runSync({
+        warehouse,
+        api,
+        credentials,
+        logger,
+        trigger: 'schedule',
+        signal,
+        ...(options.businessConcurrency
+          ? { businessConcurrency: options.businessConcurrency }
+          : {}),
+      });
+      metrics.recordRun(result.status, seconds(), result);
+      const level = result.status === 'succeeded' ? 'info' : 'warn';
+      log[level](
+        {
+          runId: result.runId,
+          status: result.status,
+          seconds: result.stats.seconds,
+          error: result.error,
+        },
+        'scheduled sync finished',
+      );
+    } catch (error) {
+      if (error instanceof SyncLockedError) {
+        metrics.recordRun('locked', seconds());
+        log.info('scheduled sync skipped: another replica is running it');
+        return;
+      }
+      metrics.recordRun('error', seconds());
+      log.error({ err: error }, 'scheduled sync could not run');
+    } finally {
+      await dispatch();
+    }
+  };
+
+  const port = options.port ?? config.port;
+  const host = options.host ?? '0.0.0.0';
+  await app.listen({ port, host });
+  const address = app.server.address();
+  const boundPort = typeof address === 'object' && address ? address.port : port;
+  const url = `http://${hostForUrl(host)}:${boundPort}`;
+
+  const scheduler = scheduleOn
+    ? startScheduler({
+        schedule,
+        timezone: config.syncTimezone,
+        logger,
+        run: runScheduled,
+        onSkippedTick: () => metrics.recordSkippedTick(),
+      })
+    : null;
+  if (!scheduleOn) {
+    log.info(
+      'SYNC_SCHEDULE is off: this process takes webhooks and sends alerts, and runs no sync',
+    );
+  }
+
+  const intervalMs = options.alertIntervalMs ?? config.alertDispatchIntervalMs;
+  const interval = intervalMs > 0 ? setInterval(() => void dispatch(), intervalMs) : undefined;
+  // Alerts left from before a restart go out now, not after the first interval.
+  void dispatch();
+
+  log.info(
+    {
+      url,
+      schedule: scheduleOn ? schedule : 'off',
+      sinks: dispatcher.sinks.map((s) => s.name),
+    },
+    'serve listening',
+  );
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    port: boundPort,
+    metrics,
+    scheduler,
+    dispatcher,
+    close() {
+      closing ??= (async () => {
+        log.info(
+          'serve stopping: no new webhooks; a running sync finishes its businesses in flight',
+        );
+        await app.close();
+        await scheduler?.stop();
+        if (interval) clearInterval(interval);
+        await dispatcher.idle();
+        log.info('serve stopped');
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,170 @@
+/**
+ * /healthz, /readyz and /metrics on a running `serve`: the counters move after a
+ * scheduled sync; readiness fails while the schema is behind or the database is down,
+ * and recovers. "Down" on PostgreSQL is a TCP proxy we cut (connections refused); PGlite
+ * runs in this process, so there "down" is a closed instance (which cannot come back).
+ */
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApiClient } from '../../src/api/index.ts';
+import { silentLogger } from '../../src/log.ts';
+import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { type RunningServe, type ServeOptions, startServe } from '../../src/serve/server.ts';
+import { openWarehouse } from '../../src/warehouse/connection.ts';
+import { migrateToLatest } from '../../src/warehouse/migrate.ts';
+import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { count, testApiClient } from '../sync/harness.ts';
+import { metricValue, serveConfig, startTcpProxy, viaProxy } from './helpers.ts';
+
+async function get(url: string) {
+  const response = await fetch(url);
+  const text = await response.text();
+  return { status: response.status, text, type: response.headers.get('content-type') };
+}
+
+describe.each(testBackends)('health and metrics (%s)', (backend) => {
+  let sandbox: RunningSandbox;
+  let warehouse: TestWarehouse;
+  let api: ApiClient;
+  let serve: RunningServe;
+  const base = (): Omit<ServeOptions, 'warehouse'> => ({
+    config: serveConfig(),
+    api,
+    logger: silentLogger(),
+    credentials: sandbox.credentials,
+    schedule: '0 0 1 1 *',
+    port: 0,
+    host: '127.0.0.1',
+    alertIntervalMs: 0,
+  });
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 3, accounts: 1, businessesPerAccount: 4, port: 0 });
+    warehouse = await createTestWarehouse(backend);
+    api = testApiClient();
+    serve = await startServe({ ...base(), warehouse });
+  });
+  afterAll(async () => {
+    await serve?.close();
+    await api?.close();
+    await warehouse?.close();
+    await sandbox?.close();
+  });
+
+  it('answers /healthz and /readyz', async () => {
+    expect(await get(`${serve.url}/healthz`)).toMatchObject({ status: 200 });
+    const ready = await get(`${serve.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(JSON.parse(ready.text)).toEqual({ status: 'ready' });
+  });
+
+  it('shows the counters moving after a scheduled sync', async () => {
+    const before = await get(`${serve.url}/metrics`);
+    expect(before.status).toBe(200);
+    expect(before.type).toContain('text/plain');
+    expect(metricValue(before.text, 'listings_sync_runs_total', { outcome: 'succeeded' })).toBe(0);
+    expect(metricValue(before.text, 'listings_sync_last_success_timestamp_seconds')).toBe(0);
+
+    expect(await serve.scheduler!.runNow()).toBe('ran');
+    const after = (await get(`${serve.url}/metrics`)).text;
+    expect(metricValue(after, 'listings_sync_runs_total', { outcome: 'succeeded' })).toBe(1);
+    expect(
+      metricValue(after, 'listings_sync_run_duration_seconds_count', { outcome: 'succeeded' }),
+    ).toBe(1);
+    expect(metricValue(after, 'listings_sync_last_success_timestamp_seconds')).toBeGreaterThan(
+      Date.now() / 1000 - 60,
+    );
+    expect(
+      metricValue(after, 'listings_sync_upstream_requests_total', {
+        operation: 'list_businesses',
+        outcome: 'ok',
+      }),
+    ).toBe(1);
+    expect(
+      metricValue(after, 'listings_sync_upstream_requests_total', {
+        operation: 'list_listings',
+        outcome: 'ok',
+      }),
+    ).toBe(4);
+    expect(after).toContain('listings_sync_upstream_retries_total');
+    expect(
+      metricValue(after, 'listings_sync_rows_written_total', {
+        table: 'listings',
+        operation: 'inserted',
+      }),
+    ).toBe(await count(warehouse, 'listings'));
+    expect(after).toContain('listings_sync_quarantined_records_total');
+    expect(after).toContain('listings_sync_alerts_pending 0');
+    expect(after).toContain('process_cpu_user_seconds_total');
+
+    // A scrape is not a side effect: the counters stay where they were.
+    const again = (await get(`${serve.url}/metrics`)).text;
+    expect(
+      metricValue(again, 'listings_sync_upstream_requests_total', {
+        operation: 'list_businesses',
+        outcome: 'ok',
+      }),
+    ).toBe(1);
+  });
+
+  it('/readyz fails while migrations are pending, and recovers after `migrate`', async () => {
+    const fresh = await createTestWarehouse(backend, { migrate: false });
+    const second = await startServe({ ...base(), warehouse: fresh, schedule: 'off' });
+    try {
+      const notReady = await get(`${second.url}/readyz`);
+      expect(notReady.status).toBe(503);
+      expect(JSON.parse(notReady.text).reason).toMatch(/migration\(s\) pending \(0001_initial/);
+      await migrateToLatest(fresh.db);
+      expect((await get(`${second.url}/readyz`)).status).toBe(200);
+    } finally {
+      await second.close();
+      await fresh.close();
+    }
+  });
+
+  it('/readyz fails while the database is down, and recovers after', async () => {
+    if (backend === 'postgres') {
+      const target = new URL(warehouse.databaseUrl!);
+      const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+      const proxied = await openWarehouse({
+        databaseUrl: viaProxy(warehouse.databaseUrl!, proxy.port),
+        searchPath: warehouse.searchPath!,
+      });
+      const second = await startServe({ ...base(), warehouse: proxied, schedule: 'off' });
+      try {
+        await second.dispatcher.idle();
+        expect((await get(`${second.url}/readyz`)).status).toBe(200);
+        await proxy.cut();
+        const down = await get(`${second.url}/readyz`);
+        expect(down.status).toBe(503);
+        expect(JSON.parse(down.text).reason).toMatch(/database is unreachable/);
+        // /healthz is the process: still alive; /metrics still answers.
+        expect((await get(`${second.url}/healthz`)).status).toBe(200);
+        expect((await get(`${second.url}/metrics`)).status).toBe(200);
+        await proxy.restore();
+        expect((await get(`${second.url}/readyz`)).status).toBe(200);
+      } finally {
+        await second.close();
+        await proxied.close();
+        await proxy.close();
+      }
+    } else {
+      const closing = await openWarehouse({ memory: true });
+      await migrateToLatest(closing.db);
+      const second = await startServe({ ...base(), warehouse: closing, schedule: 'off' });
+      try {
+        await second.dispatcher.idle();
+        expect((await get(`${second.url}/readyz`)).status).toBe(200);
+        await closing.close();
+        const down = await get(`${second.url}/readyz`);
+        expect(down.status).toBe(503);
+        expect(JSON.parse(down.text).reason).toMatch(/database is unreachable/);
+        expect((await get(`${second.url}/healthz`)).status).toBe(200);
+      } finally {
+        await second.close();
+      }
+    }
+    // The suite's own warehouse was never touched.
+    expect(await count(warehouse, 'sync_runs', sql`status = 'succeeded'`)).toBe(1);
+  });
+});

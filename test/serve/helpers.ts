@@ -1,0 +1,102 @@
+/**
+ * What the serve suites share: a configuration built from test values, a TCP proxy in
+ * front of PostgreSQL that a test can cut and restore (the database "goes down" for the
+ * server under test, honestly: its connections are refused), polling, and Prometheus text.
+ */
+import net from 'node:net';
+import { type Config, loadConfig } from '../../src/config.ts';
+
+export function serveConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({ WEBHOOK_SECRET: 'test-secret', LOG_LEVEL: 'silent', ...env });
+}
+
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  timeoutMs = 20_000,
+  intervalMs = 25,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** The value of one series in Prometheus text, or 0 when it is absent. */
+export function metricValue(
+  text: string,
+  name: string,
+  labels: Record<string, string> = {},
+): number {
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([^}]*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const found: Record<string, string> = {};
+    for (const pair of (match[3] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) {
+      found[pair[1]!] = pair[2]!;
+    }
+    if (Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(match[4]);
+  }
+  return 0;
+}
+
+export interface TcpProxy {
+  port: number;
+  /** Refuse new connections and cut the open ones: the database is "down". */
+  cut(): Promise<void>;
+  /** Accept connections again on the same port. */
+  restore(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, targetHost);
+    sockets.add(client);
+    sockets.add(upstream);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  let listening = true;
+  const cut = async () => {
+    if (!listening) return;
+    listening = false;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const socket of sockets) socket.destroy();
+    sockets.clear();
+    await closed;
+  };
+  return {
+    port,
+    cut,
+    async restore() {
+      if (listening) return;
+      await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+      listening = true;
+    },
+    close: cut,
+  };
+}
+
+/** TEST_DATABASE_URL with its host and port replaced, for a connection through a proxy. */
+export function viaProxy(databaseUrl: string, port: number): string {
+  const url = new URL(databaseUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  return url.toString();
+}
