@@ -2,10 +2,10 @@
  * `keywords`: the business's tracked keywords. A keyword a successful read no longer
  * lists gets `deleted_at`; one that comes back has it cleared.
  */
-import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Keyword } from '../api/types.ts';
-import { upsertRows } from './bulk-write.ts';
-import { contentHash } from './content-hash.ts';
+import { type BulkRow, markRowsGone, upsertRows } from './bulk-write.ts';
+import { fieldsHash } from './content-hash.ts';
 import type { Database } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
@@ -23,54 +23,80 @@ export function keywordToRow(keyword: Keyword) {
   };
 }
 
+/** The content hash of a keyword: its `keywordToRow` fields, in that order. */
+export function keywordContentHash(content: ReturnType<typeof keywordToRow>): string {
+  return fieldsHash(Object.values(content));
+}
+
+/**
+ * Writes the complete keywords of one business (the stream succeeded). Only new and
+ * changed keywords are sent: one whose stored content hash matches and that is not marked
+ * deleted counts as unchanged without travelling.
+ */
 export async function writeKeywords(
   db: Db,
   ctx: BusinessWriteContext,
   keywords: readonly Keyword[],
 ): Promise<WriteStats> {
   const { businessId, observedAt } = ctx;
-  const rows = keywords.map((keyword) => {
+  const stored = await db
+    .selectFrom('keywords')
+    .select(['keyword_id', 'content_hash', 'deleted_at'])
+    .where('business_id', '=', businessId)
+    .execute();
+  const storedState = new Map(stored.map((row) => [row.keyword_id, row]));
+  const latest = new Map(keywords.map((keyword) => [keyword.id, keyword]));
+  const rows: BulkRow<'keywords'>[] = [];
+  for (const keyword of latest.values()) {
     const content = keywordToRow(keyword);
-    return {
+    const hash = keywordContentHash(content);
+    const before = storedState.get(keyword.id);
+    if (before && before.content_hash === hash && before.deleted_at === null) continue;
+    rows.push({
       ...content,
       business_id: businessId,
-      content_hash: contentHash(content),
+      content_hash: hash,
       first_seen_at: observedAt,
       last_seen_at: observedAt,
       deleted_at: null,
-    };
-  });
+    });
+  }
   const result = await upsertRows(
     db,
     {
       table: 'keywords',
       key: ['keyword_id'],
-      columns: [
-        'keyword_id',
-        'business_id',
-        'keyword',
-        'city',
-        'state',
-        'is_primary',
-        'archived',
-        'content_hash',
-        'first_seen_at',
-        'last_seen_at',
-        'deleted_at',
-      ],
+      columns: {
+        keyword_id: 'bigint',
+        business_id: 'bigint',
+        keyword: 'text',
+        city: 'text',
+        state: 'text',
+        is_primary: 'boolean',
+        archived: 'boolean',
+        content_hash: 'text',
+        first_seen_at: 'timestamptz',
+        last_seen_at: 'timestamptz',
+        deleted_at: 'timestamptz',
+      },
       insertOnly: ['first_seen_at'],
       compare: ['content_hash', 'business_id', 'deleted_at'],
     },
     rows,
   );
-  const deleted = await sql`
-    update keywords set deleted_at = ${observedAt}
-    where business_id = ${businessId} and deleted_at is null
-      and keyword_id <> all(${keywords.map((k) => k.id)}::bigint[])`.execute(db);
+  const deleted = await markRowsGone(
+    db,
+    { table: 'keywords', id: 'keyword_id', idType: 'bigint', stamp: 'deleted_at' },
+    businessId,
+    stored
+      .filter((row) => row.deleted_at === null && !latest.has(row.keyword_id))
+      .map((row) => row.keyword_id),
+    observedAt,
+  );
   return addCounts({}, 'keywords', {
     inserted: result.inserted,
     updated: result.updated,
-    unchanged: result.unchanged,
-    deleted: Number(deleted.numAffectedRows ?? 0),
+    unchanged: result.unchanged + (latest.size - rows.length),
+    deleted,
   });
 }

@@ -11,8 +11,8 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Listing } from '../api/types.ts';
 import { type ListingInaccurateAlert, raiseListingAlerts } from './alerts.ts';
-import { type BulkRow, insertRows, upsertRows } from './bulk-write.ts';
-import { contentHash } from './content-hash.ts';
+import { type BulkRow, type ColumnTypes, markRowsGone, upsertRows } from './bulk-write.ts';
+import { fieldsHash } from './content-hash.ts';
 import type { Database } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
@@ -44,6 +44,11 @@ export function listingToRow(listing: Listing) {
   };
 }
 
+/** The content hash of a listing: its `listingToRow` fields, in that order. */
+export function listingContentHash(content: ReturnType<typeof listingToRow>): string {
+  return fieldsHash(Object.values(content));
+}
+
 /** The fields whose change appends a `listing_status_history` row. */
 const TRACKED = [
   'status',
@@ -59,10 +64,46 @@ export interface ListingsWriteResult {
   alerts: number;
 }
 
+/** The columns of `listings` the upsert writes, with their types. */
+const LISTING_COLUMNS = {
+  business_id: 'bigint',
+  listing_id: 'bigint',
+  site_name: 'text',
+  status: 'text',
+  sync_status: 'text',
+  order_status: 'text',
+  name: 'text',
+  name_valid: 'boolean',
+  phone: 'text',
+  phone_valid: 'boolean',
+  street: 'text',
+  city: 'text',
+  state: 'text',
+  postal_code: 'text',
+  address_valid: 'boolean',
+  live_link: 'text',
+  claimed: 'boolean',
+  has_site_credentials: 'boolean',
+  content_hash: 'text',
+  first_seen_at: 'timestamptz',
+  last_seen_at: 'timestamptz',
+  status_changed_at: 'timestamptz',
+  removed_at: 'timestamptz',
+} as const satisfies ColumnTypes<'listings'>;
+
+/** A listing whose tracked fields changed: its history row is copied from the upserted row. */
+interface StatusChange {
+  listingId: number;
+  previousStatus: string | null;
+}
+
 /**
  * Writes the complete listings of one business (the stream succeeded).
  * `hadListingsSync`: whether the business already had a completed listings sync; on its
  * first one the stored state is the baseline and nothing is alerted.
+ *
+ * Only new and changed listings are sent: a listing whose stored content hash matches and
+ * that is not marked removed counts as unchanged without travelling to the database.
  */
 export async function writeListings(
   db: Db,
@@ -81,6 +122,8 @@ export async function writeListings(
       'address_valid',
       'claimed',
       'status_changed_at',
+      'content_hash',
+      'removed_at',
     ])
     .where('business_id', '=', businessId)
     .execute();
@@ -88,15 +131,21 @@ export async function writeListings(
 
   const latest = new Map(listings.map((listing) => [listing.id, listing]));
   const rows: BulkRow<'listings'>[] = [];
-  const history: BulkRow<'listing_status_history'>[] = [];
+  const changes: StatusChange[] = [];
   const alerts: ListingInaccurateAlert[] = [];
+  let unchanged = 0;
   for (const listing of latest.values()) {
     const content = listingToRow(listing);
+    const hash = listingContentHash(content);
     const before = previous.get(listing.id);
+    if (before && before.content_hash === hash && before.removed_at === null) {
+      unchanged += 1;
+      continue;
+    }
     rows.push({
       business_id: businessId,
       ...content,
-      content_hash: contentHash(content),
+      content_hash: hash,
       first_seen_at: observedAt,
       last_seen_at: observedAt,
       status_changed_at:
@@ -104,20 +153,7 @@ export async function writeListings(
       removed_at: null,
     });
     if (!before || TRACKED.some((field) => before[field] !== content[field])) {
-      history.push({
-        business_id: businessId,
-        listing_id: listing.id,
-        observed_at: observedAt,
-        site_name: listing.siteName,
-        status: listing.status,
-        previous_status: before?.status ?? null,
-        sync_status: listing.syncStatus,
-        name_valid: listing.nameValid,
-        phone_valid: listing.phoneValid,
-        address_valid: listing.addressValid,
-        claimed: listing.claimed,
-        run_id: ctx.runId,
-      });
+      changes.push({ listingId: listing.id, previousStatus: before?.status ?? null });
     }
     const newlyInaccurate =
       listing.status === INACCURATE &&
@@ -143,70 +179,58 @@ export async function writeListings(
     {
       table: 'listings',
       key: ['business_id', 'listing_id'],
-      columns: [
-        'business_id',
-        'listing_id',
-        'site_name',
-        'status',
-        'sync_status',
-        'order_status',
-        'name',
-        'name_valid',
-        'phone',
-        'phone_valid',
-        'street',
-        'city',
-        'state',
-        'postal_code',
-        'address_valid',
-        'live_link',
-        'claimed',
-        'has_site_credentials',
-        'content_hash',
-        'first_seen_at',
-        'last_seen_at',
-        'status_changed_at',
-        'removed_at',
-      ],
+      columns: LISTING_COLUMNS,
       insertOnly: ['first_seen_at'],
       compare: ['content_hash', 'removed_at'],
     },
     rows,
   );
-  const removed = await sql`
-    update listings set removed_at = ${observedAt}
-    where business_id = ${businessId} and removed_at is null
-      and listing_id <> all(${[...latest.keys()]}::bigint[])`.execute(db);
+  const gone = stored
+    .filter((row) => row.removed_at === null && !latest.has(row.listing_id))
+    .map((row) => row.listing_id);
+  const removed = await markRowsGone(
+    db,
+    { table: 'listings', id: 'listing_id', idType: 'bigint', stamp: 'removed_at' },
+    businessId,
+    gone,
+    observedAt,
+  );
   addCounts(stats, 'listings', {
     inserted: upserted.inserted,
     updated: upserted.updated,
-    unchanged: upserted.unchanged,
-    deleted: Number(removed.numAffectedRows ?? 0),
+    unchanged: upserted.unchanged + unchanged,
+    deleted: removed,
   });
 
-  const historyInserted = await insertRows(
-    db,
-    'listing_status_history',
-    [
-      'business_id',
-      'listing_id',
-      'observed_at',
-      'site_name',
-      'status',
-      'previous_status',
-      'sync_status',
-      'name_valid',
-      'phone_valid',
-      'address_valid',
-      'claimed',
-      'run_id',
-    ],
-    history,
-    ['business_id', 'listing_id', 'observed_at'],
-  );
+  const historyInserted = await appendStatusHistory(db, ctx, changes);
   addCounts(stats, 'listing_status_history', { inserted: historyInserted });
 
   const raised = await raiseListingAlerts(db, alerts);
   addCounts(stats, 'alerts', { inserted: raised });
   return { stats, alerts: raised };
+}
+
+/**
+ * One `listing_status_history` row per changed listing, copied from the listing row just
+ * upserted in this transaction, so the listing's fields are not sent a second time: only
+ * its id and previous status travel.
+ */
+async function appendStatusHistory(
+  db: Db,
+  ctx: BusinessWriteContext,
+  changes: readonly StatusChange[],
+): Promise<number> {
+  if (changes.length === 0) return 0;
+  const result = await sql`
+    insert into listing_status_history (business_id, listing_id, observed_at, site_name,
+      status, previous_status, sync_status, name_valid, phone_valid, address_valid, claimed,
+      run_id)
+    select l.business_id, l.listing_id, ${ctx.observedAt}::timestamptz, l.site_name,
+      l.status, changed.previous_status, l.sync_status, l.name_valid, l.phone_valid,
+      l.address_valid, l.claimed, ${ctx.runId}::uuid
+    from unnest(${changes.map((c) => c.listingId)}::bigint[],
+      ${changes.map((c) => c.previousStatus)}::text[]) as changed(listing_id, previous_status)
+    join listings l on l.business_id = ${ctx.businessId} and l.listing_id = changed.listing_id
+    on conflict (business_id, listing_id, observed_at) do nothing`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
 }

@@ -29,16 +29,16 @@ export async function quarantineRecords(
   return insertRows(
     db,
     'quarantine',
-    [
-      'run_id',
-      'account_name',
-      'business_id',
-      'stream',
-      'location',
-      'reason',
-      'payload',
-      'quarantined_at',
-    ],
+    {
+      run_id: 'uuid',
+      account_name: 'text',
+      business_id: 'bigint',
+      stream: 'text',
+      location: 'text',
+      reason: 'text',
+      payload: 'jsonb',
+      quarantined_at: 'timestamptz',
+    },
     rows.map((row) => ({
       run_id: runId,
       account_name: row.accountName,

@@ -24,7 +24,7 @@ export async function writeReferenceData(db: Db, data: ReferenceData): Promise<W
     {
       table: 'countries',
       key: ['country_id'],
-      columns: ['country_id', 'name', 'updated_at'],
+      columns: { country_id: 'bigint', name: 'text', updated_at: 'timestamptz' },
       compare: ['name'],
     },
     data.countries.map((c) => ({ country_id: c.id, name: c.name, updated_at: now })),
@@ -34,7 +34,13 @@ export async function writeReferenceData(db: Db, data: ReferenceData): Promise<W
     {
       table: 'states',
       key: ['state_id'],
-      columns: ['state_id', 'name', 'iso', 'country_id', 'updated_at'],
+      columns: {
+        state_id: 'bigint',
+        name: 'text',
+        iso: 'text',
+        country_id: 'bigint',
+        updated_at: 'timestamptz',
+      },
       compare: ['name', 'iso', 'country_id'],
     },
     data.states.map((s) => ({
@@ -50,7 +56,7 @@ export async function writeReferenceData(db: Db, data: ReferenceData): Promise<W
     {
       table: 'sub_categories',
       key: ['sub_category_id'],
-      columns: ['sub_category_id', 'name', 'updated_at'],
+      columns: { sub_category_id: 'bigint', name: 'text', updated_at: 'timestamptz' },
       compare: ['name'],
     },
     data.subCategories.map((s) => ({ sub_category_id: s.id, name: s.name, updated_at: now })),

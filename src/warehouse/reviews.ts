@@ -9,8 +9,8 @@
  */
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Review, ReviewResponse } from '../api/types.ts';
-import { type BulkRow, insertRows, upsertRows } from './bulk-write.ts';
-import { contentHash } from './content-hash.ts';
+import { type BulkRow, type ColumnTypes, markRowsGone, upsertRows } from './bulk-write.ts';
+import { fieldsHash } from './content-hash.ts';
 import type { Database } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
@@ -51,64 +51,141 @@ export function reviewToRow(review: Review) {
   };
 }
 
+/**
+ * The content hash of a review: its `reviewToRow` fields, in that order, then each
+ * response's `responseToRow` fields.
+ */
 export function reviewContentHash(review: Review): string {
-  return contentHash({ ...reviewToRow(review), responses: review.responses.map(responseToRow) });
+  return reviewHash(reviewToRow(review), review.responses.map(responseToRow));
 }
 
-/** Writes every review and social item of one business (all review reads succeeded). */
+function reviewHash(
+  content: ReturnType<typeof reviewToRow>,
+  responses: readonly ReturnType<typeof responseToRow>[],
+): string {
+  return fieldsHash([...Object.values(content), responses.map((r) => Object.values(r))]);
+}
+
+/** The content hash of a response: its `responseToRow` fields, then its review's id. */
+function responseHash(content: ReturnType<typeof responseToRow>, reviewId: string): string {
+  return fieldsHash([...Object.values(content), reviewId]);
+}
+
+const REVIEW_COLUMNS = {
+  review_id: 'uuid',
+  business_id: 'bigint',
+  site_name: 'text',
+  category: 'text',
+  type: 'text',
+  title: 'text',
+  content: 'text',
+  author_name: 'text',
+  author_avatar: 'text',
+  rating: 'numeric',
+  reviewed_at: 'timestamptz',
+  reviewed_at_precision: 'text',
+  permalink: 'text',
+  likes_count: 'integer',
+  likes_change: 'integer',
+  can_respond: 'boolean',
+  response_count: 'integer',
+  content_hash: 'text',
+  first_seen_at: 'timestamptz',
+  last_seen_at: 'timestamptz',
+  removed_at: 'timestamptz',
+} as const satisfies ColumnTypes<'reviews'>;
+
+const RESPONSE_COLUMNS = {
+  response_id: 'uuid',
+  review_id: 'uuid',
+  business_id: 'bigint',
+  title: 'text',
+  content: 'text',
+  author_name: 'text',
+  author_avatar: 'text',
+  responded_at: 'timestamptz',
+  responded_at_precision: 'text',
+  content_hash: 'text',
+  first_seen_at: 'timestamptz',
+  last_seen_at: 'timestamptz',
+  removed_at: 'timestamptz',
+} as const satisfies ColumnTypes<'review_responses'>;
+
+/** A stored row's state as far as a rewrite goes: unchanged when both match. */
+interface StoredState {
+  content_hash: string;
+  removed_at: Date | null;
+}
+
+function isUnchanged(stored: StoredState | undefined, hash: string): boolean {
+  return stored !== undefined && stored.content_hash === hash && stored.removed_at === null;
+}
+
+/**
+ * Writes every review and social item of one business (all review reads succeeded).
+ * Only new and changed reviews and responses are sent: one whose stored content hash
+ * matches and that is not marked removed counts as unchanged without travelling.
+ */
 export async function writeReviews(
   db: Db,
   ctx: BusinessWriteContext,
   reviews: readonly Review[],
 ): Promise<WriteStats> {
   const { businessId, observedAt } = ctx;
-  const stored = await db
-    .selectFrom('reviews')
-    .select(['review_id', 'content_hash'])
-    .where('business_id', '=', businessId)
-    .execute();
-  const storedHash = new Map(stored.map((row) => [row.review_id, row.content_hash]));
+  const [storedReviews, storedResponses] = await Promise.all([
+    db
+      .selectFrom('reviews')
+      .select(['review_id', 'content_hash', 'removed_at'])
+      .where('business_id', '=', businessId)
+      .execute(),
+    db
+      .selectFrom('review_responses')
+      .select(['response_id', 'content_hash', 'removed_at'])
+      .where('business_id', '=', businessId)
+      .execute(),
+  ]);
+  const reviewState = new Map(storedReviews.map((row) => [row.review_id, row]));
+  const responseState = new Map(storedResponses.map((row) => [row.response_id, row]));
 
   const latest = new Map(reviews.map((review) => [review.id, review]));
   const rows: BulkRow<'reviews'>[] = [];
-  const versions: BulkRow<'review_versions'>[] = [];
-  const responses = new Map<string, BulkRow<'review_responses'>>();
+  const changedIds: string[] = [];
+  let unchangedReviews = 0;
+  const responses = new Map<string, BulkRow<'review_responses'> | null>();
   for (const review of latest.values()) {
     const content = reviewToRow(review);
-    const hash = reviewContentHash(review);
-    rows.push({
-      ...content,
-      business_id: businessId,
-      content_hash: hash,
-      first_seen_at: observedAt,
-      last_seen_at: observedAt,
-      removed_at: null,
-    });
-    if (storedHash.get(review.id) !== hash) {
-      versions.push({
-        review_id: review.id,
-        observed_at: observedAt,
-        content_hash: hash,
-        rating: review.rating,
-        title: review.title,
-        content: review.content,
-        likes_count: review.likesCount,
-        likes_change: review.likesChange,
-        response_count: review.responses.length,
-        run_id: ctx.runId,
-      });
-    }
-    for (const response of review.responses) {
-      const responseContent = responseToRow(response);
-      responses.set(response.id, {
-        ...responseContent,
-        review_id: review.id,
+    const responseContents = review.responses.map(responseToRow);
+    const hash = reviewHash(content, responseContents);
+    const stored = reviewState.get(review.id);
+    if (isUnchanged(stored, hash)) unchangedReviews += 1;
+    else {
+      rows.push({
+        ...content,
         business_id: businessId,
-        content_hash: contentHash({ ...responseContent, review_id: review.id }),
+        content_hash: hash,
         first_seen_at: observedAt,
         last_seen_at: observedAt,
         removed_at: null,
       });
+      if (stored?.content_hash !== hash) changedIds.push(review.id);
+    }
+    for (const responseContent of responseContents) {
+      const responseHashValue = responseHash(responseContent, review.id);
+      // null marks a response seen and unchanged: kept off the upsert, still counted.
+      responses.set(
+        responseContent.response_id,
+        isUnchanged(responseState.get(responseContent.response_id), responseHashValue)
+          ? null
+          : {
+              ...responseContent,
+              review_id: review.id,
+              business_id: businessId,
+              content_hash: responseHashValue,
+              first_seen_at: observedAt,
+              last_seen_at: observedAt,
+              removed_at: null,
+            },
+      );
     }
   }
 
@@ -118,99 +195,78 @@ export async function writeReviews(
     {
       table: 'reviews',
       key: ['review_id'],
-      columns: [
-        'review_id',
-        'business_id',
-        'site_name',
-        'category',
-        'type',
-        'title',
-        'content',
-        'author_name',
-        'author_avatar',
-        'rating',
-        'reviewed_at',
-        'reviewed_at_precision',
-        'permalink',
-        'likes_count',
-        'likes_change',
-        'can_respond',
-        'response_count',
-        'content_hash',
-        'first_seen_at',
-        'last_seen_at',
-        'removed_at',
-      ],
+      columns: REVIEW_COLUMNS,
       insertOnly: ['first_seen_at'],
       compare: ['content_hash', 'business_id', 'removed_at'],
     },
     rows,
   );
-  const removedReviews = await sql`
-    update reviews set removed_at = ${observedAt}
-    where business_id = ${businessId} and removed_at is null
-      and review_id <> all(${[...latest.keys()]}::uuid[])`.execute(db);
+  const removedReviews = await markRowsGone(
+    db,
+    { table: 'reviews', id: 'review_id', idType: 'uuid', stamp: 'removed_at' },
+    businessId,
+    storedReviews
+      .filter((row) => row.removed_at === null && !latest.has(row.review_id))
+      .map((row) => row.review_id),
+    observedAt,
+  );
   addCounts(stats, 'reviews', {
     inserted: upserted.inserted,
     updated: upserted.updated,
-    unchanged: upserted.unchanged,
-    deleted: Number(removedReviews.numAffectedRows ?? 0),
+    unchanged: upserted.unchanged + unchangedReviews,
+    deleted: removedReviews,
   });
 
-  const versionsInserted = await insertRows(
-    db,
-    'review_versions',
-    [
-      'review_id',
-      'observed_at',
-      'content_hash',
-      'rating',
-      'title',
-      'content',
-      'likes_count',
-      'likes_change',
-      'response_count',
-      'run_id',
-    ],
-    versions,
-    ['review_id', 'observed_at'],
-  );
+  const versionsInserted = await appendReviewVersions(db, ctx, changedIds);
   addCounts(stats, 'review_versions', { inserted: versionsInserted });
 
+  const changedResponses: BulkRow<'review_responses'>[] = [];
+  for (const row of responses.values()) if (row) changedResponses.push(row);
   const responsesUpserted = await upsertRows(
     db,
     {
       table: 'review_responses',
       key: ['response_id'],
-      columns: [
-        'response_id',
-        'review_id',
-        'business_id',
-        'title',
-        'content',
-        'author_name',
-        'author_avatar',
-        'responded_at',
-        'responded_at_precision',
-        'content_hash',
-        'first_seen_at',
-        'last_seen_at',
-        'removed_at',
-      ],
+      columns: RESPONSE_COLUMNS,
       insertOnly: ['first_seen_at'],
       compare: ['content_hash', 'business_id', 'removed_at'],
     },
-    [...responses.values()],
+    changedResponses,
   );
-  const removedResponses = await sql`
-    update review_responses set removed_at = ${observedAt}
-    where business_id = ${businessId} and removed_at is null
-      and response_id <> all(${[...responses.keys()]}::uuid[])`.execute(db);
+  const removedResponses = await markRowsGone(
+    db,
+    { table: 'review_responses', id: 'response_id', idType: 'uuid', stamp: 'removed_at' },
+    businessId,
+    storedResponses
+      .filter((row) => row.removed_at === null && !responses.has(row.response_id))
+      .map((row) => row.response_id),
+    observedAt,
+  );
   addCounts(stats, 'review_responses', {
     inserted: responsesUpserted.inserted,
     updated: responsesUpserted.updated,
-    unchanged: responsesUpserted.unchanged,
-    deleted: Number(removedResponses.numAffectedRows ?? 0),
+    unchanged: responsesUpserted.unchanged + (responses.size - changedResponses.length),
+    deleted: removedResponses,
   });
   return stats;
+}
+
+/**
+ * One `review_versions` row per review whose content hash changed, copied from the review
+ * row just upserted in this transaction, so the review's text is not sent a second time.
+ */
+async function appendReviewVersions(
+  db: Db,
+  ctx: BusinessWriteContext,
+  reviewIds: readonly string[],
+): Promise<number> {
+  if (reviewIds.length === 0) return 0;
+  const result = await sql`
+    insert into review_versions (review_id, observed_at, content_hash, rating, title, content,
+      likes_count, likes_change, response_count, run_id)
+    select review_id, ${ctx.observedAt}::timestamptz, content_hash, rating, title, content,
+      likes_count, likes_change, response_count, ${ctx.runId}::uuid
+    from reviews where review_id = any(${reviewIds}::uuid[])
+    on conflict (review_id, observed_at) do nothing`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
 }

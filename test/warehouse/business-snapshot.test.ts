@@ -75,7 +75,7 @@ describe.each(testBackends)('writeBusinessSnapshot (%s)', (backend) => {
       rankings_first_synced_at: DAY1,
       keywords_first_synced_at: DAY1,
     });
-    expect(business.content_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(business.content_hash).toMatch(/^[0-9a-f]{40}$/);
     expect(business.first_seen_at).toBeInstanceOf(Date);
 
     const versions = await wh.db.selectFrom('business_versions').selectAll().execute();
@@ -110,7 +110,7 @@ describe.each(testBackends)('writeBusinessSnapshot (%s)', (backend) => {
       live_link: 'https://dir.example/3',
       claimed: null,
       has_site_credentials: false,
-      content_hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+      content_hash: expect.stringMatching(/^[0-9a-f]{40}$/),
       first_seen_at: DAY1,
       last_seen_at: DAY1,
       status_changed_at: DAY1,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, contentHash } from '../../src/warehouse/content-hash.ts';
+import { canonicalJson, contentHash, fieldsHash } from '../../src/warehouse/content-hash.ts';
 import { mergeWriteStats } from '../../src/warehouse/write-stats.ts';
 
 describe('contentHash', () => {
@@ -15,7 +15,20 @@ describe('contentHash', () => {
   it('differs when any value differs, including array order', () => {
     expect(contentHash({ a: [1, 2] })).not.toBe(contentHash({ a: [2, 1] }));
     expect(contentHash({ rating: 4 })).not.toBe(contentHash({ rating: 5 }));
-    expect(contentHash({})).toMatch(/^[0-9a-f]{64}$/);
+    expect(contentHash({})).toMatch(/^[0-9a-f]{40}$/);
+  });
+});
+
+describe('fieldsHash', () => {
+  it('depends on the values and their order, with undefined as null', () => {
+    const at = new Date('2025-03-01T00:00:00Z');
+    expect(fieldsHash([1, 'a', at, undefined, [at]])).toBe(
+      fieldsHash([1, 'a', new Date(at.getTime()), null, [new Date(at.getTime())]]),
+    );
+    expect(fieldsHash([at])).not.toBe(fieldsHash([new Date(at.getTime() + 1)]));
+    expect(fieldsHash([1, 2])).not.toBe(fieldsHash([2, 1]));
+    expect(fieldsHash([null, 'x'])).not.toBe(fieldsHash(['x', null]));
+    expect(fieldsHash([])).toMatch(/^[0-9a-f]{40}$/);
   });
 });
 
