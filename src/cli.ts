@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=8 --max-old-space-size=256
 /**
  * The command line: migrate | sync | serve | alerts | sandbox | demo | report | api.
  *

@@ -69,7 +69,7 @@ export function slackMessage(alert: AlertForDelivery): { text: string } {
   return { text: lines.join('\n') };
 }
 
-/** The body of the generic JSON alert webhook (documented in docs/serve.md). */
+/** The body of the generic JSON alert webhook (documented in docs/operations.md). */
 export function alertWebhookBody(alert: AlertForDelivery): Record<string, unknown> {
   return {
     kind: alert.kind,
