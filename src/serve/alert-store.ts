@@ -3,27 +3,10 @@
  * dispatchers, in two replicas or in `sync` and `serve`, never send the same alert at the
  * same time), read what a message needs (business name, the listing's _valid flags and
  * live link), and record each attempt per sink.
- *
- * `alerts.delivered_sinks` comes from migration 0002; `ServeDatabase` adds it to the
- * warehouse's `Database` type until `src/warehouse/database.ts` carries it.
  */
 import { type Kysely, sql } from 'kysely';
 import { redactText } from '../log.ts';
-import type { AlertsTable, Database, JsonWithDefault } from '../warehouse/database.ts';
-
-export interface AlertsWithSinksTable extends AlertsTable {
-  /** Names of the sinks that took the alert (`slack`, `webhook`); migration 0002. */
-  delivered_sinks: JsonWithDefault;
-}
-
-export interface ServeDatabase extends Omit<Database, 'alerts'> {
-  alerts: AlertsWithSinksTable;
-}
-
-/** The same connection, typed with the columns of migrations after 0001. */
-export function serveDb(db: Kysely<Database>): Kysely<ServeDatabase> {
-  return db as unknown as Kysely<ServeDatabase>;
-}
+import type { Database } from '../warehouse/database.ts';
 
 /** One alert with what a message needs. */
 export interface AlertForDelivery {
@@ -69,7 +52,7 @@ export async function claimDueAlerts(
   db: Kysely<Database>,
   options: ClaimOptions,
 ): Promise<AlertForDelivery[]> {
-  const sdb = serveDb(db);
+  const sdb = db;
   const leaseUntil = new Date(options.now.getTime() + options.leaseMs);
   const claimed = await sdb
     .updateTable('alerts')
@@ -102,7 +85,7 @@ export async function undeliveredAlerts(
   db: Kysely<Database>,
   options: { limit: number; runId?: string },
 ): Promise<AlertForDelivery[]> {
-  let query = serveDb(db)
+  let query = db
     .selectFrom('alerts')
     .select('alert_id')
     .where('delivered_at', 'is', null)
@@ -120,7 +103,7 @@ export async function undeliveredAlerts(
 }
 
 async function readAlerts(db: Kysely<Database>, ids: number[]): Promise<AlertForDelivery[]> {
-  const rows = await serveDb(db)
+  const rows = await db
     .selectFrom('alerts as a')
     .leftJoin('businesses as b', 'b.business_id', 'a.business_id')
     .leftJoin('listings as l', (join) =>
@@ -208,7 +191,7 @@ export async function recordDeliveryAttempt(
   alertId: number,
   attempt: DeliveryAttempt,
 ): Promise<void> {
-  await serveDb(db)
+  await db
     .updateTable('alerts')
     .set((eb) => ({
       attempts: eb('attempts', '+', 1),

@@ -14,7 +14,7 @@ import type { Credential } from '../api/types.ts';
 import { type Config, requireCredentials, requireWebhookSecrets } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { runSync, SyncLockedError } from '../sync/run.ts';
-import { poolOf, type Warehouse } from '../warehouse/connection.ts';
+import type { Warehouse } from '../warehouse/connection.ts';
 import { requireCurrentSchema } from '../warehouse/open.ts';
 import { type AlertDispatcher, type Backoff, createAlertDispatcher } from './alert-dispatcher.ts';
 import { type AlertSink, alertSinksFromConfig } from './alert-sinks.ts';
@@ -70,13 +70,6 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
   const credentials = scheduleOn
     ? (options.credentials ?? requireCredentials(config))
     : (options.credentials ?? []);
-
-  // pg emits 'error' on a checked-out client whose server goes away, and with no listener
-  // that ends the process; a long-running server must outlive a database restart. (The
-  // pool itself already ignores errors of idle clients; see warehouse/connection.ts.)
-  poolOf(warehouse.db)?.on('connect', (client) => {
-    client.on('error', (error) => log.warn({ err: error }, 'a database connection was lost'));
-  });
 
   const metrics = createServeMetrics({ db: warehouse.db, api });
   const dispatcher = createAlertDispatcher({

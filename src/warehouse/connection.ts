@@ -101,9 +101,14 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
       // holds outside Kysely.
       options: searchPath ? `-c search_path=${searchPath}` : undefined,
     });
-    // An idle connection that dies (server restart) must not crash the process; the
-    // next query gets a fresh connection or the error.
+    // A connection that dies (server restart, network cut) must not crash the process:
+    // pg emits 'error' on the pool for an idle client and on the client itself for one
+    // in use (a transaction, the sync lock), and an unheard 'error' ends Node. The query
+    // in flight still rejects with the error, and the pool replaces the connection.
     pool.on('error', () => {});
+    pool.on('connect', (client) => {
+      client.on('error', () => {});
+    });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     pools.set(db, pool);
     try {

@@ -270,6 +270,8 @@ export interface AlertsTable {
   /** Added: when a failed delivery may be retried; null means now. */
   next_attempt_at: Timestamp | null;
   run_id: string | null;
+  /** Migration 0002: names of the sinks that took the alert (`slack`, `webhook`). */
+  delivered_sinks: JsonWithDefault;
 }
 
 export type SyncRunStatus = 'running' | 'succeeded' | 'partial' | 'failed' | 'interrupted';

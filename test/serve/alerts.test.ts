@@ -12,7 +12,7 @@ import { memoryLogger, silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { createAlertDispatcher } from '../../src/serve/alert-dispatcher.ts';
 import { jsonWebhookSink, slackSink } from '../../src/serve/alert-sinks.ts';
-import { recentAlerts, serveDb } from '../../src/serve/alert-store.ts';
+import { recentAlerts } from '../../src/serve/alert-store.ts';
 import { renderAlerts } from '../../src/serve/alerts-command.ts';
 import { type RunningServe, startServe } from '../../src/serve/server.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
@@ -102,7 +102,7 @@ describe.each(testBackends)('alert delivery (%s)', (backend) => {
       return pending === 0;
     });
 
-    const alerts = await serveDb(warehouse.db).selectFrom('alerts').selectAll().execute();
+    const alerts = await warehouse.db.selectFrom('alerts').selectAll().execute();
     const ok = receiver.received.filter((r) => r.status === 200);
     expect(receiver.received.filter((r) => r.status === 500)).toHaveLength(2);
     expect(ok.filter((r) => r.path === '/slack')).toHaveLength(raised);
@@ -188,7 +188,7 @@ describe.each(testBackends)('alert delivery (%s)', (backend) => {
   it('keeps alerts queued while a sink is down, records the error, and logs them once without sinks', async () => {
     await serve.close();
     // Make every alert pending again.
-    await serveDb(warehouse.db)
+    await warehouse.db
       .updateTable('alerts')
       .set({ delivered_at: null, attempts: 0, delivered_sinks: '[]', next_attempt_at: null })
       .execute();
@@ -203,7 +203,7 @@ describe.each(testBackends)('alert delivery (%s)', (backend) => {
     expect(await down.dispatch()).toMatchObject({ delivered: 0, failed: raised });
     // Backed off: a second pass right away sends nothing.
     expect(await down.dispatch()).toMatchObject({ delivered: 0, failed: 0 });
-    const rows = await serveDb(warehouse.db).selectFrom('alerts').selectAll().execute();
+    const rows = await warehouse.db.selectFrom('alerts').selectAll().execute();
     for (const row of rows) {
       expect(row.delivered_at).toBeNull();
       expect(row.attempts).toBe(1);
