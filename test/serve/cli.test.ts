@@ -1,0 +1,120 @@
+/**
+ * `serve` and `sync` as processes: SIGTERM ends serve cleanly with exit 0, and a CLI sync
+ * hands the alerts it raised to the configured sink before it exits.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+
+const CLI = join(import.meta.dirname, '../../src/cli.ts');
+const ALERT_SECRET = 'alert-secret-for-cli-test';
+
+function start(args: string[], env: Record<string, string>) {
+  const child: ChildProcess = spawn(process.execPath, [CLI, ...args], {
+    env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk) => {
+    stdout += chunk;
+  });
+  child.stderr?.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code) => resolve({ code, stdout, stderr })),
+  );
+  return { child, done, output: () => stdout };
+}
+
+describe('serve and sync as processes', () => {
+  let sandbox: RunningSandbox;
+  let dir: string;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 5, accounts: 1, businessesPerAccount: 12, port: 0 });
+    dir = mkdtempSync(join(tmpdir(), 'ls-serve-cli-'));
+    const credentialsFile = join(dir, 'credentials.json');
+    writeFileSync(credentialsFile, JSON.stringify(sandbox.credentials));
+    env = { PGLITE_DATA_DIR: join(dir, 'pglite'), LISTINGS_CREDENTIALS_FILE: credentialsFile };
+    const migrated = await start(['migrate'], env).done;
+    expect(migrated.code, migrated.stderr).toBe(0);
+  });
+  afterAll(() => sandbox?.close());
+
+  it('serve answers on its port and exits 0 on SIGTERM', async () => {
+    const serve = start(['serve'], {
+      ...env,
+      WEBHOOK_SECRET: 's1',
+      SYNC_SCHEDULE: 'off',
+      PORT: '0',
+    });
+    const deadline = Date.now() + 20_000;
+    while (!/serve on (http:\/\/\S+):/.test(serve.output()) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const url = /serve on (http:\/\/\S+):/.exec(serve.output())?.[1];
+    expect(url).toBeDefined();
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    serve.child.kill('SIGTERM');
+    const ended = await serve.done;
+    expect(ended.code, ended.stderr).toBe(0);
+    expect(ended.stderr).toContain('signal received: shutting down');
+    expect(ended.stderr).not.toContain('s1"');
+  });
+
+  it('a CLI sync delivers the alerts it raised, signed, before it exits', async () => {
+    const received: { body: string; signature: string | undefined; key: string | undefined }[] = [];
+    const receiver: Server = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk) => {
+        body += chunk;
+      });
+      request.on('end', () => {
+        received.push({
+          body,
+          signature: request.headers['x-service-signature'] as string | undefined,
+          key: request.headers['idempotency-key'] as string | undefined,
+        });
+        response.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const port = (receiver.address() as AddressInfo).port;
+    try {
+      const sinkEnv = {
+        ...env,
+        ALERT_WEBHOOK_URL: `http://127.0.0.1:${port}/alerts`,
+        ALERT_WEBHOOK_SECRET: ALERT_SECRET,
+      };
+      const first = await start(['sync'], sinkEnv).done;
+      expect(first.code, first.stderr).toBe(0);
+      expect(received).toHaveLength(0); // the first sync is the baseline
+      let raised = 0;
+      for (let day = 0; day < 10 && raised === 0; day++) {
+        sandbox.advanceDays(1);
+        const next = await start(['sync'], sinkEnv).done;
+        expect(next.code, next.stderr).toBe(0);
+        raised = Number(/(\d+) alerts\./.exec(next.stdout)?.[1] ?? 0);
+      }
+      expect(raised).toBeGreaterThan(0);
+      expect(received.length).toBe(raised);
+      for (const delivery of received) {
+        const expected = `sha256=${createHmac('sha256', ALERT_SECRET).update(delivery.body).digest('hex')}`;
+        expect(delivery.signature).toBe(expected);
+        expect(delivery.key).toMatch(/^listing_inaccurate:/);
+      }
+    } finally {
+      receiver.close();
+    }
+  });
+});
