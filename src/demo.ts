@@ -6,7 +6,7 @@
  * The 30-day simulation, the BI views and the HTML report come with the demo issue; this
  * is the first slice of it.
  */
-import { createApiClient } from './api/client.ts';
+import { createConfiguredApiClient } from './api/client.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
 import { startSandbox } from './sandbox/server.ts';
@@ -32,11 +32,7 @@ export async function runDemoCommand(config: Config, logger: Logger): Promise<nu
     port: 0,
   });
   const warehouse = await openWarehouse({ pgliteDataDir: DEMO_DATA_DIR });
-  const api = createApiClient({
-    concurrency: config.syncConcurrency,
-    accountConcurrency: config.syncAccountConcurrency,
-    logger,
-  });
+  const api = createConfiguredApiClient(config, logger);
   try {
     out(`Sandbox of the upstream API (seed ${DEMO_SEED}) at ${sandbox.baseUrl}`);
     const { applied } = await migrateToLatest(warehouse.db);

@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { Pool } from 'undici';
 import { ZodError } from 'zod';
+import type { Config } from '../config.ts';
 import { type Logger, REDACTED, redactText, silentLogger } from '../log.ts';
 import {
   ApiError,
@@ -129,6 +130,16 @@ function positiveInteger(name: string, value: number | undefined, fallback: numb
     throw new RangeError(`${name} must be a positive integer, got ${value}.`);
   }
   return value;
+}
+
+/** The client a command runs with: the limits from the configuration (design.md). */
+export function createConfiguredApiClient(config: Config, logger: Logger): ApiClient {
+  return createApiClient({
+    concurrency: config.syncConcurrency,
+    accountConcurrency: config.syncAccountConcurrency,
+    requestsPerSecond: config.syncRequestsPerSecond,
+    logger,
+  });
 }
 
 export function createApiClient(options: ApiClientOptions = {}): ApiClient {

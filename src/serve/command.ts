@@ -3,7 +3,7 @@
  * SIGTERM/SIGINT close it (no new webhooks, the running sync finishes its businesses in
  * flight), close the pools, flush the log and exit 0. A second signal exits at once.
  */
-import { createApiClient } from '../api/client.ts';
+import { createConfiguredApiClient } from '../api/client.ts';
 import { type Config, requireWebhookSecrets } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { openConfiguredWarehouse } from '../warehouse/open.ts';
@@ -13,12 +13,7 @@ export async function runServeCommand(config: Config, logger: Logger): Promise<n
   // Configuration errors first, before anything is opened.
   requireWebhookSecrets(config);
   const warehouse = await openConfiguredWarehouse(config);
-  const api = createApiClient({
-    concurrency: config.syncConcurrency,
-    accountConcurrency: config.syncAccountConcurrency,
-    requestsPerSecond: config.syncRequestsPerSecond,
-    logger,
-  });
+  const api = createConfiguredApiClient(config, logger);
   let serve: Awaited<ReturnType<typeof startServe>>;
   try {
     serve = await startServe({ config, warehouse, api, logger });

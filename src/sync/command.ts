@@ -1,5 +1,5 @@
 /** `listings-sync sync`: one run from the command line, with progress, a summary and exit codes. */
-import { createApiClient } from '../api/client.ts';
+import { createConfiguredApiClient } from '../api/client.ts';
 import { type Config, ConfigError, type Credential, requireCredentials } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { createAlertDispatcher } from '../serve/alert-dispatcher.ts';
@@ -67,12 +67,7 @@ export async function runSyncCommand(
   // Before opening anything: a sink misconfiguration is a configuration error.
   const alertSinks = alertSinksFromConfig(config);
   const warehouse = await openConfiguredWarehouse(config);
-  const api = createApiClient({
-    concurrency: config.syncConcurrency,
-    accountConcurrency: config.syncAccountConcurrency,
-    requestsPerSecond: config.syncRequestsPerSecond,
-    logger,
-  });
+  const api = createConfiguredApiClient(config, logger);
   const stop = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     if (stop.signal.aborted) {

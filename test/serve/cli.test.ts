@@ -2,7 +2,6 @@
  * `serve` and `sync` as processes: SIGTERM ends serve cleanly with exit 0, and a CLI sync
  * hands the alerts it raised to the configured sink before it exits.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -11,28 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { startCli as start } from '../helpers/cli.ts';
 
-const CLI = join(import.meta.dirname, '../../src/cli.ts');
 const ALERT_SECRET = 'alert-secret-for-cli-test';
-
-function start(args: string[], env: Record<string, string>) {
-  const child: ChildProcess = spawn(process.execPath, [CLI, ...args], {
-    env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk) => {
-    stdout += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
-    child.on('close', (code) => resolve({ code, stdout, stderr })),
-  );
-  return { child, done, output: () => stdout };
-}
 
 describe('serve and sync as processes', () => {
   let sandbox: RunningSandbox;
@@ -58,10 +38,10 @@ describe('serve and sync as processes', () => {
       PORT: '0',
     });
     const deadline = Date.now() + 20_000;
-    while (!/serve on (http:\/\/\S+):/.test(serve.output()) && Date.now() < deadline) {
+    while (!/serve on (http:\/\/\S+):/.test(serve.stdout()) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    const url = /serve on (http:\/\/\S+):/.exec(serve.output())?.[1];
+    const url = /serve on (http:\/\/\S+):/.exec(serve.stdout())?.[1];
     expect(url).toBeDefined();
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect((await fetch(`${url}/readyz`)).status).toBe(200);

@@ -2,7 +2,6 @@
  * `listings-sync migrate` and `sync` as a user runs them: a child process, its exit
  * code, what it prints, and what it leaves in the warehouse — including after kill -9.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,58 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/index.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import {
+  runCli as run,
+  startCli as start,
+  waitForStderr as waitForOutput,
+} from '../helpers/cli.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { contentDigest, sync, testApiClient } from './harness.ts';
-
-const CLI = join(import.meta.dirname, '../../src/cli.ts');
-
-interface Finished {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-function start(
-  args: string[],
-  env: Record<string, string>,
-): { child: ChildProcess; done: Promise<Finished> } {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (chunk) => {
-    stdout += chunk;
-  });
-  child.stderr?.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  const done = new Promise<Finished>((resolve) => {
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-  return { child, done };
-}
-
-function waitForOutput(child: ChildProcess, text: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let seen = '';
-    const onData = (chunk: Buffer) => {
-      seen += chunk.toString();
-      if (seen.includes(text)) {
-        child.stderr?.off('data', onData);
-        resolve();
-      }
-    };
-    child.stderr?.on('data', onData);
-    child.once('close', () => reject(new Error(`the process ended before printing ${text}`)));
-  });
-}
-
-function run(args: string[], env: Record<string, string>): Promise<Finished> {
-  return start(args, env).done;
-}
 
 /** Environment that points a child process at the test's warehouse. */
 function databaseEnv(warehouse: TestWarehouse, pgliteDir: string): Record<string, string> {
