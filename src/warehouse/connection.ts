@@ -3,7 +3,8 @@
  * otherwise (in a data directory, or in memory). Both answer with the same JS values:
  * int8 and numeric as numbers, date as a `YYYY-MM-DD` string, timestamptz as a Date.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
@@ -127,21 +128,74 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
     options.memory === true ||
     options.pgliteDataDir === undefined ||
     options.pgliteDataDir === 'memory://';
-  if (!memory && options.pgliteDataDir) mkdirSync(options.pgliteDataDir, { recursive: true });
-  const pglite = await PGlite.create({
-    dataDir: memory ? undefined : options.pgliteDataDir,
-    parsers: pgliteParsers,
-  });
+  let releaseDir = () => {};
+  if (!memory && options.pgliteDataDir) {
+    mkdirSync(options.pgliteDataDir, { recursive: true });
+    releaseDir = lockDataDir(options.pgliteDataDir);
+  }
+  let pglite: PGlite;
+  try {
+    pglite = await PGlite.create({
+      dataDir: memory ? undefined : options.pgliteDataDir,
+      parsers: pgliteParsers,
+    });
+  } catch (error) {
+    releaseDir();
+    throw error;
+  }
   if (searchPath) await pglite.query(`SET search_path TO ${searchPath}`);
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
   return {
     db,
     kind: 'pglite',
     close: async () => {
-      await db.destroy();
-      if (!pglite.closed) await pglite.close();
+      try {
+        await db.destroy();
+        if (!pglite.closed) await pglite.close();
+      } finally {
+        releaseDir();
+      }
     },
   };
+}
+
+const LOCK_FILE = '.listings-sync.pid';
+
+/**
+ * PGlite is an embedded database: one process may have a data directory open, and two
+ * (a `sync` beside a `serve`, or two terminals) would corrupt it. A pid file taken with
+ * O_EXCL says who has it; one left by a process that is gone (killed, crashed) is taken
+ * over. Returns the release function.
+ */
+function lockDataDir(dir: string): () => void {
+  const path = join(dir, LOCK_FILE);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(path, String(process.pid), { flag: 'wx' });
+      return () => rmSync(path, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const holder = Number(readFileSync(path, 'utf8').trim());
+      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
+        throw new Error(
+          `The embedded database in ${dir} is open in another listings-sync process (pid ${holder}). ` +
+            'PGlite serves one process at a time: stop that process, or set DATABASE_URL to a ' +
+            'PostgreSQL server for commands that run side by side.',
+        );
+      }
+      rmSync(path, { force: true });
+    }
+  }
+  throw new Error(`Could not take the lock file ${path}.`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 async function ping(db: Kysely<Database>): Promise<void> {
