@@ -45,10 +45,30 @@ async function migratorFor(db: Kysely<Database>): Promise<Migrator> {
   return new Migrator({ db, provider: new MigrationFolder(), migrationTableSchema: schema });
 }
 
+/**
+ * Kysely finds its bookkeeping tables by listing the tables of every schema; a schema
+ * dropped by someone else during that scan fails it with 3F000 (invalid_schema_name), and
+ * the scan is worth running again (seen with many short-lived schemas, as in tests).
+ */
+const SCAN_ATTEMPTS = 3;
+
+function isVanishedSchema(error: unknown): boolean {
+  let e: unknown = error;
+  while (e && typeof e === 'object') {
+    if ((e as { code?: unknown }).code === '3F000') return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /** Applies every pending migration; returns the names applied (none when up to date). */
 export async function migrateToLatest(db: Kysely<Database>): Promise<{ applied: string[] }> {
   const migrator = await migratorFor(db);
-  const { error, results } = await migrator.migrateToLatest();
+  let { error, results } = await migrator.migrateToLatest();
+  for (let attempt = 1; attempt < SCAN_ATTEMPTS && error && isVanishedSchema(error); attempt++) {
+    if (results?.some((r) => r.status !== 'NotExecuted')) break;
+    ({ error, results } = await migrator.migrateToLatest());
+  }
   if (error) {
     const failed = results?.find((r) => r.status === 'Error')?.migrationName;
     const reason = error instanceof Error ? error.message : String(error);
@@ -67,6 +87,12 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<{ applied: 
 /** Names of the migrations not yet applied, in the order they would run. */
 export async function pendingMigrations(db: Kysely<Database>): Promise<string[]> {
   const migrator = await migratorFor(db);
-  const all = await migrator.getMigrations();
-  return all.filter((m) => m.executedAt === undefined).map((m) => m.name);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const all = await migrator.getMigrations();
+      return all.filter((m) => m.executedAt === undefined).map((m) => m.name);
+    } catch (error) {
+      if (attempt >= SCAN_ATTEMPTS || !isVanishedSchema(error)) throw error;
+    }
+  }
 }
