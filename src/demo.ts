@@ -1,19 +1,25 @@
 /**
  * `npm start`: the product on one machine with nothing configured. A sandbox copy of the
- * upstream runs in-process on an ephemeral port, the embedded warehouse is migrated, one
- * sync runs, and the summary says what landed and what to run next.
+ * upstream runs in-process on an ephemeral port, the demo's own embedded warehouse is
+ * migrated, and the last 30 days are simulated (advance the sandbox clock a day, sync,
+ * repeat), so history, rank trends and alerts exist. Then a summary, read back from the
+ * warehouse, and `report.html`.
  *
- * The 30-day simulation, the BI views and the HTML report come with the demo issue; this
- * is the first slice of it.
+ * Resuming: the warehouse itself says how far the demo got. Its first and last rank
+ * days are the sandbox's start date and the last day simulated, so a second run starts
+ * the same sandbox (same seed, same start date: the generated data is a function of
+ * seed, business and day) at the next day, and adds only the days since.
  */
+import cliProgress from 'cli-progress';
+import { sql } from 'kysely';
 import { createConfiguredApiClient } from './api/client.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
+import { writeReport } from './report/write-report.ts';
 import { startSandbox } from './sandbox/server.ts';
-import { createProgressReporter } from './sync/progress.ts';
-import { runSync } from './sync/run.ts';
-import { renderSyncSummary } from './sync/summary.ts';
-import { openWarehouse } from './warehouse/connection.ts';
+import { runSync, type SyncResult } from './sync/run.ts';
+import { openWarehouse, type Warehouse } from './warehouse/connection.ts';
+import type { Database } from './warehouse/database.ts';
 import { migrateToLatest } from './warehouse/migrate.ts';
 
 const DEMO_SEED = 7;
@@ -22,45 +28,285 @@ const DEMO_SEED = 7;
  * real account syncs into (`DATABASE_URL`, or the default `./.data/pglite`).
  */
 export const DEMO_DATA_DIR = './.data/demo';
+export const DEMO_DAYS = 30;
+export const DEMO_ACCOUNTS = 2;
+/**
+ * The sandbox default: 2 accounts × 25 businesses × 31 syncs on PGlite take about 30
+ * seconds here (a day's sync about 0.7 s), well inside the two minutes a first look allows.
+ */
+export const DEMO_BUSINESSES_PER_ACCOUNT = 25;
 
-export async function runDemoCommand(config: Config, logger: Logger): Promise<number> {
-  const out = (line = '') => process.stdout.write(`${line}\n`);
-  const sandbox = await startSandbox({
-    seed: DEMO_SEED,
-    accounts: 2,
-    businessesPerAccount: 25,
-    port: 0,
-  });
-  const warehouse = await openWarehouse({ pgliteDataDir: DEMO_DATA_DIR });
+export interface DemoOptions {
+  /** Days simulated after the first sync (the month ends on `endDate`). */
+  days?: number;
+  accounts?: number;
+  businessesPerAccount?: number;
+  dataDir?: string;
+  /** Where the report goes. */
+  reportPath?: string;
+  /** The last simulated day, `YYYY-MM-DD`; today (UTC) by default. */
+  endDate?: string;
+  /** The summary's lines; standard output by default. */
+  write?: (line: string) => void;
+  /** Where the progress bar goes when it is a terminal; standard error by default. */
+  progressStream?: NodeJS.WriteStream;
+}
+
+export interface DemoSummary {
+  accounts: number;
+  businesses: number;
+  archivedBusinesses: number;
+  listingsByStatus: Record<string, number>;
+  reviews: number;
+  socialItems: number;
+  keywordsTracked: number;
+  rankObservations: number;
+  alerts: number;
+  alertExamples: {
+    detectedOn: string;
+    businessName: string;
+    businessId: number;
+    siteName: string;
+    previousStatus: string | null;
+    wrongFields: string | null;
+  }[];
+  firstDay: string | null;
+  lastDay: string | null;
+}
+
+export interface DemoResult {
+  daysSimulated: number;
+  syncs: SyncResult[];
+  summary: DemoSummary;
+  reportPath: string;
+  startDate: string;
+  endDate: string;
+}
+
+function addDays(day: string, days: number): string {
+  return new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+}
+
+function daysBetween(from: string, to: string): number {
+  return Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000);
+}
+
+/** First and last day the demo simulated, from the warehouse's own rank history. */
+async function simulatedDays(
+  warehouse: Warehouse,
+): Promise<{ first: string; last: string } | null> {
+  const { rows } = await sql<{ first: string | null; last: string | null }>`
+    select to_char(min(observed_on), 'YYYY-MM-DD') as first,
+           to_char(max(observed_on), 'YYYY-MM-DD') as last
+    from rank_observations`.execute(warehouse.db);
+  const row = rows[0];
+  return row?.first && row.last ? { first: row.first, last: row.last } : null;
+}
+
+/** The numbers the demo prints, read back from the warehouse. */
+export async function readDemoSummary(db: import('kysely').Kysely<Database>): Promise<DemoSummary> {
+  const [counts] = (
+    await sql<Omit<DemoSummary, 'listingsByStatus' | 'alertExamples'>>`
+      select
+        (select count(*)::int from accounts) as accounts,
+        (select count(*)::int from businesses where archived_at is null) as businesses,
+        (select count(*)::int from businesses where archived_at is not null) as "archivedBusinesses",
+        (select count(*)::int from reviews r join businesses b using (business_id)
+           where r.removed_at is null and b.archived_at is null and r.category = 'review') as reviews,
+        (select count(*)::int from reviews r join businesses b using (business_id)
+           where r.removed_at is null and b.archived_at is null and r.category = 'social') as "socialItems",
+        (select count(distinct (k.business_id, k.keyword))::int from keywords k
+           join businesses b using (business_id)
+           where k.deleted_at is null and b.archived_at is null) as "keywordsTracked",
+        (select count(*)::int from rank_observations) as "rankObservations",
+        (select count(*)::int from alerts where kind = 'listing_inaccurate') as alerts,
+        (select to_char(min(observed_on), 'YYYY-MM-DD') from rank_observations) as "firstDay",
+        (select to_char(max(observed_on), 'YYYY-MM-DD') from rank_observations) as "lastDay"`.execute(
+      db,
+    )
+  ).rows;
+  const statuses = (
+    await sql<{ status: string; n: number }>`
+      select l.status, count(*)::int as n from listings l join businesses b using (business_id)
+      where l.removed_at is null and b.archived_at is null
+      group by l.status order by l.status`.execute(db)
+  ).rows;
+  const examples = (
+    await sql<DemoSummary['alertExamples'][number]>`
+      select to_char(detected_at at time zone 'UTC', 'YYYY-MM-DD') as "detectedOn",
+        business_name as "businessName", business_id as "businessId", site_name as "siteName",
+        previous_status as "previousStatus", wrong_fields as "wrongFields"
+      from v_newly_inaccurate order by detected_at desc, alert_id desc limit 2`.execute(db)
+  ).rows;
+  return {
+    ...(counts as Omit<DemoSummary, 'listingsByStatus' | 'alertExamples'>),
+    listingsByStatus: Object.fromEntries(statuses.map((s) => [s.status, s.n])),
+    alertExamples: examples,
+  };
+}
+
+const number = new Intl.NumberFormat('en-US');
+
+export function renderDemoSummary(summary: DemoSummary): string[] {
+  const listings = Object.values(summary.listingsByStatus).reduce((a, b) => a + b, 0);
+  const byStatus = Object.entries(summary.listingsByStatus)
+    .map(([status, n]) => `${number.format(n)} ${status}`)
+    .join(', ');
+  const lines = [
+    `Warehouse after ${summary.firstDay ?? '–'} … ${summary.lastDay ?? '–'}:`,
+    `  accounts           ${number.format(summary.accounts)}`,
+    `  businesses         ${number.format(summary.businesses)} (${number.format(summary.archivedBusinesses)} archived upstream)`,
+    `  listings           ${number.format(listings)}: ${byStatus || 'none'}`,
+    `  reviews            ${number.format(summary.reviews)} (+ ${number.format(summary.socialItems)} social items)`,
+    `  keywords tracked   ${number.format(summary.keywordsTracked)} (${number.format(summary.rankObservations)} rank observations)`,
+    `  alerts raised      ${number.format(summary.alerts)} listings turned Inaccurate`,
+  ];
+  for (const a of summary.alertExamples) {
+    lines.push(
+      `    ${a.detectedOn}  ${a.businessName} (#${a.businessId}) on ${a.siteName}: ` +
+        `${a.previousStatus ?? 'first seen'} → Inaccurate` +
+        (a.wrongFields ? ` (${a.wrongFields} wrong)` : ''),
+    );
+  }
+  return lines;
+}
+
+/** A bar over the simulated days on a terminal; a log line per day otherwise. */
+function dayProgress(stream: NodeJS.WriteStream, logger: Logger, total: number) {
+  if (stream.isTTY && total > 0) {
+    const bar = new cliProgress.SingleBar(
+      {
+        stream,
+        format: 'simulating [{bar}] {value}/{total} days | {day} | {alerts} new alerts',
+        hideCursor: true,
+        barsize: 30,
+        fps: 5,
+      },
+      cliProgress.Presets.shades_classic,
+    );
+    bar.start(total, 0, { day: '', alerts: 0 });
+    return {
+      day: (done: number, day: string, alerts: number) => bar.update(done, { day, alerts }),
+      stop: () => bar.stop(),
+    };
+  }
+  return {
+    day: (done: number, day: string, alerts: number) =>
+      logger.info({ day, done, total, alerts }, 'demo day synced'),
+    stop: () => {},
+  };
+}
+
+/** The demo as a function: the CLI uses the defaults, tests shrink it. */
+export async function runDemo(
+  config: Config,
+  logger: Logger,
+  options: DemoOptions = {},
+): Promise<DemoResult> {
+  const out = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const days = options.days ?? DEMO_DAYS;
+  const endDate = options.endDate ?? new Date().toISOString().slice(0, 10);
+  const dataDir = options.dataDir ?? DEMO_DATA_DIR;
+
+  const warehouse = await openWarehouse({ pgliteDataDir: dataDir });
   const api = createConfiguredApiClient(config, logger);
+  let sandbox: Awaited<ReturnType<typeof startSandbox>> | undefined;
   try {
-    out(`Sandbox of the upstream API (seed ${DEMO_SEED}) at ${sandbox.baseUrl}`);
     const { applied } = await migrateToLatest(warehouse.db);
-    out(`Warehouse: embedded PGlite in ${DEMO_DATA_DIR} (${applied.length} migration(s) applied)`);
-    const progress = createProgressReporter({ stream: process.stderr, logger, label: 'demo sync' });
-    const result = await runSync({
-      warehouse,
-      api,
-      credentials: sandbox.credentials,
-      logger,
-      trigger: 'demo',
-      onProgress: (p) => progress.update(p),
+    const done = await simulatedDays(warehouse);
+    // Resume from the warehouse's own history, or begin `days` days before the end.
+    const startDate = done?.first ?? addDays(endDate, -days);
+    const firstToSync = done ? addDays(done.last, 1) : startDate;
+    // At most the first run's length per run, should the demo be resumed months later.
+    const toSimulate = Math.min(days + 1, Math.max(0, daysBetween(firstToSync, endDate) + 1));
+    const lastToSync = addDays(firstToSync, toSimulate - 1);
+
+    sandbox = await startSandbox({
+      seed: DEMO_SEED,
+      accounts: options.accounts ?? DEMO_ACCOUNTS,
+      businessesPerAccount: options.businessesPerAccount ?? DEMO_BUSINESSES_PER_ACCOUNT,
+      startDate,
+      port: 0,
     });
-    progress.stop();
-    out();
-    out(renderSyncSummary(result));
-    out('Next:');
+    out(`Sandbox of the upstream API (seed ${DEMO_SEED}, from ${startDate}) at ${sandbox.baseUrl}`);
     out(
-      '  npx listings-sync sandbox --seed 7 --credentials-out credentials.json   # a sandbox to point at',
+      `Warehouse: embedded PGlite in ${dataDir}` +
+        (applied.length ? ` (${applied.length} migration(s) applied)` : ''),
     );
-    out('  LISTINGS_CREDENTIALS_FILE=credentials.json npx listings-sync sync        # sync it');
     out(
-      '  LISTINGS_BASE_URL=… LISTINGS_AUTH_TOKEN=… LISTINGS_USER_EMAIL=… npx listings-sync sync   # a real account',
+      done
+        ? toSimulate
+          ? `Resuming after ${done.last}: simulating ${toSimulate} more day(s) to ${lastToSync}.`
+          : `Already simulated through ${done.last}; nothing new to sync.`
+        : `Simulating ${startDate} to ${lastToSync} (${toSimulate} syncs): advance the sandbox a day, sync, repeat.`,
     );
-    return result.status === 'succeeded' ? 0 : 3;
+
+    sandbox.advanceDays(daysBetween(startDate, firstToSync));
+    const running = sandbox;
+    // The sync's clock follows the sandbox: noon UTC of its day keys ranks and history.
+    const now = () => new Date(`${running.today()}T12:00:00Z`);
+    const progressStream = options.progressStream ?? process.stderr;
+    const progress = dayProgress(progressStream, logger, toSimulate);
+    // Under the bar, each run's 'sync started/finished' lines would tear it: warnings only.
+    const syncLogger = progressStream.isTTY ? logger.child({}, { level: 'warn' }) : logger;
+    const syncs: SyncResult[] = [];
+    let alerts = 0;
+    const started = performance.now();
+    try {
+      for (let i = 0; i < toSimulate; i++) {
+        if (i > 0) running.advanceDays(1);
+        const result = await runSync({
+          warehouse,
+          api,
+          credentials: running.credentials,
+          logger: syncLogger,
+          trigger: 'demo',
+          now,
+        });
+        syncs.push(result);
+        alerts += result.stats.alerts;
+        progress.day(i + 1, running.today(), alerts);
+      }
+    } finally {
+      progress.stop();
+    }
+    const seconds = (performance.now() - started) / 1000;
+    if (toSimulate) out(`${toSimulate} day(s) synced in ${seconds.toFixed(0)}s.`);
+
+    const summary = await readDemoSummary(warehouse.db);
+    const report = await writeReport(warehouse.db, {
+      out: options.reportPath ?? 'report.html',
+      days: 90,
+    });
+    out('');
+    for (const line of renderDemoSummary(summary)) out(line);
+    out('');
+    out(`Report: ${report.path}  (open it in a browser; it needs no network)`);
+    out(
+      'Warehouse views for BI: docs/warehouse.md, "Views". Run `npm start` again to add the days since.',
+    );
+    out('');
+    out('Next, against a real account:');
+    out(
+      '  export LISTINGS_BASE_URL=https://… LISTINGS_AUTH_TOKEN=… LISTINGS_USER_EMAIL=you@example.com',
+    );
+    out('  npx listings-sync migrate && npx listings-sync sync && npx listings-sync report');
+    return {
+      daysSimulated: toSimulate,
+      syncs,
+      summary,
+      reportPath: report.path,
+      startDate,
+      endDate,
+    };
   } finally {
     await api.close();
     await warehouse.close();
-    await sandbox.close();
+    await sandbox?.close();
   }
+}
+
+export async function runDemoCommand(config: Config, logger: Logger): Promise<number> {
+  const result = await runDemo(config, logger);
+  return result.syncs.every((s) => s.status === 'succeeded') ? 0 : 3;
 }

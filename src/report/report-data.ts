@@ -1,0 +1,372 @@
+/**
+ * What the HTML report shows, read from the BI views of `migrations/0003_bi_views.ts`
+ * (docs/warehouse.md, "Views"): the same numbers a BI tool would chart.
+ *
+ * The window ends on the latest day the warehouse holds data for (not the wall clock),
+ * so a report of an old or simulated warehouse still shows its data.
+ */
+import { type Kysely, type RawBuilder, sql } from 'kysely';
+import type { Database } from '../warehouse/database.ts';
+
+export interface ReportOptions {
+  /** Only this business; otherwise the whole warehouse, with the top businesses charted. */
+  businessId?: number;
+  /** Days in the window, ending on the latest day with data. */
+  days: number;
+  /** Businesses charted when no business is chosen. */
+  topBusinesses?: number;
+  /** Keywords charted per business. */
+  topKeywords?: number;
+}
+
+/** Readable at a glance: a few small charts per business rather than dozens of lines. */
+export const DEFAULT_TOP_BUSINESSES = 4;
+export const DEFAULT_TOP_KEYWORDS = 2;
+/** Lines per rank chart: more than five sites on one chart cannot be told apart. */
+export const TOP_SITES = 5;
+/** With one business there is room for all of its keywords, up to this many. */
+export const SINGLE_BUSINESS_TOP_KEYWORDS = 12;
+const NEWLY_INACCURATE_ROWS = 25;
+const SLA_ROWS = 10;
+
+export interface ReportKpis {
+  accounts: number;
+  businesses: number;
+  listings: number;
+  accurate: number;
+  inaccurate: number;
+  notPresent: number;
+  /** Accurate ÷ (Accurate + Inaccurate), null with nothing to rate. */
+  accuracyScore: number | null;
+  keywordsTracked: number;
+  reviewsInWindow: number;
+  averageRatingInWindow: number | null;
+  alertsInWindow: number;
+  unansweredAnswerable: number;
+}
+
+export interface RankPoint {
+  day: string;
+  /** null: searched, not ranked. Days not collected have no point at all. */
+  rank: number | null;
+}
+
+export interface KeywordRanks {
+  keyword: string;
+  /** Sites with observations in the window; only the best `TOP_SITES` are in `sites`. */
+  sitesTracked: number;
+  /** Site → points in day order. */
+  sites: { site: string; points: RankPoint[] }[];
+}
+
+export interface BusinessRanks {
+  businessId: number;
+  name: string;
+  keywordsTracked: number;
+  keywords: KeywordRanks[];
+}
+
+export interface AccuracyDay {
+  day: string;
+  accurate: number;
+  inaccurate: number;
+  notPresent: number;
+  accuracyScore: number | null;
+}
+
+export interface ReviewDay {
+  day: string;
+  newReviews: number;
+  averageRating: number | null;
+  responses: number;
+}
+
+export interface NewlyInaccurateRow {
+  detectedAt: Date;
+  businessId: number;
+  businessName: string | null;
+  siteName: string | null;
+  previousStatus: string | null;
+  currentStatus: string | null;
+  wrongFields: string | null;
+  liveLink: string | null;
+}
+
+export interface SlaRow {
+  businessId: number;
+  businessName: string | null;
+  siteName: string;
+  unansweredAnswerable: number;
+  oldestUnansweredAgeHours: number | null;
+  medianHoursToFirstResponse: number | null;
+}
+
+export interface ReportData {
+  generatedAt: Date;
+  firstDay: string;
+  lastDay: string;
+  days: number;
+  business: { businessId: number; name: string } | null;
+  kpis: ReportKpis;
+  ranks: BusinessRanks[];
+  /** Businesses with rank data beyond those charted (0 with `--business`). */
+  businessesNotCharted: number;
+  accuracy: AccuracyDay[];
+  reviews: ReviewDay[];
+  newlyInaccurate: NewlyInaccurateRow[];
+  newlyInaccurateTotal: number;
+  sla: SlaRow[];
+}
+
+export class ReportInputError extends Error {
+  readonly code = 'USAGE';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ReportInputError';
+  }
+}
+
+async function rows<T>(db: Kysely<Database>, query: RawBuilder<T>): Promise<T[]> {
+  return (await query.execute(db)).rows;
+}
+
+/**
+ * The latest UTC day with any collected data (today when the warehouse is empty), and
+ * the first day of collected history: a window is never wider than the history it shows.
+ */
+async function dataDays(db: Kysely<Database>): Promise<{ first: string | null; last: string }> {
+  const [row] = await rows(
+    db,
+    sql<{ first: string | null; last: string | null }>`
+      select
+        to_char(least(
+          (select min(observed_on) from rank_observations),
+          (select min((observed_at at time zone 'UTC')::date) from listing_status_history)
+        ), 'YYYY-MM-DD') as first,
+        to_char(greatest(
+          (select max(observed_on) from rank_observations),
+          (select max((observed_at at time zone 'UTC')::date) from listing_status_history),
+          (select max((last_synced_at at time zone 'UTC')::date) from accounts)
+        ), 'YYYY-MM-DD') as last`,
+  );
+  return { first: row?.first ?? null, last: row?.last ?? new Date().toISOString().slice(0, 10) };
+}
+
+function addDays(day: string, days: number): string {
+  return new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+}
+
+function daysBetween(from: string, to: string): number {
+  return Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000);
+}
+
+export async function readReportData(
+  db: Kysely<Database>,
+  options: ReportOptions,
+): Promise<ReportData> {
+  const history = await dataDays(db);
+  const lastDay = history.last;
+  const requestedFirst = addDays(lastDay, -(options.days - 1));
+  const firstDay =
+    history.first && history.first > requestedFirst && history.first <= lastDay
+      ? history.first
+      : requestedFirst;
+  const businessId = options.businessId;
+
+  let business: ReportData['business'] = null;
+  if (businessId !== undefined) {
+    const [found] = await rows(
+      db,
+      sql<{ name: string }>`select name from businesses where business_id = ${businessId}`,
+    );
+    if (!found) {
+      throw new ReportInputError(
+        `No business with id ${businessId} in the warehouse. Run a sync first, or pick an id from the businesses table.`,
+      );
+    }
+    business = { businessId, name: found.name };
+  }
+  // `true` when no business is chosen: one template serves both scopes.
+  const scope = (column: string) =>
+    businessId === undefined ? sql`true` : sql`${sql.ref(column)} = ${businessId}`;
+  const windowStart = sql`${firstDay}::date`;
+  const windowEnd = sql`${lastDay}::date`;
+
+  const [kpiRow] = await rows(
+    db,
+    sql<Omit<ReportKpis, 'accuracyScore'> & { accuracyScore: number | null }>`
+      select
+        (select count(*)::int from accounts) as accounts,
+        (select count(*)::int from v_listing_accuracy a where ${scope('a.business_id')}) as businesses,
+        (select coalesce(sum(listings), 0)::int from v_listing_accuracy a where ${scope('a.business_id')}) as listings,
+        (select coalesce(sum(accurate), 0)::int from v_listing_accuracy a where ${scope('a.business_id')}) as accurate,
+        (select coalesce(sum(inaccurate), 0)::int from v_listing_accuracy a where ${scope('a.business_id')}) as inaccurate,
+        (select coalesce(sum(not_present), 0)::int from v_listing_accuracy a where ${scope('a.business_id')}) as "notPresent",
+        (select round(sum(accurate)::numeric / nullif(sum(accurate) + sum(inaccurate), 0), 4)
+           from v_listing_accuracy a where ${scope('a.business_id')}) as "accuracyScore",
+        (select count(distinct (k.business_id, k.keyword))::int from keywords k
+           join businesses b on b.business_id = k.business_id and b.archived_at is null
+           where k.deleted_at is null and ${scope('k.business_id')}) as "keywordsTracked",
+        (select coalesce(sum(new_reviews), 0)::int from v_review_daily r
+           where r.day between ${windowStart} and ${windowEnd} and ${scope('r.business_id')}) as "reviewsInWindow",
+        (select round(sum(average_rating * rated_reviews) / nullif(sum(rated_reviews), 0), 2)
+           from v_review_daily r
+           where r.day between ${windowStart} and ${windowEnd} and ${scope('r.business_id')}) as "averageRatingInWindow",
+        (select count(*)::int from v_newly_inaccurate n
+           where (n.detected_at at time zone 'UTC')::date between ${windowStart} and ${windowEnd}
+             and ${scope('n.business_id')}) as "alertsInWindow",
+        (select coalesce(sum(unanswered_answerable), 0)::int from v_review_response_sla s
+           where ${scope('s.business_id')}) as "unansweredAnswerable"
+    `,
+  );
+  const kpis = kpiRow as ReportKpis;
+
+  // Charted businesses: the chosen one, or those with rank data in the window that need
+  // attention most (alerts in the window, then the lowest accuracy).
+  const ranked = await rows(
+    db,
+    sql<{ businessId: number; name: string }>`
+      select b.business_id as "businessId", b.name
+      from businesses b
+      left join v_listing_accuracy a on a.business_id = b.business_id
+      where ${scope('b.business_id')}
+        and exists (select 1 from rank_observations o where o.business_id = b.business_id
+                    and o.observed_on between ${windowStart} and ${windowEnd})
+      order by
+        (select count(*) from alerts x where x.business_id = b.business_id
+           and x.kind = 'listing_inaccurate'
+           and (x.detected_at at time zone 'UTC')::date between ${windowStart} and ${windowEnd}) desc,
+        a.accuracy_score asc nulls last,
+        b.business_id`,
+  );
+  const topBusinesses = options.topBusinesses ?? DEFAULT_TOP_BUSINESSES;
+  const charted = businessId === undefined ? ranked.slice(0, topBusinesses) : ranked;
+  const topKeywords =
+    options.topKeywords ??
+    (businessId === undefined ? DEFAULT_TOP_KEYWORDS : SINGLE_BUSINESS_TOP_KEYWORDS);
+  const ranks: BusinessRanks[] = [];
+  for (const b of charted)
+    ranks.push(await readBusinessRanks(db, b, firstDay, lastDay, topKeywords));
+
+  const accuracy = await rows(
+    db,
+    sql<AccuracyDay>`
+      select to_char(day, 'YYYY-MM-DD') as day,
+        sum(accurate)::int as accurate, sum(inaccurate)::int as inaccurate,
+        sum(not_present)::int as "notPresent",
+        round(sum(accurate)::numeric / nullif(sum(accurate) + sum(inaccurate), 0), 4) as "accuracyScore"
+      from v_listing_accuracy_daily d
+      where d.day between ${windowStart} and ${windowEnd} and ${scope('d.business_id')}
+      group by day order by day`,
+  );
+
+  const reviews = await rows(
+    db,
+    sql<ReviewDay>`
+      select to_char(day, 'YYYY-MM-DD') as day,
+        sum(new_reviews)::int as "newReviews",
+        round(sum(average_rating * rated_reviews) / nullif(sum(rated_reviews), 0), 2) as "averageRating",
+        sum(responses)::int as responses
+      from v_review_daily r
+      where r.day between ${windowStart} and ${windowEnd} and ${scope('r.business_id')}
+      group by day order by day`,
+  );
+
+  const newlyInaccurate = await rows(
+    db,
+    sql<NewlyInaccurateRow>`
+      select detected_at as "detectedAt", business_id as "businessId", business_name as "businessName",
+        site_name as "siteName", previous_status as "previousStatus",
+        current_status as "currentStatus", wrong_fields as "wrongFields", live_link as "liveLink"
+      from v_newly_inaccurate n
+      where (n.detected_at at time zone 'UTC')::date between ${windowStart} and ${windowEnd}
+        and ${scope('n.business_id')}
+      order by detected_at desc, alert_id desc
+      limit ${NEWLY_INACCURATE_ROWS}`,
+  );
+
+  const sla = await rows(
+    db,
+    sql<SlaRow>`
+      select s.business_id as "businessId", b.name as "businessName", s.site_name as "siteName",
+        s.unanswered_answerable as "unansweredAnswerable",
+        s.oldest_unanswered_age_hours as "oldestUnansweredAgeHours",
+        s.median_hours_to_first_response as "medianHoursToFirstResponse"
+      from v_review_response_sla s join businesses b on b.business_id = s.business_id
+      where s.unanswered_answerable > 0 and ${scope('s.business_id')}
+      order by s.unanswered_answerable desc, s.oldest_unanswered_age_hours desc nulls last,
+        s.business_id, s.site_name
+      limit ${SLA_ROWS}`,
+  );
+
+  return {
+    generatedAt: new Date(),
+    firstDay,
+    lastDay,
+    days: daysBetween(firstDay, lastDay) + 1,
+    business,
+    kpis,
+    ranks,
+    businessesNotCharted: ranked.length - charted.length,
+    accuracy,
+    reviews,
+    newlyInaccurate,
+    newlyInaccurateTotal: kpis.alertsInWindow,
+    sla,
+  };
+}
+
+/** Sites by their latest rank, best first; not ranked last. */
+function bestSites(sites: KeywordRanks['sites']): KeywordRanks['sites'] {
+  const latest = (s: KeywordRanks['sites'][number]) =>
+    s.points.at(-1)?.rank ?? Number.POSITIVE_INFINITY;
+  return [...sites].sort((a, b) => latest(a) - latest(b) || a.site.localeCompare(b.site));
+}
+
+/** The business's best-ranking keywords (by their best latest rank on any site), day by day. */
+async function readBusinessRanks(
+  db: Kysely<Database>,
+  business: { businessId: number; name: string },
+  firstDay: string,
+  lastDay: string,
+  topKeywords: number,
+): Promise<BusinessRanks> {
+  const keywords = await rows(
+    db,
+    sql<{ keyword: string }>`
+      select keyword from v_rank_latest
+      where business_id = ${business.businessId}
+      group by keyword
+      order by min(rank) asc nulls last, keyword`,
+  );
+  const chosen = keywords.slice(0, topKeywords).map((k) => k.keyword);
+  const points = chosen.length
+    ? await rows(
+        db,
+        sql<{ keyword: string; site: string; day: string; rank: number | null }>`
+          select keyword, site, observed_on as day, rank
+          from v_rank_daily
+          where business_id = ${business.businessId}
+            and keyword in (${sql.join(chosen)})
+            and observed_on between ${firstDay}::date and ${lastDay}::date
+          order by keyword, site, observed_on`,
+      )
+    : [];
+  const byKeyword = new Map<string, Map<string, RankPoint[]>>(chosen.map((k) => [k, new Map()]));
+  for (const p of points) {
+    const sites = byKeyword.get(p.keyword);
+    if (!sites) continue;
+    const list = sites.get(p.site) ?? [];
+    sites.set(p.site, list);
+    list.push({ day: p.day, rank: p.rank });
+  }
+  return {
+    businessId: business.businessId,
+    name: business.name,
+    keywordsTracked: keywords.length,
+    keywords: [...byKeyword].map(([keyword, sites]) => {
+      const all = [...sites].map(([site, sitePoints]) => ({ site, points: sitePoints }));
+      return { keyword, sitesTracked: all.length, sites: bestSites(all).slice(0, TOP_SITES) };
+    }),
+  };
+}

@@ -1,0 +1,179 @@
+/**
+ * The report as one self-contained HTML file: inline CSS, inline SVG charts, no script,
+ * no font or image from anywhere else, so it opens offline and can be mailed around.
+ */
+import { accuracyChart, rankChart, reviewChart, siteColors } from './charts.ts';
+import type { ReportData } from './report-data.ts';
+
+const ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
+}
+
+const number = new Intl.NumberFormat('en-US');
+const percent = (score: number | null) =>
+  score === null ? '–' : `${(Math.round(score * 1000) / 10).toFixed(1)}%`;
+const hoursText = (hours: number | null) => {
+  if (hours === null) return '–';
+  return hours >= 48 ? `${(hours / 24).toFixed(1)} days` : `${hours.toFixed(1)} h`;
+};
+
+/** Only http(s) links become anchors: a stored link must not run script in the report. */
+function linkCell(url: string | null): string {
+  if (!url) return '–';
+  if (!/^https?:\/\//i.test(url)) return escapeHtml(url);
+  const text = url.length > 48 ? `${url.slice(0, 45)}…` : url;
+  return `<a href="${escapeHtml(url)}" rel="noopener noreferrer">${escapeHtml(text)}</a>`;
+}
+
+const CSS = `
+:root { color-scheme: light; --ink: #1d2330; --muted: #5b6475; --line: #e3e7ee; --bg: #f6f7fa; }
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--ink);
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
+main { max-width: 1040px; margin: 0 auto; padding: 28px 24px 48px; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 17px; margin: 32px 0 8px; }
+h3 { font-size: 14px; margin: 0 0 6px; }
+p.sub, .note { color: var(--muted); margin: 0 0 12px; }
+.kpis { display: grid; grid-template-columns: repeat(4, 1fr); gap: 10px; margin-top: 18px; }
+.kpi { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 10px 12px; }
+.kpi b { display: block; font-size: 20px; }
+.kpi span { color: var(--muted); font-size: 12px; }
+.card { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 12px; margin-bottom: 12px; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 10px; }
+.chart svg { display: block; width: 100%; height: auto; }
+table { width: 100%; border-collapse: collapse; background: #fff; font-size: 13px; }
+th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { background: #eef1f6; font-weight: 600; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td:first-child { white-space: nowrap; }
+.bad { color: #b3261e; font-weight: 600; }
+.ok { color: #2e7d32; }
+footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
+`;
+
+function kpiTiles(data: ReportData): string {
+  const k = data.kpis;
+  const tiles: [string, string][] = [
+    [number.format(k.businesses), 'businesses'],
+    [number.format(k.listings), `listings (${number.format(k.inaccurate)} Inaccurate)`],
+    [percent(k.accuracyScore), 'accuracy score now'],
+    [number.format(k.keywordsTracked), 'keywords tracked'],
+    [number.format(k.alertsInWindow), 'newly Inaccurate in window'],
+    [number.format(k.reviewsInWindow), 'new reviews in window'],
+    [k.averageRatingInWindow === null ? '–' : k.averageRatingInWindow.toFixed(2), 'average rating'],
+    [number.format(k.unansweredAnswerable), 'reviews awaiting a response'],
+  ];
+  return `<section class="kpis">${tiles
+    .map(
+      ([value, label]) =>
+        `<div class="kpi"><b>${escapeHtml(value)}</b><span>${escapeHtml(label)}</span></div>`,
+    )
+    .join('')}</section>`;
+}
+
+function rankSection(data: ReportData): string {
+  const head =
+    '<h2>Keyword rankings</h2><p class="sub">Rank per day on each search site (1 is the top). ' +
+    'A gap means searched but not ranked; a day not collected is simply skipped.</p>';
+  if (!data.ranks.length) return `${head}<p class="note">No rank observations in this window.</p>`;
+  const color = siteColors();
+  const parts = data.ranks.map((b) => {
+    const charts = b.keywords
+      .filter((k) => k.sites.length)
+      .map(
+        (k) => `<div class="card chart">${rankChart(k, data.firstDay, data.lastDay, color)}</div>`,
+      )
+      .join('');
+    const shown = b.keywords.length;
+    const more =
+      b.keywordsTracked > shown
+        ? ` · best ${shown} of ${b.keywordsTracked} keywords shown (<code>--business ${b.businessId}</code> for all)`
+        : '';
+    return `<h3>${escapeHtml(b.name)} <span class="note">#${b.businessId}${more}</span></h3><div class="grid">${charts}</div>`;
+  });
+  const rest =
+    data.businessesNotCharted > 0
+      ? `<p class="note">${data.businessesNotCharted} more businesses with rankings are not charted: the ones with the most new Inaccurate listings, then the lowest accuracy, come first. Use <code>--business ID</code> for any one.</p>`
+      : '';
+  return head + parts.join('') + rest;
+}
+
+function accuracySection(data: ReportData): string {
+  const head =
+    '<h2>Listing accuracy</h2><p class="sub">Live listings by status at the end of each day; accuracy score = Accurate ÷ (Accurate + Inaccurate), Not Present excluded.</p>';
+  if (!data.accuracy.length) return `${head}<p class="note">No listing history in this window.</p>`;
+  return `${head}<div class="card chart">${accuracyChart(data.accuracy, data.firstDay, data.lastDay)}</div>`;
+}
+
+function newlyInaccurateSection(data: ReportData): string {
+  const head = `<h2>Newly Inaccurate listings</h2><p class="sub">${number.format(data.newlyInaccurateTotal)} in this window${
+    data.newlyInaccurateTotal > data.newlyInaccurate.length
+      ? `, the latest ${data.newlyInaccurate.length} shown`
+      : ''
+  }; what is wrong and the current status are the listing as last synced.</p>`;
+  if (!data.newlyInaccurate.length) return `${head}<p class="note">None.</p>`;
+  const body = data.newlyInaccurate
+    .map(
+      (r) => `<tr><td>${r.detectedAt.toISOString().slice(0, 10)}</td>
+<td>${escapeHtml(r.businessName ?? '')} <span class="note">#${r.businessId}</span></td>
+<td>${escapeHtml(r.siteName ?? '')}</td><td>${escapeHtml(r.previousStatus ?? 'first seen')}</td>
+<td class="${r.currentStatus === 'Inaccurate' ? 'bad' : 'ok'}">${escapeHtml(r.currentStatus ?? 'removed')}</td>
+<td>${escapeHtml(r.wrongFields ?? '–')}</td><td>${linkCell(r.liveLink)}</td></tr>`,
+    )
+    .join('');
+  return `${head}<table><thead><tr><th>detected</th><th>business</th><th>site</th><th>was</th><th>now</th><th>wrong</th><th>live link</th></tr></thead><tbody>${body}</tbody></table>`;
+}
+
+function reviewSection(data: ReportData): string {
+  const head =
+    '<h2>Reviews</h2><p class="sub">New reviews and responses per day, and the average rating of the day’s new reviews.</p>';
+  const chart = data.reviews.length
+    ? `<div class="card chart">${reviewChart(data.reviews, data.firstDay, data.lastDay)}</div>`
+    : '<p class="note">No reviews in this window.</p>';
+  const sla = data.sla.length
+    ? `<h3>Awaiting a response</h3><table><thead><tr><th>business</th><th>site</th><th class="num">unanswered</th><th class="num">oldest waiting</th><th class="num">median time to first response</th></tr></thead><tbody>${data.sla
+        .map(
+          (s) =>
+            `<tr><td>${escapeHtml(s.businessName ?? '')} <span class="note">#${s.businessId}</span></td><td>${escapeHtml(s.siteName)}</td><td class="num">${s.unansweredAnswerable}</td><td class="num">${hoursText(s.oldestUnansweredAgeHours)}</td><td class="num">${hoursText(s.medianHoursToFirstResponse)}</td></tr>`,
+        )
+        .join('')}</tbody></table>`
+    : '';
+  return head + chart + sla;
+}
+
+export function renderReportHtml(data: ReportData): string {
+  const scope = data.business
+    ? `${escapeHtml(data.business.name)} (#${data.business.businessId})`
+    : `${number.format(data.kpis.accounts)} accounts, ${number.format(data.kpis.businesses)} businesses`;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Listings report ${data.firstDay} – ${data.lastDay}</title>
+<style>${CSS}</style>
+</head>
+<body>
+<main>
+<h1>Listings report</h1>
+<p class="sub">${scope} · ${data.firstDay} to ${data.lastDay} (${data.days} days)</p>
+${kpiTiles(data)}
+${rankSection(data)}
+${accuracySection(data)}
+${newlyInaccurateSection(data)}
+${reviewSection(data)}
+<footer>Generated ${data.generatedAt.toISOString().replace('T', ' ').slice(0, 16)} UTC by listings-sync from the warehouse views (docs/warehouse.md, “Views”).</footer>
+</main>
+</body>
+</html>
+`;
+}

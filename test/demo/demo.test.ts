@@ -1,0 +1,165 @@
+/**
+ * The demo, shrunk (a few days, a few businesses): what it prints is what the warehouse
+ * holds, and running it again carries on instead of writing the same history twice.
+ */
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { type DemoOptions, type DemoResult, runDemo } from '../../src/demo.ts';
+import { silentLogger } from '../../src/log.ts';
+import { openWarehouse } from '../../src/warehouse/connection.ts';
+
+const END = '2026-03-10';
+
+describe('demo', () => {
+  let dir: string;
+  const options = (): DemoOptions => ({
+    days: 3,
+    accounts: 2,
+    businessesPerAccount: 3,
+    dataDir: join(dir, 'warehouse'),
+    reportPath: join(dir, 'report.html'),
+    endDate: END,
+  });
+
+  async function demo(
+    extra: Partial<DemoOptions> = {},
+  ): Promise<{ lines: string[]; result: DemoResult }> {
+    const lines: string[] = [];
+    const result = await runDemo(loadConfig({}), silentLogger(), {
+      ...options(),
+      ...extra,
+      write: (line) => lines.push(line),
+    });
+    return { lines, result };
+  }
+
+  /** Counts straight from the tables, written independently of the demo's own queries. */
+  async function warehouseCounts(dataDir = join(dir, 'warehouse')) {
+    const wh = await openWarehouse({ pgliteDataDir: dataDir });
+    try {
+      const one = async (query: ReturnType<typeof sql>) =>
+        Number(((await query.execute(wh.db)).rows[0] as { n: number }).n);
+      const statuses = (
+        await sql<{ status: string; n: number }>`
+          select l.status, count(*)::int as n from listings l, businesses b
+          where b.business_id = l.business_id and l.removed_at is null and b.archived_at is null
+          group by l.status`.execute(wh.db)
+      ).rows;
+      const days = (
+        await sql<{
+          d: string;
+        }>`select distinct observed_on as d from rank_observations order by 1`.execute(wh.db)
+      ).rows.map((r) => r.d);
+      return {
+        accounts: await one(sql`select count(*) as n from accounts`),
+        businesses: await one(sql`select count(*) as n from businesses where archived_at is null`),
+        listings: Object.fromEntries(statuses.map((s) => [s.status, s.n])),
+        reviews: await one(sql`select count(*) as n from reviews r, businesses b
+          where b.business_id = r.business_id and b.archived_at is null
+            and r.removed_at is null and r.category = 'review'`),
+        keywords: await one(sql`select count(*) as n from (select distinct k.business_id, k.keyword
+          from keywords k, businesses b where b.business_id = k.business_id
+            and b.archived_at is null and k.deleted_at is null) x`),
+        alerts: await one(sql`select count(*) as n from alerts where kind = 'listing_inaccurate'`),
+        rankObservations: await one(sql`select count(*) as n from rank_observations`),
+        statusHistory: await one(sql`select count(*) as n from listing_status_history`),
+        reviewVersions: await one(sql`select count(*) as n from review_versions`),
+        businessVersions: await one(sql`select count(*) as n from business_versions`),
+        syncRuns: await one(sql`select count(*) as n from sync_runs`),
+        days,
+      };
+    } finally {
+      await wh.close();
+    }
+  }
+
+  /** `  label   N…` from the printed summary. */
+  const printed = (lines: string[], label: string): string => {
+    const line = lines.find((l) => l.trimStart().startsWith(label));
+    if (!line) throw new Error(`no "${label}" line in:\n${lines.join('\n')}`);
+    return line.trimStart().slice(label.length).trim();
+  };
+  const leadingNumber = (text: string) => Number(text.match(/^[\d,]+/)?.[0].replace(/,/g, ''));
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'listings-demo-'));
+  });
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  let first: { lines: string[]; result: DemoResult };
+  let afterFirst: Awaited<ReturnType<typeof warehouseCounts>>;
+
+  it('simulates the days up to the end date, and prints what the warehouse holds', async () => {
+    first = await demo();
+    afterFirst = await warehouseCounts();
+    const { lines, result } = first;
+    // A baseline day and then `days` more, ending on the end date, each synced once.
+    expect(result.startDate).toBe('2026-03-07');
+    expect(result.daysSimulated).toBe(4);
+    expect(result.syncs.map((s) => s.status)).toEqual([
+      'succeeded',
+      'succeeded',
+      'succeeded',
+      'succeeded',
+    ]);
+    expect(afterFirst.days).toEqual(['2026-03-07', '2026-03-08', '2026-03-09', '2026-03-10']);
+    expect(afterFirst.syncRuns).toBe(4);
+
+    expect(leadingNumber(printed(lines, 'accounts'))).toBe(afterFirst.accounts);
+    expect(leadingNumber(printed(lines, 'businesses'))).toBe(afterFirst.businesses);
+    const listingsLine = printed(lines, 'listings');
+    const total = Object.values(afterFirst.listings).reduce((a, b) => a + b, 0);
+    expect(leadingNumber(listingsLine)).toBe(total);
+    for (const [status, n] of Object.entries(afterFirst.listings)) {
+      expect(listingsLine).toContain(`${n.toLocaleString('en-US')} ${status}`);
+    }
+    expect(leadingNumber(printed(lines, 'reviews'))).toBe(afterFirst.reviews);
+    expect(leadingNumber(printed(lines, 'keywords tracked'))).toBe(afterFirst.keywords);
+    expect(leadingNumber(printed(lines, 'alerts raised'))).toBe(afterFirst.alerts);
+    expect(afterFirst.alerts).toBeGreaterThan(0);
+    // Two examples under the alerts line, and the way on.
+    const alertsAt = lines.findIndex((l) => l.trimStart().startsWith('alerts raised'));
+    expect(lines[alertsAt + 1]).toMatch(/^ {4}2026-03-\d\d {2}.+ \(#\d+\) on .+: .+ → Inaccurate/);
+    expect(lines[alertsAt + 2]).toMatch(/→ Inaccurate/);
+    expect(lines.join('\n')).toContain(`Report: ${join(dir, 'report.html')}`);
+    expect(lines.join('\n')).toContain('npx listings-sync sync');
+    expect(existsSync(join(dir, 'report.html'))).toBe(true);
+  });
+
+  it('a second run on the same day adds nothing', async () => {
+    const again = await demo();
+    expect(again.result.daysSimulated).toBe(0);
+    expect(again.result.startDate).toBe('2026-03-07');
+    expect(again.lines.join('\n')).toContain('Already simulated through 2026-03-10');
+    expect(await warehouseCounts()).toEqual(afterFirst);
+  });
+
+  it('a run on a later day carries on from the next day, at the same start date', async () => {
+    const later = await demo({ endDate: '2026-03-12' });
+    expect(later.result.startDate).toBe('2026-03-07');
+    expect(later.result.daysSimulated).toBe(2);
+    const after = await warehouseCounts();
+    expect(after.days).toEqual([...afterFirst.days, '2026-03-11', '2026-03-12']);
+    expect(after.syncRuns).toBe(afterFirst.syncRuns + 2);
+    // The same history as one uninterrupted run to that day: nothing twice, nothing skipped.
+    const continuous = await runDemo(loadConfig({}), silentLogger(), {
+      ...options(),
+      dataDir: join(dir, 'continuous'),
+      reportPath: join(dir, 'continuous.html'),
+      endDate: '2026-03-12',
+      days: 5,
+      write: () => {},
+    });
+    expect(continuous.startDate).toBe('2026-03-07');
+    expect(after).toEqual(await warehouseCounts(join(dir, 'continuous')));
+    // And the printed numbers still match.
+    expect(leadingNumber(printed(later.lines, 'alerts raised'))).toBe(after.alerts);
+  });
+});
