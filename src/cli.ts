@@ -8,7 +8,9 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger, redactText } from './log.ts';
+import { registerReportCommand } from './report/command.ts';
 import { parseShard } from './sync/shard.ts';
+import { registerWorkflowCommands } from './workflows/register.ts';
 
 export const EXIT = { ok: 0, fatal: 1, usage: 2, partial: 3 } as const;
 
@@ -211,6 +213,9 @@ function buildProgram(): Command {
       const { runDemoCommand } = await import('./demo.ts');
       process.exitCode = await runDemoCommand(config, logger);
     });
+
+  registerReportCommand(program);
+  registerWorkflowCommands(program);
 
   return program;
 }

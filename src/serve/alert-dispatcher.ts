@@ -15,7 +15,7 @@ import type { Kysely } from 'kysely';
 import pLimit from 'p-limit';
 import type { Logger } from '../log.ts';
 import type { Database } from '../warehouse/database.ts';
-import { type AlertSink, wrongFields } from './alert-sinks.ts';
+import { type AlertSink, REVIEW_RESPONSE_FAILED_KIND, wrongFields } from './alert-sinks.ts';
 import {
   type AlertForDelivery,
   claimDueAlerts,
@@ -138,6 +138,20 @@ export function createAlertDispatcher(options: DispatcherOptions): AlertDispatch
       if (loggedWithoutSink.has(alert.alertId)) continue;
       loggedWithoutSink.add(alert.alertId);
       logged += 1;
+      if (alert.kind === REVIEW_RESPONSE_FAILED_KIND) {
+        log.warn(
+          {
+            alertId: alert.alertId,
+            business: alert.businessName,
+            businessId: alert.businessId,
+            site: alert.siteName,
+            requestId: alert.responseRequest?.requestId ?? null,
+            reviewId: alert.responseRequest?.reviewId ?? null,
+          },
+          'review response failed (no alert sink configured; it stays in the alerts table)',
+        );
+        continue;
+      }
       log.warn(
         {
           alertId: alert.alertId,

@@ -48,8 +48,44 @@ function slackEscape(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
+/** Alert kinds (alerts.kind). */
+export const REVIEW_RESPONSE_FAILED_KIND = 'review_response_failed';
+
+/** The first 200 characters of a response, on one line, for a message. */
+function excerpt(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > 200 ? `${line.slice(0, 199)}…` : line;
+}
+
+/** The Slack text of a review response request that ended `Failed`. */
+function slackReviewResponseFailed(alert: AlertForDelivery): { text: string } {
+  const request = alert.responseRequest;
+  const site = alert.siteName ? ` on *${slackEscape(alert.siteName)}*` : '';
+  const author = request?.reviewAuthor ? ` by ${slackEscape(request.reviewAuthor)}` : '';
+  const lines = [
+    `:x: A response to a review${author}${site} for *${slackEscape(businessLabel(alert))}* *failed* to post` +
+      (alert.previousStatus ? ` (was ${slackEscape(alert.previousStatus)})` : '') +
+      '.',
+  ];
+  if (request) lines.push(`Response: "${slackEscape(excerpt(request.content))}"`);
+  const link = request?.reviewPermalink;
+  if (link && /^https?:\/\//i.test(link)) lines.push(`<${link}|View the review>`);
+  lines.push(
+    'The upstream will not accept another response to this review through the API; post it on the site itself.',
+  );
+  lines.push(
+    `Request ${slackEscape(request?.requestId ?? alert.dedupeKey)}` +
+      (request ? `, review ${request.reviewId}` : '') +
+      `, business ${alert.businessId}` +
+      (alert.accountName ? `, account ${slackEscape(alert.accountName)}` : '') +
+      `, detected ${alert.detectedAt.toISOString()}`,
+  );
+  return { text: lines.join('\n') };
+}
+
 /** The Slack message: one readable paragraph per alert. */
 export function slackMessage(alert: AlertForDelivery): { text: string } {
+  if (alert.kind === REVIEW_RESPONSE_FAILED_KIND) return slackReviewResponseFailed(alert);
   const site = alert.siteName ?? 'a directory';
   const wrong = wrongFields(alert);
   const lines = [
@@ -71,6 +107,29 @@ export function slackMessage(alert: AlertForDelivery): { text: string } {
 
 /** The body of the generic JSON alert webhook (documented in docs/operations.md). */
 export function alertWebhookBody(alert: AlertForDelivery): Record<string, unknown> {
+  if (alert.kind === REVIEW_RESPONSE_FAILED_KIND) {
+    const request = alert.responseRequest;
+    return {
+      kind: alert.kind,
+      alert_id: alert.alertId,
+      dedupe_key: alert.dedupeKey,
+      account_name: alert.accountName,
+      business: { id: alert.businessId, name: alert.businessName },
+      review_response: {
+        request_id: request?.requestId ?? null,
+        review_id: request?.reviewId ?? null,
+        site_name: alert.siteName,
+        review_author: request?.reviewAuthor ?? null,
+        review_permalink: request?.reviewPermalink ?? null,
+        content: request?.content ?? null,
+        submitted_at: request ? request.submittedAt.toISOString() : null,
+        previous_status: alert.previousStatus,
+        status: alert.status,
+      },
+      detected_at: alert.detectedAt.toISOString(),
+      run_id: alert.runId,
+    };
+  }
   return {
     kind: alert.kind,
     alert_id: alert.alertId,

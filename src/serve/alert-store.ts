@@ -34,6 +34,18 @@ export interface AlertForDelivery {
     addressValid: boolean | null;
     liveLink: string | null;
   } | null;
+  /**
+   * For a `review_response_failed` alert: the request and its review as stored now;
+   * null for other kinds.
+   */
+  responseRequest: {
+    requestId: string;
+    reviewId: string;
+    content: string;
+    submittedAt: Date;
+    reviewAuthor: string | null;
+    reviewPermalink: string | null;
+  } | null;
 }
 
 export interface ClaimOptions {
@@ -109,7 +121,15 @@ async function readAlerts(db: Kysely<Database>, ids: number[]): Promise<AlertFor
     .leftJoin('listings as l', (join) =>
       join.onRef('l.business_id', '=', 'a.business_id').onRef('l.listing_id', '=', 'a.listing_id'),
     )
+    .leftJoin('review_response_requests as rr', 'rr.request_id', 'a.request_id')
+    .leftJoin('reviews as rv', 'rv.review_id', 'rr.review_id')
     .select([
+      'rr.request_id as rr_request_id',
+      'rr.review_id as rr_review_id',
+      'rr.content as rr_content',
+      'rr.submitted_at as rr_submitted_at',
+      'rv.author_name as review_author',
+      'rv.permalink as review_permalink',
       'a.alert_id',
       'a.kind',
       'a.dedupe_key',
@@ -169,6 +189,17 @@ async function readAlerts(db: Kysely<Database>, ids: number[]): Promise<AlertFor
               [row.street, row.city, row.state, row.postal_code].filter(Boolean).join(', ') || null,
             addressValid: row.address_valid ?? null,
             liveLink: row.live_link ?? null,
+          },
+    responseRequest:
+      row.rr_request_id == null
+        ? null
+        : {
+            requestId: row.rr_request_id,
+            reviewId: row.rr_review_id ?? '',
+            content: row.rr_content ?? '',
+            submittedAt: row.rr_submitted_at ?? row.detected_at,
+            reviewAuthor: row.review_author ?? null,
+            reviewPermalink: row.review_permalink ?? null,
           },
   }));
 }

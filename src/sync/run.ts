@@ -7,6 +7,11 @@
  * a bad record goes to quarantine and its siblings load. SIGTERM (the `signal`) stops new
  * businesses from starting, lets the ones in flight commit, and ends the run
  * `interrupted`.
+ *
+ * With the reviews stream, each credential's open review response requests (submitted
+ * through `listings-sync api reviews respond`) are polled with operation 10 and every
+ * status change recorded; a request that ends `Failed` raises a `review_response_failed`
+ * alert.
  */
 import pLimit from 'p-limit';
 import { ApiError } from '../api/errors.ts';
@@ -15,6 +20,7 @@ import {
   apiStats,
   getBusinessFull,
   getRankings,
+  getResponseStatus,
   listBusinesses,
   listCountries,
   listKeywords,
@@ -44,6 +50,11 @@ import { archiveMissingBusinesses, markBusinessMissing } from '../warehouse/busi
 import type { Warehouse } from '../warehouse/connection.ts';
 import { quarantineRecords } from '../warehouse/quarantine.ts';
 import { writeReferenceData } from '../warehouse/reference-data.ts';
+import {
+  openResponseRequests,
+  recordResponseStatus,
+  recordResponseStatusError,
+} from '../warehouse/review-response-requests.ts';
 import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
 import { finishSyncRun, interruptAbandonedRuns, startSyncRun } from '../warehouse/sync-runs.ts';
 import { formatShard, inShard, type Shard } from './shard.ts';
@@ -77,6 +88,11 @@ export interface SyncOptions {
   logger: Logger;
   streams?: readonly Stream[];
   shard?: Shard;
+  /**
+   * Only these businesses (of the listed ones), e.g. the one a command just wrote. The
+   * others are neither fetched nor archived, and the account's `last_synced_at` stays.
+   */
+  businessIds?: readonly number[];
   trigger?: string;
   /** Stops new businesses from starting; in-flight ones finish and commit. */
   signal?: AbortSignal;
@@ -103,6 +119,14 @@ export interface RunStats {
   tables: WriteStats;
   quarantined: number;
   alerts: number;
+  /** Review response requests polled (operation 10), and what they showed. */
+  responseRequests: {
+    checked: number;
+    changed: number;
+    completed: number;
+    failed: number;
+    errors: number;
+  };
   seconds: number;
 }
 
@@ -184,6 +208,7 @@ function emptyStats(): RunStats {
     tables: {},
     quarantined: 0,
     alerts: 0,
+    responseRequests: { checked: 0, changed: 0, completed: 0, failed: 0, errors: 0 },
     seconds: 0,
   };
 }
@@ -428,7 +453,10 @@ async function syncCredential(
   await context.writeReferenceOnce(credential);
   await quarantineRejected(context, credential, 'businesses', listed.rejected);
 
-  const mine = listed.records.filter((business) => inShard(options.shard, business.id));
+  const only = options.businessIds ? new Set(options.businessIds) : undefined;
+  const mine = listed.records.filter(
+    (business) => inShard(options.shard, business.id) && (!only || only.has(business.id)),
+  );
   stats.businesses.listed += listed.records.length;
   stats.businesses.inShard += mine.length;
   context.progress.businessesTotal += mine.length;
@@ -474,8 +502,11 @@ async function syncCredential(
       error: authFailure.message,
     };
   }
+  if (!context.isStopped() && context.streams.has('reviews')) {
+    await pollResponseRequests(context, credential, options.businessIds);
+  }
   const complete = !context.isStopped() && failedBusinesses === 0;
-  if (!context.isStopped()) {
+  if (!context.isStopped() && !options.businessIds) {
     // Only a complete list read may archive what it no longer shows; a shard archives
     // only its own businesses.
     const archived = await archiveMissingBusinesses(
@@ -582,6 +613,78 @@ async function syncBusiness(
   stats.streamFailures += failedStreams;
   if (failedStreams === 0) stats.businesses.synced += 1;
   return failedStreams === 0 ? 'ok' : 'failed';
+}
+
+/**
+ * Reads the status of each open review response request of the credential (operation
+ * 10) and records it: a change appends an event row, `Completed`/`Failed` closes the
+ * request, `Failed` raises an alert. A failed read leaves the request open (polled again
+ * next run), keeps the reason in `last_error`, and makes the run partial.
+ */
+async function pollResponseRequests(
+  context: RunContext,
+  credential: Credential,
+  businessIds: readonly number[] | undefined,
+): Promise<void> {
+  const { options, stats, log } = context;
+  const db = options.warehouse.db;
+  const open = await openResponseRequests(db, {
+    accountName: credential.name,
+    ...(businessIds ? { businessIds } : {}),
+  });
+  if (open.length === 0) return;
+  const limit = pLimit(options.businessConcurrency ?? 8);
+  await Promise.all(
+    open.map((request) =>
+      limit(async () => {
+        if (context.isStopped()) return;
+        const observedAt = context.now();
+        let status: string;
+        try {
+          ({ status } = await getResponseStatus(
+            options.api,
+            credential,
+            request.business_id,
+            request.review_id,
+            request.request_id,
+          ));
+        } catch (error) {
+          stats.responseRequests.errors += 1;
+          stats.streamFailures += 1;
+          log.warn(
+            { credential: credential.name, requestId: request.request_id, err: error },
+            'review response request: status read failed; it stays open',
+          );
+          await recordResponseStatusError(db, request.request_id, errorText(error), observedAt);
+          return;
+        }
+        const recorded = await recordResponseStatus(db, {
+          requestId: request.request_id,
+          status,
+          observedAt,
+          runId: context.runId,
+        });
+        stats.responseRequests.checked += 1;
+        if (!recorded) return;
+        if (recorded.changed) stats.responseRequests.changed += 1;
+        if (recorded.finished && status === 'Completed') stats.responseRequests.completed += 1;
+        if (recorded.finished && status === 'Failed') stats.responseRequests.failed += 1;
+        if (recorded.alertRaised) stats.alerts += 1;
+        if (recorded.changed) {
+          log.info(
+            {
+              credential: credential.name,
+              requestId: request.request_id,
+              businessId: request.business_id,
+              from: recorded.previousStatus,
+              to: status,
+            },
+            'review response request changed status',
+          );
+        }
+      }),
+    ),
+  );
 }
 
 /** The two review categories together; a review served in both keeps its first category. */

@@ -272,6 +272,34 @@ export interface AlertsTable {
   run_id: string | null;
   /** Migration 0002: names of the sinks that took the alert (`slack`, `webhook`). */
   delivered_sinks: JsonWithDefault;
+  /** Migration 0004: the review response request of a `review_response_failed` alert. */
+  request_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** Migration 0004: a review response submitted through the command line (operation 9). */
+export interface ReviewResponseRequestsTable {
+  request_id: string;
+  account_name: string;
+  business_id: number;
+  review_id: string;
+  content: string;
+  /** The last status operation 10 answered (`Created` at submission). */
+  status: string;
+  submitted_at: Timestamp;
+  status_checked_at: Timestamp | null;
+  /** When it reached `Completed` or `Failed`; null while open (polled by every sync). */
+  completed_at: Timestamp | null;
+  /** Why the last status read failed; null after a successful read. */
+  last_error: string | null;
+}
+
+/** Migration 0004: each status a request was seen in, first observation first. */
+export interface ReviewResponseRequestEventsTable {
+  request_id: string;
+  status: string;
+  observed_at: Timestamp;
+  previous_status: string | null;
+  run_id: string | null;
 }
 
 export type SyncRunStatus = 'running' | 'succeeded' | 'partial' | 'failed' | 'interrupted';
@@ -320,6 +348,8 @@ export interface Database {
   alerts: AlertsTable;
   sync_runs: SyncRunsTable;
   quarantine: QuarantineTable;
+  review_response_requests: ReviewResponseRequestsTable;
+  review_response_request_events: ReviewResponseRequestEventsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -349,3 +379,5 @@ export type AlertRow = Selectable<AlertsTable>;
 export type NewAlertRow = Insertable<AlertsTable>;
 export type SyncRunRow = Selectable<SyncRunsTable>;
 export type QuarantineRow = Selectable<QuarantineTable>;
+export type ReviewResponseRequestRow = Selectable<ReviewResponseRequestsTable>;
+export type ReviewResponseRequestEventRow = Selectable<ReviewResponseRequestEventsTable>;

@@ -1,0 +1,446 @@
+/**
+ * `listings-sync api …`: every operation of the upstream from the command line.
+ *
+ *   api businesses list | get ID [--full] | create --file F | update ID --file F | archive ID
+ *   api listings ID
+ *   api reviews ID [--category review|social]
+ *   api reviews respond BUSINESS_ID REVIEW_ID (--file F | --content TEXT)
+ *   api reviews response-status REQUEST_ID [--business-id ID --review-id UUID]
+ *   api rankings ID
+ *   api keywords list ID | add ID KEYWORD | delete KEYWORD_ID
+ *   api countries | states COUNTRY | sub-categories
+ *
+ * Every command takes `--account NAME` and `--format json|table`. Output is the client's
+ * normalised values on stdout; warnings, notes and errors go to stderr. A write re-syncs
+ * the business it touched (resync.ts). Exit codes: 0 ok, 1 upstream or fatal error,
+ * 2 usage, 3 partial (a record failed its schema, or the warehouse could not follow a
+ * write).
+ */
+import { type Command, Option } from 'commander';
+import {
+  addKeyword,
+  archiveBusiness,
+  type BusinessInput,
+  createBusiness,
+  deleteKeyword,
+  getBusiness,
+  getBusinessFull,
+  getRankings,
+  type ListResult,
+  listBusinesses,
+  listCountries,
+  listKeywords,
+  listListings,
+  listReviews,
+  listStates,
+  listSubCategories,
+  updateBusiness,
+} from '../api/index.ts';
+import { needsReferenceNames, prepareBusinessInput } from './business-input.ts';
+import {
+  accountOption,
+  action,
+  defaultWorkflowIo,
+  EXIT,
+  parseId,
+  readJsonBody,
+  type Session,
+  UsageError,
+  type WorkflowIo,
+  withSession,
+} from './command-context.ts';
+import { type OutputFormat, parseFormat, renderOutput } from './output.ts';
+import { loadReferenceCatalog, resolveCountry } from './reference-names.ts';
+import { markArchived, resyncBusinesses } from './resync.ts';
+import {
+  parseReviewId,
+  responseContent,
+  showResponseStatus,
+  submitReviewResponse,
+} from './review-responses.ts';
+
+interface CommonOptions {
+  account?: string;
+  format?: string;
+}
+
+/**
+ * A subcommand's options merged with its parents'. `reviews` and its subcommands share
+ * `--account` and `--format`; commander (without positional options on every ancestor)
+ * hands such an option to the parent, wherever it stands on the line.
+ */
+function withParents<T>(command: Command): T {
+  return command.optsWithGlobals() as T;
+}
+
+function common(command: Command): Command {
+  return accountOption(command).addOption(
+    new Option('--format <format>', 'json (default) or table').choices(['json', 'table']),
+  );
+}
+
+/** Prints a list's records; records that failed their schema are reported and make it partial. */
+function printList<T>(io: WorkflowIo, result: ListResult<T>, format: OutputFormat): number {
+  io.stdout(renderOutput(result.records, format));
+  for (const rejected of result.rejected) {
+    io.stderr(
+      `listings-sync: warning: record ${rejected.location} was left out: ${rejected.reason}\n`,
+    );
+  }
+  return result.rejected.length ? EXIT.partial : EXIT.ok;
+}
+
+/**
+ * A read: a session, one call, its output. Commander calls an action with the
+ * arguments, the options and the command; `body` gets the arguments and the options.
+ */
+function read<A extends unknown[]>(
+  io: WorkflowIo,
+  body: (session: Session, format: OutputFormat, ...args: A) => Promise<number>,
+) {
+  return action(io, async (...args: unknown[]) => {
+    const withOptions = args.slice(0, -1);
+    const options = withOptions[withOptions.length - 1] as CommonOptions;
+    const format = parseFormat(options.format);
+    return withSession(io, options.account, (session) =>
+      body(session, format, ...(withOptions as A)),
+    );
+  });
+}
+
+async function businessBody(
+  io: WorkflowIo,
+  session: Session,
+  file: string | undefined,
+): Promise<Partial<BusinessInput>> {
+  const body = await readJsonBody(io, file);
+  const catalog = needsReferenceNames(body)
+    ? await loadReferenceCatalog((await session.warehouse()).db, session.api, session.credential)
+    : undefined;
+  const prepared = prepareBusinessInput(body, catalog);
+  for (const warning of prepared.warnings) io.stderr(`listings-sync: warning: ${warning}\n`);
+  return prepared.input;
+}
+
+function registerBusinesses(api: Command, io: WorkflowIo): void {
+  const businesses = api.command('businesses').description('Businesses (operations 1 to 6).');
+
+  common(businesses.command('list').description('Every business of the credential.')).action(
+    read(io, async (session, format) =>
+      printList(io, await listBusinesses(session.api, session.credential), format),
+    ),
+  );
+
+  common(
+    businesses
+      .command('get')
+      .description('One business: the basic read, or with --full every field.')
+      .argument('<business-id>')
+      .option('--full', 'the full read (type=all)'),
+  ).action(
+    read(io, async (session, format, id: string, options: { full?: boolean }) => {
+      const businessId = parseId('business-id', id);
+      const value = options.full
+        ? await getBusinessFull(session.api, session.credential, businessId)
+        : await getBusiness(session.api, session.credential, businessId);
+      io.stdout(renderOutput(value, format));
+      return EXIT.ok;
+    }),
+  );
+
+  common(
+    businesses
+      .command('create')
+      .description(
+        'Create a business from a JSON body; country, state and sub_category may be names.',
+      )
+      .requiredOption('--file <file>', 'the body (`-`: standard input)'),
+  ).action(
+    action(io, async (options: CommonOptions & { file: string }) => {
+      const format = parseFormat(options.format);
+      return withSession(io, options.account, async (session) => {
+        await session.warehouse(); // before the write: the re-sync needs it
+        const input = await businessBody(io, session, options.file);
+        const created = await createBusiness(
+          session.api,
+          session.credential,
+          input as BusinessInput,
+        );
+        io.stdout(renderOutput(created, format));
+        return (await resyncBusinesses(io, session, [created.id])) ? EXIT.ok : EXIT.partial;
+      });
+    }),
+  );
+
+  common(
+    businesses
+      .command('update')
+      .description('Update a business with the fields of a JSON body (a partial business).')
+      .argument('<business-id>')
+      .requiredOption('--file <file>', 'the body (`-`: standard input)'),
+  ).action(
+    action(io, async (id: string, options: CommonOptions & { file: string }) => {
+      const format = parseFormat(options.format);
+      const businessId = parseId('business-id', id);
+      return withSession(io, options.account, async (session) => {
+        await session.warehouse();
+        const input = await businessBody(io, session, options.file);
+        const updated = await updateBusiness(session.api, session.credential, businessId, input);
+        io.stdout(renderOutput(updated, format));
+        return (await resyncBusinesses(io, session, [businessId])) ? EXIT.ok : EXIT.partial;
+      });
+    }),
+  );
+
+  common(
+    businesses.command('archive').description('Archive a business.').argument('<business-id>'),
+  ).action(
+    action(io, async (id: string, options: CommonOptions) => {
+      const format = parseFormat(options.format);
+      const businessId = parseId('business-id', id);
+      return withSession(io, options.account, async (session) => {
+        await session.warehouse();
+        await archiveBusiness(session.api, session.credential, businessId);
+        io.stdout(renderOutput({ businessId, archived: true }, format));
+        return (await markArchived(io, session, businessId)) ? EXIT.ok : EXIT.partial;
+      });
+    }),
+  );
+}
+
+function registerReviews(api: Command, io: WorkflowIo): void {
+  const reviews = common(
+    api
+      .command('reviews')
+      .description('Reviews of a business (operation 8); respond and follow responses (9, 10).')
+      .argument('[business-id]')
+      .addOption(
+        new Option('--category <category>', 'review (default) or social').choices([
+          'review',
+          'social',
+        ]),
+      ),
+  ).action(
+    read(
+      io,
+      async (
+        session,
+        format,
+        id: string | undefined,
+        options: { category?: 'review' | 'social' },
+      ) => {
+        if (id === undefined) {
+          throw new UsageError(
+            'api reviews takes a business id, or one of: respond, response-status.',
+          );
+        }
+        const businessId = parseId('business-id', id);
+        const result = await listReviews(
+          session.api,
+          session.credential,
+          businessId,
+          options.category ?? 'review',
+        );
+        return printList(io, result, format);
+      },
+    ),
+  );
+
+  common(
+    reviews
+      .command('respond')
+      .description(
+        'Submit a response to a review (Facebook, Google, Yelp); recorded and followed by every sync.',
+      )
+      .argument('<business-id>')
+      .argument('<review-id>')
+      .option('--file <file>', 'the body {"content": "…"} (`-`: standard input)')
+      .option('--content <text>', 'the response text, instead of --file'),
+  ).action(
+    action(io, async (id: string, review: string, _options: unknown, command: Command) => {
+      // `reviews` has the same options: commander may give them to it (see withParents).
+      const options = withParents<CommonOptions & { file?: string; content?: string }>(command);
+      const format = parseFormat(options.format);
+      const businessId = parseId('business-id', id);
+      const reviewId = parseReviewId(review);
+      const body = options.file === undefined ? undefined : await readJsonBody(io, options.file);
+      if (body === undefined && options.content === undefined) {
+        throw new UsageError('give the response with --file FILE (or -) or --content TEXT.');
+      }
+      const content = responseContent(body, options.content);
+      return withSession(io, options.account, (session) =>
+        submitReviewResponse(io, session, { businessId, reviewId, content, format }),
+      );
+    }),
+  );
+
+  common(
+    reviews
+      .command('response-status')
+      .description('The status of a submitted response (operation 10); a change is recorded.')
+      .argument('<request-id>')
+      .option('--business-id <id>', 'needed only for a request not recorded in the warehouse')
+      .option('--review-id <uuid>', 'needed only for a request not recorded in the warehouse'),
+  ).action(
+    action(io, async (requestId: string, _options: unknown, command: Command) => {
+      const options = withParents<CommonOptions & { businessId?: string; reviewId?: string }>(
+        command,
+      );
+      const format = parseFormat(options.format);
+      if (!/^[\w-]{1,64}$/.test(requestId)) {
+        throw new UsageError(`"${requestId}" is not a request id.`);
+      }
+      const businessId =
+        options.businessId === undefined ? undefined : parseId('--business-id', options.businessId);
+      const reviewId = options.reviewId === undefined ? undefined : parseReviewId(options.reviewId);
+      return withSession(io, options.account, (session) =>
+        showResponseStatus(io, session, {
+          requestId,
+          format,
+          ...(businessId !== undefined ? { businessId } : {}),
+          ...(reviewId !== undefined ? { reviewId } : {}),
+        }),
+      );
+    }),
+  );
+}
+
+function registerKeywordOperations(api: Command, io: WorkflowIo): void {
+  const keywords = api
+    .command('keywords')
+    .description('Keywords of a business (operations 12, 13, 14); see also `keywords apply`.');
+
+  common(
+    keywords.command('list').argument('<business-id>').description('A business’s keywords.'),
+  ).action(
+    read(io, async (session, format, id: string) =>
+      printList(
+        io,
+        await listKeywords(session.api, session.credential, parseId('business-id', id)),
+        format,
+      ),
+    ),
+  );
+
+  common(
+    keywords
+      .command('add')
+      .description('Add a keyword to a business.')
+      .argument('<business-id>')
+      .argument('<keyword...>', 'the keyword (several words are joined with spaces)'),
+  ).action(
+    action(io, async (id: string, words: string[], options: CommonOptions) => {
+      const format = parseFormat(options.format);
+      const businessId = parseId('business-id', id);
+      const keyword = words.join(' ').trim();
+      if (keyword === '') throw new UsageError('the keyword is empty.');
+      return withSession(io, options.account, async (session) => {
+        await session.warehouse();
+        const added = await addKeyword(session.api, session.credential, businessId, keyword);
+        io.stdout(renderOutput(added, format));
+        return (await resyncBusinesses(io, session, [businessId])) ? EXIT.ok : EXIT.partial;
+      });
+    }),
+  );
+
+  common(
+    keywords.command('delete').description('Delete a keyword by its id.').argument('<keyword-id>'),
+  ).action(
+    action(io, async (id: string, options: CommonOptions) => {
+      const format = parseFormat(options.format);
+      const keywordId = parseId('keyword-id', id);
+      return withSession(io, options.account, async (session) => {
+        const warehouse = await session.warehouse();
+        const stored = await warehouse.db
+          .selectFrom('keywords')
+          .select('business_id')
+          .where('keyword_id', '=', keywordId)
+          .executeTakeFirst();
+        const deleted = await deleteKeyword(session.api, session.credential, keywordId);
+        io.stdout(renderOutput({ keywordId, deleted: true, message: deleted.message }, format));
+        if (!stored) {
+          io.stderr(
+            `warehouse: keyword ${keywordId} is not stored, so its business is unknown here; the next sync records the deletion.\n`,
+          );
+          return EXIT.ok;
+        }
+        return (await resyncBusinesses(io, session, [stored.business_id])) ? EXIT.ok : EXIT.partial;
+      });
+    }),
+  );
+}
+
+function registerReference(api: Command, io: WorkflowIo): void {
+  common(api.command('countries').description('Countries (operation 16).')).action(
+    read(io, async (session, format) =>
+      printList(io, await listCountries(session.api, session.credential), format),
+    ),
+  );
+  common(
+    api
+      .command('states')
+      .description('States of a country (operation 15): its id or its name.')
+      .argument('<country>'),
+  ).action(
+    read(io, async (session, format, country: string) => {
+      let countryId: number;
+      if (/^\d+$/.test(country.trim())) countryId = parseId('country', country);
+      else {
+        const countries = await listCountries(session.api, session.credential);
+        countryId = resolveCountry(
+          { countries: countries.records, states: [], subCategories: [], source: 'api' },
+          country,
+        ).id;
+      }
+      return printList(io, await listStates(session.api, session.credential, countryId), format);
+    }),
+  );
+  common(api.command('sub-categories').description('Sub categories (operation 17).')).action(
+    read(io, async (session, format) =>
+      printList(io, await listSubCategories(session.api, session.credential), format),
+    ),
+  );
+}
+
+/** Adds `api` and its subcommands to the program. */
+export function registerApiCommands(
+  program: Command,
+  io: WorkflowIo = defaultWorkflowIo(),
+): Command {
+  const api = program
+    .command('api')
+    .description('Call any operation of the upstream API; writes re-sync the business they touch.');
+  registerBusinesses(api, io);
+  common(
+    api
+      .command('listings')
+      .description('Listings of a business (operation 7).')
+      .argument('<business-id>'),
+  ).action(
+    read(io, async (session, format, id: string) =>
+      printList(
+        io,
+        await listListings(session.api, session.credential, parseId('business-id', id)),
+        format,
+      ),
+    ),
+  );
+  registerReviews(api, io);
+  common(
+    api
+      .command('rankings')
+      .description('Keyword rankings of a business (operation 11).')
+      .argument('<business-id>'),
+  ).action(
+    read(io, async (session, format, id: string) =>
+      printList(
+        io,
+        await getRankings(session.api, session.credential, parseId('business-id', id)),
+        format,
+      ),
+    ),
+  );
+  registerKeywordOperations(api, io);
+  registerReference(api, io);
+  return api;
+}

@@ -1,0 +1,85 @@
+/**
+ * After a successful write, the affected business is synced again at once (every stream
+ * but reference data, that business only), so the warehouse shows the write without
+ * waiting for the nightly run. The write itself is already done upstream: a re-sync that
+ * cannot run (another sync holds the lock, the database is gone) is reported as a
+ * warning and makes the command's outcome partial (exit 3), never undoes the write.
+ */
+import { runSync, type Stream, SyncLockedError } from '../sync/run.ts';
+import { markBusinessMissing } from '../warehouse/businesses.ts';
+import type { Session, WorkflowIo } from './command-context.ts';
+
+const RESYNC_STREAMS: readonly Stream[] = [
+  'businesses',
+  'listings',
+  'reviews',
+  'rankings',
+  'keywords',
+];
+
+/** Re-syncs `businessIds` of the session's credential; false when the warehouse could not follow. */
+export async function resyncBusinesses(
+  io: WorkflowIo,
+  session: Session,
+  businessIds: readonly number[],
+): Promise<boolean> {
+  if (businessIds.length === 0) return true;
+  const label = `business${businessIds.length === 1 ? '' : 'es'} ${businessIds.join(', ')}`;
+  try {
+    const warehouse = await session.warehouse();
+    const result = await runSync({
+      warehouse,
+      api: session.api,
+      credentials: [session.credential],
+      logger: session.logger,
+      streams: RESYNC_STREAMS,
+      businessIds,
+      trigger: 'api',
+      ...(io.now ? { now: io.now } : {}),
+    });
+    if (result.status === 'succeeded') {
+      io.stderr(`warehouse: ${label} synced again (run ${result.runId}).\n`);
+      return true;
+    }
+    io.stderr(
+      `listings-sync: warning: the write is done, but the re-sync of ${label} ended ${result.status}` +
+        `${result.error ? ` (${result.error})` : ''}; the next sync will bring the warehouse up to date.\n`,
+    );
+    return false;
+  } catch (error) {
+    const reason =
+      error instanceof SyncLockedError
+        ? 'another sync holds the warehouse'
+        : error instanceof Error
+          ? error.message
+          : String(error);
+    io.stderr(
+      `listings-sync: warning: the write is done, but ${label} could not be synced again (${reason}); the next sync will bring the warehouse up to date.\n`,
+    );
+    return false;
+  }
+}
+
+/** After an archive: the business is marked archived in the warehouse (it no longer lists). */
+export async function markArchived(
+  io: WorkflowIo,
+  session: Session,
+  businessId: number,
+): Promise<boolean> {
+  try {
+    const warehouse = await session.warehouse();
+    const at = io.now ? io.now() : new Date();
+    const marked = await markBusinessMissing(warehouse.db, session.credential.name, businessId, at);
+    io.stderr(
+      marked
+        ? `warehouse: business ${businessId} marked archived.\n`
+        : `warehouse: business ${businessId} was not stored as live for account ${session.credential.name}; nothing to mark.\n`,
+    );
+    return true;
+  } catch (error) {
+    io.stderr(
+      `listings-sync: warning: the business is archived upstream, but the warehouse could not be updated (${(error as Error).message}); the next sync will archive it.\n`,
+    );
+    return false;
+  }
+}

@@ -1,0 +1,321 @@
+/**
+ * The review-response workflow against the sandbox: every refusal of operation 9 through
+ * `api reviews respond` (its code, the upstream's text, and what to do), requests
+ * recorded, followed by syncs across sandbox days to `Completed` and `Failed` with each
+ * change recorded, the `review_response_failed` alert and its sink messages, and
+ * `api reviews response-status`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type ApiClient,
+  listBusinesses,
+  listListings,
+  listReviews,
+  type Review,
+} from '../../src/api/index.ts';
+import { silentLogger } from '../../src/log.ts';
+import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { createAlertDispatcher } from '../../src/serve/alert-dispatcher.ts';
+import { alertWebhookBody, slackMessage } from '../../src/serve/alert-sinks.ts';
+import type { AlertForDelivery } from '../../src/serve/alert-store.ts';
+import { RESPOND_ADVICE } from '../../src/workflows/command-context.ts';
+import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { sync, testApiClient } from '../sync/harness.ts';
+import { type CommandRun, type WorkflowRunner, workflowRunner } from './harness.ts';
+
+const UPSTREAM_TEXT = {
+  REVIEW_ID_INVALID: 'Review ID is invalid.',
+  REVIEW_CONTENT_EMPTY: 'Review content is empty.',
+  REVIEW_NOT_YOURS: "Review must pertain to a business you've added.",
+  SITE_CREDENTIALS_NOT_SET: 'Site credentials have not been set.',
+  RESPOND_NOT_SUPPORTED: 'This operation is currently not supported for this site.',
+  RESPONSE_ALREADY_EXISTS: 'A response already exists for this review.',
+  RESPONSE_IN_PROGRESS: 'There is already a response submission in progress.',
+  RESPONSE_ALREADY_SUBMITTED: 'A response has already been submitted successfully.',
+  RESPONSE_PREVIOUSLY_FAILED: 'A response has been submitted previously, which failed.',
+} as const;
+type RefusalCode = keyof typeof UPSTREAM_TEXT;
+
+type OwnedReview = Review & { businessId: number; hasCreds: boolean };
+
+describe.each(testBackends)('review responses (%s)', (backend) => {
+  let sandbox: RunningSandbox;
+  let warehouse: TestWarehouse;
+  let api: ApiClient;
+  let cli: WorkflowRunner;
+  let reviews: OwnedReview[];
+  const submitted: Array<{ review: OwnedReview; requestId: string }> = [];
+
+  const respond = (review: { businessId: number; id: string }, extra: string[] = []) =>
+    cli.run([
+      'api',
+      'reviews',
+      'respond',
+      String(review.businessId),
+      review.id,
+      ...(extra.includes('--content') ? [] : ['--content', 'Thank you for your review!']),
+      ...(extra.includes('--account') ? [] : ['--account', 'account-1']),
+      ...extra,
+    ]);
+
+  /** The refusal's two lines: code and upstream text verbatim, then what to do. */
+  function expectRefusal(run: CommandRun, code: RefusalCode): void {
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(
+      `listings-sync: ${code}: ${UPSTREAM_TEXT[code]}\n  ${RESPOND_ADVICE[code]}\n`,
+    );
+  }
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 23, accounts: 2, businessesPerAccount: 8, port: 0 });
+    warehouse = await createTestWarehouse(backend);
+    api = testApiClient();
+    cli = workflowRunner(warehouse, sandbox.credentials);
+    const credential = sandbox.credentials[0]!;
+    reviews = [];
+    for (const business of (await listBusinesses(api, credential)).records) {
+      const listings = (await listListings(api, credential, business.id)).records;
+      const creds = new Map(listings.map((l) => [l.siteName, l.hasSiteCredentials]));
+      for (const review of (await listReviews(api, credential, business.id, 'review')).records) {
+        reviews.push({
+          ...review,
+          businessId: business.id,
+          hasCreds: creds.get(review.siteName) === true,
+        });
+      }
+    }
+    // The reviews are in the warehouse, as after any nightly run.
+    expect((await sync(warehouse, api, [credential])).status).toBe('succeeded');
+  });
+
+  afterAll(async () => {
+    await api?.close();
+    await warehouse?.close();
+    await sandbox?.close();
+  });
+
+  it('shows each refusal of an unusable review with its own advice, and records nothing', async () => {
+    const some = reviews[0]!;
+    expectRefusal(
+      await respond({ businessId: some.businessId, id: crypto.randomUUID() }),
+      'REVIEW_ID_INVALID',
+    );
+    expectRefusal(await respond(some, ['--content', '   ']), 'REVIEW_CONTENT_EMPTY');
+    expectRefusal(await respond(some, ['--account', 'account-2']), 'REVIEW_NOT_YOURS');
+    const noCreds = reviews.find((r) => !r.hasCreds)!;
+    expectRefusal(await respond(noCreds), 'SITE_CREDENTIALS_NOT_SET');
+    const unsupported = reviews.find(
+      (r) => r.hasCreds && !['Facebook', 'Google', 'Yelp'].includes(r.siteName),
+    )!;
+    expectRefusal(await respond(unsupported), 'RESPOND_NOT_SUPPORTED');
+    const answered = reviews.filter((r) => r.canRespond && r.responses.length > 0 && r.hasCreds);
+    let exists: CommandRun | undefined;
+    for (const review of answered) {
+      const run = await respond(review);
+      if (run.stderr.includes('RESPONSE_ALREADY_EXISTS')) {
+        exists = run;
+        break;
+      }
+    }
+    expect(exists).toBeDefined();
+    expectRefusal(exists!, 'RESPONSE_ALREADY_EXISTS');
+    const rows = await warehouse.db.selectFrom('review_response_requests').selectAll().execute();
+    expect(rows).toEqual([]);
+  });
+
+  it('records each accepted response, and refuses a second one while it is in progress', async () => {
+    const fresh = reviews.filter((r) => r.canRespond && r.responses.length === 0 && r.hasCreds);
+    for (const review of fresh) {
+      const run = await respond(review);
+      if (run.code !== 0) continue;
+      const out = JSON.parse(run.stdout);
+      expect(out).toMatchObject({
+        businessId: review.businessId,
+        reviewId: review.id,
+        status: 'Created',
+      });
+      expect(run.stderr).toContain(`warehouse: business ${review.businessId} synced again`);
+      submitted.push({ review, requestId: out.requestId });
+    }
+    expect(submitted.length).toBeGreaterThan(5);
+    const rows = await warehouse.db
+      .selectFrom('review_response_requests')
+      .selectAll()
+      .orderBy('submitted_at')
+      .execute();
+    expect(rows.map((r) => r.request_id).sort()).toEqual(submitted.map((s) => s.requestId).sort());
+    expect(rows.every((r) => r.status === 'Created' && r.completed_at === null)).toBe(true);
+    expect(rows[0]).toMatchObject({
+      account_name: 'account-1',
+      content: 'Thank you for your review!',
+      review_id: submitted[0]!.review.id,
+    });
+    expectRefusal(await respond(submitted[0]!.review), 'RESPONSE_IN_PROGRESS');
+  });
+
+  it('follows every request across sandbox days to Completed or Failed, recording each change', async () => {
+    const credential = sandbox.credentials[0]!;
+    sandbox.advanceDays(1);
+    const day1 = await sync(warehouse, api, [credential]);
+    expect(day1.stats.responseRequests).toMatchObject({
+      checked: submitted.length,
+      changed: submitted.length,
+    });
+    const inProgress = await warehouse.db
+      .selectFrom('review_response_requests')
+      .select('status')
+      .execute();
+    expect(new Set(inProgress.map((r) => r.status))).toEqual(new Set(['In Progress']));
+
+    let completed = 0;
+    let failed = 0;
+    for (let day = 0; day < 4; day++) {
+      sandbox.advanceDays(1);
+      const result = await sync(warehouse, api, [credential]);
+      completed += result.stats.responseRequests.completed;
+      failed += result.stats.responseRequests.failed;
+    }
+    expect(completed + failed).toBe(submitted.length);
+    expect(completed).toBeGreaterThan(0);
+    expect(failed).toBeGreaterThan(0);
+
+    const rows = await warehouse.db.selectFrom('review_response_requests').selectAll().execute();
+    expect(rows.every((r) => r.completed_at instanceof Date)).toBe(true);
+    for (const row of rows) {
+      const events = await warehouse.db
+        .selectFrom('review_response_request_events')
+        .selectAll()
+        .where('request_id', '=', row.request_id)
+        .orderBy('observed_at')
+        .execute();
+      const path = events.map((e) => e.status);
+      expect(path.slice(0, 2)).toEqual(['Created', 'In Progress']);
+      expect(path.at(-1)).toBe(row.status);
+      expect(['Completed', 'Failed']).toContain(row.status);
+      expect(events.slice(1).every((e, i) => e.previous_status === path[i])).toBe(true);
+    }
+
+    // A failed request raised one alert, through the outbox.
+    const failedRows = rows.filter((r) => r.status === 'Failed');
+    const alerts = await warehouse.db
+      .selectFrom('alerts')
+      .selectAll()
+      .where('kind', '=', 'review_response_failed')
+      .execute();
+    expect(alerts.map((a) => a.dedupe_key).sort()).toEqual(
+      failedRows.map((r) => `review_response_failed:${r.request_id}`).sort(),
+    );
+    expect(alerts[0]).toMatchObject({
+      status: 'Failed',
+      account_name: 'account-1',
+      listing_id: null,
+    });
+    expect(['Facebook', 'Google', 'Yelp']).toContain(alerts[0]!.site_name);
+
+    // Nothing open: the next sync polls nothing and raises nothing again.
+    sandbox.advanceDays(1);
+    const after = await sync(warehouse, api, [credential]);
+    expect(after.stats.responseRequests.checked).toBe(0);
+    expect(
+      await warehouse.db
+        .selectFrom('alerts')
+        .select('alert_id')
+        .where('kind', '=', 'review_response_failed')
+        .execute(),
+    ).toHaveLength(alerts.length);
+  });
+
+  it('delivers the failed-response alert to the sinks with its own text and body', async () => {
+    const sent: AlertForDelivery[] = [];
+    const dispatcher = createAlertDispatcher({
+      db: warehouse.db,
+      sinks: [{ name: 'slack', send: async (alert) => void sent.push(alert) }],
+      logger: silentLogger(),
+    });
+    await dispatcher.dispatch();
+    const failed = sent.filter((a) => a.kind === 'review_response_failed');
+    expect(failed.length).toBeGreaterThan(0);
+    const alert = failed[0]!;
+    const request = await warehouse.db
+      .selectFrom('review_response_requests')
+      .selectAll()
+      .where('request_id', '=', alert.responseRequest!.requestId)
+      .executeTakeFirstOrThrow();
+    const text = slackMessage(alert).text;
+    expect(text).toMatch(
+      /^:x: A response to a review by .+ on \*(Facebook|Google|Yelp)\* for \*.+\* \*failed\* to post/,
+    );
+    expect(text).toContain('Response: "Thank you for your review!"');
+    expect(text).toContain(
+      `Request ${request.request_id}, review ${request.review_id}, business ${request.business_id}, account account-1`,
+    );
+    expect(alertWebhookBody(alert)).toMatchObject({
+      kind: 'review_response_failed',
+      dedupe_key: `review_response_failed:${request.request_id}`,
+      business: { id: request.business_id },
+      review_response: {
+        request_id: request.request_id,
+        review_id: request.review_id,
+        content: 'Thank you for your review!',
+        status: 'Failed',
+      },
+    });
+  });
+
+  it('refuses a response once the earlier one completed or failed', async () => {
+    const rows = await warehouse.db.selectFrom('review_response_requests').selectAll().execute();
+    const done = rows.find((r) => r.status === 'Completed')!;
+    const failed = rows.find((r) => r.status === 'Failed')!;
+    expectRefusal(
+      await respond({ businessId: done.business_id, id: done.review_id }),
+      'RESPONSE_ALREADY_SUBMITTED',
+    );
+    expectRefusal(
+      await respond({ businessId: failed.business_id, id: failed.review_id }),
+      'RESPONSE_PREVIOUSLY_FAILED',
+    );
+  });
+
+  it('reads a request on demand with response-status', async () => {
+    const { requestId } = submitted[0]!;
+    const run = await cli.run([
+      'api',
+      'reviews',
+      'response-status',
+      requestId,
+      '--account',
+      'account-1',
+    ]);
+    expect(run.code).toBe(0);
+    const out = JSON.parse(run.stdout);
+    expect(['Completed', 'Failed']).toContain(out.status);
+    expect(out.history[0].status).toBe('Created');
+    expect(out.history.at(-1).status).toBe(out.status);
+
+    const unknown = await cli.run([
+      'api',
+      'reviews',
+      'response-status',
+      '424242',
+      '--account',
+      'account-1',
+    ]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('give --business-id and --review-id');
+    const invalid = await cli.run([
+      'api',
+      'reviews',
+      'response-status',
+      '424242',
+      '--business-id',
+      String(reviews[0]!.businessId),
+      '--review-id',
+      reviews[0]!.id,
+      '--account',
+      'account-1',
+    ]);
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toBe('listings-sync: INVALID_REQUEST_ID: Invalid Request ID\n');
+  });
+});
