@@ -40,7 +40,7 @@ describe.each(testBackends)('the sync command (%s)', (backend) => {
       accounts: 2,
       businessesPerAccount: 8,
       port: 0,
-      faults: { latencyMs: 4 },
+      faults: { latencyMs: 40 },
     });
     const dir = mkdtempSync(join(tmpdir(), 'ls-cli-'));
     pgliteDir = join(dir, 'pglite');
@@ -76,14 +76,18 @@ describe.each(testBackends)('the sync command (%s)', (backend) => {
 
     // Kill points measured from the moment the run has listed its businesses: before any
     // business commits, among the first commits, and deep into the run.
-    for (const delayMs of [0, 150, 400]) {
+    let killedMidRun = 0;
+    for (const delayMs of [0, 100, 250]) {
       const { child, done } = start(['sync'], env);
       await waitForOutput(child, '"msg":"businesses listed"');
       await new Promise((resolve) => setTimeout(resolve, delayMs));
       child.kill('SIGKILL');
       const killed = await done;
+      // A fast database can finish the run before the last kill lands.
       expect(killed.signal === 'SIGKILL' || killed.code === 0).toBe(true);
+      if (killed.signal === 'SIGKILL') killedMidRun += 1;
     }
+    expect(killedMidRun).toBeGreaterThanOrEqual(2);
     const final = await run(['sync'], env);
     expect(final.code, final.stderr).toBe(0);
     expect(final.stdout).toContain('Sync succeeded');
@@ -98,8 +102,8 @@ describe.each(testBackends)('the sync command (%s)', (backend) => {
         // The killed runs left their rows; the next run marked them interrupted.
         const runs = await warehouse.db.selectFrom('sync_runs').select(['status']).execute();
         expect(runs.length).toBe(4);
-        expect(runs.filter((r) => r.status === 'interrupted').length).toBe(3);
-        expect(runs.filter((r) => r.status === 'succeeded').length).toBe(1);
+        expect(runs.filter((r) => r.status === 'interrupted').length).toBe(killedMidRun);
+        expect(runs.filter((r) => r.status === 'succeeded').length).toBe(4 - killedMidRun);
       } finally {
         await warehouse.close();
       }
