@@ -39,6 +39,8 @@ import {
 import { createWorld, today, type World } from './world.ts';
 
 export type { FaultSettings, ScriptedFault } from './faults.ts';
+/** No faults at all: what a test restores between cases. */
+export { DEFAULT_FAULTS } from './faults.ts';
 
 export interface SandboxOptions {
   seed?: number;

@@ -32,20 +32,7 @@ import {
 } from '../../src/api/index.ts';
 import type { Credential, Review } from '../../src/api/types.ts';
 import { memoryLogger } from '../../src/log.ts';
-import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-
-const NO_FAULTS = {
-  latencyMs: 0,
-  jitterMs: 0,
-  errorRate: 0,
-  rateLimitPerSecond: null,
-  retryAfterSeconds: 1,
-  resetRate: 0,
-  hangRate: 0,
-  malformedRate: 0,
-  errorsWith200: false,
-  script: [],
-};
+import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 
 /** Tiny delays: the policy's shape is under test, not its wall-clock defaults. */
 const FAST_RETRY = { baseDelayMs: 1, maxDelayMs: 10 };
@@ -91,7 +78,7 @@ beforeAll(async () => {
 });
 
 afterEach(() => {
-  sb.setFaults(NO_FAULTS);
+  sb.setFaults(DEFAULT_FAULTS);
   sb.resetStats();
 });
 

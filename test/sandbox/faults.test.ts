@@ -3,7 +3,7 @@
  * scripted queue, the control endpoint for settings, and the stats.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { call, control } from './http.ts';
 
 let sandbox: RunningSandbox;
@@ -14,18 +14,7 @@ afterAll(async () => {
   await sandbox.close();
 });
 afterEach(() => {
-  sandbox.setFaults({
-    latencyMs: 0,
-    jitterMs: 0,
-    errorRate: 0,
-    rateLimitPerSecond: null,
-    retryAfterSeconds: 1,
-    resetRate: 0,
-    hangRate: 0,
-    malformedRate: 0,
-    errorsWith200: false,
-    script: [],
-  });
+  sandbox.setFaults(DEFAULT_FAULTS);
 });
 
 const me = () => sandbox.credentials[0]!;
