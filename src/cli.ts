@@ -24,11 +24,15 @@ export function integerOption(name: string, min: number, max = Number.MAX_SAFE_I
   };
 }
 
-function numberOption(name: string, min: number) {
+function numberOption(name: string, min: number, max = Number.POSITIVE_INFINITY) {
   return (value: string): number => {
     const parsed = Number(value);
-    if (!Number.isFinite(parsed) || parsed < min) {
-      throw new InvalidArgumentError(`${name} must be a number of at least ${min}.`);
+    if (!Number.isFinite(parsed) || parsed < min || parsed > max) {
+      throw new InvalidArgumentError(
+        max === Number.POSITIVE_INFINITY
+          ? `${name} must be a number of at least ${min}.`
+          : `${name} must be a number from ${min} to ${max}.`,
+      );
     }
     return parsed;
   };
@@ -92,7 +96,7 @@ function buildProgram(): Command {
     .addOption(
       new Option('--error-rate <fraction>', 'fraction of requests answered with 500/502/503')
         .default(0)
-        .argParser(numberOption('--error-rate', 0)),
+        .argParser(numberOption('--error-rate', 0, 1)),
     )
     .addOption(
       new Option(
@@ -103,17 +107,17 @@ function buildProgram(): Command {
     .addOption(
       new Option('--reset-rate <fraction>', 'fraction of requests whose connection is reset')
         .default(0)
-        .argParser(numberOption('--reset-rate', 0)),
+        .argParser(numberOption('--reset-rate', 0, 1)),
     )
     .addOption(
       new Option('--hang-rate <fraction>', 'fraction of requests that never answer')
         .default(0)
-        .argParser(numberOption('--hang-rate', 0)),
+        .argParser(numberOption('--hang-rate', 0, 1)),
     )
     .addOption(
       new Option('--malformed-rate <fraction>', 'fraction of list records served malformed')
         .default(0)
-        .argParser(numberOption('--malformed-rate', 0)),
+        .argParser(numberOption('--malformed-rate', 0, 1)),
     )
     .addOption(new Option('--errors-with-200', 'answer errors with HTTP 200, as the seed allows'))
     .addOption(

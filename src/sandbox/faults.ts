@@ -112,6 +112,17 @@ function parseScript(value: unknown): ScriptedFault[] {
   });
 }
 
+/** The keys `PUT /__sandbox/faults` takes, as listed in docs/upstream.md. */
+export const FAULT_SETTING_KEYS: readonly (keyof FaultSettings)[] = Object.keys(
+  DEFAULT_FAULTS,
+) as (keyof FaultSettings)[];
+
+/** Friendlier names for the two latency settings, matching the CLI's `--latency`/`--jitter`. */
+const ALIASES: Readonly<Record<string, keyof FaultSettings>> = {
+  latency: 'latencyMs',
+  jitter: 'jitterMs',
+};
+
 /** `current` with a partial patch applied; throws `FaultSettingsError` on a bad value. */
 export function mergeFaults(current: FaultSettings, patch: unknown): FaultSettings {
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
@@ -119,8 +130,12 @@ export function mergeFaults(current: FaultSettings, patch: unknown): FaultSettin
   }
   const p = patch as Record<string, unknown>;
   const next: FaultSettings = { ...current, script: [...current.script] };
-  for (const key of Object.keys(p)) {
-    const value = p[key];
+  for (const given of Object.keys(p)) {
+    const value = p[given];
+    const key = ALIASES[given] ?? given;
+    if (ALIASES[given] && Object.hasOwn(p, key)) {
+      throw new FaultSettingsError(`Give ${key} or ${given}, not both.`);
+    }
     switch (key) {
       case 'latencyMs':
       case 'jitterMs':
@@ -145,7 +160,9 @@ export function mergeFaults(current: FaultSettings, patch: unknown): FaultSettin
         next.script = parseScript(value);
         break;
       default:
-        throw new FaultSettingsError(`Unknown fault setting "${key}".`);
+        throw new FaultSettingsError(
+          `Unknown fault setting "${given}"; the settings are ${FAULT_SETTING_KEYS.join(', ')} (latency and jitter are accepted for latencyMs and jitterMs).`,
+        );
     }
   }
   return next;

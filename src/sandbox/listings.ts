@@ -10,7 +10,12 @@
  */
 
 import { createRng, hash32, unit } from './random.ts';
-import { CORE_DIRECTORIES, DIRECTORIES, RESPONDABLE_SITES } from './reference-data.ts';
+import {
+  CORE_DIRECTORIES,
+  DIRECTORIES,
+  HIDDEN_ADDRESS_SITES,
+  RESPONDABLE_SITES,
+} from './reference-data.ts';
 import { type BusinessView, STREAM, slug, type World } from './world.ts';
 
 /** Chance that a non-core directory lists the business: about 32 of 40, plus 8 core. */
@@ -28,26 +33,33 @@ export interface ListingFacts {
   hasCredentials: boolean;
 }
 
-function isListed(world: World, businessId: number, siteIndex: number): boolean {
+/**
+ * Whether the business is on a directory. A business that hides its address is
+ * submitted only to the directories that support it (`HIDDEN_ADDRESS_SITES`).
+ */
+function isListed(world: World, business: BusinessView, siteIndex: number): boolean {
+  if (business.profile.hideAddress && !HIDDEN_ADDRESS_SITES.has(DIRECTORIES[siteIndex] ?? '')) {
+    return false;
+  }
   if (siteIndex < CORE_DIRECTORIES.length) return true;
   return (
-    unit(hash32(world.seed, businessId, STREAM.listing, siteIndex, 0)) < OTHER_DIRECTORY_PRESENCE
+    unit(hash32(world.seed, business.id, STREAM.listing, siteIndex, 0)) < OTHER_DIRECTORY_PRESENCE
   );
 }
 
 /** The static facts of the business's listing on a site, or null if it is not listed there. */
 export function listingFacts(
   world: World,
-  businessId: number,
+  business: BusinessView,
   siteName: string,
 ): ListingFacts | null {
   const siteIndex = DIRECTORIES.indexOf(siteName);
-  if (siteIndex < 0 || !isListed(world, businessId, siteIndex)) return null;
-  const rng = createRng(hash32(world.seed, businessId, STREAM.listing, siteIndex));
+  if (siteIndex < 0 || !isListed(world, business, siteIndex)) return null;
+  const rng = createRng(hash32(world.seed, business.id, STREAM.listing, siteIndex));
   return {
     siteIndex,
     siteName,
-    listingId: businessId * 100 + siteIndex,
+    listingId: business.id * 100 + siteIndex,
     hasCredentials: drawCredentials(rng, siteName),
   };
 }
@@ -83,7 +95,7 @@ export function buildListings(
   const profile = business.profile;
   const listings: Record<string, unknown>[] = [];
   for (let siteIndex = 0; siteIndex < DIRECTORIES.length; siteIndex++) {
-    if (!isListed(world, business.id, siteIndex)) continue;
+    if (!isListed(world, business, siteIndex)) continue;
     const siteName = DIRECTORIES[siteIndex] ?? '';
     const rng = createRng(hash32(world.seed, business.id, STREAM.listing, siteIndex));
     const hasCredentials = drawCredentials(rng, siteName);
@@ -140,9 +152,12 @@ export function buildListings(
     listing['name_valid'] = nameValid;
     listing['phone'] = phoneValid ? profile.phone : variantPhone(profile.phone, variant);
     listing['phone_valid'] = phoneValid;
-    listing['street'] = addressValid
-      ? profile.street
-      : profile.street.replace(/^\d+/, (n) => String(Number(n) + 1 + Math.floor(variant * 80)));
+    // A hidden address shows no street on the directories that take it.
+    listing['street'] = profile.hideAddress
+      ? ''
+      : addressValid
+        ? profile.street
+        : profile.street.replace(/^\d+/, (n) => String(Number(n) + 1 + Math.floor(variant * 80)));
     listing['city'] = profile.city;
     listing['state'] = stateIso;
     listing['postal_code'] = profile.postalCode;

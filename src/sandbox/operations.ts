@@ -22,7 +22,7 @@ import {
   SUB_CATEGORY_BY_ID,
   WEEKDAYS,
 } from './reference-data.ts';
-import { RESPONSE_ERRORS, responseStatus, submitResponse } from './responses.ts';
+import { RESPONSE_ERRORS, respondRefusal, responseStatus, submitResponse } from './responses.ts';
 import { buildReviews, type Category } from './reviews.ts';
 import { validateBusinessInput } from './validation.ts';
 import {
@@ -60,12 +60,27 @@ export const OPERATIONS = [
 ] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
+/** The contract's own texts (docs/upstream.md, Errors). */
 export const MESSAGES = {
   auth: 'Authentication Failure',
   noBusiness: "This business doesn't exist",
   invalidLocation: 'Invalid location id',
   invalidKeyword: 'Invalid keyword id',
+} as const;
+
+/**
+ * Texts the sandbox makes up where the contract shows none (docs/upstream.md, "What the
+ * sandbox assumes"). A real upstream will say something else here: the client must never
+ * match on these.
+ */
+export const SANDBOX_MESSAGES = {
   blankKeyword: "Keyword can't be blank",
+  keywordLimit: 'Keyword limit reached for this location',
+  invalidBody: 'The request body is not valid JSON.',
+  notFound: 'Not Found',
+  rateLimited: 'Rate limit exceeded. Try again later.',
+  internalError: 'Internal Server Error',
+  responseSubmitted: 'Your response has been submitted and will be posted shortly.',
 } as const;
 
 export interface RouteMatch {
@@ -391,7 +406,15 @@ const HANDLERS: Record<Operation, Handler> = {
     // Without a category the upstream answers the `review` category.
     const category: Category = ctx.query['category'] === 'social' ? 'social' : 'review';
     return cached(ctx, `reviews:${category}:${business.id}:v${business.version}`, () => {
-      const result = buildReviews(ctx.world, business, ctx.world.day, category);
+      const day = ctx.world.day;
+      const result = buildReviews(
+        ctx.world,
+        business,
+        day,
+        category,
+        (item, responses) =>
+          respondRefusal(ctx.world, business, item, day, responses.length) === null,
+      );
       const malformed =
         ctx.malformedRate > 0
           ? injectMalformedReviews(
@@ -424,14 +447,24 @@ const HANDLERS: Record<Operation, Handler> = {
     return ok(
       JSON.stringify({
         success: true,
-        message: 'Your response has been submitted and will be posted shortly.',
+        message: SANDBOX_MESSAGES.responseSubmitted,
         request_id: outcome.requestId,
       }),
     );
   },
 
   get_response_status(ctx) {
-    const status = responseStatus(ctx.world, ctx.account, ctx.params[1] ?? '', ctx.params[2] ?? '');
+    // The business in the path is checked like every other operation's: the contract
+    // lists no text for op 10 here, so it gets operations 2–8's (docs/upstream.md).
+    const business = businessParam(ctx);
+    if (!business) return failure(404, MESSAGES.noBusiness, 'not_found');
+    const status = responseStatus(
+      ctx.world,
+      ctx.account,
+      business.id,
+      ctx.params[1] ?? '',
+      ctx.params[2] ?? '',
+    );
     if (!status) return failure(404, RESPONSE_ERRORS.invalidRequest, 'not_found');
     // The seed's shape: `{status}` alone, no `success`.
     return ok(JSON.stringify({ status }));
@@ -465,12 +498,12 @@ const HANDLERS: Record<Operation, Handler> = {
     if (!business) return failure(404, MESSAGES.invalidLocation, 'not_found');
     const body = ctx.body as Record<string, unknown> | undefined;
     const text = typeof body?.['keyword'] === 'string' ? body['keyword'].trim() : '';
-    if (text === '') return failure(422, MESSAGES.blankKeyword, 'validation');
+    if (text === '') return failure(422, SANDBOX_MESSAGES.blankKeyword, 'validation');
     const { world } = ctx;
     const existing = listKeywords(world, business, world.day);
     const record = mutationsFor(world, business.id);
     if (record.addedKeywords.length >= MALFORMED_KEYWORD_BASE - USER_ADDED_BASE) {
-      return failure(422, 'Keyword limit reached for this location', 'validation');
+      return failure(422, SANDBOX_MESSAGES.keywordLimit, 'validation');
     }
     const id = business.id * KEYWORD_ID_SPAN + USER_ADDED_BASE + record.addedKeywords.length;
     // The first keyword of a business is its primary one.

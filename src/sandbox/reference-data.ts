@@ -721,6 +721,22 @@ export const OTHER_DIRECTORIES: readonly string[] = [
 ];
 export const DIRECTORIES: readonly string[] = [...CORE_DIRECTORIES, ...OTHER_DIRECTORIES];
 
+/**
+ * The directories that support a hidden address. The contract says a business with
+ * `hide_address: true` is submitted only to such sites, and that the set may change, but
+ * not which they are (docs/upstream.md, "What the sandbox assumes"): this is the
+ * sandbox's choice, sites that list service-area businesses without a street.
+ */
+export const HIDDEN_ADDRESS_SITES: ReadonlySet<string> = new Set([
+  'Google',
+  'Facebook',
+  'Yelp',
+  'Bing',
+  'Apple Maps',
+  'Nextdoor',
+  'Angi',
+]);
+
 /** The only sites op 9 can post a response to (seed, rule 1). */
 export const RESPONDABLE_SITES: ReadonlySet<string> = new Set(['Facebook', 'Google', 'Yelp']);
 

@@ -14,16 +14,19 @@ import {
   decodeReviewId,
   itemExists,
   type ReviewItem,
+  responseUuid,
   reviewItem,
   visibleResponses,
 } from './reviews.ts';
 import {
   type Account,
   accountOfBusinessId,
+  type BusinessView,
   findBusiness,
   mutationsFor,
   type RequestStatus,
   type ResponseRequest,
+  requestIdForm,
   STREAM,
   touchBusiness,
   type World,
@@ -43,7 +46,7 @@ export const RESPONSE_ERRORS = {
 } as const;
 
 export type SubmitOutcome =
-  | { ok: true; requestId: number }
+  | { ok: true; requestId: number | string }
   | { ok: false; message: string; notFound: boolean };
 
 function refuse(message: string, notFound = false): SubmitOutcome {
@@ -60,6 +63,30 @@ function earlierSubmission(
   if (item.prior && item.prior.createdDay <= day) {
     return statusOn(item.prior.path, item.prior.createdDay, day);
   }
+  return null;
+}
+
+/**
+ * Why operation 9 would refuse a response to an owned review today, from the site login
+ * on: null when it would accept one. Operation 8's `can_respond` is exactly "null here",
+ * so a BI count of answerable reviews agrees with what a response attempt does.
+ */
+export function respondRefusal(
+  world: World,
+  business: BusinessView,
+  item: ReviewItem,
+  day: number,
+  responseCount: number,
+): string | null {
+  if (item.category !== 'review') return RESPONSE_ERRORS.invalidReview;
+  const listing = listingFacts(world, business, item.siteName);
+  if (!listing?.hasCredentials) return RESPONSE_ERRORS.noCredentials;
+  if (!RESPONDABLE_SITES.has(item.siteName)) return RESPONSE_ERRORS.notSupported;
+  const earlier = earlierSubmission(item, business.mutations?.requests.get(item.id), day);
+  if (earlier && isPending(earlier)) return RESPONSE_ERRORS.inProgress;
+  if (earlier === 'Completed') return RESPONSE_ERRORS.completed;
+  if (earlier === 'Failed') return RESPONSE_ERRORS.failed;
+  if (responseCount > 0) return RESPONSE_ERRORS.alreadyResponded;
   return null;
 }
 
@@ -90,17 +117,16 @@ export function submitResponse(
   }
   if (business.accountIndex !== account.index) return refuse(RESPONSE_ERRORS.notYours);
   if (business.id !== businessId) return refuse(RESPONSE_ERRORS.invalidReview, true);
-  const listing = listingFacts(world, business.id, item.siteName);
-  if (!listing?.hasCredentials) return refuse(RESPONSE_ERRORS.noCredentials);
-  if (!RESPONDABLE_SITES.has(item.siteName)) return refuse(RESPONSE_ERRORS.notSupported);
-  const earlier = earlierSubmission(item, business.mutations?.requests.get(item.id), day);
-  if (earlier && isPending(earlier)) return refuse(RESPONSE_ERRORS.inProgress);
-  if (earlier === 'Completed') return refuse(RESPONSE_ERRORS.completed);
-  if (earlier === 'Failed') return refuse(RESPONSE_ERRORS.failed);
-  if (visibleResponses(world, business, item, day).length > 0) {
-    return refuse(RESPONSE_ERRORS.alreadyResponded);
-  }
-  const requestId = world.nextRequestId++;
+  const refusal = respondRefusal(
+    world,
+    business,
+    item,
+    day,
+    visibleResponses(world, business, item, day).length,
+  );
+  if (refusal) return refuse(refusal);
+  const serial = world.nextRequestId++;
+  const requestId = requestIdForm(account) === 'number' ? serial : requestUuid(world, serial);
   const request: ResponseRequest = {
     requestId,
     accountIndex: account.index,
@@ -108,24 +134,35 @@ export function submitResponse(
     reviewId: item.id,
     content,
     createdDay: day,
-    path: requestPath(unit(hash32(world.seed, STREAM.request, requestId))),
+    path: requestPath(unit(hash32(world.seed, STREAM.request, serial))),
   };
-  world.requests.set(requestId, request);
+  world.requests.set(String(requestId), request);
   mutationsFor(world, business.id).requests.set(item.id, request);
   touchBusiness(world, business.id, false);
   return { ok: true, requestId };
 }
 
-/** Operation 10: the request's status on the sandbox's current day, or null if unknown here. */
+/** A uuid request id: version 4 layout, unique per (seed, serial). */
+function requestUuid(world: World, serial: number): string {
+  return responseUuid(world, `request-id:${serial}`, 'request');
+}
+
+/**
+ * Operation 10: the request's status on the sandbox's current day, or null if unknown
+ * here. The business in the path is checked by the caller, as operations 2–8 do; the
+ * request must then be one of that business's, for that review.
+ */
 export function responseStatus(
   world: World,
   account: Account,
+  businessId: number,
   reviewId: string,
   requestId: string,
 ): RequestStatus | null {
-  if (!/^\d+$/.test(requestId)) return null;
-  const request = world.requests.get(Number(requestId));
+  const key = /^\d+$/.test(requestId) ? String(Number(requestId)) : requestId.toLowerCase();
+  const request = world.requests.get(key);
   if (!request || request.accountIndex !== account.index) return null;
+  if (request.businessId !== businessId) return null;
   if (request.reviewId !== reviewId.toLowerCase()) return null;
   return statusOn(request.path, request.createdDay, world.day);
 }

@@ -335,12 +335,19 @@ export function visibleResponses(
   return out;
 }
 
+/**
+ * Whether operation 9 would accept a response to the item today, given its visible
+ * responses; passed in by the caller (responses.ts owns the refusal rules).
+ */
+export type CanRespond = (item: ReviewItem, responses: Record<string, unknown>[]) => boolean;
+
 /** The reviews operation's result on `day`: site name → items of the category, newest bucket first. */
 export function buildReviews(
   world: World,
   business: BusinessView,
   day: number,
   category: Category,
+  canRespond: CanRespond,
 ): Record<string, Record<string, unknown>[]> {
   const result: Record<string, Record<string, unknown>[]> = {};
   for (let bucket = day; bucket >= 0; bucket--) {
@@ -349,7 +356,9 @@ export function buildReviews(
       const key = { businessId: business.id, bucket, index };
       if (itemCategory(world, key) !== category) continue;
       const item = reviewItem(world, business, key, day);
-      item.body['responses'] = visibleResponses(world, business, item, day);
+      const responses = visibleResponses(world, business, item, day);
+      item.body['responses'] = responses;
+      item.body['can_respond'] = canRespond(item, responses);
       const list = result[item.siteName] ?? [];
       list.push(item.body);
       result[item.siteName] = list;

@@ -27,6 +27,7 @@ import {
   matchOperation,
   type OperationResult,
   runOperation,
+  SANDBOX_MESSAGES,
 } from './operations.ts';
 import {
   boostEvent,
@@ -163,6 +164,26 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
       done(null, Object.fromEntries(new URLSearchParams(body as string)));
     },
   );
+  // Operation 13 is labelled form data: a real client may well send multipart. undici's
+  // Response parses it, so no multipart dependency is needed (docs/upstream.md, Operations).
+  app.addContentTypeParser(
+    'multipart/form-data',
+    { parseAs: 'buffer' },
+    async (req: FastifyRequest, body: Buffer) => {
+      try {
+        const form = await new Response(body, {
+          headers: { 'content-type': String(req.headers['content-type']) },
+        }).formData();
+        const fields: Record<string, string> = {};
+        for (const [key, value] of form) {
+          if (typeof value === 'string') fields[key] = value;
+        }
+        return fields;
+      } catch {
+        return INVALID_BODY;
+      }
+    },
+  );
   app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
     done(null, parseJsonText(body as string));
   });
@@ -201,15 +222,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
           .code(429)
           .header('retry-after', String(decision.retryAfterSeconds))
           .type('application/json; charset=utf-8')
-          .send(
-            JSON.stringify({ success: false, message: 'Rate limit exceeded. Try again later.' }),
-          );
+          .send(JSON.stringify({ success: false, message: SANDBOX_MESSAGES.rateLimited }));
         return;
       case '500':
         reply
           .code(500)
           .type('application/json; charset=utf-8')
-          .send(JSON.stringify({ success: false, message: 'Internal Server Error' }));
+          .send(JSON.stringify({ success: false, message: SANDBOX_MESSAGES.internalError }));
         return;
       case '502':
         reply.code(502).type('text/html').send(BAD_GATEWAY_HTML);
@@ -248,9 +267,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
       if (!account || typeof email !== 'string' || email.toLowerCase() !== account.userEmail) {
         result = failure(401, MESSAGES.auth, 'auth_failure');
       } else if (!match) {
-        result = failure(404, 'Not Found', 'not_found');
+        result = failure(404, SANDBOX_MESSAGES.notFound, 'not_found');
       } else if (request.body === INVALID_BODY) {
-        result = failure(400, 'The request body is not valid JSON.', 'validation');
+        result = failure(400, SANDBOX_MESSAGES.invalidBody, 'validation');
       } else {
         result = runOperation(match.operation, {
           world,
@@ -322,15 +341,21 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
       if (error instanceof EmitRequestError) return badRequest(reply, error.message);
       throw error;
     }
-    const accountId = world.accounts[0]?.numericId ?? 1001;
+    const account = emit.account
+      ? world.accounts.find((a) => a.name === emit.account)
+      : world.accounts[0];
+    if (!account) {
+      return badRequest(
+        reply,
+        `account must be one of ${world.accounts.map((a) => a.name).join(', ')}.`,
+      );
+    }
     const deliveries: DeliveryReport[] = [];
     for (let i = 0; i < emit.count; i++) {
-      const event = boostEvent(
-        world.seed,
-        webhookEventsEmitted++,
-        accountId,
-        new Date().toISOString(),
-      );
+      // The sandbox clock's day at the wall clock's time of day: events sort with the
+      // data the sandbox serves for that day, and still differ within one day.
+      const timestamp = `${today(world)}T${new Date().toISOString().slice(11)}`;
+      const event = boostEvent(world.seed, webhookEventsEmitted++, account.numericId, timestamp);
       const body = JSON.stringify(event);
       const signature = signWebhookBody(emit.secret, body, emit.encoding);
       const adRunId = (event['data'] as { ad_run_id: string }).ad_run_id;
@@ -346,7 +371,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     };
   });
   app.setNotFoundHandler((_request, reply) => {
-    reply.code(404).send({ success: false, message: 'Not Found' });
+    reply.code(404).send({ success: false, message: SANDBOX_MESSAGES.notFound });
   });
 
   const host = options.host ?? '127.0.0.1';

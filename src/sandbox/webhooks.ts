@@ -25,6 +25,8 @@ export interface EmitRequest {
   secret: string;
   encoding: SignatureEncoding;
   repeat: number;
+  /** The emitting account's name (`account-2`); the first account when absent. */
+  account?: string;
 }
 
 export interface DeliveryReport {
@@ -68,7 +70,11 @@ export function parseEmitRequest(body: unknown): EmitRequest {
   if (encoding !== 'hex' && encoding !== 'base64') {
     throw new EmitRequestError('encoding must be "hex" or "base64".');
   }
-  return { url, secret, count, repeat, encoding };
+  const account = b['account'];
+  if (account !== undefined && (typeof account !== 'string' || account === '')) {
+    throw new EmitRequestError('account must be an account name, such as "account-1".');
+  }
+  return { url, secret, count, repeat, encoding, ...(account ? { account } : {}) };
 }
 
 /** The `n`-th event the sandbox emits: distinct per n, deterministic per seed. */

@@ -95,7 +95,8 @@ export type RequestStatus =
 
 /** A review response submitted through operation 9. */
 export interface ResponseRequest {
-  requestId: number;
+  /** A number or a uuid, as the account issues them (see `requestIdForm`). */
+  requestId: number | string;
   accountIndex: number;
   businessId: number;
   reviewId: string;
@@ -153,7 +154,8 @@ export interface World {
   accounts: Account[];
   accountByToken: Map<string, Account>;
   mutations: Map<number, BusinessMutations>;
-  requests: Map<number, ResponseRequest>;
+  /** Request id as text (`String(id)`, uuids lowercase) → request. */
+  requests: Map<string, ResponseRequest>;
   nextRequestId: number;
   profileCache: Map<number, BusinessProfile>;
   /** Day index → `YYYY-MM-DD`; dates are formatted thousands of times per reviews body. */
@@ -204,6 +206,16 @@ export function createWorld(options: WorldOptions): World {
     profileCache: new Map(),
     dates: new Map(),
   };
+}
+
+/**
+ * The form of the response request ids an account is issued. The contract types them
+ * uuid and its example returns a number (docs/upstream.md, Quirks): odd-numbered
+ * accounts (`account-1`, `account-3`, …) get numbers, even-numbered ones uuids, so any
+ * sandbox with two accounts exercises both.
+ */
+export function requestIdForm(account: Account): 'number' | 'uuid' {
+  return account.index % 2 === 0 ? 'number' : 'uuid';
 }
 
 export function dayToDate(world: World, day: number): string {

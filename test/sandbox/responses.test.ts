@@ -187,13 +187,13 @@ describe('the response request lifecycle', () => {
         'A response has been submitted previously, which failed.',
       );
 
-      // Another account cannot read the request's status.
+      // Another account cannot read the request's status: the business is not its own.
       const foreign = await call(
         sandbox.credentials[1]!,
         'GET',
         `/businesses/${first.c.businessId}/reviews/${first.c.reviewId}/responses/${first.requestId}`,
       );
-      expect(foreign.json).toEqual({ success: false, message: 'Invalid Request ID' });
+      expect(foreign.json).toEqual({ success: false, message: "This business doesn't exist" });
     } finally {
       sandbox = original;
       await own.close();
