@@ -77,6 +77,11 @@ export interface BusinessesTable {
   reviews_first_synced_at: Timestamp | null;
   rankings_first_synced_at: Timestamp | null;
   keywords_first_synced_at: Timestamp | null;
+  /**
+   * Added (0006): the category operation 4 answered; the reads never serve it, so a sync
+   * leaves it as it is. Null for businesses not created through listings-sync.
+   */
+  sub_category_name: string | null;
 }
 
 export interface BusinessVersionsTable {

@@ -49,9 +49,10 @@ import {
   type WorkflowIo,
   withSession,
 } from './command-context.ts';
+import { foldKeyword } from './keywords-apply.ts';
 import { type OutputFormat, parseFormat, renderOutput } from './output.ts';
 import { loadReferenceCatalog, resolveCountry } from './reference-names.ts';
-import { markArchived, resyncBusinesses } from './resync.ts';
+import { markArchived, resyncBusinesses, storeCategory } from './resync.ts';
 import {
   parseReviewId,
   responseContent,
@@ -167,7 +168,11 @@ function registerBusinesses(api: Command, io: WorkflowIo): void {
           input as BusinessInput,
         );
         io.stdout(renderOutput(created, format));
-        return (await resyncBusinesses(io, session, [created.id])) ? EXIT.ok : EXIT.partial;
+        const synced = await resyncBusinesses(io, session, [created.id]);
+        const categorized = await storeCategory(io, session, created.id, {
+          name: created.subCategoryName,
+        });
+        return synced && categorized ? EXIT.ok : EXIT.partial;
       });
     }),
   );
@@ -187,7 +192,14 @@ function registerBusinesses(api: Command, io: WorkflowIo): void {
         const input = await businessBody(io, session, options.file);
         const updated = await updateBusiness(session.api, session.credential, businessId, input);
         io.stdout(renderOutput(updated, format));
-        return (await resyncBusinesses(io, session, [businessId])) ? EXIT.ok : EXIT.partial;
+        const synced = await resyncBusinesses(io, session, [businessId]);
+        // The answer to update names no category: a new sub_category_id is named from the
+        // reference data instead.
+        const subCategoryId = (input as Partial<BusinessInput>).sub_category_id;
+        const categorized =
+          subCategoryId === undefined ||
+          (await storeCategory(io, session, businessId, { subCategoryId }));
+        return synced && categorized ? EXIT.ok : EXIT.partial;
       });
     }),
   );
@@ -336,6 +348,18 @@ function registerKeywordOperations(api: Command, io: WorkflowIo): void {
       if (keyword === '') throw new UsageError('the keyword is empty.');
       return withSession(io, options.account, async (session) => {
         await session.warehouse();
+        // Ranks come keyed by keyword text (docs/upstream.md, Fields): a second live keyword
+        // with the same text would share the first one's rank series, so it is refused
+        // (docs/warehouse.md, "Ranks and keyword ids"). The upstream does not refuse it.
+        const existing = (
+          await listKeywords(session.api, session.credential, businessId)
+        ).records.find((k) => !k.archived && foldKeyword(k.keyword) === foldKeyword(keyword));
+        if (existing) {
+          throw new UsageError(
+            `business ${businessId} already has the keyword "${existing.keyword}" (id ${existing.id}); ` +
+              'ranks are keyed by keyword text, so a second one would share its ranks. Nothing was added.',
+          );
+        }
         const added = await addKeyword(session.api, session.credential, businessId, keyword);
         io.stdout(renderOutput(added, format));
         return (await resyncBusinesses(io, session, [businessId])) ? EXIT.ok : EXIT.partial;

@@ -4,6 +4,8 @@
  *
  * - hours in the deprecated array (`location_biz_hours_attributes`, also spelled
  *   `location_biz_hour_attributes`) are converted to `biz_hours`, with a warning;
+ * - videos under either spelling (`video_attributes`, `videos_attributes`) are sent as
+ *   `video_attributes`, the contract's field table's;
  * - `country`, `state` and `sub_category` may be names (or ids), resolved to
  *   `country_id`, `state_id` and `sub_category_id` (see reference-names.ts).
  *
@@ -59,6 +61,10 @@ const oldHoursEntry = z
     }
   });
 
+const videoEntry = z.looseObject({
+  link: z.string({ error: 'expected a video URL (a string)' }).trim().min(1),
+});
+
 /** An id, or a name to resolve. */
 const idOrName = z.union([z.number().int().positive(), z.string().trim().min(1)]);
 const id = z.union([
@@ -79,6 +85,8 @@ const businessBody = z.looseObject({
   biz_hours: z.looseObject({ days: z.record(z.string(), z.unknown()) }).optional(),
   location_biz_hours_attributes: z.array(oldHoursEntry).optional(),
   location_biz_hour_attributes: z.array(oldHoursEntry).optional(),
+  video_attributes: z.array(videoEntry).optional(),
+  videos_attributes: z.array(videoEntry).optional(),
 });
 
 type BusinessBody = z.output<typeof businessBody>;
@@ -161,6 +169,18 @@ export function prepareBusinessInput(
     warnings.push(
       `${key} is deprecated (removal announced for 15 March 2018); it was converted to biz_hours. Write biz_hours in the file to silence this warning.`,
     );
+  }
+
+  // Videos are `video_attributes` in the contract's field table and `videos_attributes`
+  // in its create example (docs/upstream.md, Quirks): either is read, the table's is sent.
+  if (fields.video_attributes !== undefined && fields.videos_attributes !== undefined) {
+    throw new UsageError(
+      'give the videos once: video_attributes and videos_attributes are both set. Use video_attributes.',
+    );
+  }
+  if (fields.videos_attributes !== undefined) {
+    out['video_attributes'] = fields.videos_attributes;
+    delete out['videos_attributes'];
   }
 
   const pairs = [

@@ -6,7 +6,11 @@
  * warning and makes the command's outcome partial (exit 3), never undoes the write.
  */
 import { runSync, type Stream, SyncLockedError } from '../sync/run.ts';
-import { markBusinessMissing } from '../warehouse/businesses.ts';
+import {
+  markBusinessMissing,
+  recordBusinessCategory,
+  recordBusinessCategoryId,
+} from '../warehouse/businesses.ts';
 import type { Session, WorkflowIo } from './command-context.ts';
 
 const RESYNC_STREAMS: readonly Stream[] = [
@@ -55,6 +59,36 @@ export async function resyncBusinesses(
           : String(error);
     io.stderr(
       `listings-sync: warning: the write is done, but ${label} could not be synced again (${reason}); the next sync will bring the warehouse up to date.\n`,
+    );
+    return false;
+  }
+}
+
+/**
+ * After a create or an update that set `sub_category_id`: the business's category in
+ * `businesses.sub_category_name`, which no sync can bring (the reads never serve it).
+ * Runs after the re-sync, which stores the row; false when the row is not there.
+ */
+export async function storeCategory(
+  io: WorkflowIo,
+  session: Session,
+  businessId: number,
+  category: { name: string | null } | { subCategoryId: number },
+): Promise<boolean> {
+  try {
+    const warehouse = await session.warehouse();
+    const stored =
+      'name' in category
+        ? await recordBusinessCategory(warehouse.db, businessId, category.name)
+        : await recordBusinessCategoryId(warehouse.db, businessId, category.subCategoryId);
+    if (stored) return true;
+    io.stderr(
+      `listings-sync: warning: business ${businessId} is not in the warehouse yet, so its category was not stored; the upstream names it only in the answer to create.\n`,
+    );
+    return false;
+  } catch (error) {
+    io.stderr(
+      `listings-sync: warning: the category of business ${businessId} could not be stored (${(error as Error).message}).\n`,
     );
     return false;
   }
