@@ -5,6 +5,13 @@
  * `The business was not created. Name is too short (minimum is 2 characters). Phone is invalid.`
  * so a single failure reads exactly like the seed's rows (`... State can't be blank.`).
  * Attribute failures are reported before hours failures.
+ *
+ * The contract quotes only some attribute sentences (name too short, phone invalid, state
+ * and sub category blank). The others (`X can't be blank`, `X is invalid`, `X is too
+ * long (maximum is N characters)`, `Description is too short (minimum is 200
+ * characters)`, and `Business can't be blank.` for a body without `business`) are the
+ * sandbox's own, in the same Rails-like style (docs/upstream.md, "What the sandbox
+ * assumes"): a client must match only the `The business was not created.` prefix.
  */
 import { COUNTRIES, STATE_BY_ID, SUB_CATEGORY_BY_ID, WEEKDAYS } from './reference-data.ts';
 import type { HoursEntry } from './world.ts';
