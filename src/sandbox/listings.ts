@@ -115,7 +115,7 @@ export function buildListings(
     const syncStatus = s < 0.86 ? 'success' : s < 0.93 ? 'in progress' : 'error';
     const id = business.id * 100 + siteIndex;
     if (status === 'Not Present') {
-      // The seed's short form: only these six fields.
+      // The contract's short form: only these six fields (docs/upstream.md, Fields).
       listings.push({
         id,
         site_username: username,

@@ -466,7 +466,7 @@ const HANDLERS: Record<Operation, Handler> = {
       ctx.params[2] ?? '',
     );
     if (!status) return failure(404, RESPONSE_ERRORS.invalidRequest, 'not_found');
-    // The seed's shape: `{status}` alone, no `success`.
+    // The contract's shape: `{status}` alone, no `success` (docs/upstream.md, Operations).
     return ok(JSON.stringify({ status }));
   },
 
@@ -541,7 +541,7 @@ const HANDLERS: Record<Operation, Handler> = {
 
   list_states(ctx) {
     const countryId = Number(ctx.params[0]);
-    // An unknown country has no states; the seed shows no error for it.
+    // An unknown country has no states; the contract shows no error for it.
     return cached(ctx, `states:${ctx.params[0]}`, () =>
       withMalformed(
         ctx,
@@ -566,7 +566,7 @@ const HANDLERS: Record<Operation, Handler> = {
   },
 
   list_sub_categories(ctx) {
-    // Only id and name: the primary flag is not served (seed, Sub category).
+    // Only id and name: the primary flag is not served (docs/upstream.md, Fields).
     return cached(ctx, 'sub_categories', () =>
       withMalformed(
         ctx,

@@ -19,7 +19,7 @@ export interface State {
 export interface SubCategory {
   id: number;
   name: string;
-  /** Only primary sub categories may be given on create; never served (the seed hides it). */
+  /** Only primary sub categories may be given on create; never served (the contract never shows it). */
   primary: boolean;
   /** Search phrases for keywords of a business in this category. */
   stems: readonly string[];
@@ -737,7 +737,7 @@ export const HIDDEN_ADDRESS_SITES: ReadonlySet<string> = new Set([
   'Angi',
 ]);
 
-/** The only sites op 9 can post a response to (seed, rule 1). */
+/** The only sites op 9 can post a response to (docs/upstream.md, Operations). */
 export const RESPONDABLE_SITES: ReadonlySet<string> = new Set(['Facebook', 'Google', 'Yelp']);
 
 /** Review sites and their weights; each must be a directory above. */
@@ -762,7 +762,7 @@ export const SOCIAL_SITES: ReadonlyArray<readonly [string, readonly string[]]> =
   ['Foursquare', ['Attraction', 'Comment']],
 ];
 
-/** Sites ranked for every keyword (seed, Ranking), besides `Google_new`. */
+/** Sites ranked for every keyword (docs/upstream.md, Fields), besides `Google_new`. */
 export const RANKING_SITES: readonly string[] = [
   'Google Maps',
   'Google',

@@ -1,7 +1,7 @@
 /**
  * How a review response request moves through its states: one step per sandbox day,
  * Created → In Progress → Completed, with a deterministic share ending Failed and some
- * passing through Retry In Progress first (seed, "States and transitions").
+ * passing through Retry In Progress first (docs/upstream.md, "What the sandbox assumes").
  */
 import type { RequestStatus } from './world.ts';
 

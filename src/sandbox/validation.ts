@@ -1,9 +1,9 @@
 /**
- * Validation of the business input payload (operations 4 and 5), with the seed's exact
- * messages. Every failure message starts `The business was not created.` (the seed uses
+ * Validation of the business input payload (operations 4 and 5), with the contract's exact
+ * messages (docs/upstream.md, Errors). Every failure message starts `The business was not created.` (the contract uses
  * it for update too). Attribute failures are joined, in field order, as sentences:
  * `The business was not created. Name is too short (minimum is 2 characters). Phone is invalid.`
- * so a single failure reads exactly like the seed's rows (`... State can't be blank.`).
+ * so a single failure reads exactly like the contract's rows (`... State can't be blank.`).
  * Attribute failures are reported before hours failures.
  *
  * The contract quotes only some attribute sentences (name too short, phone invalid, state

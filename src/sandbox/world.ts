@@ -365,7 +365,7 @@ function standardHours(rng: ReturnType<typeof createRng>): HoursEntry[] {
   });
 }
 
-/** Decimal strings mostly, numbers sometimes: the seed's sample and table disagree. */
+/** Decimal strings mostly, numbers sometimes: the contract's sample and table disagree. */
 function coordinate(value: number, asNumber: boolean): string | number {
   const rounded = Math.round(value * 1e6) / 1e6;
   return asNumber ? rounded : rounded.toFixed(6);
