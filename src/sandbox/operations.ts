@@ -77,6 +77,7 @@ export const SANDBOX_MESSAGES = {
   blankKeyword: "Keyword can't be blank",
   keywordLimit: 'Keyword limit reached for this location',
   invalidBody: 'The request body is not valid JSON.',
+  invalidForm: 'The request body is not valid multipart form data.',
   notFound: 'Not Found',
   rateLimited: 'Rate limit exceeded. Try again later.',
   internalError: 'Internal Server Error',

@@ -87,6 +87,7 @@ export interface RunningSandbox {
 
 /** Bodies that could not be parsed: the handlers answer 400 rather than fastify's own error. */
 const INVALID_BODY = Object.freeze({ invalid: true });
+const INVALID_FORM = Object.freeze({ invalid: 'form' });
 
 const BAD_GATEWAY_HTML =
   '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n';
@@ -180,7 +181,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
         }
         return fields;
       } catch {
-        return INVALID_BODY;
+        return INVALID_FORM;
       }
     },
   );
@@ -270,6 +271,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
         result = failure(404, SANDBOX_MESSAGES.notFound, 'not_found');
       } else if (request.body === INVALID_BODY) {
         result = failure(400, SANDBOX_MESSAGES.invalidBody, 'validation');
+      } else if (request.body === INVALID_FORM) {
+        result = failure(400, SANDBOX_MESSAGES.invalidForm, 'validation');
       } else {
         result = runOperation(match.operation, {
           world,

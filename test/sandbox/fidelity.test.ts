@@ -101,6 +101,20 @@ describe('operation 13 (add_keyword) bodies', () => {
     );
   });
 
+  it('refuses a broken multipart body with a text of its own', async () => {
+    const id = await firstBusinessId();
+    const response = await fetch(authUrl(me(), `/businesses/${id}/add_keyword`), {
+      method: 'POST',
+      headers: { 'content-type': 'multipart/form-data; boundary=xyz' },
+      body: 'no boundary here',
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({
+      success: false,
+      message: 'The request body is not valid multipart form data.',
+    });
+  });
+
   it("answers a multipart body without a keyword with the sandbox's own blank-keyword text", async () => {
     const id = await firstBusinessId();
     const form = new FormData();
