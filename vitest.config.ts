@@ -1,12 +1,32 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/** Pure unit suites: no database, no sandbox, no child process. `npm run test:unit` runs them in seconds. */
+const UNIT = [
+  'test/unit/**/*.test.ts',
+  'test/api/schemas.test.ts',
+  'test/api/errors-and-retry.test.ts',
+  'test/warehouse/content-hash.test.ts',
+  'test/k8s/manifests.test.ts',
+];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // Integration suites start servers and databases; a generous ceiling, not a speed test.
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // A hang fails within 30 s with the test's name; speed itself is for `npm run bench`.
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
     pool: 'forks',
-    reporters: process.env.CI ? ['default'] : ['default'],
+    projects: [
+      { extends: true, test: { name: 'unit', include: UNIT } },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...UNIT],
+          // Builds the migrated warehouse templates once, before any worker starts.
+          globalSetup: ['test/helpers/global-setup.ts'],
+        },
+      },
+    ],
   },
 });

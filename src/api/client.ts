@@ -23,12 +23,13 @@ import {
 } from './errors.ts';
 import {
   backoffDelayMs,
+  type Clock,
   isRetryableErrorCode,
   isRetryableStatus,
   parseRetryAfter,
   type RetryPolicy,
   resolveRetryPolicy,
-  sleep,
+  systemClock,
   TIMEOUT_ERROR_CODES,
 } from './retry.ts';
 import { describeIssues, type EnvelopeOptions, readEnvelope } from './schemas.ts';
@@ -44,6 +45,8 @@ export interface ApiClientOptions {
   timeouts?: { connectMs?: number; headersMs?: number; bodyMs?: number };
   retry?: Partial<RetryPolicy>;
   logger?: Logger;
+  /** The time the limiter and backoff read and wait on; the wall clock by default. */
+  clock?: Clock;
 }
 
 /** A client: pools, limiters and counters. Pass it to the operation functions. */
@@ -115,6 +118,7 @@ interface ClientState {
   accountConcurrency: number;
   requestsPerSecond: number | undefined;
   logger: Logger;
+  clock: Clock;
   global: LimitFunction;
   pools: Map<string, Pool>;
   accounts: Map<string, AccountState>;
@@ -162,6 +166,7 @@ export function createApiClient(options: ApiClientOptions = {}): ApiClient {
     ),
     requestsPerSecond: options.requestsPerSecond,
     logger: options.logger ?? silentLogger(),
+    clock: options.clock ?? systemClock,
     global: pLimit(concurrency),
     pools: new Map(),
     accounts: new Map(),
@@ -330,10 +335,10 @@ async function runWithRetries<T>(
     if (failure.error.code === 'RATE_LIMITED') {
       // Pause the whole credential: its other calls would only collect more 429s.
       const pause = failure.retryAfterMs ?? backoffDelayMs(state.policy, attempt);
-      account.blockedUntil = Math.max(account.blockedUntil, Date.now() + pause);
+      account.blockedUntil = Math.max(account.blockedUntil, state.clock.now() + pause);
       // Requests already in flight when the last 429 came tell nothing new about the rate.
       if (exchange.startedAt >= account.lastRateLimitAt) {
-        account.lastRateLimitAt = Date.now();
+        account.lastRateLimitAt = state.clock.now();
         account.learnedSpacingMs = Math.min(
           SPACING_MAX_MS,
           Math.max(SPACING_START_MS, account.learnedSpacingMs * 2),
@@ -369,7 +374,7 @@ async function runWithRetries<T>(
       },
       'retrying upstream read',
     );
-    await sleep(delay, signal);
+    await state.clock.sleep(delay, signal);
   }
 }
 
@@ -388,7 +393,7 @@ async function waitForTurn(
   signal: AbortSignal | undefined,
 ): Promise<void> {
   for (;;) {
-    const blockedFor = account.blockedUntil - Date.now();
+    const blockedFor = account.blockedUntil - state.clock.now();
     if (blockedFor > state.policy.maxRetryAfterMs) {
       throw new ApiError({
         code: 'RATE_LIMITED',
@@ -399,7 +404,7 @@ async function waitForTurn(
       });
     }
     if (blockedFor > 0) {
-      await sleep(blockedFor, signal);
+      await state.clock.sleep(blockedFor, signal);
       continue;
     }
     const spacing = Math.max(
@@ -407,12 +412,12 @@ async function waitForTurn(
       account.learnedSpacingMs,
     );
     if (spacing === 0) return;
-    const now = Date.now();
+    const now = state.clock.now();
     const slot = Math.max(now, account.nextSlotAt);
     account.nextSlotAt = slot + spacing;
-    await sleep(slot - now, signal);
+    await state.clock.sleep(slot - now, signal);
     // A 429 may have landed while we waited for the slot.
-    if (account.blockedUntil <= Date.now()) return;
+    if (account.blockedUntil <= state.clock.now()) return;
   }
 }
 
@@ -442,7 +447,7 @@ async function exchangeOnce(
   }
   const pool = poolFor(state, base.origin);
   const started = performance.now();
-  const startedAt = Date.now();
+  const startedAt = state.clock.now();
   state.stats.requests += 1;
   try {
     const response = await pool.request({
@@ -547,7 +552,7 @@ function interpret<T>(
   }
 
   const { status, text } = exchange;
-  const retryAfterMs = parseRetryAfter(exchange.retryAfter);
+  const retryAfterMs = parseRetryAfter(exchange.retryAfter, state.clock.now());
   const statusRetryable = isRetryableStatus(state.policy, status);
   const byStatus = (detail: string, upstreamMessage?: string) =>
     fail(codeForStatus(status), detail, statusRetryable, {

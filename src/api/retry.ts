@@ -112,3 +112,16 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/**
+ * Where the client reads the time and waits: its backoff, its `Retry-After` pauses and its
+ * requests-per-second spacing. The wall clock unless a test passes one it moves by hand.
+ */
+export interface Clock {
+  /** Milliseconds since the epoch, as `Date.now()`. */
+  now(): number;
+  /** Resolve after `ms`, or reject with the signal's reason as soon as it aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export const systemClock: Clock = Object.freeze({ now: () => Date.now(), sleep });

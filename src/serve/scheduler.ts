@@ -5,6 +5,9 @@
  * `run` callback handles `SyncLockedError`). A run that fails is logged by the callback
  * and the next tick still fires. `stop()` ends the schedule, aborts the run's signal (the
  * sync then starts no new business) and waits for the run to finish.
+ *
+ * The ticks come from a `Ticker`: node-cron on the wall clock by default. Time is a
+ * parameter: tests pass a ticker they fire by hand, or drive node-cron with fake timers.
  */
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from '../log.ts';
@@ -18,7 +21,41 @@ export interface SchedulerOptions {
   run: (signal: AbortSignal) => Promise<void>;
   /** Called for a tick skipped because a run is still going. */
   onSkippedTick?: () => void;
+  /** What fires the ticks; node-cron (`cronTicker`) when absent. */
+  ticker?: StartTicker;
 }
+
+/** A running source of ticks. */
+export interface Ticker {
+  /** When the next tick fires. */
+  nextRun(): Date | null;
+  stop(): Promise<void>;
+}
+
+export type StartTicker = (
+  onTick: () => void,
+  options: { schedule: string; timezone: string; logger: Logger },
+) => Ticker;
+
+/** node-cron on a cron expression in a time zone (it reads the global timers and Date). */
+export const cronTicker: StartTicker = (onTick, { schedule, timezone, logger }) => {
+  const task: ScheduledTask = cron.schedule(schedule, onTick, {
+    timezone,
+    name: 'listings-sync',
+    logger: {
+      info: (message) => logger.debug(message),
+      warn: (message) => logger.warn(message),
+      error: (message, err) => logger.error({ err: err ?? message }, String(message)),
+      debug: (message) => logger.debug(String(message)),
+    },
+  });
+  return {
+    nextRun: () => task.getNextRun(),
+    stop: async () => {
+      await task.destroy();
+    },
+  };
+};
 
 export interface Scheduler {
   /** When the next tick fires; null once stopped. */
@@ -37,7 +74,7 @@ export function startScheduler(options: SchedulerOptions): Scheduler {
   let stopped = false;
 
   const logNext = () => {
-    const next = task.getNextRun();
+    const next = task.nextRun();
     log.info(
       { schedule: options.schedule, timezone: options.timezone, nextRun: next?.toISOString() },
       'next sync scheduled',
@@ -64,27 +101,15 @@ export function startScheduler(options: SchedulerOptions): Scheduler {
     return 'ran';
   };
 
-  const task: ScheduledTask = cron.schedule(
-    options.schedule,
-    () => {
-      // Not awaited: node-cron need not track the run; the guard above is the one rule.
-      start('scheduled');
-    },
-    {
-      timezone: options.timezone,
-      name: 'listings-sync',
-      logger: {
-        info: (message) => log.debug(message),
-        warn: (message) => log.warn(message),
-        error: (message, err) => log.error({ err: err ?? message }, String(message)),
-        debug: (message) => log.debug(String(message)),
-      },
-    },
+  const task = (options.ticker ?? cronTicker)(
+    // Not awaited: the ticker need not track the run; the guard above is the one rule.
+    () => void start('scheduled'),
+    { schedule: options.schedule, timezone: options.timezone, logger: log },
   );
   logNext();
 
   return {
-    nextRun: () => (stopped ? null : task.getNextRun()),
+    nextRun: () => (stopped ? null : task.nextRun()),
     isRunning: () => current !== null,
     async runNow() {
       const outcome = start('manual');
@@ -97,7 +122,7 @@ export function startScheduler(options: SchedulerOptions): Scheduler {
         return;
       }
       stopped = true;
-      await task.destroy();
+      await task.stop();
       stopping.abort();
       if (current) {
         log.info('waiting for the running sync to finish its businesses in flight');

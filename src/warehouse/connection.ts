@@ -22,6 +22,11 @@ export interface OpenWarehouseOptions {
   /** PGlite data directory; `memory://` (or `memory: true`) keeps it in memory. */
   pgliteDataDir?: string;
   memory?: boolean;
+  /**
+   * A PGlite data directory dumped with `dumpDataDir()`, to start from instead of an
+   * empty cluster: tests load one migrated template rather than run initdb each time.
+   */
+  loadDataDir?: Blob;
   /** Comma-separated schema names for every connection (tests use a schema per file). */
   searchPath?: string;
   /** Postgres pool size; the default suits the sync's per-business transactions. */
@@ -138,6 +143,7 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
     pglite = await PGlite.create({
       dataDir: memory ? undefined : options.pgliteDataDir,
       parsers: pgliteParsers,
+      loadDataDir: options.loadDataDir,
     });
   } catch (error) {
     releaseDir();

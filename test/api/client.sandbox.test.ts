@@ -3,7 +3,7 @@
  * upstream can send, every normalisation rule as served, retries and limits under each
  * fault kind (counted on the sandbox's own stats), and no secret in logs or errors.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ApiClientOptions } from '../../src/api/client.ts';
 import {
   ApiError,
@@ -33,6 +33,7 @@ import {
 import type { Credential, Review } from '../../src/api/types.ts';
 import { memoryLogger } from '../../src/log.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { manualClock } from '../helpers/manual-clock.ts';
 
 /** Tiny delays: the policy's shape is under test, not its wall-clock defaults. */
 const FAST_RETRY = { baseDelayMs: 1, maxDelayMs: 10 };
@@ -317,14 +318,14 @@ describe('errors by message text', () => {
 });
 
 describe('review responses', () => {
-  // A sandbox of its own: these tests move its clock.
+  // A sandbox of its own per test: these tests submit responses and move its clock.
   let rsb: RunningSandbox;
   let rcred: Credential;
   let reviews: Review[];
   let credentialsBySite: Map<string, boolean>[];
   let ids: number[];
 
-  beforeAll(async () => {
+  beforeEach(async () => {
     rsb = await startSandbox({ seed: 23, accounts: 2, businessesPerAccount: 8, port: 0 });
     rcred = rsb.credentials[0]!;
     const api = client();
@@ -343,7 +344,7 @@ describe('review responses', () => {
     }
   });
 
-  afterAll(async () => {
+  afterEach(async () => {
     await rsb.close();
   });
 
@@ -524,11 +525,10 @@ describe('retries and faults', () => {
   it('a hang ends as TIMEOUT within the short timeout', async () => {
     sb.setFaults({ hangRate: 1 });
     const api = client({ retry: { maxAttempts: 1 }, timeouts: { headersMs: 150 } });
-    const started = Date.now();
     const error = await failure(listCountries(api, cred));
     expect(error.code).toBe('TIMEOUT');
     expect(error.message).toMatch(/no response headers within 150 ms/);
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(apiStats(api)).toMatchObject({ requests: 1, retries: 0 });
   });
 
   it('a non-JSON body is BAD_PAYLOAD with a short snippet, not retried', async () => {
@@ -555,16 +555,19 @@ describe('retries and faults', () => {
 
   it('gives up with RATE_LIMITED when Retry-After exceeds the maximum', async () => {
     sb.setFaults({ script: [{ kind: '429', retryAfterSeconds: 3600 }] });
-    const api = client({ retry: { maxRetryAfterMs: 2000 } });
-    const started = Date.now();
+    const clock = manualClock();
+    const api = client({ retry: { maxRetryAfterMs: 2000 }, clock });
     const error = await failure(listBusinesses(api, cred));
     expect(error.code).toBe('RATE_LIMITED');
     expect(error.message).toMatch(/asked to wait 3600 s, more than the 2 s allowed/);
-    expect(Date.now() - started).toBeLessThan(1000);
+    // It gave up at once: no wait of any length was started.
+    expect(clock.sleeps).toEqual([]);
     expect(sb.stats().requests).toBe(1);
     // The credential stays paused: further calls fail fast without being sent.
     const next = await failure(listCountries(api, cred));
     expect(next.code).toBe('RATE_LIMITED');
+    expect(next.message).toMatch(/rate-limited this credential for another \d+ s/);
+    expect(clock.sleeps).toEqual([]);
     expect(sb.stats().requests).toBe(1);
   });
 

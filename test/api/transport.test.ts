@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   ApiError,
   addKeyword,
@@ -19,6 +19,7 @@ import {
 } from '../../src/api/index.ts';
 import type { Credential } from '../../src/api/types.ts';
 import { memoryLogger } from '../../src/log.ts';
+import { manualClock, settleWith } from '../helpers/manual-clock.ts';
 
 const TOKEN = 'tok_SECRET_abc123';
 const EMAIL = 'owner@acme.example';
@@ -174,21 +175,21 @@ describe('payload quirks', () => {
 
 describe('retries and limits', () => {
   it('honours Retry-After given as an HTTP date', async () => {
+    const clock = manualClock();
     let calls = 0;
     handler = (_req, res) => {
       calls += 1;
       if (calls === 1) {
-        const at = new Date(Date.now() + 1500).toUTCString();
+        const at = new Date(clock.now() + 2_000).toUTCString();
         return json(res, 503, { success: false, message: 'busy' }, { 'retry-after': at });
       }
       json(res, 200, { success: true, result: [] });
     };
-    const api = createApiClient({ retry: fastRetry });
-    const started = Date.now();
-    await listBusinesses(api, cred);
+    const api = createApiClient({ retry: fastRetry, clock });
+    await settleWith(clock, listBusinesses(api, cred));
     await api.close();
-    // HTTP dates have one-second resolution: at least ~0.5 s must have been waited.
-    expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+    // The date names a moment 2 s on the client's clock: exactly that is waited.
+    expect(clock.sleeps).toEqual([2_000]);
     expect(calls).toBe(2);
   });
 
@@ -229,47 +230,57 @@ describe('retries and limits', () => {
 
   it('caps requests per second per credential', async () => {
     handler = (_req, res) => json(res, 200, { success: true, result: summary(1) });
-    const api = createApiClient({ requestsPerSecond: 20 });
-    const started = Date.now();
-    await Promise.all(Array.from({ length: 6 }, (_, i) => getBusiness(api, cred, i + 1)));
+    const clock = manualClock();
+    const api = createApiClient({ requestsPerSecond: 20, clock });
+    await settleWith(
+      clock,
+      Promise.all(Array.from({ length: 6 }, (_, i) => getBusiness(api, cred, i + 1))),
+    );
     await api.close();
-    // Six starts at 50 ms spacing: the last starts 250 ms after the first.
-    expect(Date.now() - started).toBeGreaterThanOrEqual(240);
+    // Six starts at 50 ms spacing: each waits for its own slot.
+    expect(clock.sleeps).toEqual([0, 50, 100, 150, 200, 250]);
+    expect(seen).toHaveLength(6);
   });
 
   it('pauses the whole credential after a 429 until Retry-After passes', async () => {
-    let first = true;
+    const clock = manualClock();
     const starts: number[] = [];
     handler = (_req, res) => {
-      starts.push(Date.now());
-      if (first) {
-        first = false;
+      starts.push(clock.now());
+      if (starts.length === 1) {
         return json(res, 429, { success: false, message: 'slow down' }, { 'retry-after': '1' });
       }
       json(res, 200, { success: true, result: summary(1) });
     };
-    const api = createApiClient({ retry: fastRetry });
-    const t0 = Date.now();
+    const api = createApiClient({ retry: fastRetry, clock });
+    const t0 = clock.now();
     const firstCall = getBusiness(api, cred, 1);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await vi.waitUntil(() => clock.pending() === 1, { timeout: 10_000 });
     // Sent after the 429 landed: must wait for the pause, not go straight out.
-    await getBusiness(api, cred, 2);
-    await firstCall;
+    const secondCall = getBusiness(api, cred, 2);
+    await vi.waitUntil(() => clock.pending() === 2, { timeout: 10_000 });
+    expect(starts).toHaveLength(1);
+    // After the pause the client also spaces its requests (it learned the rate is tight).
+    await settleWith(clock, Promise.all([firstCall, secondCall]));
     await api.close();
     expect(starts).toHaveLength(3);
-    expect(starts[1]! - t0).toBeGreaterThanOrEqual(900);
+    expect(starts[0]).toBe(t0);
+    expect(Math.min(...starts.slice(1))).toBeGreaterThanOrEqual(t0 + 1_000);
+    expect(clock.sleeps.slice(0, 2)).toEqual([1_000, 1_000]);
     expect(apiStats(api).retries).toBe(1);
   });
 
   it('aborts a backoff sleep on the caller signal', async () => {
     handler = (_req, res) => json(res, 503, { success: false }, { 'retry-after': '30' });
-    const api = createApiClient();
+    const clock = manualClock();
+    const api = createApiClient({ clock });
     const controller = new AbortController();
     const pending = getBusiness(api, cred, 1, { signal: controller.signal });
-    setTimeout(() => controller.abort(new Error('shutting down')), 100);
-    const started = Date.now();
+    await vi.waitUntil(() => clock.pending() === 1, { timeout: 10_000 });
+    expect(clock.sleeps).toEqual([30_000]);
+    controller.abort(new Error('shutting down'));
     await expect(pending).rejects.toThrow('shutting down');
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(clock.pending()).toBe(0);
     expect(apiStats(api).byOperation['get_business']).toEqual({ aborted: 1 });
     await api.close();
   });

@@ -1,15 +1,22 @@
 /**
  * Databases for tests: every suite runs on PGlite (in memory), and on PostgreSQL too
- * when TEST_DATABASE_URL is set, each in a fresh schema dropped on close.
+ * when TEST_DATABASE_URL is set. Each warehouse starts as a copy of one migrated
+ * template (see warehouse-template.ts): PGlite loads a dumped data directory, PostgreSQL
+ * gets a database of its own, cloned from a template database and dropped on close.
  *
  *   describe.each(testBackends)('listings (%s)', (backend) => { … createTestWarehouse(backend) … })
  */
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import pg from 'pg';
+import { inject } from 'vitest';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
-import { migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { CONTRACT_TABLES } from '../../src/warehouse/tables.ts';
+import {
+  adminQuery,
+  databaseUrlFor,
+  ensurePostgresTemplate,
+  pgliteTemplate,
+} from './warehouse-template.ts';
 
 export type TestBackend = 'pglite' | 'postgres';
 
@@ -18,34 +25,51 @@ const testDatabaseUrl = process.env['TEST_DATABASE_URL']?.trim() || undefined;
 
 export const testBackends: TestBackend[] = testDatabaseUrl ? ['pglite', 'postgres'] : ['pglite'];
 
+/**
+ * `databaseUrl` and `searchPath` say where a PostgreSQL test warehouse lives, for a child
+ * process or a second connection: its own database, tables in `public`.
+ */
 export type TestWarehouse = Warehouse & { searchPath?: string; databaseUrl?: string };
+
+declare module 'vitest' {
+  interface ProvidedContext {
+    /** Names this run's PostgreSQL clones, so the global teardown finds any left behind. */
+    testRunId: string;
+  }
+}
+
+/** The prefix of every database this test run clones (see test/helpers/global-setup.ts). */
+export function cloneDatabasePrefix(): string {
+  let runId: string | undefined;
+  try {
+    runId = inject('testRunId');
+  } catch {
+    // Outside a vitest worker with the global set-up: a prefix of this process alone.
+  }
+  return `lst_${runId ?? `p${process.pid}`}_`;
+}
 
 /** A schema name no other test uses. */
 export function freshSchemaName(): string {
   return `t_${randomBytes(6).toString('hex')}`;
 }
 
-async function adminQuery(text: string): Promise<void> {
-  const client = new pg.Client({ connectionString: testDatabaseUrl });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
+function requireDatabaseUrl(): string {
+  if (!testDatabaseUrl) throw new Error('TEST_DATABASE_URL is not set.');
+  return testDatabaseUrl;
 }
 
 export async function createSchema(schema: string): Promise<void> {
-  await adminQuery(`create schema "${schema}"`);
+  await adminQuery(requireDatabaseUrl(), `create schema "${schema}"`);
 }
 
 export async function dropSchema(schema: string): Promise<void> {
-  await adminQuery(`drop schema if exists "${schema}" cascade`);
+  await adminQuery(requireDatabaseUrl(), `drop schema if exists "${schema}" cascade`);
 }
 
 /**
- * A warehouse ready for a test: migrated unless `migrate: false`. PostgreSQL gets a
- * fresh schema (`search_path` on every pooled connection) that close() drops.
+ * A warehouse ready for a test: migrated unless `migrate: false` (then an empty
+ * database, for the migration tests). close() drops a PostgreSQL clone.
  */
 export async function createTestWarehouse(
   backend: TestBackend,
@@ -53,29 +77,34 @@ export async function createTestWarehouse(
 ): Promise<TestWarehouse> {
   const migrate = options.migrate ?? true;
   if (backend === 'pglite') {
-    const warehouse = await openWarehouse({ memory: true });
-    if (migrate) await migrateToLatest(warehouse.db);
-    return warehouse;
+    return openWarehouse(
+      migrate ? { memory: true, loadDataDir: await pgliteTemplate() } : { memory: true },
+    );
   }
-  if (!testDatabaseUrl) throw new Error('TEST_DATABASE_URL is not set.');
-  const schema = freshSchemaName();
-  await createSchema(schema);
+  const serverUrl = requireDatabaseUrl();
+  const database = `${cloneDatabasePrefix()}${randomBytes(6).toString('hex')}`;
+  const template = migrate ? await ensurePostgresTemplate(serverUrl) : 'template1';
+  await adminQuery(serverUrl, `create database "${database}" template "${template}"`);
+  const drop = () => adminQuery(serverUrl, `drop database if exists "${database}" with (force)`);
+  const databaseUrl = databaseUrlFor(serverUrl, database);
   let warehouse: Warehouse;
   try {
-    warehouse = await openWarehouse({ databaseUrl: testDatabaseUrl, searchPath: schema });
-    if (migrate) await migrateToLatest(warehouse.db);
+    warehouse = await openWarehouse({ databaseUrl, searchPath: 'public' });
   } catch (error) {
-    await dropSchema(schema);
+    await drop();
     throw error;
   }
   const opened = warehouse;
   return {
     ...opened,
-    searchPath: schema,
-    databaseUrl: testDatabaseUrl,
+    searchPath: 'public',
+    databaseUrl,
     close: async () => {
-      await opened.close();
-      await dropSchema(schema);
+      try {
+        await opened.close();
+      } finally {
+        await drop();
+      }
     },
   };
 }

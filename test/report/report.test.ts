@@ -1,6 +1,6 @@
 /**
- * The HTML report in a real browser: Debian's Chromium, headless, driven by
- * playwright-core. The page must load with no console error and no request leaving the
+ * The HTML report in a real browser: headless Chromium (Debian's, or the one inside the
+ * `@sparticuz/chromium` devDependency: test/helpers/chromium.ts), driven by playwright-core. The page must load with no console error and no request leaving the
  * file, and every chart must have drawn its lines. The screenshot is docs/report.png
  * when UPDATE_REPORT_SCREENSHOT=1 (README), else a file in the test's temp directory.
  */
@@ -15,8 +15,8 @@ import { loadConfig } from '../../src/config.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { registerReportCommand } from '../../src/report/command.ts';
+import { findChromium } from '../helpers/chromium.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
@@ -87,12 +87,8 @@ describe('report', () => {
   let businessId: number;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(
-        `Chromium is not installed at ${CHROMIUM}; the report test needs it. ` +
-          'Install it with `apt-get install chromium` (as .ci/run does).',
-      );
-    }
+    const chromiumBinary = await findChromium();
+    console.info(`report test: Chromium from ${chromiumBinary.source} (${chromiumBinary.path})`);
     dir = await mkdtemp(join(tmpdir(), 'listings-report-'));
     // Two weeks of the sandbox: enough history for trends, alerts and reviews.
     const demo = await runDemo(loadConfig({}), silentLogger(), {
@@ -105,7 +101,7 @@ describe('report', () => {
     });
     report = demo.reportPath;
     businessId = demo.summary.alertExamples[0]?.businessId ?? 10000001;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    browser = await chromium.launch({ executablePath: chromiumBinary.path, args: CHROMIUM_ARGS });
   }, 120_000);
 
   afterAll(async () => {

@@ -1,81 +1,171 @@
 /**
- * The schedule: it fires on a seconds cron, never overlaps a run still going (skipping and
- * logging the tick), survives a failing run, steps aside for another replica's lock, and
- * on close lets the running sync finish its businesses in flight.
+ * The schedule: it fires on its cron expression (node-cron under fake timers), never
+ * overlaps a run still going (skipping and logging the tick), survives a failing run,
+ * steps aside for another replica's lock, and on close lets the running sync finish its
+ * businesses in flight. No test waits on the wall clock for a tick.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ApiClient } from '../../src/api/index.ts';
 import { memoryLogger, silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { startScheduler } from '../../src/serve/scheduler.ts';
+import { type StartTicker, startScheduler } from '../../src/serve/scheduler.ts';
 import { startServe } from '../../src/serve/server.ts';
 import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
-import {
-  createTestWarehouse,
-  type TestWarehouse,
-  testBackends,
-  truncateAll,
-} from '../helpers/database.ts';
+import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { testApiClient } from '../sync/harness.ts';
 import { metricValue, serveConfig, waitFor } from './helpers.ts';
 
 const EVERY_SECOND = '*/1 * * * * *';
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Never within a test: runs start with runNow(). */
+const NEW_YEAR = '0 0 1 1 *';
+
+/** A ticker fired by hand: the scheduler's rules without any clock. */
+function manualTicker(): { start: StartTicker; tick(): void; stopped(): boolean } {
+  let onTick: (() => void) | undefined;
+  let stopped = false;
+  return {
+    start: (fire) => {
+      onTick = fire;
+      return {
+        nextRun: () => new Date('2030-01-01T00:00:00Z'),
+        stop: async () => {
+          stopped = true;
+        },
+      };
+    },
+    tick: () => onTick?.(),
+    stopped: () => stopped,
+  };
+}
+
+/** A promise and the function that settles it. */
+function gate(): { promise: Promise<void>; open(): void } {
+  let open = () => {};
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
 
 describe('scheduler', () => {
-  it('fires every second, skips ticks while a run is going, and never runs two at once', async () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('skips a tick while a run is going, and never runs two at once', async () => {
     const logs = memoryLogger('debug');
+    const ticker = manualTicker();
+    const gates = [gate(), gate()];
     let running = 0;
     let maxRunning = 0;
     let runs = 0;
     let skipped = 0;
     const scheduler = startScheduler({
       schedule: EVERY_SECOND,
-      timezone: 'Europe/Berlin',
+      timezone: 'UTC',
       logger: logs.logger,
+      ticker: ticker.start,
       onSkippedTick: () => {
         skipped += 1;
       },
       run: async () => {
+        const mine = gates[runs]!;
+        runs += 1;
         running += 1;
         maxRunning = Math.max(maxRunning, running);
-        runs += 1;
-        await sleep(2_200);
+        await mine.promise;
         running -= 1;
       },
     });
-    try {
-      await waitFor('two runs and two skipped ticks', () => runs >= 2 && skipped >= 2, 15_000);
-    } finally {
-      await scheduler.stop();
-    }
+    ticker.tick();
+    expect([runs, skipped, scheduler.isRunning()]).toEqual([1, 0, true]);
+    ticker.tick();
+    ticker.tick();
+    expect([runs, skipped]).toEqual([1, 2]);
+    expect(await scheduler.runNow()).toBe('skipped');
+    expect(skipped).toBe(3);
+    gates[0]!.open();
+    await vi.waitUntil(() => !scheduler.isRunning());
+    ticker.tick();
+    expect([runs, skipped]).toEqual([2, 3]);
+    gates[1]!.open();
+    await scheduler.stop();
+    expect(ticker.stopped()).toBe(true);
     expect(maxRunning).toBe(1);
     expect(scheduler.nextRun()).toBeNull();
     const text = logs.lines().join('\n');
     expect(text).toContain('next sync scheduled');
-    expect(text).toContain('"nextRun":"');
+    expect(text).toContain('"nextRun":"2030-01-01T00:00:00.000Z"');
     expect(text).toContain('this tick is skipped');
   });
 
   it('logs a failed run with its reason, and the next tick still fires', async () => {
     const logs = memoryLogger('debug');
+    const ticker = manualTicker();
     let calls = 0;
     const scheduler = startScheduler({
       schedule: EVERY_SECOND,
       timezone: 'UTC',
       logger: logs.logger,
+      ticker: ticker.start,
       run: async () => {
         calls += 1;
         if (calls === 1) throw new Error('upstream exploded');
       },
     });
-    try {
-      await waitFor('a second run after a failure', () => calls >= 2, 10_000);
-    } finally {
-      await scheduler.stop();
-    }
+    ticker.tick();
+    await vi.waitUntil(() => !scheduler.isRunning());
+    ticker.tick();
+    await vi.waitUntil(() => !scheduler.isRunning());
+    await scheduler.stop();
+    expect(calls).toBe(2);
     const failure = logs.lines().find((l) => l.includes('the sync failed'));
     expect(failure).toContain('upstream exploded');
+  });
+
+  it('fires on its cron expression under node-cron, a tick per second, skipping while a run goes', async () => {
+    vi.useFakeTimers({ now: new Date('2026-03-01T10:00:00.500Z') });
+    let runs = 0;
+    let skipped = 0;
+    const scheduler = startScheduler({
+      schedule: EVERY_SECOND,
+      timezone: 'Europe/Berlin',
+      logger: silentLogger(),
+      onSkippedTick: () => {
+        skipped += 1;
+      },
+      run: async () => {
+        runs += 1;
+        // 2.2 s of fake time: the next two ticks find it running.
+        await new Promise((resolve) => setTimeout(resolve, 2_200));
+      },
+    });
+    try {
+      expect(scheduler.nextRun()).toEqual(new Date('2026-03-01T10:00:01.000Z'));
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect([runs, skipped]).toEqual([1, 0]);
+      await vi.advanceTimersByTimeAsync(2_000);
+      expect([runs, skipped]).toEqual([1, 2]);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect([runs, skipped]).toEqual([2, 2]);
+    } finally {
+      const stopped = scheduler.stop();
+      await vi.runOnlyPendingTimersAsync();
+      await stopped;
+    }
+  });
+
+  it('computes the next run in its time zone', () => {
+    vi.useFakeTimers({ now: new Date('2026-03-01T10:00:30Z') });
+    const scheduler = startScheduler({
+      schedule: '0 3 * * *',
+      timezone: 'Europe/Berlin',
+      logger: silentLogger(),
+      run: async () => {},
+    });
+    // 03:00 in Berlin (UTC+1 in March before the switch) is 02:00 UTC.
+    expect(scheduler.nextRun()).toEqual(new Date('2026-03-02T02:00:00Z'));
+    void scheduler.stop();
   });
 });
 
@@ -84,63 +174,52 @@ describe.each(testBackends)('scheduled sync in serve (%s)', (backend) => {
   let warehouse: TestWarehouse;
   let api: ApiClient;
 
-  beforeAll(async () => {
+  // Each test gets its own sandbox and an empty warehouse.
+  beforeEach(async () => {
     sandbox = await startSandbox({ seed: 9, accounts: 1, businessesPerAccount: 4, port: 0 });
     warehouse = await createTestWarehouse(backend);
     api = testApiClient();
   });
-  afterAll(async () => {
+  afterEach(async () => {
     await api?.close();
     await warehouse?.close();
     await sandbox?.close();
   });
 
-  it('never overlaps a slow run: ticks during it are skipped', async () => {
-    await truncateAll(warehouse);
-    // Every request takes 150 ms: a run lasts well over a second, longer than a tick.
-    sandbox.setFaults({ latencyMs: 150 });
+  it('never overlaps a run: a tick during it is skipped and counted', async () => {
     const serve = await startServe({
       config: serveConfig(),
       warehouse,
       api,
       logger: silentLogger(),
       credentials: sandbox.credentials,
-      schedule: EVERY_SECOND,
+      schedule: NEW_YEAR,
       port: 0,
       host: '127.0.0.1',
       alertIntervalMs: 0,
       businessConcurrency: 1,
     });
     try {
-      await waitFor(
-        'two finished runs',
-        async () => {
-          const done = await warehouse.db
-            .selectFrom('sync_runs')
-            .select('run_id')
-            .where('finished_at', 'is not', null)
-            .execute();
-          return done.length >= 2;
-        },
-        30_000,
-      );
+      const first = serve.scheduler!.runNow();
+      expect(serve.scheduler!.isRunning()).toBe(true);
+      expect(await serve.scheduler!.runNow()).toBe('skipped');
+      expect(await first).toBe('ran');
+      expect(await serve.scheduler!.runNow()).toBe('ran');
     } finally {
       await serve.close();
-      sandbox.setFaults({ latencyMs: 0 });
     }
     const runs = await warehouse.db
       .selectFrom('sync_runs')
       .select(['started_at', 'finished_at', 'status', 'trigger'])
       .orderBy('started_at')
       .execute();
-    for (let i = 1; i < runs.length; i++) {
-      expect(runs[i]!.started_at.getTime()).toBeGreaterThanOrEqual(
-        runs[i - 1]!.finished_at!.getTime(),
-      );
-    }
-    expect(runs.every((r) => r.trigger === 'schedule')).toBe(true);
+    expect(runs.map((r) => [r.status, r.trigger])).toEqual([
+      ['succeeded', 'schedule'],
+      ['succeeded', 'schedule'],
+    ]);
+    expect(runs[1]!.started_at.getTime()).toBeGreaterThanOrEqual(runs[0]!.finished_at!.getTime());
     const metrics = await serve.metrics.render();
-    expect(metricValue(metrics, 'listings_sync_schedule_ticks_skipped_total')).toBeGreaterThan(0);
+    expect(metricValue(metrics, 'listings_sync_schedule_ticks_skipped_total')).toBe(1);
   });
 
   it('steps aside when another replica holds the lock', async () => {
@@ -151,7 +230,7 @@ describe.each(testBackends)('scheduled sync in serve (%s)', (backend) => {
       api,
       logger: logs.logger,
       credentials: sandbox.credentials,
-      schedule: '0 0 1 1 *',
+      schedule: NEW_YEAR,
       port: 0,
       host: '127.0.0.1',
       alertIntervalMs: 0,
@@ -170,7 +249,6 @@ describe.each(testBackends)('scheduled sync in serve (%s)', (backend) => {
   });
 
   it('on close, stops taking webhooks and lets the running sync finish its businesses in flight', async () => {
-    await truncateAll(warehouse);
     sandbox.setFaults({ latencyMs: 200 });
     const serve = await startServe({
       config: serveConfig(),
@@ -178,7 +256,7 @@ describe.each(testBackends)('scheduled sync in serve (%s)', (backend) => {
       api,
       logger: silentLogger(),
       credentials: sandbox.credentials,
-      schedule: '0 0 1 1 *',
+      schedule: NEW_YEAR,
       port: 0,
       host: '127.0.0.1',
       alertIntervalMs: 0,

@@ -1,21 +1,18 @@
 /**
  * What the sync suites share: a sandbox over real HTTP, a warehouse per backend, a client
- * with short retry delays, what the sandbox serves (read through the client), and a
+ * with short retry delays, what the sandbox serves (computed from its world), and a
  * digest of the warehouse's content that leaves out times and run ids, so that two runs
  * can be compared row for row.
  */
 import { sql } from 'kysely';
-import {
-  type ApiClient,
-  createApiClient,
-  getRankings,
-  listBusinesses,
-  listKeywords,
-  listListings,
-  listReviews,
-} from '../../src/api/index.ts';
-import type { Credential, Listing } from '../../src/api/types.ts';
+import { type ApiClient, createApiClient } from '../../src/api/index.ts';
+import type { Credential } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
+import { buildRankings, listKeywords } from '../../src/sandbox/keywords.ts';
+import { buildListings } from '../../src/sandbox/listings.ts';
+import { STATE_BY_ID } from '../../src/sandbox/reference-data.ts';
+import { buildReviews } from '../../src/sandbox/reviews.ts';
+import { createWorld, listBusinesses as worldBusinesses } from '../../src/sandbox/world.ts';
 import { runSync, type SyncOptions, type SyncResult } from '../../src/sync/run.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
 import { CONTRACT_TABLES } from '../../src/warehouse/tables.ts';
@@ -46,18 +43,34 @@ export async function sync(
   });
 }
 
-/** What the sandbox serves right now, read with a fault-free client. */
-export interface Served {
+/**
+ * What the sandbox serves on a day, computed from its own world (the same seed, the
+ * records before they are serialised), never through src/api: a parsing bug in the client
+ * would otherwise agree with itself. Valid for a sandbox that has seen no writes.
+ */
+export interface WorldTruth {
   businesses: number[];
-  listings: Map<string, Listing>;
+  /** `businessId:listingId` → the listing as the upstream serves it (snake_case). */
+  listings: Map<string, Record<string, unknown>>;
+  /** Distinct review ids over both categories (an item may be listed in either). */
   reviews: number;
   responses: number;
+  /** One observation per keyword and site; `Google_new` gives two (local, organic). */
   ranks: number;
   keywords: number;
 }
 
-export async function served(api: ApiClient, credentials: readonly Credential[]): Promise<Served> {
-  const result: Served = {
+export interface WorldShape {
+  seed: number;
+  accounts: number;
+  businessesPerAccount: number;
+  startDate: string;
+}
+
+export function worldTruth(shape: WorldShape, day: number): WorldTruth {
+  const world = createWorld(shape);
+  world.day = day;
+  const truth: WorldTruth = {
     businesses: [],
     listings: new Map(),
     reviews: 0,
@@ -65,32 +78,32 @@ export async function served(api: ApiClient, credentials: readonly Credential[])
     ranks: 0,
     keywords: 0,
   };
-  const reviewIds = new Set<string>();
-  for (const credential of credentials) {
-    const list = await listBusinesses(api, credential);
-    for (const business of list.records) {
-      result.businesses.push(business.id);
-      const [listings, reviews, socials, ranks, keywords] = await Promise.all([
-        listListings(api, credential, business.id),
-        listReviews(api, credential, business.id, 'review'),
-        listReviews(api, credential, business.id, 'social'),
-        getRankings(api, credential, business.id),
-        listKeywords(api, credential, business.id),
-      ]);
-      for (const listing of listings.records) {
-        result.listings.set(`${business.id}:${listing.id}`, listing);
+  const responsesByReview = new Map<unknown, number>();
+  for (const account of world.accounts) {
+    for (const business of worldBusinesses(world, account)) {
+      truth.businesses.push(business.id);
+      const iso = STATE_BY_ID.get(business.profile.stateId)?.iso ?? '';
+      for (const listing of buildListings(world, business, day, iso)) {
+        truth.listings.set(`${business.id}:${listing['id']}`, listing);
       }
-      for (const review of [...reviews.records, ...socials.records]) {
-        if (reviewIds.has(review.id)) continue;
-        reviewIds.add(review.id);
-        result.responses += review.responses.length;
+      for (const category of ['review', 'social'] as const) {
+        for (const items of Object.values(buildReviews(world, business, day, category))) {
+          for (const item of items) {
+            responsesByReview.set(item['id'], (item['responses'] as unknown[]).length);
+          }
+        }
       }
-      result.ranks += ranks.records.length;
-      result.keywords += keywords.records.length;
+      for (const sites of Object.values(buildRankings(world, business, day))) {
+        for (const [site, rank] of Object.entries(sites)) {
+          truth.ranks += site === 'Google_new' ? Object.keys(rank as object).length : 1;
+        }
+      }
+      truth.keywords += listKeywords(world, business, day).length;
     }
   }
-  result.reviews = reviewIds.size;
-  return result;
+  truth.reviews = responsesByReview.size;
+  for (const n of responsesByReview.values()) truth.responses += n;
+  return truth;
 }
 
 export async function count(warehouse: Warehouse, table: string, where = sql`true`) {

@@ -2,7 +2,7 @@
  * The sync run end to end: the sandbox over real HTTP, the warehouse on each backend.
  */
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/index.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
@@ -12,76 +12,93 @@ import {
   dumpAll,
   rowsWritten,
   rowVersions,
-  type Served,
-  served,
   sync,
   tableCounts,
   testApiClient,
+  type WorldShape,
+  worldTruth,
 } from './harness.ts';
 
-const SEED = 11;
+/** The sandbox's world; the oracle rebuilds the same one (see worldTruth). */
+const WORLD: WorldShape = {
+  seed: 11,
+  accounts: 2,
+  businessesPerAccount: 6,
+  startDate: '2026-01-01',
+};
 
 describe.each(testBackends)('sync run (%s)', (backend) => {
   let sandbox: RunningSandbox;
   let warehouse: TestWarehouse;
   let api: ApiClient;
-  let before: Served;
 
-  beforeAll(async () => {
-    sandbox = await startSandbox({ seed: SEED, accounts: 2, businessesPerAccount: 6, port: 0 });
+  // Each test gets its own sandbox (day 0) and an empty warehouse; one that needs a
+  // warehouse already in step syncs first, so no test leans on the one before it.
+  beforeEach(async () => {
+    sandbox = await startSandbox({ ...WORLD, port: 0 });
     warehouse = await createTestWarehouse(backend);
     api = testApiClient();
   });
-  afterAll(async () => {
+  afterEach(async () => {
     await api?.close();
     await warehouse?.close();
     await sandbox?.close();
   });
 
   it('lands exactly what the sandbox served, in every table', async () => {
-    before = await served(api, sandbox.credentials);
+    const truth = worldTruth(WORLD, 0);
     const result = await sync(warehouse, api, sandbox.credentials);
     expect(result.status).toBe('succeeded');
     expect(result.stats.businesses).toMatchObject({ listed: 12, synced: 12, failed: 0 });
 
-    expect(await count(warehouse, 'accounts')).toBe(2);
+    expect(await count(warehouse, 'accounts')).toBe(WORLD.accounts);
+    expect(truth.businesses).toHaveLength(12);
     expect(await count(warehouse, 'businesses', sql`archived_at is null`)).toBe(
-      before.businesses.length,
+      truth.businesses.length,
     );
-    expect(await count(warehouse, 'listings')).toBe(before.listings.size);
-    expect(await count(warehouse, 'reviews')).toBe(before.reviews);
-    expect(await count(warehouse, 'review_responses')).toBe(before.responses);
-    expect(await count(warehouse, 'rank_observations')).toBe(before.ranks);
-    expect(await count(warehouse, 'keywords')).toBe(before.keywords);
+    expect(await count(warehouse, 'listings')).toBe(truth.listings.size);
+    expect(await count(warehouse, 'reviews')).toBe(truth.reviews);
+    expect(await count(warehouse, 'review_responses')).toBe(truth.responses);
+    expect(await count(warehouse, 'rank_observations')).toBe(truth.ranks);
+    expect(await count(warehouse, 'keywords')).toBe(truth.keywords);
     expect(await count(warehouse, 'countries')).toBeGreaterThan(0);
     expect(await count(warehouse, 'states')).toBeGreaterThan(0);
     expect(await count(warehouse, 'sub_categories')).toBeGreaterThan(50);
     // The first sync sets the baseline: one history row per listing, one version per business, no alert.
-    expect(await count(warehouse, 'listing_status_history')).toBe(before.listings.size);
-    expect(await count(warehouse, 'business_versions')).toBe(before.businesses.length);
+    expect(await count(warehouse, 'listing_status_history')).toBe(truth.listings.size);
+    expect(await count(warehouse, 'business_versions')).toBe(truth.businesses.length);
     expect(await count(warehouse, 'alerts')).toBe(0);
     expect(await count(warehouse, 'quarantine')).toBe(0);
 
-    // Spot values: a listing as served, latitude a number, `-` ranks stored as NULL.
-    const [key, listing] = [...before.listings.entries()][0]!;
-    const [businessId] = key.split(':').map(Number);
-    const row = await warehouse.db
+    // Spot values: every listing as the sandbox built it (its full or its short form).
+    const rows = await warehouse.db
       .selectFrom('listings')
-      .selectAll()
-      .where('business_id', '=', businessId!)
-      .where('listing_id', '=', listing.id)
-      .executeTakeFirstOrThrow();
-    expect(row).toMatchObject({
-      site_name: listing.siteName,
-      status: listing.status,
-      sync_status: listing.syncStatus,
-      live_link: listing.liveLink,
-      has_site_credentials: listing.hasSiteCredentials,
-    });
+      .select([
+        'business_id',
+        'listing_id',
+        'site_name',
+        'status',
+        'sync_status',
+        'live_link',
+        'has_site_credentials',
+      ])
+      .execute();
+    const landed = new Map(rows.map((r) => [`${r.business_id}:${r.listing_id}`, r]));
+    for (const [key, raw] of truth.listings) {
+      expect(landed.get(key), key).toEqual({
+        business_id: Number(key.split(':')[0]),
+        listing_id: raw['id'],
+        site_name: raw['site_name'],
+        status: raw['status'],
+        sync_status: raw['sync_status'],
+        live_link: raw['live_link'] === undefined ? null : String(raw['live_link']),
+        has_site_credentials: Boolean(raw['site_username'] || raw['site_password']),
+      });
+    }
     const business = await warehouse.db
       .selectFrom('businesses')
       .select(['latitude', 'longitude'])
-      .where('business_id', '=', businessId!)
+      .where('business_id', '=', truth.businesses[0]!)
       .executeTakeFirstOrThrow();
     expect(typeof business.latitude).toBe('number');
     expect(await count(warehouse, 'rank_observations', sql`rank is null`)).toBeGreaterThan(0);
@@ -100,6 +117,8 @@ describe.each(testBackends)('sync run (%s)', (backend) => {
   });
 
   it('writes no row when nothing changed upstream', async () => {
+    expect((await sync(warehouse, api, sandbox.credentials)).status).toBe('succeeded');
+    expect(await count(warehouse, 'listings')).toBeGreaterThan(0);
     const digest = await contentDigest(warehouse);
     const counts = await tableCounts(warehouse);
     const versions = await rowVersions(warehouse);
@@ -115,15 +134,18 @@ describe.each(testBackends)('sync run (%s)', (backend) => {
   });
 
   it('after a day, history grows by exactly the changed rows and each newly Inaccurate listing alerts once', async () => {
+    expect((await sync(warehouse, api, sandbox.credentials)).status).toBe('succeeded');
+    const before = worldTruth(WORLD, 0);
     const historyBefore = await count(warehouse, 'listing_status_history');
+    expect(historyBefore).toBe(before.listings.size);
     sandbox.advanceDays(1);
-    const after = await served(api, sandbox.credentials);
+    const after = worldTruth(WORLD, 1);
     const tracked = [
       'status',
-      'syncStatus',
-      'nameValid',
-      'phoneValid',
-      'addressValid',
+      'sync_status',
+      'name_valid',
+      'phone_valid',
+      'address_valid',
       'claimed',
     ] as const;
     let changed = 0;
@@ -131,7 +153,7 @@ describe.each(testBackends)('sync run (%s)', (backend) => {
     for (const [key, listing] of after.listings) {
       const previous = before.listings.get(key);
       if (!previous || tracked.some((field) => previous[field] !== listing[field])) changed += 1;
-      if (listing.status === 'Inaccurate' && previous?.status !== 'Inaccurate')
+      if (listing['status'] === 'Inaccurate' && previous?.['status'] !== 'Inaccurate')
         newlyInaccurate += 1;
     }
     expect(changed).toBeGreaterThan(0);
@@ -160,6 +182,7 @@ describe.each(testBackends)('sync run (%s)', (backend) => {
     expect(outcome?.error).toContain('Authentication Failure');
     expect(outcome?.error).not.toContain(bad.authToken);
     expect(result.stats.credentials.find((c) => c.name === good!.name)?.status).toBe('succeeded');
+    expect(await count(warehouse, 'businesses')).toBe(WORLD.businessesPerAccount);
     const run = await warehouse.db
       .selectFrom('sync_runs')
       .select(['status', 'error'])
@@ -170,9 +193,13 @@ describe.each(testBackends)('sync run (%s)', (backend) => {
   });
 
   it('keeps every token and directory password out of every table', async () => {
+    const [good] = sandbox.credentials;
+    const bad = { ...good!, name: 'wrong-token', authToken: 'sbx_not_the_token_4242' };
+    await sync(warehouse, api, [...sandbox.credentials, bad]);
     const dump = await dumpAll(warehouse);
     expect(dump.length).toBeGreaterThan(1000);
     for (const credential of sandbox.credentials) expect(dump).not.toContain(credential.authToken);
+    expect(dump).not.toContain(bad.authToken);
     const passwords = await directoryPasswords(sandbox);
     expect(passwords.length).toBeGreaterThan(0);
     for (const password of passwords) expect(dump).not.toContain(password);

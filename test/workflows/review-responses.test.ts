@@ -5,7 +5,7 @@
  * change recorded, the `review_response_failed` alert and its sink messages, and
  * `api reviews response-status`.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   type ApiClient,
   listBusinesses,
@@ -18,8 +18,14 @@ import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { createAlertDispatcher } from '../../src/serve/alert-dispatcher.ts';
 import { alertWebhookBody, slackMessage } from '../../src/serve/alert-sinks.ts';
 import type { AlertForDelivery } from '../../src/serve/alert-store.ts';
+import type { SyncResult } from '../../src/sync/run.ts';
 import { RESPOND_ADVICE } from '../../src/workflows/command-context.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import {
+  createTestWarehouse,
+  type TestBackend,
+  type TestWarehouse,
+  testBackends,
+} from '../helpers/database.ts';
 import { sync, testApiClient } from '../sync/harness.ts';
 import { type CommandRun, type WorkflowRunner, workflowRunner } from './harness.ts';
 
@@ -38,61 +44,121 @@ type RefusalCode = keyof typeof UPSTREAM_TEXT;
 
 type OwnedReview = Review & { businessId: number; hasCreds: boolean };
 
-describe.each(testBackends)('review responses (%s)', (backend) => {
-  let sandbox: RunningSandbox;
-  let warehouse: TestWarehouse;
-  let api: ApiClient;
-  let cli: WorkflowRunner;
-  let reviews: OwnedReview[];
-  const submitted: Array<{ review: OwnedReview; requestId: string }> = [];
+/** A sandbox, a warehouse that has synced account-1 once, and the reviews it serves. */
+interface ResponseWorld {
+  sandbox: RunningSandbox;
+  warehouse: TestWarehouse;
+  api: ApiClient;
+  cli: WorkflowRunner;
+  reviews: OwnedReview[];
+  close(): Promise<void>;
+}
 
-  const respond = (review: { businessId: number; id: string }, extra: string[] = []) =>
-    cli.run([
-      'api',
-      'reviews',
-      'respond',
-      String(review.businessId),
-      review.id,
-      ...(extra.includes('--content') ? [] : ['--content', 'Thank you for your review!']),
-      ...(extra.includes('--account') ? [] : ['--account', 'account-1']),
-      ...extra,
-    ]);
+interface Submitted {
+  review: OwnedReview;
+  requestId: string;
+  run: CommandRun;
+}
 
-  /** The refusal's two lines: code and upstream text verbatim, then what to do. */
-  function expectRefusal(run: CommandRun, code: RefusalCode): void {
-    expect(run.code).toBe(1);
-    expect(run.stdout).toBe('');
-    expect(run.stderr).toBe(
-      `listings-sync: ${code}: ${UPSTREAM_TEXT[code]}\n  ${RESPOND_ADVICE[code]}\n`,
-    );
-  }
+const respondArgs = (review: { businessId: number; id: string }, extra: string[] = []) => [
+  'api',
+  'reviews',
+  'respond',
+  String(review.businessId),
+  review.id,
+  ...(extra.includes('--content') ? [] : ['--content', 'Thank you for your review!']),
+  ...(extra.includes('--account') ? [] : ['--account', 'account-1']),
+  ...extra,
+];
 
-  beforeAll(async () => {
-    sandbox = await startSandbox({ seed: 23, accounts: 2, businessesPerAccount: 8, port: 0 });
-    warehouse = await createTestWarehouse(backend);
-    api = testApiClient();
-    cli = workflowRunner(warehouse, sandbox.credentials);
-    const credential = sandbox.credentials[0]!;
-    reviews = [];
-    for (const business of (await listBusinesses(api, credential)).records) {
-      const listings = (await listListings(api, credential, business.id)).records;
-      const creds = new Map(listings.map((l) => [l.siteName, l.hasSiteCredentials]));
-      for (const review of (await listReviews(api, credential, business.id, 'review')).records) {
-        reviews.push({
-          ...review,
-          businessId: business.id,
-          hasCreds: creds.get(review.siteName) === true,
-        });
-      }
+async function openResponseWorld(backend: TestBackend): Promise<ResponseWorld> {
+  const sandbox = await startSandbox({ seed: 23, accounts: 2, businessesPerAccount: 8, port: 0 });
+  const warehouse = await createTestWarehouse(backend);
+  const api = testApiClient();
+  const cli = workflowRunner(warehouse, sandbox.credentials);
+  const credential = sandbox.credentials[0]!;
+  const reviews: OwnedReview[] = [];
+  for (const business of (await listBusinesses(api, credential)).records) {
+    const listings = (await listListings(api, credential, business.id)).records;
+    const creds = new Map(listings.map((l) => [l.siteName, l.hasSiteCredentials]));
+    for (const review of (await listReviews(api, credential, business.id, 'review')).records) {
+      reviews.push({
+        ...review,
+        businessId: business.id,
+        hasCreds: creds.get(review.siteName) === true,
+      });
     }
-    // The reviews are in the warehouse, as after any nightly run.
-    expect((await sync(warehouse, api, [credential])).status).toBe('succeeded');
-  });
+  }
+  // The reviews are in the warehouse, as after any nightly run.
+  expect((await sync(warehouse, api, [credential])).status).toBe('succeeded');
+  return {
+    sandbox,
+    warehouse,
+    api,
+    cli,
+    reviews,
+    close: async () => {
+      await api.close();
+      await warehouse.close();
+      await sandbox.close();
+    },
+  };
+}
 
-  afterAll(async () => {
-    await api?.close();
-    await warehouse?.close();
-    await sandbox?.close();
+/**
+ * Enough accepted requests for both outcomes to occur (seed 23 fails some and completes
+ * others), and no more: each response re-syncs its business.
+ */
+const REQUESTS = 8;
+
+/** Responds to respondable reviews without a response until REQUESTS are accepted. */
+async function submitFresh(world: ResponseWorld): Promise<Submitted[]> {
+  const submitted: Submitted[] = [];
+  const fresh = world.reviews.filter((r) => r.canRespond && r.responses.length === 0 && r.hasCreds);
+  for (const review of fresh) {
+    if (submitted.length === REQUESTS) break;
+    const run = await world.cli.run(respondArgs(review));
+    if (run.code !== 0) continue;
+    submitted.push({ review, requestId: JSON.parse(run.stdout).requestId, run });
+  }
+  return submitted;
+}
+
+/** Sandbox days go by with a sync each, until every request has completed or failed. */
+async function settle(world: ResponseWorld): Promise<SyncResult[]> {
+  const results: SyncResult[] = [];
+  for (let day = 0; day < 5; day++) {
+    world.sandbox.advanceDays(1);
+    results.push(await sync(world.warehouse, world.api, [world.sandbox.credentials[0]!]));
+  }
+  return results;
+}
+
+/** The refusal's two lines: code and upstream text verbatim, then what to do. */
+function expectRefusal(run: CommandRun, code: RefusalCode): void {
+  expect(run.code).toBe(1);
+  expect(run.stdout).toBe('');
+  expect(run.stderr).toBe(
+    `listings-sync: ${code}: ${UPSTREAM_TEXT[code]}\n  ${RESPOND_ADVICE[code]}\n`,
+  );
+}
+
+describe.each(testBackends)('review responses (%s)', (backend) => {
+  // Each test of this block starts from a sandbox and warehouse of its own.
+  let world: ResponseWorld;
+  let warehouse: TestWarehouse;
+  let sandbox: RunningSandbox;
+  let api: ApiClient;
+  let reviews: OwnedReview[];
+  const respond = (review: { businessId: number; id: string }, extra: string[] = []) =>
+    world.cli.run(respondArgs(review, extra));
+
+  beforeEach(async () => {
+    world = await openResponseWorld(backend);
+    ({ warehouse, sandbox, api, reviews } = world);
+  });
+  afterEach(async () => {
+    await world?.close();
   });
 
   it('shows each refusal of an unusable review with its own advice, and records nothing', async () => {
@@ -129,20 +195,18 @@ describe.each(testBackends)('review responses (%s)', (backend) => {
   });
 
   it('records each accepted response, and refuses a second one while it is in progress', async () => {
-    const fresh = reviews.filter((r) => r.canRespond && r.responses.length === 0 && r.hasCreds);
-    for (const review of fresh) {
-      const run = await respond(review);
-      if (run.code !== 0) continue;
+    const submitted = await submitFresh(world);
+    for (const { review, requestId, run } of submitted) {
       const out = JSON.parse(run.stdout);
       expect(out).toMatchObject({
         businessId: review.businessId,
         reviewId: review.id,
         status: 'Created',
+        requestId,
       });
       expect(run.stderr).toContain(`warehouse: business ${review.businessId} synced again`);
-      submitted.push({ review, requestId: out.requestId });
     }
-    expect(submitted.length).toBeGreaterThan(5);
+    expect(submitted).toHaveLength(REQUESTS);
     const rows = await warehouse.db
       .selectFrom('review_response_requests')
       .selectAll()
@@ -159,6 +223,8 @@ describe.each(testBackends)('review responses (%s)', (backend) => {
   });
 
   it('follows every request across sandbox days to Completed or Failed, recording each change', async () => {
+    const submitted = await submitFresh(world);
+    expect(submitted).toHaveLength(REQUESTS);
     const credential = sandbox.credentials[0]!;
     sandbox.advanceDays(1);
     const day1 = await sync(warehouse, api, [credential]);
@@ -228,6 +294,28 @@ describe.each(testBackends)('review responses (%s)', (backend) => {
         .where('kind', '=', 'review_response_failed')
         .execute(),
     ).toHaveLength(alerts.length);
+  });
+});
+
+describe.each(testBackends)('review responses, once every request has settled (%s)', (backend) => {
+  // These tests only read the settled state (or are refused), so they share one world.
+  let world: ResponseWorld;
+  let warehouse: TestWarehouse;
+  let cli: WorkflowRunner;
+  let reviews: OwnedReview[];
+  let submitted: Submitted[];
+  const respond = (review: { businessId: number; id: string }, extra: string[] = []) =>
+    world.cli.run(respondArgs(review, extra));
+
+  beforeAll(async () => {
+    world = await openResponseWorld(backend);
+    ({ warehouse, cli, reviews } = world);
+    submitted = await submitFresh(world);
+    expect(submitted).toHaveLength(REQUESTS);
+    await settle(world);
+  });
+  afterAll(async () => {
+    await world?.close();
   });
 
   it('delivers the failed-response alert to the sinks with its own text and body', async () => {

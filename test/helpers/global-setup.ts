@@ -1,0 +1,21 @@
+/**
+ * Runs once per `vitest run`, before any worker: builds the migrated warehouse templates
+ * (so no two workers build one at the same time) and, afterwards, drops any PostgreSQL
+ * clone a crashed test left behind.
+ */
+import { randomBytes } from 'node:crypto';
+import type { TestProject } from 'vitest/node';
+import { dropClones, ensurePgliteTemplate, ensurePostgresTemplate } from './warehouse-template.ts';
+
+/** Read here rather than through config.ts: a test-only variable. */
+const testDatabaseUrl = process.env['TEST_DATABASE_URL']?.trim() || undefined;
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const runId = randomBytes(4).toString('hex');
+  project.provide('testRunId', runId);
+  await ensurePgliteTemplate();
+  if (testDatabaseUrl) await ensurePostgresTemplate(testDatabaseUrl);
+  return async () => {
+    if (testDatabaseUrl) await dropClones(testDatabaseUrl, `lst_${runId}_`);
+  };
+}

@@ -1,0 +1,147 @@
+/**
+ * Migrated warehouse templates, built once per test run and cloned per test warehouse.
+ *
+ * Starting PGlite runs initdb inside WASM, about 3–4 s on a 2-core machine; loading a
+ * dumped data directory takes about 0.3 s. Migrating a PostgreSQL schema costs ~110 ms;
+ * `CREATE DATABASE … TEMPLATE` copies a migrated one in ~25 ms, and a database per test
+ * warehouse also keeps advisory locks and catalog scans apart between test files.
+ *
+ * Both templates are named by a hash of what shapes them (the migrations, the migrator,
+ * the PGlite version), so adding a migration builds a new one and a stale one is never used.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PGliteDialect } from 'kysely';
+import pg from 'pg';
+import { openWarehouse } from '../../src/warehouse/connection.ts';
+import type { Database } from '../../src/warehouse/database.ts';
+import { migrateToLatest } from '../../src/warehouse/migrate.ts';
+
+const ROOT = join(import.meta.dirname, '../..');
+
+let cachedKey: string | undefined;
+
+/** A short hash of every input that decides what a migrated warehouse looks like. */
+export function templateKey(): string {
+  if (cachedKey) return cachedKey;
+  const hash = createHash('sha256');
+  const migrations = join(ROOT, 'migrations');
+  for (const file of readdirSync(migrations).sort()) {
+    hash
+      .update(file)
+      .update('\0')
+      .update(readFileSync(join(migrations, file)))
+      .update('\0');
+  }
+  hash.update(readFileSync(join(ROOT, 'src/warehouse/migrate.ts')));
+  // A dump is only loadable by the PGlite build that wrote it.
+  hash.update(readFileSync(join(ROOT, 'node_modules/@electric-sql/pglite/package.json')));
+  cachedKey = hash.digest('hex').slice(0, 16);
+  return cachedKey;
+}
+
+export function pgliteTemplatePath(): string {
+  return join(tmpdir(), `listings-sync-pglite-template-${templateKey()}.tar`);
+}
+
+/**
+ * Builds the PGlite template file unless it exists. Written under a temporary name and
+ * renamed, so a reader never sees half a file and two builders (workers started without
+ * the global set-up) both end with a whole one.
+ */
+export async function ensurePgliteTemplate(): Promise<string> {
+  const path = pgliteTemplatePath();
+  if (existsSync(path)) return path;
+  const pglite = await PGlite.create();
+  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  try {
+    await migrateToLatest(db);
+    const dump = await pglite.dumpDataDir('none');
+    const partial = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
+    writeFileSync(partial, Buffer.from(await dump.arrayBuffer()));
+    renameSync(partial, path);
+  } finally {
+    await db.destroy();
+    if (!pglite.closed) await pglite.close();
+  }
+  return path;
+}
+
+let cachedDump: Blob | undefined;
+
+/** The migrated PGlite data directory, read once per test file. */
+export async function pgliteTemplate(): Promise<Blob> {
+  if (!cachedDump) cachedDump = new Blob([readFileSync(await ensurePgliteTemplate())]);
+  return cachedDump;
+}
+
+/** The name every test run with these migrations shares on a PostgreSQL server. */
+export function postgresTemplateName(): string {
+  return `listings_sync_template_${templateKey()}`;
+}
+
+/** Runs one statement on the server's maintenance connection (the URL's own database). */
+export async function adminQuery<Row extends pg.QueryResultRow = pg.QueryResultRow>(
+  databaseUrl: string,
+  text: string,
+  values: unknown[] = [],
+): Promise<Row[]> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return (await client.query<Row>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+export function databaseUrlFor(databaseUrl: string, database: string): string {
+  const url = new URL(databaseUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+const DUPLICATE_DATABASE = '42P04';
+
+/**
+ * Builds the PostgreSQL template database unless it exists: migrated under a private
+ * name, then renamed (nobody may be connected to a template while it is copied, and a
+ * rename makes it appear whole). A builder that loses the race drops its copy.
+ */
+export async function ensurePostgresTemplate(databaseUrl: string): Promise<string> {
+  const name = postgresTemplateName();
+  const found = await adminQuery(databaseUrl, 'select 1 from pg_database where datname = $1', [
+    name,
+  ]);
+  if (found.length > 0) return name;
+  const building = `${name}_b${randomBytes(4).toString('hex')}`;
+  await adminQuery(databaseUrl, `create database "${building}"`);
+  try {
+    const warehouse = await openWarehouse({ databaseUrl: databaseUrlFor(databaseUrl, building) });
+    try {
+      await migrateToLatest(warehouse.db);
+    } finally {
+      await warehouse.close();
+    }
+    await adminQuery(databaseUrl, `alter database "${building}" rename to "${name}"`);
+  } catch (error) {
+    await adminQuery(databaseUrl, `drop database if exists "${building}" with (force)`);
+    if ((error as { code?: string }).code !== DUPLICATE_DATABASE) throw error;
+  }
+  return name;
+}
+
+/** Drops the databases a test run left behind: clones whose close() never ran. */
+export async function dropClones(databaseUrl: string, prefix: string): Promise<void> {
+  const rows = await adminQuery<{ datname: string }>(
+    databaseUrl,
+    "select datname from pg_database where starts_with(datname, $1) and datname <> 'postgres'",
+    [prefix],
+  );
+  for (const { datname } of rows) {
+    await adminQuery(databaseUrl, `drop database if exists "${datname}" with (force)`);
+  }
+}
