@@ -44,7 +44,7 @@ import {
   type BusinessSnapshot,
   mergeWriteStats,
   type WriteStats,
-  writeBusinessSnapshot,
+  writeBusinessSnapshotIsolating,
 } from '../warehouse/business-snapshot.ts';
 import { archiveMissingBusinesses, markBusinessMissing } from '../warehouse/businesses.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
@@ -604,9 +604,11 @@ async function syncBusiness(
     keywords: records(value(keywords, 'keywords'), 'keywords'),
     rejected,
   };
-  const written = await options.warehouse.db
-    .transaction()
-    .execute((trx) => writeBusinessSnapshot(trx, snapshot, { runId: context.runId, observedAt }));
+  // A value the database refuses costs its record (quarantined), never the business.
+  const written = await writeBusinessSnapshotIsolating(options.warehouse.db, snapshot, {
+    runId: context.runId,
+    observedAt,
+  });
   mergeWriteStats(stats.tables, written.stats);
   stats.alerts += written.alerts;
   stats.quarantined += written.quarantined;
