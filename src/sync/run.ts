@@ -51,6 +51,7 @@ import type { Warehouse } from '../warehouse/connection.ts';
 import { quarantineRecords } from '../warehouse/quarantine.ts';
 import { writeReferenceData } from '../warehouse/reference-data.ts';
 import {
+  closeInvalidResponseRequest,
   openResponseRequests,
   recordResponseStatus,
   recordResponseStatusError,
@@ -125,6 +126,8 @@ export interface RunStats {
     changed: number;
     completed: number;
     failed: number;
+    /** Closed because the upstream answered `Invalid Request ID` (never asked again). */
+    invalid: number;
     errors: number;
   };
   seconds: number;
@@ -208,7 +211,7 @@ function emptyStats(): RunStats {
     tables: {},
     quarantined: 0,
     alerts: 0,
-    responseRequests: { checked: 0, changed: 0, completed: 0, failed: 0, errors: 0 },
+    responseRequests: { checked: 0, changed: 0, completed: 0, failed: 0, invalid: 0, errors: 0 },
     seconds: 0,
   };
 }
@@ -620,8 +623,9 @@ async function syncBusiness(
 /**
  * Reads the status of each open review response request of the credential (operation
  * 10) and records it: a change appends an event row, `Completed`/`Failed` closes the
- * request, `Failed` raises an alert. A failed read leaves the request open (polled again
- * next run), keeps the reason in `last_error`, and makes the run partial.
+ * request, `Failed` raises an alert. `Invalid Request ID` closes it as `Invalid`. Any other
+ * failed read leaves the request open (polled again next run), keeps the reason in
+ * `last_error`, and makes the run partial.
  */
 async function pollResponseRequests(
   context: RunContext,
@@ -651,6 +655,23 @@ async function pollResponseRequests(
             request.request_id,
           ));
         } catch (error) {
+          if (error instanceof ApiError && error.code === 'INVALID_REQUEST_ID') {
+            // Permanent: the upstream has no such request. Closed, so no later run polls it
+            // or ends partial because of it.
+            await closeInvalidResponseRequest(db, {
+              requestId: request.request_id,
+              status: 'Invalid',
+              observedAt,
+              runId: context.runId,
+              error: errorText(error),
+            });
+            stats.responseRequests.invalid += 1;
+            log.warn(
+              { credential: credential.name, requestId: request.request_id, err: error },
+              'review response request: the upstream does not know it; closed as Invalid',
+            );
+            return;
+          }
           stats.responseRequests.errors += 1;
           stats.streamFailures += 1;
           log.warn(
