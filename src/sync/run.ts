@@ -140,11 +140,15 @@ export interface SyncResult {
   error?: string;
 }
 
+/** The sync lock's key: full runs take it exclusively, shards shared (src/warehouse/sync-lock.ts). */
+export const NIGHTLY_LOCK_KEY = 'listings-sync:sync';
+
 export class SyncLockedError extends Error {
   readonly code = 'SYNC_LOCKED';
   constructor() {
     super(
-      'Another sync is already running against this warehouse (its advisory lock is held). ' +
+      'Another sync is already running against this warehouse (its advisory lock is held: ' +
+        'a full run excludes every other run, a shard excludes full runs and the same shard). ' +
         'Wait for it to finish, or stop it, and run again.',
     );
     this.name = 'SyncLockedError';
@@ -226,12 +230,17 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
   const db = warehouse.db;
   const now = options.now ?? (() => new Date());
   const streams = new Set<Stream>(options.streams ?? STREAMS);
-  // Shards of one night run side by side, so each shard has its own lock: the lock keeps
-  // a second copy of the same work off the warehouse, not the other shards.
-  const lockKey = options.shard
-    ? `listings-sync:sync:shard:${formatShard(options.shard)}`
-    : 'listings-sync:sync';
-  const lock = await tryAcquireSyncLock(warehouse, lockKey);
+  // A full run has the warehouse to itself; shards of one night share the nightly key and
+  // each holds its own shard key, so they run side by side but never beside a full run.
+  const lock = await tryAcquireSyncLock(
+    warehouse,
+    options.shard
+      ? {
+          shared: [NIGHTLY_LOCK_KEY],
+          exclusive: [`${NIGHTLY_LOCK_KEY}:shard:${formatShard(options.shard)}`],
+        }
+      : { exclusive: [NIGHTLY_LOCK_KEY] },
+  );
   if (!lock) throw new SyncLockedError();
 
   const started = performance.now();
