@@ -13,7 +13,7 @@
  * status change recorded; a request that ends `Failed` raises a `review_response_failed`
  * alert.
  */
-import pLimit from 'p-limit';
+import pLimit, { type LimitFunction } from 'p-limit';
 import { ApiError } from '../api/errors.ts';
 import {
   type ApiClient,
@@ -73,6 +73,10 @@ export type Stream = (typeof STREAMS)[number];
 
 export type RunStatus = 'succeeded' | 'partial' | 'failed' | 'interrupted';
 
+/** Defaults of `businessConcurrency` and `overallBusinessConcurrency`. */
+export const DEFAULT_BUSINESS_CONCURRENCY = 8;
+export const DEFAULT_OVERALL_BUSINESS_CONCURRENCY = 16;
+
 export interface SyncProgress {
   accountsTotal: number;
   accountsDone: number;
@@ -99,8 +103,14 @@ export interface SyncOptions {
   signal?: AbortSignal;
   /** The run's clock: observation times and rank days. The demo drives it from the sandbox. */
   now?: () => Date;
-  /** Businesses fetched and written at once, per credential. */
+  /** Businesses fetched and written at once, per credential (default 8). */
   businessConcurrency?: number;
+  /**
+   * Businesses fetched and written at once across all credentials (default 16). Each
+   * holds a database connection while it writes, so the pool is sized from it
+   * (`warehousePoolSize` in src/warehouse/open.ts).
+   */
+  overallBusinessConcurrency?: number;
   onProgress?: (progress: SyncProgress) => void;
 }
 
@@ -283,7 +293,26 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     };
 
     let fatal: Error | undefined;
+    // Reference data is written once per run, by whichever credential gets there first.
+    // A credential arriving while that attempt is in flight waits for it; if it failed,
+    // the next credential tries again. Only a run where no attempt succeeded is partial.
     let referenceDone = !streams.has('reference');
+    let referenceAttempt: Promise<boolean> | undefined;
+    const attemptReference = (credential: Credential): Promise<boolean> =>
+      syncReferenceData(context, credential).then(
+        () => {
+          referenceDone = true;
+          return true;
+        },
+        (error: unknown) => {
+          if (isWarehouseGone(error)) throw new WarehouseGoneError(error);
+          log.warn(
+            { credential: credential.name, err: error },
+            'reference data failed; another credential will try',
+          );
+          return false;
+        },
+      );
     const context: RunContext = {
       options,
       runId,
@@ -298,15 +327,22 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       },
       isStopped: () => fatal !== undefined || options.signal?.aborted === true,
       async writeReferenceOnce(credential) {
-        if (referenceDone) return;
-        referenceDone = true;
-        await syncReferenceData(context, credential).catch((error: unknown) => {
-          if (isWarehouseGone(error)) throw new WarehouseGoneError(error);
-          referenceDone = false; // another credential may succeed
-          stats.streamFailures += 1;
-          log.warn({ credential: credential.name, err: error }, 'reference data failed');
-        });
+        while (!referenceDone) {
+          if (referenceAttempt) {
+            // Someone else's attempt: wait for it; if it failed, loop and try ourselves.
+            await referenceAttempt;
+            continue;
+          }
+          referenceAttempt = attemptReference(credential).finally(() => {
+            referenceAttempt = undefined;
+          });
+          await referenceAttempt;
+          return;
+        }
       },
+      businessSlot: pLimit(
+        options.overallBusinessConcurrency ?? DEFAULT_OVERALL_BUSINESS_CONCURRENCY,
+      ),
     };
 
     // Credentials run side by side: each has its own request limits in the client.
@@ -329,6 +365,9 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       }),
     );
     stats.credentials.sort((a, b) => a.name.localeCompare(b.name));
+    if (!referenceDone && stats.credentials.some((c) => c.status !== 'failed')) {
+      stats.streamFailures += 1;
+    }
 
     const apiAfter = apiStats(api);
     stats.requests = apiAfter.requests - apiBefore.requests;
@@ -370,6 +409,8 @@ interface RunContext {
   fail(error: Error): void;
   isStopped(): boolean;
   writeReferenceOnce(credential: Credential): Promise<void>;
+  /** The run-wide limit on businesses in flight, across credentials. */
+  businessSlot: LimitFunction;
 }
 
 function decideStatus(stats: RunStats, fatal: Error | undefined, signal?: AbortSignal): RunStatus {
@@ -477,30 +518,32 @@ async function syncCredential(
 
   let authFailure: ApiError | undefined;
   let failedBusinesses = 0;
-  const limit = pLimit(options.businessConcurrency ?? 8);
+  const limit = pLimit(options.businessConcurrency ?? DEFAULT_BUSINESS_CONCURRENCY);
   await Promise.all(
     mine.map((business) =>
-      limit(async () => {
-        if (context.isStopped() || authFailure) return;
-        try {
-          const outcome = await syncBusiness(context, credential, business);
-          if (outcome === 'failed') failedBusinesses += 1;
-        } catch (error) {
-          if (error instanceof ApiError && error.code === 'AUTH_FAILURE') {
-            authFailure ??= error;
-            return;
+      limit(() =>
+        context.businessSlot(async () => {
+          if (context.isStopped() || authFailure) return;
+          try {
+            const outcome = await syncBusiness(context, credential, business);
+            if (outcome === 'failed') failedBusinesses += 1;
+          } catch (error) {
+            if (error instanceof ApiError && error.code === 'AUTH_FAILURE') {
+              authFailure ??= error;
+              return;
+            }
+            if (isWarehouseGone(error)) {
+              context.fail(new WarehouseGoneError(error));
+              return;
+            }
+            failedBusinesses += 1;
+            accountLog.error({ businessId: business.id, err: error }, 'business failed');
+          } finally {
+            context.progress.businessesDone += 1;
+            context.report();
           }
-          if (isWarehouseGone(error)) {
-            context.fail(new WarehouseGoneError(error));
-            return;
-          }
-          failedBusinesses += 1;
-          accountLog.error({ businessId: business.id, err: error }, 'business failed');
-        } finally {
-          context.progress.businessesDone += 1;
-          context.report();
-        }
-      }),
+        }),
+      ),
     ),
   );
   stats.businesses.failed += failedBusinesses;
@@ -648,7 +691,7 @@ async function pollResponseRequests(
     ...(businessIds ? { businessIds } : {}),
   });
   if (open.length === 0) return;
-  const limit = pLimit(options.businessConcurrency ?? 8);
+  const limit = pLimit(options.businessConcurrency ?? DEFAULT_BUSINESS_CONCURRENCY);
   await Promise.all(
     open.map((request) =>
       limit(async () => {

@@ -35,13 +35,29 @@ function causeText(config: Config, cause: unknown): string {
   return config.databaseUrl ? redactDatabaseUrlIn(text, config.databaseUrl) : text;
 }
 
+/**
+ * Connections beside the business transactions: the sync lock's session, reference data,
+ * quarantine and response-request writes, and in `serve` the webhook intake and the
+ * alert dispatcher.
+ */
+export const POOL_RESERVE = 4;
+
+/**
+ * The PostgreSQL pool size: one connection per business in flight (at most
+ * SYNC_CONCURRENCY across credentials, each writes in its own transaction) plus
+ * `POOL_RESERVE`, so businesses never queue for a connection behind each other.
+ */
+export function warehousePoolSize(config: Config): number {
+  return config.syncConcurrency + POOL_RESERVE;
+}
+
 /** Open the warehouse `config` names and check that it answers. */
 export async function openConfiguredWarehouse(config: Config): Promise<Warehouse> {
   let warehouse: Warehouse;
   try {
     warehouse = await openWarehouse(
       config.databaseUrl
-        ? { databaseUrl: config.databaseUrl }
+        ? { databaseUrl: config.databaseUrl, poolSize: warehousePoolSize(config) }
         : { pgliteDataDir: config.pgliteDataDir },
     );
   } catch (cause) {
