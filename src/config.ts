@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { validate as isValidCron } from 'node-cron';
 import { z } from 'zod';
+import { withoutUserinfo } from './log.ts';
 
 /** One API credential: `baseUrl` is everything before `/api/v2`. */
 export interface Credential {
@@ -87,11 +88,23 @@ const credentialSchema = z
   })
   .strict();
 
+/**
+ * The upstream account a credential reaches: its base URL (host case, userinfo and a
+ * trailing slash aside) and its e-mail (case aside). Two credentials of one account
+ * would write every business twice (two `business_versions` rows per change).
+ */
+function accountIdentity(credential: { baseUrl: string; userEmail: string }): string {
+  const url = new URL(withoutUserinfo(credential.baseUrl));
+  const base = `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, '')}${url.search}`;
+  return `${base} ${credential.userEmail.trim().toLowerCase()}`;
+}
+
 const credentialsFileSchema = z
   .array(credentialSchema, { error: 'the file must hold a JSON array of credentials' })
   .min(1, 'the file must list at least one credential')
   .superRefine((list, ctx) => {
     const seen = new Set<string>();
+    const accounts = new Map<string, string>();
     list.forEach((credential, index) => {
       if (seen.has(credential.name)) {
         ctx.addIssue({
@@ -101,6 +114,18 @@ const credentialsFileSchema = z
         });
       }
       seen.add(credential.name);
+      const identity = accountIdentity(credential);
+      const first = accounts.get(identity);
+      if (first !== undefined && first !== credential.name) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [index],
+          message:
+            `credentials "${first}" and "${credential.name}" are the same account ` +
+            `(baseUrl ${withoutUserinfo(credential.baseUrl)}, userEmail ${credential.userEmail}); ` +
+            'keep one of them, or every business of that account is synced and versioned twice',
+        });
+      } else if (first === undefined) accounts.set(identity, credential.name);
     });
   });
 

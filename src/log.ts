@@ -27,8 +27,12 @@ const SECRET_JSON_FIELD = new RegExp(`"(${SECRET_NAMES})"\\s*:\\s*"(?:[^"\\\\]|\
 const SECRET_IN_TEXT =
   /\b(auth_token|authToken|site_password|password|secret|token|api_key)(=|":\s*"|:\s*)(?!\[REDACTED\])([^&\s"',;)}\]]+)/gi;
 const BEARER = /\b(Bearer|Basic)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]+/g;
-/** `postgres://user:password@host` */
-const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^:/?#\s@]+:)([^@/?#\s]+)@/gi;
+/**
+ * `postgres://user:password@host`. The password runs to the LAST `@` before a space or a
+ * quote: an unencoded `/`, `#`, `?` or `@` inside it is still covered (a URL with a port
+ * and an `@` later in its query loses that stretch too, which is the safe mistake).
+ */
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^:/?#\s@"']+:)([^\s"']*)@/gi;
 
 /** Replace secrets inside a string: query parameters, `key: value` text, URL passwords. */
 export function redactText(text: string): string {
@@ -37,6 +41,82 @@ export function redactText(text: string): string {
     .replace(SECRET_IN_TEXT, (_m, key: string, sep: string) => `${key}${sep}${REDACTED}`)
     .replace(BEARER, (_m, scheme: string) => `${scheme} ${REDACTED}`)
     .replace(URL_PASSWORD, (_m, head: string) => `${head}${REDACTED}@`);
+}
+
+/**
+ * A URL fit to print: scheme, host, port, path and query, with the password (and any
+ * userinfo it may hide in) replaced. A URL that does not parse cleanly, or whose path or
+ * query still holds an `@` (the sign of a password with an unencoded `/`, `#` or `?`),
+ * prints no part of itself.
+ */
+export function redactUrl(url: string): string {
+  const unreadable = `[${REDACTED}: a URL that does not parse (percent-encode / # ? @ in a password)]`;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return unreadable;
+  }
+  const tail = `${parsed.pathname}${parsed.search}${parsed.hash}`;
+  if (/@|%40/i.test(tail) || (url.includes('@') && !parsed.username && !parsed.password)) {
+    return unreadable;
+  }
+  const user = parsed.username ? `${parsed.username}${parsed.password ? `:${REDACTED}` : ''}@` : '';
+  const path = parsed.pathname === '/' && !url.endsWith('/') ? '' : parsed.pathname;
+  return `${parsed.protocol}//${user}${parsed.host}${path}${parsed.search}`;
+}
+
+/**
+ * An http(s) URL without its userinfo (`http://user:pw@host/x` → `http://host/x`), for
+ * storing and printing a credential's base URL. One that does not parse prints nothing.
+ */
+export function withoutUserinfo(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return redactUrl(url);
+  }
+  if (!parsed.username && !parsed.password) return url;
+  parsed.username = '';
+  parsed.password = '';
+  const text = parsed.href;
+  return url.endsWith('/') || !text.endsWith('/') ? text : text.slice(0, -1);
+}
+
+/**
+ * `text` with everything a database URL could leak removed: the URL itself (however it
+ * is spelled), its password raw and percent-decoded, and what `redactText` catches.
+ */
+export function redactDatabaseUrlIn(text: string, url: string): string {
+  let out = text.split(url).join(redactUrl(url));
+  const start = url.indexOf('//');
+  const at = url.lastIndexOf('@');
+  const colon = url.indexOf(':', start + 2);
+  if (start >= 0 && at > colon && colon > start) {
+    const password = url.slice(colon + 1, at);
+    let decoded = password;
+    try {
+      decoded = decodeURIComponent(password);
+    } catch {}
+    // A driver that split the URL elsewhere echoes pieces of the password as a host,
+    // port or database name (`getaddrinfo ENOTFOUND <piece>`): the pieces go too.
+    const pieces = [password, decoded, ...password.split(/[/#?@:]/).filter((p) => p.length >= 2)];
+    for (const secret of [...new Set(pieces)].sort((a, b) => b.length - a.length)) {
+      if (secret.length > 0) out = out.split(secret).join(REDACTED);
+    }
+  }
+  return redactText(out);
+}
+
+/**
+ * A driver's error with `redactDatabaseUrlIn` applied to its message, keeping only its
+ * `code`: fit to be an error's `cause` (Node's URL errors carry the URL in `input`).
+ */
+export function withoutDatabaseUrl(error: unknown, url: string): Error {
+  const message = redactDatabaseUrlIn(error instanceof Error ? error.message : String(error), url);
+  const code = (error as { code?: unknown } | null)?.code;
+  return Object.assign(new Error(message), typeof code === 'string' ? { code } : {});
 }
 
 /**

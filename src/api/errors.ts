@@ -12,6 +12,11 @@ export const API_ERROR_CODES = [
   'INVALID_LOCATION_ID',
   'INVALID_KEYWORD_ID',
   'VALIDATION_FAILED',
+  'STATE_BLANK',
+  'SUB_CATEGORY_BLANK',
+  'HOURS_INCOMPLETE',
+  'HOURS_BLANK',
+  'HOURS_FORMAT',
   'REVIEW_ID_INVALID',
   'REVIEW_CONTENT_EMPTY',
   'REVIEW_NOT_YOURS',
@@ -164,6 +169,49 @@ export function splitValidationMessages(message: string): string[] {
     .filter(Boolean);
 }
 
+/**
+ * The five validation errors of operations 4 and 5 that the upstream names by their own
+ * text (docs/upstream.md, "Errors"), each with its own code; any other sentence after
+ * `The business was not created.` (attribute validations) is `VALIDATION_FAILED`.
+ */
+const VALIDATION_SENTENCE_CODES: ReadonlyArray<readonly [string, ApiErrorCode]> = [
+  ["State can't be blank", 'STATE_BLANK'],
+  ["Sub Category can't be blank", 'SUB_CATEGORY_BLANK'],
+  ['Operating hours should include all days of the week', 'HOURS_INCOMPLETE'],
+  ['Please specify valid operating hours for each day of the week', 'HOURS_BLANK'],
+  // The upstream appends an example time after this sentence: matched as a prefix.
+  ['Operating hours should be in 12 hours format and no trailing spaces', 'HOURS_FORMAT'],
+];
+
+/** Every code a rejected create or update (operations 4 and 5) can carry. */
+export const VALIDATION_CODES: ReadonlySet<ApiErrorCode> = new Set([
+  'VALIDATION_FAILED',
+  ...VALIDATION_SENTENCE_CODES.map(([, code]) => code),
+]);
+
+export function isValidationCode(code: ApiErrorCode): boolean {
+  return VALIDATION_CODES.has(code);
+}
+
+function validationSentenceCode(sentence: string): ApiErrorCode {
+  const text = normaliseMessage(sentence);
+  for (const [known, code] of VALIDATION_SENTENCE_CODES) {
+    if (text.startsWith(normaliseMessage(known))) return code;
+  }
+  return 'VALIDATION_FAILED';
+}
+
+/**
+ * One code for a validation message: the specific code when every sentence carries the
+ * same one, `VALIDATION_FAILED` when there are none, several kinds, or attribute messages
+ * (the individual sentences are in `messages` either way).
+ */
+function validationCode(messages: readonly string[]): ApiErrorCode {
+  const codes = new Set(messages.map(validationSentenceCode));
+  const [only] = codes;
+  return codes.size === 1 && only ? only : 'VALIDATION_FAILED';
+}
+
 export interface MessageClassification {
   code: ApiErrorCode;
   messages?: string[];
@@ -174,7 +222,8 @@ export function codeForMessage(message: string): MessageClassification | undefin
   const known = CODE_BY_MESSAGE.get(normaliseMessage(message));
   if (known) return { code: known };
   if (normaliseMessage(message).startsWith(normaliseMessage(VALIDATION_PREFIX))) {
-    return { code: 'VALIDATION_FAILED', messages: splitValidationMessages(message) };
+    const messages = splitValidationMessages(message);
+    return { code: validationCode(messages), messages };
   }
   return undefined;
 }

@@ -23,6 +23,7 @@ export {
   ApiError,
   type ApiErrorCode,
   isApiError,
+  isValidationCode,
   OPERATIONS,
   type OperationName,
 } from './errors.ts';

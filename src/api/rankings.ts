@@ -1,7 +1,12 @@
 /** Keyword rankings: operation 11 of the seed. */
 import { z } from 'zod';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
-import { describeIssues, rankingEntrySchema, scrubPayload } from './schemas.ts';
+import {
+  describeIssues,
+  rankingEntrySchema,
+  scrubPayload,
+  unstorableTextReason,
+} from './schemas.ts';
 import type { Credential, ListResult, RankObservation, RejectedRecord } from './types.ts';
 
 /** Keyword → sites. No keywords may come as `[]` (an empty hash serialised as a list). */
@@ -17,6 +22,15 @@ export function rankingsFromResult(result: unknown): ListResult<RankObservation>
   const rejected: RejectedRecord[] = [];
   if (Array.isArray(byKeyword)) return { records, rejected };
   for (const [keyword, sites] of Object.entries(byKeyword)) {
+    const unstorable = unstorableTextReason(keyword);
+    if (unstorable) {
+      rejected.push({
+        location: keyword,
+        reason: `keyword: ${unstorable}`,
+        payload: scrubPayload(sites),
+      });
+      continue;
+    }
     const parsed = rankingEntrySchema.safeParse(sites);
     if (parsed.success) {
       for (const observation of parsed.data) records.push({ keyword, ...observation });

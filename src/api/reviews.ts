@@ -15,6 +15,7 @@ import {
   responseSubmittedSchema,
   reviewSchema,
   scrubPayload,
+  unstorableTextReason,
 } from './schemas.ts';
 import type {
   Credential,
@@ -40,10 +41,13 @@ export function reviewsFromResult(result: unknown, category: ReviewCategory): Li
   if (Array.isArray(bySite)) return { records, rejected };
   for (const [siteName, items] of Object.entries(bySite)) {
     if (items == null) continue;
-    if (!Array.isArray(items)) {
+    const unstorable = unstorableTextReason(siteName);
+    if (!Array.isArray(items) || unstorable) {
       rejected.push({
         location: siteName,
-        reason: 'expected an array of reviews for the site',
+        reason: unstorable
+          ? `site name: ${unstorable}`
+          : 'expected an array of reviews for the site',
         payload: scrubPayload(items),
       });
       continue;

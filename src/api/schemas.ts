@@ -14,6 +14,13 @@
  * - listings may carry only some fields; the directory login and password are dropped
  *   here, only whether one is set survives.
  * - review `type` values beyond the seed's list are kept.
+ *
+ * Every value that passes is one its warehouse column can store (docs/warehouse.md):
+ * text holds no NUL and no lone UTF-16 surrogate (PostgreSQL's text and jsonb refuse
+ * both), integers fit their column (`integer` for ranks and likes, `bigint` ids within
+ * JavaScript's exact range), ids are in their column's type (uuid), and instants fall
+ * in years 1 to 9999. A value outside that is a schema failure naming the field, so the
+ * record goes to quarantine instead of failing its whole business's write.
  * - `success: false` bodies are errors whatever the HTTP status; a reference list may be
  *   served as a bare array instead of `{success, result}`.
  */
@@ -44,18 +51,42 @@ import {
 // ---------------------------------------------------------------------------------------
 // Field-level building blocks
 
-/** A numeric id, also accepted as a string of digits. */
+/** PostgreSQL `integer`: ranks, likes. */
+export const INT4_MAX = 2_147_483_647;
+export const INT4_MIN = -2_147_483_648;
+
+/**
+ * Why a string cannot be stored in a PostgreSQL text or jsonb value, or undefined when
+ * it can: NUL is refused by both, and a lone surrogate has no UTF-8 encoding.
+ */
+export function unstorableTextReason(value: string): string | undefined {
+  if (value.includes('\u0000'))
+    return 'contains a NUL character (\\u0000), which the database cannot store';
+  if (!value.isWellFormed()) {
+    return 'contains a lone UTF-16 surrogate (not valid Unicode), which the database cannot store';
+  }
+  return undefined;
+}
+
+/** A string a text or jsonb column can store. */
+export const storableString = z.string().superRefine((value, ctx) => {
+  const reason = unstorableTextReason(value);
+  if (reason) ctx.addIssue({ code: 'custom', message: reason });
+});
+
+/** A numeric id, also accepted as a string of digits; exact in JS, so it fits `bigint`. */
 const id = z.union([
   z.number().int().nonnegative(),
   z
     .string()
     .regex(/^\d+$/, 'expected a numeric id')
-    .transform((value) => Number(value)),
+    .transform((value) => Number(value))
+    .refine(Number.isSafeInteger, 'expected a numeric id below 2^53'),
 ]);
 
 /** Free text that may be absent; numbers (postal codes, phones) are kept as text. */
 const text = z
-  .union([z.string(), z.number()])
+  .union([storableString, z.number()])
   .nullish()
   .transform((value) => (value == null ? null : String(value)));
 
@@ -64,7 +95,17 @@ const flag = z
   .nullish()
   .transform((value) => value ?? null);
 
+/** A whole number a PostgreSQL `integer` holds (likes and their change), or absent. */
 const count = z
+  .number()
+  .int('expected a whole number')
+  .min(INT4_MIN, 'expected a number the integer column holds (at least -2147483648)')
+  .max(INT4_MAX, 'expected a number the integer column holds (at most 2147483647)')
+  .nullish()
+  .transform((value) => value ?? null);
+
+/** A rating: any finite number (the column is `numeric`), or absent. */
+const rating = z
   .number()
   .nullish()
   .transform((value) => value ?? null);
@@ -88,24 +129,24 @@ export const coordinate = z
 
 /** A rank: a non-negative integer (or a string of digits), `-` (or null) for none. */
 export const rank = z
-  .union([z.number().int().nonnegative(), z.string(), z.null()])
+  .union([z.number().int().nonnegative().max(INT4_MAX), z.string(), z.null()])
   .transform((value, ctx): number | null => {
     if (value === null || typeof value === 'number') return value;
     const trimmed = value.trim();
     if (trimmed === '-') return null;
-    if (/^\d+$/.test(trimmed)) return Number(trimmed);
+    if (/^\d+$/.test(trimmed) && Number(trimmed) <= INT4_MAX) return Number(trimmed);
     ctx.addIssue({ code: 'custom', message: 'expected an integer rank or "-"' });
     return z.NEVER;
   });
 
 /** A response request id: number or string in, string out. */
 export const requestId = z
-  .union([z.number().int(), z.string().trim().min(1)])
+  .union([z.number().int(), storableString.trim().min(1)])
   .transform((value) => String(value));
 
 /** `live_link`: typed number upstream, served as a URL; always text here. */
 export const liveLink = z
-  .union([z.number(), z.string()])
+  .union([z.number(), storableString])
   .nullish()
   .transform((value) => {
     if (value == null) return null;
@@ -115,6 +156,15 @@ export const liveLink = z
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i;
+
+/**
+ * Years 1 to 9999: PostgreSQL has no year 0 (it reads `0000` as an error), and a UTC
+ * offset can push a year-1 or year-9999 instant across either edge.
+ */
+function storableYear(at: Date): boolean {
+  const year = at.getUTCFullYear();
+  return year >= 1 && year <= 9999;
+}
 
 export interface Instant {
   at: Date | null;
@@ -131,10 +181,12 @@ export const reviewDate = z
     const day = DATE_ONLY.exec(trimmed);
     if (day) {
       const at = new Date(Date.UTC(Number(day[1]), Number(day[2]) - 1, Number(day[3])));
-      if (at.toISOString().slice(0, 10) === trimmed) return { at, precision: 'day' };
+      if (at.toISOString().slice(0, 10) === trimmed && storableYear(at)) {
+        return { at, precision: 'day' };
+      }
     } else if (ISO_INSTANT.test(trimmed)) {
       const at = new Date(trimmed.replace(' ', 'T'));
-      if (!Number.isNaN(at.getTime())) return { at, precision: 'instant' };
+      if (!Number.isNaN(at.getTime()) && storableYear(at)) return { at, precision: 'instant' };
     }
     ctx.addIssue({
       code: 'custom',
@@ -148,7 +200,7 @@ export const reviewDate = z
 
 const summaryShape = {
   id,
-  name: z.string(),
+  name: storableString,
   street: text,
   city: text,
   state_name: text,
@@ -187,7 +239,7 @@ export const businessBasicSchema = z
 export type RawBusinessBasic = z.input<typeof businessBasicSchema>;
 
 const businessHoursEntrySchema = z
-  .object({ day: z.string(), start_time: text, end_time: text })
+  .object({ day: storableString, start_time: text, end_time: text })
   .transform(
     (raw): BusinessHoursEntry => ({
       day: raw.day,
@@ -210,7 +262,7 @@ export const businessFullSchema = z
     tagline: text,
     storecode: text,
     additional_categories: z
-      .array(z.union([z.string(), z.number()]).transform((value) => String(value)))
+      .array(z.union([storableString, z.number()]).transform((value) => String(value)))
       .nullish()
       .transform((value) => value ?? []),
     business_hours: z
@@ -285,7 +337,7 @@ export const listingSchema = z
     address_valid: flag,
     live_link: liveLink,
     claimed: flag,
-    site_name: z.string().min(1),
+    site_name: storableString.min(1),
     status: z.enum(LISTING_STATUSES),
   })
   .transform(
@@ -317,7 +369,8 @@ export type RawListing = z.input<typeof listingSchema>;
 
 export const reviewResponseSchema = z
   .object({
-    id: z.union([z.string().min(1), z.number()]).transform((value) => String(value)),
+    // The warehouse keys responses by uuid (`review_responses.response_id`), as reviews.
+    id: z.guid(),
     title: text,
     content: text,
     author_name: text,
@@ -345,17 +398,14 @@ export const reviewSchema = z
     // The warehouse keys reviews by uuid; anything else is a bad record, not a new key.
     id: z.guid(),
     title: text,
-    content: z
-      .string()
-      .nullish()
-      .transform((value) => value ?? ''),
+    content: storableString.nullish().transform((value) => value ?? ''),
     author_name: text,
     author_avatar: text,
-    rating: count,
+    rating,
     date: reviewDate,
     permalink: text,
     // Unknown types are kept: the seed's list is not promised to be complete.
-    type: z.string().min(1),
+    type: storableString.min(1),
     likes_count: count,
     likes_change: count,
     can_respond: z
@@ -395,7 +445,7 @@ export type RawResponseSubmitted = z.input<typeof responseSubmittedSchema>;
 
 /** Operation 10's answer: `{status}`, no `success` field. Unknown statuses are kept. */
 export const responseStatusSchema = z
-  .object({ status: z.string().min(1) })
+  .object({ status: storableString.min(1) })
   .transform((raw) => ({ status: raw.status }));
 export type RawResponseStatus = z.input<typeof responseStatusSchema>;
 
@@ -407,7 +457,7 @@ export type RawResponseStatus = z.input<typeof responseStatusSchema>;
  * `{local, organic}` and becomes one site per key.
  */
 export const rankingEntrySchema = z
-  .record(z.string(), z.union([rank, z.object({ local: rank, organic: rank })]))
+  .record(storableString, z.union([rank, z.object({ local: rank, organic: rank })]))
   .transform((sites): Array<Omit<RankObservation, 'keyword'>> => {
     const out: Array<Omit<RankObservation, 'keyword'>> = [];
     for (const [site, value] of Object.entries(sites)) {
@@ -428,7 +478,7 @@ export type RawRankingEntry = z.input<typeof rankingEntrySchema>;
 export const keywordSchema = z
   .object({
     id,
-    keyword: z.string().min(1),
+    keyword: storableString.min(1),
     city: text,
     state: text,
     primary: flag,
@@ -452,19 +502,19 @@ export const keywordSchema = z
 export type RawKeyword = z.input<typeof keywordSchema>;
 
 export const countrySchema = z
-  .object({ id, name: z.string().min(1) })
+  .object({ id, name: storableString.min(1) })
   .transform((raw): Country => ({ id: raw.id, name: raw.name }));
 export type RawCountry = z.input<typeof countrySchema>;
 
 export const stateSchema = z
-  .object({ id, name: z.string().min(1), iso: text, country_id: id })
+  .object({ id, name: storableString.min(1), iso: text, country_id: id })
   .transform(
     (raw): State => ({ id: raw.id, name: raw.name, iso: raw.iso, countryId: raw.country_id }),
   );
 export type RawState = z.input<typeof stateSchema>;
 
 export const subCategorySchema = z
-  .object({ id, name: z.string().min(1) })
+  .object({ id, name: storableString.min(1) })
   .transform((raw): SubCategory => ({ id: raw.id, name: raw.name }));
 export type RawSubCategory = z.input<typeof subCategorySchema>;
 

@@ -90,6 +90,8 @@ export async function runSyncCommand(
       ...(streams ? { streams } : {}),
       ...(options.shard ? { shard: options.shard } : {}),
       trigger: 'cli',
+      businessConcurrency: config.syncAccountConcurrency,
+      overallBusinessConcurrency: config.syncConcurrency,
       signal: stop.signal,
       onProgress: (p) => progress.update(p),
     });

@@ -13,7 +13,7 @@
  * status change recorded; a request that ends `Failed` raises a `review_response_failed`
  * alert.
  */
-import pLimit from 'p-limit';
+import pLimit, { type LimitFunction } from 'p-limit';
 import { ApiError } from '../api/errors.ts';
 import {
   type ApiClient,
@@ -44,13 +44,14 @@ import {
   type BusinessSnapshot,
   mergeWriteStats,
   type WriteStats,
-  writeBusinessSnapshot,
+  writeBusinessSnapshotIsolating,
 } from '../warehouse/business-snapshot.ts';
 import { archiveMissingBusinesses, markBusinessMissing } from '../warehouse/businesses.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
 import { quarantineRecords } from '../warehouse/quarantine.ts';
 import { writeReferenceData } from '../warehouse/reference-data.ts';
 import {
+  closeInvalidResponseRequest,
   openResponseRequests,
   recordResponseStatus,
   recordResponseStatusError,
@@ -71,6 +72,10 @@ export const STREAMS = [
 export type Stream = (typeof STREAMS)[number];
 
 export type RunStatus = 'succeeded' | 'partial' | 'failed' | 'interrupted';
+
+/** Defaults of `businessConcurrency` and `overallBusinessConcurrency`. */
+export const DEFAULT_BUSINESS_CONCURRENCY = 8;
+export const DEFAULT_OVERALL_BUSINESS_CONCURRENCY = 16;
 
 export interface SyncProgress {
   accountsTotal: number;
@@ -98,8 +103,14 @@ export interface SyncOptions {
   signal?: AbortSignal;
   /** The run's clock: observation times and rank days. The demo drives it from the sandbox. */
   now?: () => Date;
-  /** Businesses fetched and written at once, per credential. */
+  /** Businesses fetched and written at once, per credential (default 8). */
   businessConcurrency?: number;
+  /**
+   * Businesses fetched and written at once across all credentials (default 16). Each
+   * holds a database connection while it writes, so the pool is sized from it
+   * (`warehousePoolSize` in src/warehouse/open.ts).
+   */
+  overallBusinessConcurrency?: number;
   onProgress?: (progress: SyncProgress) => void;
 }
 
@@ -125,6 +136,8 @@ export interface RunStats {
     changed: number;
     completed: number;
     failed: number;
+    /** Closed because the upstream answered `Invalid Request ID` (never asked again). */
+    invalid: number;
     errors: number;
   };
   seconds: number;
@@ -137,11 +150,15 @@ export interface SyncResult {
   error?: string;
 }
 
+/** The sync lock's key: full runs take it exclusively, shards shared (src/warehouse/sync-lock.ts). */
+export const NIGHTLY_LOCK_KEY = 'listings-sync:sync';
+
 export class SyncLockedError extends Error {
   readonly code = 'SYNC_LOCKED';
   constructor() {
     super(
-      'Another sync is already running against this warehouse (its advisory lock is held). ' +
+      'Another sync is already running against this warehouse (its advisory lock is held: ' +
+        'a full run excludes every other run, a shard excludes full runs and the same shard). ' +
         'Wait for it to finish, or stop it, and run again.',
     );
     this.name = 'SyncLockedError';
@@ -208,7 +225,7 @@ function emptyStats(): RunStats {
     tables: {},
     quarantined: 0,
     alerts: 0,
-    responseRequests: { checked: 0, changed: 0, completed: 0, failed: 0, errors: 0 },
+    responseRequests: { checked: 0, changed: 0, completed: 0, failed: 0, invalid: 0, errors: 0 },
     seconds: 0,
   };
 }
@@ -223,12 +240,17 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
   const db = warehouse.db;
   const now = options.now ?? (() => new Date());
   const streams = new Set<Stream>(options.streams ?? STREAMS);
-  // Shards of one night run side by side, so each shard has its own lock: the lock keeps
-  // a second copy of the same work off the warehouse, not the other shards.
-  const lockKey = options.shard
-    ? `listings-sync:sync:shard:${formatShard(options.shard)}`
-    : 'listings-sync:sync';
-  const lock = await tryAcquireSyncLock(warehouse, lockKey);
+  // A full run has the warehouse to itself; shards of one night share the nightly key and
+  // each holds its own shard key, so they run side by side but never beside a full run.
+  const lock = await tryAcquireSyncLock(
+    warehouse,
+    options.shard
+      ? {
+          shared: [NIGHTLY_LOCK_KEY],
+          exclusive: [`${NIGHTLY_LOCK_KEY}:shard:${formatShard(options.shard)}`],
+        }
+      : { exclusive: [NIGHTLY_LOCK_KEY] },
+  );
   if (!lock) throw new SyncLockedError();
 
   const started = performance.now();
@@ -271,7 +293,26 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     };
 
     let fatal: Error | undefined;
+    // Reference data is written once per run, by whichever credential gets there first.
+    // A credential arriving while that attempt is in flight waits for it; if it failed,
+    // the next credential tries again. Only a run where no attempt succeeded is partial.
     let referenceDone = !streams.has('reference');
+    let referenceAttempt: Promise<boolean> | undefined;
+    const attemptReference = (credential: Credential): Promise<boolean> =>
+      syncReferenceData(context, credential).then(
+        () => {
+          referenceDone = true;
+          return true;
+        },
+        (error: unknown) => {
+          if (isWarehouseGone(error)) throw new WarehouseGoneError(error);
+          log.warn(
+            { credential: credential.name, err: error },
+            'reference data failed; another credential will try',
+          );
+          return false;
+        },
+      );
     const context: RunContext = {
       options,
       runId,
@@ -286,15 +327,22 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       },
       isStopped: () => fatal !== undefined || options.signal?.aborted === true,
       async writeReferenceOnce(credential) {
-        if (referenceDone) return;
-        referenceDone = true;
-        await syncReferenceData(context, credential).catch((error: unknown) => {
-          if (isWarehouseGone(error)) throw new WarehouseGoneError(error);
-          referenceDone = false; // another credential may succeed
-          stats.streamFailures += 1;
-          log.warn({ credential: credential.name, err: error }, 'reference data failed');
-        });
+        while (!referenceDone) {
+          if (referenceAttempt) {
+            // Someone else's attempt: wait for it; if it failed, loop and try ourselves.
+            await referenceAttempt;
+            continue;
+          }
+          referenceAttempt = attemptReference(credential).finally(() => {
+            referenceAttempt = undefined;
+          });
+          await referenceAttempt;
+          return;
+        }
       },
+      businessSlot: pLimit(
+        options.overallBusinessConcurrency ?? DEFAULT_OVERALL_BUSINESS_CONCURRENCY,
+      ),
     };
 
     // Credentials run side by side: each has its own request limits in the client.
@@ -317,6 +365,9 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       }),
     );
     stats.credentials.sort((a, b) => a.name.localeCompare(b.name));
+    if (!referenceDone && stats.credentials.some((c) => c.status !== 'failed')) {
+      stats.streamFailures += 1;
+    }
 
     const apiAfter = apiStats(api);
     stats.requests = apiAfter.requests - apiBefore.requests;
@@ -358,6 +409,8 @@ interface RunContext {
   fail(error: Error): void;
   isStopped(): boolean;
   writeReferenceOnce(credential: Credential): Promise<void>;
+  /** The run-wide limit on businesses in flight, across credentials. */
+  businessSlot: LimitFunction;
 }
 
 function decideStatus(stats: RunStats, fatal: Error | undefined, signal?: AbortSignal): RunStatus {
@@ -465,30 +518,32 @@ async function syncCredential(
 
   let authFailure: ApiError | undefined;
   let failedBusinesses = 0;
-  const limit = pLimit(options.businessConcurrency ?? 8);
+  const limit = pLimit(options.businessConcurrency ?? DEFAULT_BUSINESS_CONCURRENCY);
   await Promise.all(
     mine.map((business) =>
-      limit(async () => {
-        if (context.isStopped() || authFailure) return;
-        try {
-          const outcome = await syncBusiness(context, credential, business);
-          if (outcome === 'failed') failedBusinesses += 1;
-        } catch (error) {
-          if (error instanceof ApiError && error.code === 'AUTH_FAILURE') {
-            authFailure ??= error;
-            return;
+      limit(() =>
+        context.businessSlot(async () => {
+          if (context.isStopped() || authFailure) return;
+          try {
+            const outcome = await syncBusiness(context, credential, business);
+            if (outcome === 'failed') failedBusinesses += 1;
+          } catch (error) {
+            if (error instanceof ApiError && error.code === 'AUTH_FAILURE') {
+              authFailure ??= error;
+              return;
+            }
+            if (isWarehouseGone(error)) {
+              context.fail(new WarehouseGoneError(error));
+              return;
+            }
+            failedBusinesses += 1;
+            accountLog.error({ businessId: business.id, err: error }, 'business failed');
+          } finally {
+            context.progress.businessesDone += 1;
+            context.report();
           }
-          if (isWarehouseGone(error)) {
-            context.fail(new WarehouseGoneError(error));
-            return;
-          }
-          failedBusinesses += 1;
-          accountLog.error({ businessId: business.id, err: error }, 'business failed');
-        } finally {
-          context.progress.businessesDone += 1;
-          context.report();
-        }
-      }),
+        }),
+      ),
     ),
   );
   stats.businesses.failed += failedBusinesses;
@@ -604,9 +659,11 @@ async function syncBusiness(
     keywords: records(value(keywords, 'keywords'), 'keywords'),
     rejected,
   };
-  const written = await options.warehouse.db
-    .transaction()
-    .execute((trx) => writeBusinessSnapshot(trx, snapshot, { runId: context.runId, observedAt }));
+  // A value the database refuses costs its record (quarantined), never the business.
+  const written = await writeBusinessSnapshotIsolating(options.warehouse.db, snapshot, {
+    runId: context.runId,
+    observedAt,
+  });
   mergeWriteStats(stats.tables, written.stats);
   stats.alerts += written.alerts;
   stats.quarantined += written.quarantined;
@@ -618,8 +675,9 @@ async function syncBusiness(
 /**
  * Reads the status of each open review response request of the credential (operation
  * 10) and records it: a change appends an event row, `Completed`/`Failed` closes the
- * request, `Failed` raises an alert. A failed read leaves the request open (polled again
- * next run), keeps the reason in `last_error`, and makes the run partial.
+ * request, `Failed` raises an alert. `Invalid Request ID` closes it as `Invalid`. Any other
+ * failed read leaves the request open (polled again next run), keeps the reason in
+ * `last_error`, and makes the run partial.
  */
 async function pollResponseRequests(
   context: RunContext,
@@ -633,7 +691,7 @@ async function pollResponseRequests(
     ...(businessIds ? { businessIds } : {}),
   });
   if (open.length === 0) return;
-  const limit = pLimit(options.businessConcurrency ?? 8);
+  const limit = pLimit(options.businessConcurrency ?? DEFAULT_BUSINESS_CONCURRENCY);
   await Promise.all(
     open.map((request) =>
       limit(async () => {
@@ -649,6 +707,23 @@ async function pollResponseRequests(
             request.request_id,
           ));
         } catch (error) {
+          if (error instanceof ApiError && error.code === 'INVALID_REQUEST_ID') {
+            // Permanent: the upstream has no such request. Closed, so no later run polls it
+            // or ends partial because of it.
+            await closeInvalidResponseRequest(db, {
+              requestId: request.request_id,
+              status: 'Invalid',
+              observedAt,
+              runId: context.runId,
+              error: errorText(error),
+            });
+            stats.responseRequests.invalid += 1;
+            log.warn(
+              { credential: credential.name, requestId: request.request_id, err: error },
+              'review response request: the upstream does not know it; closed as Invalid',
+            );
+            return;
+          }
           stats.responseRequests.errors += 1;
           stats.streamFailures += 1;
           log.warn(

@@ -1,5 +1,10 @@
-/** `accounts`: one row per configured credential. The token is never stored. */
+/**
+ * `accounts`: one row per configured credential. The token is never stored, nor a
+ * password inside the base URL (`http://user:pw@host`): `base_url` is kept without its
+ * userinfo.
+ */
 import type { Kysely, Transaction } from 'kysely';
+import { withoutUserinfo } from '../log.ts';
 import type { Database } from './database.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -14,7 +19,11 @@ export interface AccountInput {
 export async function upsertAccount(db: Db, account: AccountInput): Promise<void> {
   await db
     .insertInto('accounts')
-    .values({ name: account.name, user_email: account.userEmail, base_url: account.baseUrl })
+    .values({
+      name: account.name,
+      user_email: account.userEmail,
+      base_url: withoutUserinfo(account.baseUrl),
+    })
     .onConflict((oc) =>
       oc
         .column('name')

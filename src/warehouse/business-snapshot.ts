@@ -7,7 +7,7 @@
  * that business. A null stream means its read failed this run: nothing of that stream is
  * touched (no upserts, no removals, its `*_synced_at` stays).
  */
-import type { Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type {
   BusinessFull,
   BusinessSummary,
@@ -120,4 +120,145 @@ export async function writeBusinessSnapshot(
   );
   if (quarantined > 0) addCounts(stats, 'quarantine', { inserted: quarantined });
   return { stats, alerts, quarantined };
+}
+
+/**
+ * PostgreSQL error codes meaning "this value cannot be stored": class 22 (data exception:
+ * out of range, invalid text representation, untranslatable character, …) and 54000
+ * (program limit: an index row too large). The schemas are meant to refuse every such
+ * value first; these are the net under them.
+ */
+export function isUnstorableValueError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code === '54000');
+}
+
+type ListStream = 'listings' | 'reviews' | 'rankings' | 'keywords';
+const LIST_STREAMS: readonly ListStream[] = ['listings', 'reviews', 'rankings', 'keywords'];
+
+function recordLocation(stream: ListStream, record: unknown): string {
+  const r = record as { id?: unknown; keyword?: unknown; site?: unknown };
+  if (stream === 'rankings') return `${String(r.keyword)} ${String(r.site)}`;
+  return `${stream} ${String(r.id)}`;
+}
+
+function refusal(error: unknown): string {
+  const e = error as { code?: unknown; message?: unknown };
+  return `the database refused a value: ${String(e.message)} (SQLSTATE ${String(e.code)})`;
+}
+
+/** Thrown inside a probing transaction so that nothing it wrote is kept. */
+class ProbeDone extends Error {}
+
+/**
+ * Writes a business in one transaction, like `writeBusinessSnapshot`; when PostgreSQL
+ * refuses a value (`isUnstorableValueError`), finds the records that hold one, moves
+ * them to the snapshot's rejected list (quarantine, with the database's reason) and
+ * writes the rest, so one unstorable record never costs its business or its alerts.
+ *
+ * The search runs only on that failure path: in a transaction that is rolled back, each
+ * list stream is written alone under a savepoint and split in halves until the failing
+ * records are found (about 2·log2(n) probes per bad record).
+ */
+export async function writeBusinessSnapshotIsolating(
+  db: Kysely<Database>,
+  snapshot: BusinessSnapshot,
+  ctx: WriteContext,
+): Promise<SnapshotWriteResult> {
+  try {
+    return await db.transaction().execute((trx) => writeBusinessSnapshot(trx, snapshot, ctx));
+  } catch (error) {
+    if (!isUnstorableValueError(error)) throw error;
+  }
+  let cleaned: BusinessSnapshot | undefined;
+  await db
+    .transaction()
+    .execute(async (trx) => {
+      cleaned = await withoutUnstorable(trx, snapshot, ctx);
+      throw new ProbeDone();
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof ProbeDone)) throw error;
+    });
+  const next = cleaned as BusinessSnapshot;
+  return db.transaction().execute((trx) => writeBusinessSnapshot(trx, next, ctx));
+}
+
+async function withoutUnstorable(
+  trx: Transaction<Database>,
+  snapshot: BusinessSnapshot,
+  ctx: WriteContext,
+): Promise<BusinessSnapshot> {
+  let probeCount = 0;
+  /** Undefined when `candidate` writes; the database's error when it refuses a value. */
+  const probe = async (candidate: BusinessSnapshot): Promise<unknown> => {
+    const name = sql.id(`probe_${++probeCount}`);
+    await sql`savepoint ${name}`.execute(trx);
+    try {
+      await writeBusinessSnapshot(trx, candidate, ctx);
+      return undefined;
+    } catch (error) {
+      if (!isUnstorableValueError(error)) throw error;
+      return error;
+    } finally {
+      await sql`rollback to savepoint ${name}`.execute(trx);
+    }
+  };
+
+  const rejected = [...snapshot.rejected];
+  const alone: BusinessSnapshot = {
+    ...snapshot,
+    listings: null,
+    reviews: null,
+    rankings: null,
+    keywords: null,
+    rejected: [],
+  };
+  let full = snapshot.full;
+  const profileError = full ? await probe(alone) : undefined;
+  if (profileError) {
+    rejected.push({
+      stream: 'businesses',
+      location: `business ${snapshot.businessId}`,
+      reason: refusal(profileError),
+      payload: full,
+    });
+    full = null;
+  }
+  const base: BusinessSnapshot = { ...alone, full };
+
+  const kept: Partial<Record<ListStream, unknown[] | null>> = {};
+  for (const stream of LIST_STREAMS) {
+    const records = snapshot[stream] as unknown[] | null;
+    if (!records || records.length === 0) {
+      kept[stream] = records;
+      continue;
+    }
+    const bad = new Map<unknown, unknown>();
+    const search = async (part: unknown[], error?: unknown): Promise<void> => {
+      const failure = error ?? (await probe({ ...base, [stream]: part }));
+      if (!failure) return;
+      if (part.length === 1) {
+        bad.set(part[0], failure);
+        return;
+      }
+      const middle = Math.ceil(part.length / 2);
+      const before = bad.size;
+      await search(part.slice(0, middle));
+      await search(part.slice(middle));
+      // Each half writes alone but not together: keep none of them rather than loop.
+      if (bad.size === before) for (const record of part) bad.set(record, failure);
+    };
+    await search(records);
+    for (const [record, error] of bad) {
+      rejected.push({
+        stream,
+        location: recordLocation(stream, record),
+        reason: refusal(error),
+        payload: record,
+      });
+    }
+    kept[stream] = records.filter((record) => !bad.has(record));
+  }
+  return { ...snapshot, ...kept, full, rejected } as BusinessSnapshot;
 }

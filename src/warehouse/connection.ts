@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { redactUrl, withoutDatabaseUrl } from '../log.ts';
 import type { Database } from './database.ts';
 
 export interface Warehouse {
@@ -119,10 +120,11 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
     pools.set(db, pool);
     try {
       await ping(db);
-    } catch (cause) {
+    } catch (error) {
       await db.destroy();
+      const cause = withoutDatabaseUrl(error, options.databaseUrl);
       throw new Error(
-        `The warehouse database at ${redactUrl(options.databaseUrl)} cannot be reached: ${(cause as Error).message}`,
+        `The warehouse database at ${redactUrl(options.databaseUrl)} cannot be reached: ${cause.message}`,
         { cause },
       );
     }
@@ -206,8 +208,4 @@ function isAlive(pid: number): boolean {
 
 async function ping(db: Kysely<Database>): Promise<void> {
   await db.selectNoFrom((eb) => eb.lit(1).as('one')).execute();
-}
-
-function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:[REDACTED]@');
 }

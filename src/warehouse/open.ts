@@ -1,9 +1,12 @@
 /**
  * Opening the configured warehouse for a command, with errors a user can act on: which
  * database (password removed), what went wrong, and what to run.
+ *
+ * The driver's error is kept as the `cause` only rewritten (`withoutDatabaseUrl`): pg and
+ * Node's URL parser carry the connection string in their errors (`input`, `message`).
  */
 import type { Config } from '../config.ts';
-import { redactText } from '../log.ts';
+import { redactDatabaseUrlIn, redactUrl, withoutDatabaseUrl } from '../log.ts';
 import { openWarehouse, type Warehouse } from './connection.ts';
 import { pendingMigrations } from './migrate.ts';
 
@@ -15,10 +18,37 @@ export class WarehouseUnavailableError extends Error {
   }
 }
 
+/** The warehouse for messages: a database URL without its password, whatever it holds. */
 export function describeWarehouse(config: Config): string {
   return config.databaseUrl
-    ? `PostgreSQL at ${redactText(config.databaseUrl)}`
+    ? `PostgreSQL at ${redactUrl(config.databaseUrl)}`
     : `the embedded PGlite database in ${config.pgliteDataDir}`;
+}
+
+function safeCause(config: Config, cause: unknown): unknown {
+  return config.databaseUrl ? withoutDatabaseUrl(cause, config.databaseUrl) : cause;
+}
+
+/** A driver's error text, which may echo the URL or a part of it, made safe to print. */
+function causeText(config: Config, cause: unknown): string {
+  const text = cause instanceof Error ? cause.message : String(cause);
+  return config.databaseUrl ? redactDatabaseUrlIn(text, config.databaseUrl) : text;
+}
+
+/**
+ * Connections beside the business transactions: the sync lock's session, reference data,
+ * quarantine and response-request writes, and in `serve` the webhook intake and the
+ * alert dispatcher.
+ */
+export const POOL_RESERVE = 4;
+
+/**
+ * The PostgreSQL pool size: one connection per business in flight (at most
+ * SYNC_CONCURRENCY across credentials, each writes in its own transaction) plus
+ * `POOL_RESERVE`, so businesses never queue for a connection behind each other.
+ */
+export function warehousePoolSize(config: Config): number {
+  return config.syncConcurrency + POOL_RESERVE;
 }
 
 /** Open the warehouse `config` names and check that it answers. */
@@ -27,13 +57,13 @@ export async function openConfiguredWarehouse(config: Config): Promise<Warehouse
   try {
     warehouse = await openWarehouse(
       config.databaseUrl
-        ? { databaseUrl: config.databaseUrl }
+        ? { databaseUrl: config.databaseUrl, poolSize: warehousePoolSize(config) }
         : { pgliteDataDir: config.pgliteDataDir },
     );
   } catch (cause) {
     throw new WarehouseUnavailableError(
-      `Cannot open ${describeWarehouse(config)}: ${redactText((cause as Error).message)}`,
-      { cause },
+      `Cannot open ${describeWarehouse(config)}: ${causeText(config, cause)}`,
+      { cause: safeCause(config, cause) },
     );
   }
   try {
@@ -41,9 +71,9 @@ export async function openConfiguredWarehouse(config: Config): Promise<Warehouse
   } catch (cause) {
     await warehouse.close().catch(() => {});
     throw new WarehouseUnavailableError(
-      `Cannot reach ${describeWarehouse(config)}: ${redactText((cause as Error).message)}. ` +
+      `Cannot reach ${describeWarehouse(config)}: ${causeText(config, cause)}. ` +
         'Check DATABASE_URL and that the server is running.',
-      { cause },
+      { cause: safeCause(config, cause) },
     );
   }
   return warehouse;

@@ -2,6 +2,10 @@
  * `quarantine`: records that failed their schema, with the reason, so that the rest of a
  * business still loads. Payloads arrive redacted by the API client; `redactSecrets` runs
  * again here as the net, so no directory password or token can land in the table.
+ *
+ * A record is often here *because* it holds what the database cannot store (a NUL, a
+ * lone surrogate), so every string of the row, payload keys included, has those replaced
+ * by U+FFFD: the quarantine write itself must never fail its business.
  */
 import type { Kysely, Transaction } from 'kysely';
 import { redactSecrets, redactText } from '../log.ts';
@@ -17,6 +21,22 @@ export interface QuarantineInput {
   location: string;
   reason: string;
   payload: unknown;
+}
+
+/** `text` with NUL and lone surrogates replaced by U+FFFD, so text and jsonb accept it. */
+export function storableText(text: string): string {
+  const wellFormed = text.isWellFormed() ? text : text.toWellFormed();
+  return wellFormed.includes('\u0000') ? wellFormed.replaceAll('\u0000', '\uFFFD') : wellFormed;
+}
+
+/** A deep copy of a JSON-like value whose strings and keys all pass `storableText`. */
+export function storableJson(value: unknown): unknown {
+  if (typeof value === 'string') return storableText(value);
+  if (Array.isArray(value)) return value.map(storableJson);
+  if (value === null || typeof value !== 'object' || value instanceof Date) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) out[storableText(key)] = storableJson(inner);
+  return out;
 }
 
 /** Appends one row per rejected record; returns how many were stored. */
@@ -44,9 +64,9 @@ export async function quarantineRecords(
       account_name: row.accountName,
       business_id: row.businessId,
       stream: row.stream,
-      location: row.location,
-      reason: redactText(row.reason),
-      payload: redactSecrets(row.payload ?? null),
+      location: storableText(row.location),
+      reason: storableText(redactText(row.reason)),
+      payload: storableJson(redactSecrets(row.payload ?? null)),
       quarantined_at: now,
     })),
   );

@@ -201,6 +201,52 @@ export async function recordResponseStatus(
   });
 }
 
+/**
+ * Our own final status for a request the upstream says does not exist (`Invalid Request
+ * ID`, docs/upstream.md "Errors"): asking again can never succeed, so it is closed.
+ */
+export const INVALID_REQUEST_STATUS = 'Invalid';
+
+/**
+ * Closes a request the upstream does not know: status `Invalid`, `completed_at` set, the
+ * reason in `last_error`, and an event row, so later syncs stop polling it.
+ */
+export async function closeInvalidResponseRequest(
+  db: Kysely<Database>,
+  observed: ObservedStatus & { error: string },
+): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const stored = await trx
+      .selectFrom('review_response_requests')
+      .select(['status', 'completed_at'])
+      .where('request_id', '=', observed.requestId)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!stored || stored.completed_at !== null) return;
+    await trx
+      .updateTable('review_response_requests')
+      .set({
+        status: INVALID_REQUEST_STATUS,
+        status_checked_at: observed.observedAt,
+        completed_at: observed.observedAt,
+        last_error: redactText(observed.error),
+      })
+      .where('request_id', '=', observed.requestId)
+      .execute();
+    await trx
+      .insertInto('review_response_request_events')
+      .values({
+        request_id: observed.requestId,
+        status: INVALID_REQUEST_STATUS,
+        observed_at: observed.observedAt,
+        previous_status: stored.status,
+        run_id: observed.runId ?? null,
+      })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+  });
+}
+
 /** A status read that failed: the request stays open; the reason is kept (redacted). */
 export async function recordResponseStatusError(
   db: Db,

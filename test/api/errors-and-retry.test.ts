@@ -30,7 +30,26 @@ describe('codeForMessage', () => {
     ['A response has already been submitted successfully.', 'RESPONSE_ALREADY_SUBMITTED'],
     ['A response has been submitted previously, which failed.', 'RESPONSE_PREVIOUSLY_FAILED'],
     ['Invalid Request ID', 'INVALID_REQUEST_ID'],
-    ["The business was not created. State can't be blank.", 'VALIDATION_FAILED'],
+    ["The business was not created. State can't be blank.", 'STATE_BLANK'],
+    ["The business was not created. Sub Category can't be blank.", 'SUB_CATEGORY_BLANK'],
+    [
+      'The business was not created. Operating hours should include all days of the week.',
+      'HOURS_INCOMPLETE',
+    ],
+    [
+      'The business was not created. Please specify valid operating hours for each day of the week.',
+      'HOURS_BLANK',
+    ],
+    [
+      "The business was not created. Operating hours should be in 12 hours format and no trailing spaces. eg '9:00 am'.",
+      'HOURS_FORMAT',
+    ],
+    ['The business was not created. Phone is invalid.', 'VALIDATION_FAILED'],
+    [
+      "The business was not created. State can't be blank. Sub Category can't be blank.",
+      'VALIDATION_FAILED',
+    ],
+    ["The business was not created. State can't be blank. State can't be blank.", 'STATE_BLANK'],
   ])('%s → %s', (message, code) => {
     expect(codeForMessage(message)?.code).toBe(code);
   });
