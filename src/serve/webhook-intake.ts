@@ -54,6 +54,24 @@ function time(value: unknown): Date | null {
 }
 
 /**
+ * The field of `data` that identifies an event, per kind: the only kind the upstream
+ * documents is `social_post.boost_created`, identified by its ad run (docs/upstream.md,
+ * "Webhooks"). An id means something only within its kind: another event about the same
+ * ad run (a boost ending, say) is a different event, not a duplicate.
+ */
+const IDENTITY_FIELDS: ReadonlyMap<string, string> = new Map([[BOOST_CREATED, 'ad_run_id']]);
+
+/**
+ * The identity of a delivery: `<event kind>:<id>` for a kind whose id field is known and
+ * present (a redelivery of the same event, even re-serialised, is a duplicate), else
+ * `sha256:<hex of the raw body>` (only byte-identical redeliveries are duplicates).
+ */
+export function eventKeyOf(event: string | null, id: string | null, raw: Buffer): string {
+  if (event !== null && id !== null) return `${event}:${id}`;
+  return `sha256:${createHash('sha256').update(raw).digest('hex')}`;
+}
+
+/**
  * The row for one verified delivery. Lenient on purpose: every field is optional in the
  * spec, so a field of an unexpected type is stored as null here and kept in `payload`.
  */
@@ -68,13 +86,14 @@ export function webhookEventFromDelivery(
     !Array.isArray(payload['data'])
       ? (payload['data'] as Record<string, unknown>)
       : {};
-  const adRunId = text(data['ad_run_id'])?.trim() || null;
   const event = text(payload['event']);
-  const eventKey = adRunId ?? `sha256:${createHash('sha256').update(raw).digest('hex')}`;
+  const idField = event === null ? undefined : IDENTITY_FIELDS.get(event);
+  const id = idField === undefined ? null : text(data[idField])?.trim() || null;
+  const eventKey = eventKeyOf(event, id, raw);
   const boost: BoostInput | null =
-    event === BOOST_CREATED && adRunId
+    event === BOOST_CREATED && id
       ? {
-          adRunId,
+          adRunId: id,
           postId: text(data['post_id']),
           socialProfileId: text(data['social_profile_id']),
           platform: text(data['platform']),
