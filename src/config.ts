@@ -34,9 +34,21 @@ export interface Config {
   syncAccountConcurrency: number;
   /** Optional cap on requests per second per credential; undefined means no cap. */
   syncRequestsPerSecond: number | undefined;
+  /** The largest upstream response body, in bytes; a larger one fails its stream. */
+  upstreamMaxBodyBytes: number;
+  /** PostgreSQL: time to open a connection, in milliseconds. */
+  databaseConnectTimeoutMs: number;
+  /** PostgreSQL: longest statement, in milliseconds; 0 means no limit. */
+  databaseStatementTimeoutMs: number;
+  /** PostgreSQL: longest wait for a row or table lock, in milliseconds; 0 means no limit. */
+  databaseLockTimeoutMs: number;
   /** Shared secrets for `X-Service-Signature`; several allow rotation. Empty when unset. */
   webhookSecrets: readonly string[];
   webhookBodyLimitBytes: number;
+  /** Time for a whole webhook request (headers and body) to arrive, in milliseconds. */
+  webhookRequestTimeoutMs: number;
+  /** Connections `serve` holds open at once; more are refused. */
+  webhookMaxConnections: number;
   alertWebhookUrl: string | undefined;
   alertWebhookSecret: string | undefined;
   alertSlackWebhookUrl: string | undefined;
@@ -199,6 +211,13 @@ const envSchema = z.object({
   SYNC_CONCURRENCY: integer('SYNC_CONCURRENCY', 16, 1, 1024),
   SYNC_ACCOUNT_CONCURRENCY: integer('SYNC_ACCOUNT_CONCURRENCY', 8, 1, 1024),
   SYNC_REQUESTS_PER_SECOND: integer('SYNC_REQUESTS_PER_SECOND', 0, 0, 100_000),
+  // 16 MiB: real reads are tens of kilobytes (see DEFAULT_MAX_BODY_BYTES in the client).
+  LISTINGS_MAX_BODY_BYTES: integer('LISTINGS_MAX_BODY_BYTES', 16 * 1024 * 1024, 1024, 1024 ** 3),
+  DATABASE_CONNECT_TIMEOUT_MS: integer('DATABASE_CONNECT_TIMEOUT_MS', 10_000, 100, 600_000),
+  // A business is written by a few bulk statements that take milliseconds; a minute means a
+  // database that is stuck, not one that is busy. 0 turns the limit off (a long migration).
+  DATABASE_STATEMENT_TIMEOUT_MS: integer('DATABASE_STATEMENT_TIMEOUT_MS', 60_000, 0, 86_400_000),
+  DATABASE_LOCK_TIMEOUT_MS: integer('DATABASE_LOCK_TIMEOUT_MS', 10_000, 0, 86_400_000),
   WEBHOOK_SECRET: z.string().optional(),
   WEBHOOK_BODY_LIMIT_BYTES: integer(
     'WEBHOOK_BODY_LIMIT_BYTES',
@@ -206,6 +225,12 @@ const envSchema = z.object({
     1024,
     64 * 1024 * 1024,
   ),
+  // 30 s for headers and body together: a real delivery is a few hundred bytes; a sender
+  // dripping its body slowly holds a connection no longer than this.
+  WEBHOOK_REQUEST_TIMEOUT_MS: integer('WEBHOOK_REQUEST_TIMEOUT_MS', 30_000, 100, 600_000),
+  // Well under the usual 1,024 open-file limit, which the database pool and the upstream
+  // client share with the server.
+  WEBHOOK_MAX_CONNECTIONS: integer('WEBHOOK_MAX_CONNECTIONS', 512, 1, 65_535),
   ALERT_WEBHOOK_URL: optionalUrl('ALERT_WEBHOOK_URL'),
   ALERT_WEBHOOK_SECRET: z.string().optional(),
   ALERT_SLACK_WEBHOOK_URL: optionalUrl('ALERT_SLACK_WEBHOOK_URL'),
@@ -332,8 +357,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     syncConcurrency: e.SYNC_CONCURRENCY,
     syncAccountConcurrency: e.SYNC_ACCOUNT_CONCURRENCY,
     syncRequestsPerSecond: e.SYNC_REQUESTS_PER_SECOND || undefined,
+    upstreamMaxBodyBytes: e.LISTINGS_MAX_BODY_BYTES,
+    databaseConnectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
+    databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+    databaseLockTimeoutMs: e.DATABASE_LOCK_TIMEOUT_MS,
     webhookSecrets: Object.freeze(webhookSecrets),
     webhookBodyLimitBytes: e.WEBHOOK_BODY_LIMIT_BYTES,
+    webhookRequestTimeoutMs: e.WEBHOOK_REQUEST_TIMEOUT_MS,
+    webhookMaxConnections: e.WEBHOOK_MAX_CONNECTIONS,
     alertWebhookUrl: e.ALERT_WEBHOOK_URL,
     alertWebhookSecret: e.ALERT_WEBHOOK_SECRET?.trim() || undefined,
     alertSlackWebhookUrl: e.ALERT_SLACK_WEBHOOK_URL,

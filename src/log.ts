@@ -125,12 +125,21 @@ export function withoutDatabaseUrl(error: unknown, url: string): Error {
  * they can be logged or stored. Cycles are cut.
  */
 export function redactSecrets<T>(value: T): T {
-  return redactValue(value, new WeakSet()) as T;
+  return redactValue(value, new WeakSet(), 0) as T;
 }
 
-function redactValue(value: unknown, seen: WeakSet<object>): unknown {
+/**
+ * Objects nested deeper than this are replaced by a marker: the walk is recursive, and a
+ * hostile payload (a webhook body nested thousands deep) must not overflow the stack of
+ * whatever logs or stores it. Real records are a few levels deep.
+ */
+const MAX_REDACT_DEPTH = 100;
+export const TOO_DEEP = '[Too deep]';
+
+function redactValue(value: unknown, seen: WeakSet<object>, depth: number): unknown {
   if (typeof value === 'string') return redactText(value);
   if (value === null || typeof value !== 'object') return value;
+  if (depth >= MAX_REDACT_DEPTH) return TOO_DEEP;
   if (seen.has(value)) return '[Circular]';
   seen.add(value);
   if (value instanceof Date) return value;
@@ -140,17 +149,18 @@ function redactValue(value: unknown, seen: WeakSet<object>): unknown {
       message: redactText(value.message),
     };
     for (const [key, inner] of Object.entries(value)) {
-      plain[key] = SECRET_KEY.test(key) ? REDACTED : redactValue(inner, seen);
+      plain[key] = SECRET_KEY.test(key) ? REDACTED : redactValue(inner, seen, depth + 1);
     }
     if (value.stack) plain['stack'] = redactText(value.stack);
-    if (value.cause !== undefined) plain['cause'] = redactValue(value.cause, seen);
+    if (value.cause !== undefined) plain['cause'] = redactValue(value.cause, seen, depth + 1);
     return plain;
   }
-  if (Array.isArray(value)) return value.map((item) => redactValue(item, seen));
+  if (Array.isArray(value)) return value.map((item) => redactValue(item, seen, depth + 1));
   if (ArrayBuffer.isView(value)) return `[${value.byteLength} bytes]`;
   const out: Record<string, unknown> = {};
   for (const [key, inner] of Object.entries(value)) {
-    out[key] = SECRET_KEY.test(key) && inner != null ? REDACTED : redactValue(inner, seen);
+    out[key] =
+      SECRET_KEY.test(key) && inner != null ? REDACTED : redactValue(inner, seen, depth + 1);
   }
   return out;
 }

@@ -43,6 +43,12 @@ export interface ApiClientOptions {
   /** Optional cap on requests started per second per credential. */
   requestsPerSecond?: number;
   timeouts?: { connectMs?: number; headersMs?: number; bodyMs?: number };
+  /**
+   * The largest response body accepted, in bytes; a larger one fails its call with
+   * RESPONSE_TOO_LARGE as soon as the limit is crossed (nothing past it is buffered).
+   * Default DEFAULT_MAX_BODY_BYTES; the configuration's LISTINGS_MAX_BODY_BYTES.
+   */
+  maxBodyBytes?: number;
   retry?: Partial<RetryPolicy>;
   logger?: Logger;
   /** The time the limiter and backoff read and wait on; the wall clock by default. */
@@ -73,6 +79,12 @@ const DEFAULT_ACCOUNT_CONCURRENCY = 8;
 // Upstream reads are small JSON documents; 10 s to connect and 30 s to answer are generous
 // for a healthy upstream and short enough that a hung socket cannot stall a nightly run.
 const DEFAULT_TIMEOUTS = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000 };
+/**
+ * 16 MiB: the largest real read (a business's reviews or listings) is tens of kilobytes,
+ * so this is generous, and a few such bodies in flight still fit the 256 MB heap the CLI
+ * runs with (a body is held as text and then parsed, about 3-5x its size in memory).
+ */
+export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 // Keep idle sockets for a while: a sync fires bursts of requests at one origin.
 const KEEP_ALIVE_MS = 10_000;
 /** Upstream body text quoted in errors is cut to this length. */
@@ -115,6 +127,7 @@ const SPACING_FLOOR_MS = 5;
 interface ClientState {
   policy: Readonly<RetryPolicy>;
   timeouts: typeof DEFAULT_TIMEOUTS;
+  maxBodyBytes: number;
   accountConcurrency: number;
   requestsPerSecond: number | undefined;
   logger: Logger;
@@ -142,6 +155,7 @@ export function createConfiguredApiClient(config: Config, logger: Logger): ApiCl
     concurrency: config.syncConcurrency,
     accountConcurrency: config.syncAccountConcurrency,
     requestsPerSecond: config.syncRequestsPerSecond,
+    maxBodyBytes: config.upstreamMaxBodyBytes,
     logger,
   });
 }
@@ -159,6 +173,7 @@ export function createApiClient(options: ApiClientOptions = {}): ApiClient {
   const state: ClientState = {
     policy: resolveRetryPolicy(options.retry),
     timeouts: { ...DEFAULT_TIMEOUTS, ...options.timeouts },
+    maxBodyBytes: positiveInteger('maxBodyBytes', options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES),
     accountConcurrency: positiveInteger(
       'accountConcurrency',
       options.accountConcurrency,
@@ -210,6 +225,9 @@ function poolFor(state: ClientState, origin: string): Pool {
       connectTimeout: state.timeouts.connectMs,
       headersTimeout: state.timeouts.headersMs,
       bodyTimeout: state.timeouts.bodyMs,
+      // undici counts the bytes as they arrive and fails the request past the limit
+      // (UND_ERR_RES_EXCEEDED_MAX_SIZE), so a huge body never reaches the heap.
+      maxResponseSize: state.maxBodyBytes,
     });
     state.pools.set(origin, pool);
   }
@@ -542,6 +560,16 @@ function interpret<T>(
   if (exchange.kind === 'transport') {
     if (signal?.aborted) throw signal.reason;
     const errorCode = errorCodeOf(exchange.error);
+    if (errorCode === BODY_TOO_LARGE) {
+      // Permanent: the same read would bring the same body again.
+      return fail(
+        'RESPONSE_TOO_LARGE',
+        `the response body is larger than ${state.maxBodyBytes} bytes, the limit set by ` +
+          'LISTINGS_MAX_BODY_BYTES; raise it if such a body is expected',
+        false,
+        { cause: scrubbedCause(exchange.error, credential) },
+      );
+    }
     const timeout = errorCode !== undefined && TIMEOUT_ERROR_CODES.has(errorCode);
     return fail(
       timeout ? 'TIMEOUT' : 'UPSTREAM_UNAVAILABLE',
@@ -612,6 +640,9 @@ function interpret<T>(
     );
   }
 }
+
+/** undici's code for a body over `maxResponseSize`. */
+const BODY_TOO_LARGE = 'UND_ERR_RES_EXCEEDED_MAX_SIZE';
 
 /** The code for a failing status when the body names no known error. */
 function codeForStatus(status: number): ApiErrorCode {

@@ -31,6 +31,8 @@ export const API_ERROR_CODES = [
   'RATE_LIMITED',
   'UPSTREAM_UNAVAILABLE',
   'BAD_PAYLOAD',
+  /** A response body over the configured limit (LISTINGS_MAX_BODY_BYTES). */
+  'RESPONSE_TOO_LARGE',
   'UPSTREAM_ERROR',
 ] as const;
 export type ApiErrorCode = (typeof API_ERROR_CODES)[number];

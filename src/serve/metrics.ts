@@ -20,6 +20,8 @@ export type WebhookOutcome =
   | 'unauthorized'
   | 'too_large'
   | 'bad_json'
+  /** Signed JSON the warehouse cannot store as sent (NUL, lone surrogate, too deep): 422. */
+  | 'unprocessable'
   | 'unavailable';
 
 /** How a scheduled run ended: a run status, or it did not start. */
@@ -156,6 +158,7 @@ export function createServeMetrics(options: {
     'unauthorized',
     'too_large',
     'bad_json',
+    'unprocessable',
     'unavailable',
   ] satisfies WebhookOutcome[]) {
     webhooks.inc({ outcome }, 0);

@@ -8,6 +8,7 @@
  * schedule (a running sync stops starting businesses, the ones in flight commit), stop the
  * alert interval and wait for a dispatch in flight.
  */
+import type { Socket } from 'node:net';
 import Fastify from 'fastify';
 import type { ApiClient } from '../api/index.ts';
 import type { Credential } from '../api/types.ts';
@@ -56,6 +57,28 @@ export interface RunningServe {
   close(): Promise<void>;
 }
 
+/**
+ * The HTTP server's time limits, all from WEBHOOK_REQUEST_TIMEOUT_MS: a request's headers
+ * and body must arrive within it (a body dripped a byte at a time is cut off with 408),
+ * and a connection idle that long is closed. Node checks running requests every
+ * `connectionsCheckingInterval`, so that interval is a fraction of the timeout, or a
+ * 30 s timeout would be enforced up to 30 s late.
+ */
+function connectionLimits(config: Config) {
+  const timeoutMs = config.webhookRequestTimeoutMs;
+  return {
+    requestTimeout: timeoutMs,
+    connectionTimeout: timeoutMs,
+    // Node's own default for idle keep-alive sockets, never longer than a request may take.
+    keepAliveTimeout: Math.min(5_000, timeoutMs),
+    http: {
+      requestTimeout: timeoutMs,
+      headersTimeout: timeoutMs,
+      connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(timeoutMs / 4))),
+    },
+  };
+}
+
 function hostForUrl(host: string): string {
   if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
   return host.includes(':') ? `[${host}]` : host;
@@ -85,7 +108,35 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
       log.error({ err: error }, 'alert dispatch failed; pending alerts stay queued');
     });
 
-  const app = Fastify({ logger: false, return503OnClosing: true });
+  const app = Fastify({ logger: false, return503OnClosing: true, ...connectionLimits(config) });
+  // Past WEBHOOK_MAX_CONNECTIONS Node refuses the connection; /healthz and intake keep the
+  // slots they have, and a flood cannot take the process's open-file limit.
+  app.server.maxConnections = config.webhookMaxConnections;
+  let lastDropLogAt = 0;
+  app.server.on('drop', () => {
+    // At most one line a second: a flood of refused connections must not flood the log.
+    if (Date.now() - lastDropLogAt < 1000) return;
+    lastDropLogAt = Date.now();
+    log.warn(
+      { limit: config.webhookMaxConnections },
+      'connection refused: WEBHOOK_MAX_CONNECTIONS connections are open',
+    );
+  });
+  app.server.on('timeout', (socket: Socket) => {
+    // A listener here means Node leaves the idle socket to us: close it.
+    socket.destroy();
+    log.warn(
+      { timeoutMs: config.webhookRequestTimeoutMs },
+      'connection closed: idle for WEBHOOK_REQUEST_TIMEOUT_MS',
+    );
+  });
+  app.server.on('clientError', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ERR_HTTP_REQUEST_TIMEOUT') return;
+    log.warn(
+      { timeoutMs: config.webhookRequestTimeoutMs },
+      'request cut off: not received in full within WEBHOOK_REQUEST_TIMEOUT_MS',
+    );
+  });
   registerHealth(app, warehouse.db);
   app.get('/metrics', async (_request, reply) => {
     reply.header('content-type', metrics.registry.contentType);

@@ -6,14 +6,18 @@
  * them. Answers:
  *   401 missing or bad signature (nothing stored)    413 body over the limit
  *   400 signed, but not a JSON object                  503 the database cannot take it (retry)
+ *   422 signed JSON the warehouse cannot store as sent: a NUL character or a lone surrogate
+ *       in a string, nesting deeper than MAX_DEPTH, or a value the database refuses (a
+ *       permanent answer: the same bytes would fail again, so the sender must not retry)
  *   200 stored, or a duplicate of a stored delivery (`duplicate: true`)
  * An unknown event kind is stored and acknowledged. The signature and the secrets are
- * never logged.
+ * never logged; a refused delivery is logged with its kind and a short, redacted excerpt
+ * of its body, for diagnosis. 503 is kept for a database that is down or does not answer.
  */
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
-import type { Logger } from '../log.ts';
+import { type Logger, redactText } from '../log.ts';
 import type { Database } from '../warehouse/database.ts';
 import {
   type BoostInput,
@@ -27,6 +31,14 @@ export const BOOST_CREATED = 'social_post.boost_created';
 
 /** A delivery must be stored within this time or the sender is told to retry (503). */
 const STORE_TIMEOUT_MS = 10_000;
+/**
+ * The deepest nesting accepted. The documented event is two levels deep; 64 leaves room
+ * for kinds the upstream may add, and keeps every walk of the payload (redaction, jsonb
+ * input, logging) far from a stack limit.
+ */
+export const MAX_DEPTH = 64;
+/** Characters of a refused body quoted in the log line. */
+const EXCERPT_CHARS = 300;
 
 export interface WebhookIntakeOptions {
   db: Kysely<Database>;
@@ -54,6 +66,24 @@ function time(value: unknown): Date | null {
 }
 
 /**
+ * The field of `data` that identifies an event, per kind: the only kind the upstream
+ * documents is `social_post.boost_created`, identified by its ad run (docs/upstream.md,
+ * "Webhooks"). An id means something only within its kind: another event about the same
+ * ad run (a boost ending, say) is a different event, not a duplicate.
+ */
+const IDENTITY_FIELDS: ReadonlyMap<string, string> = new Map([[BOOST_CREATED, 'ad_run_id']]);
+
+/**
+ * The identity of a delivery: `<event kind>:<id>` for a kind whose id field is known and
+ * present (a redelivery of the same event, even re-serialised, is a duplicate), else
+ * `sha256:<hex of the raw body>` (only byte-identical redeliveries are duplicates).
+ */
+export function eventKeyOf(event: string | null, id: string | null, raw: Buffer): string {
+  if (event !== null && id !== null) return `${event}:${id}`;
+  return `sha256:${createHash('sha256').update(raw).digest('hex')}`;
+}
+
+/**
  * The row for one verified delivery. Lenient on purpose: every field is optional in the
  * spec, so a field of an unexpected type is stored as null here and kept in `payload`.
  */
@@ -68,13 +98,14 @@ export function webhookEventFromDelivery(
     !Array.isArray(payload['data'])
       ? (payload['data'] as Record<string, unknown>)
       : {};
-  const adRunId = text(data['ad_run_id'])?.trim() || null;
   const event = text(payload['event']);
-  const eventKey = adRunId ?? `sha256:${createHash('sha256').update(raw).digest('hex')}`;
+  const idField = event === null ? undefined : IDENTITY_FIELDS.get(event);
+  const id = idField === undefined ? null : text(data[idField])?.trim() || null;
+  const eventKey = eventKeyOf(event, id, raw);
   const boost: BoostInput | null =
-    event === BOOST_CREATED && adRunId
+    event === BOOST_CREATED && id
       ? {
-          adRunId,
+          adRunId: id,
           postId: text(data['post_id']),
           socialProfileId: text(data['social_profile_id']),
           platform: text(data['platform']),
@@ -92,6 +123,90 @@ export function webhookEventFromDelivery(
     payload,
     boost,
   };
+}
+
+/** Why a parsed payload cannot be stored as sent, and where: `data.post_id`. */
+export interface UnstorableValue {
+  path: string;
+  rule: string;
+}
+
+/** Why PostgreSQL would refuse a string in jsonb or text, or null. */
+function unstorableText(text: string): string | null {
+  // jsonb and text cannot hold U+0000.
+  if (text.includes('\u0000')) return 'contains a NUL character (\\u0000)';
+  // Half of a UTF-16 pair is not Unicode; jsonb refuses its escape.
+  if (!text.isWellFormed()) return 'contains a lone UTF-16 surrogate (not valid Unicode)';
+  return null;
+}
+
+/**
+ * The first value PostgreSQL cannot store in `jsonb`/`text` as sent, or null: a string or
+ * key with a NUL character or a lone surrogate, or nesting deeper than MAX_DEPTH. Walks the
+ * payload with an explicit stack, so no depth can overflow the call stack.
+ */
+export function findUnstorableValue(payload: unknown): UnstorableValue | null {
+  const stack: { value: unknown; path: string; depth: number }[] = [
+    { value: payload, path: '', depth: 0 },
+  ];
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    const { value, path, depth } = item;
+    const where = path || '(the body)';
+    if (typeof value === 'string') {
+      const rule = unstorableText(value);
+      if (rule) return { path: where, rule };
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_DEPTH)
+      return { path: where, rule: `is nested deeper than ${MAX_DEPTH} levels` };
+    if (Array.isArray(value)) {
+      value.forEach((inner, index) => {
+        stack.push({ value: inner, path: `${path}[${index}]`, depth: depth + 1 });
+      });
+      continue;
+    }
+    for (const [key, inner] of Object.entries(value)) {
+      const childPath = `${path}${path ? '.' : ''}${describeKey(key)}`;
+      const rule = unstorableText(key);
+      if (rule) return { path: childPath, rule: `is a key that ${rule}` };
+      stack.push({ value: inner, path: childPath, depth: depth + 1 });
+    }
+  }
+  return null;
+}
+
+/** A key as shown in a path: NULs and lone surrogates escaped, cut short. */
+function describeKey(key: string): string {
+  const shown = JSON.stringify(key).slice(1, -1);
+  return shown.length > 40 ? `${shown.slice(0, 39)}…` : shown;
+}
+
+/** A short text from the payload (the event kind), escaped and cut, for the log. */
+function excerptText(text: string): string {
+  return JSON.stringify(text.slice(0, 100)).slice(1, -1);
+}
+
+/** The start of a refused body, for the log: escaped, cut to EXCERPT_CHARS, redacted. */
+function excerpt(raw: Buffer): string {
+  const text = raw
+    .subarray(0, EXCERPT_CHARS * 4)
+    .toString('utf8')
+    .slice(0, EXCERPT_CHARS);
+  // JSON.stringify escapes NULs and lone surrogates: the log line stays valid UTF-8 JSON.
+  return redactText(JSON.stringify(text).slice(1, -1));
+}
+
+/**
+ * Database errors that belong to the value, not the moment: SQLSTATE class 22 (data
+ * exception: bad encoding, out of range) and 54001 (statement too complex, such as jsonb
+ * nested too deep), and a JS RangeError (call stack) while preparing the row. The same
+ * bytes would fail again, so the answer is 422, not 503.
+ */
+function isPermanentStoreError(error: unknown): boolean {
+  if (error instanceof RangeError) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code === '54001');
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
@@ -153,11 +268,36 @@ export async function registerWebhookIntake(
         log.warn({ bytes: raw.length }, 'webhook refused: signed, but not a JSON object');
         return reply.code(400).send({ error: 'the body is not a JSON object' });
       }
-      const event = webhookEventFromDelivery(raw, payload as Record<string, unknown>, new Date());
+      const record = payload as Record<string, unknown>;
+      const refuse = (reason: string, extra: Record<string, unknown> = {}) => {
+        count('unprocessable');
+        log.warn(
+          {
+            event: typeof record['event'] === 'string' ? excerptText(record['event']) : null,
+            accountId: typeof record['account_id'] === 'number' ? record['account_id'] : null,
+            bytes: raw.length,
+            reason,
+            excerpt: excerpt(raw),
+            ...extra,
+          },
+          'webhook refused: signed, but the warehouse cannot store it as sent; the sender should not retry it',
+        );
+        return reply.code(422).send({ error: `the event cannot be stored: ${reason}` });
+      };
+      const unstorable = findUnstorableValue(record);
+      if (unstorable) return refuse(`${unstorable.path} ${unstorable.rule}`);
+      const event = webhookEventFromDelivery(raw, record, new Date());
       let stored: boolean;
       try {
         ({ stored } = await withTimeout(recordWebhookEvent(options.db, event), STORE_TIMEOUT_MS));
       } catch (error) {
+        if (isPermanentStoreError(error)) {
+          const code = (error as { code?: unknown }).code;
+          return refuse(
+            `the database refused a value (${typeof code === 'string' ? `SQLSTATE ${code}` : (error as Error).name})`,
+            { eventKey: event.eventKey, err: error },
+          );
+        }
         count('unavailable');
         log.error(
           { err: error, eventKey: event.eventKey, event: event.event },

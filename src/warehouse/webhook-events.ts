@@ -20,7 +20,10 @@ export interface BoostInput {
 }
 
 export interface WebhookEventInput {
-  /** `data.ad_run_id` where present, else a hash of the raw body (design.md). */
+  /**
+   * The delivery's identity: `<event kind>:<id>` (a boost: `social_post.boost_created:<ad_run_id>`),
+   * else `sha256:<hex of the raw body>`; see `eventKeyOf` in src/serve/webhook-intake.ts.
+   */
   eventKey: string;
   event: string | null;
   accountId: number | null;

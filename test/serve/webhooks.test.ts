@@ -117,7 +117,7 @@ describe.each(testBackends)('webhook intake (%s)', (backend) => {
     for (const row of boosts) {
       expect(row.boost_state).toBe('created');
       expect(row.is_boost).toBe(true);
-      expect(row.event_key).toBe(row.ad_run_id);
+      expect(row.event_key).toBe(`social_post.boost_created:${row.ad_run_id}`);
       expect(row.emitted_at).toBeInstanceOf(Date);
     }
     const events = await warehouse.db.selectFrom('webhook_events').selectAll().execute();
