@@ -87,7 +87,11 @@ export function worldTruth(shape: WorldShape, day: number): WorldTruth {
         truth.listings.set(`${business.id}:${listing['id']}`, listing);
       }
       for (const category of ['review', 'social'] as const) {
-        for (const items of Object.values(buildReviews(world, business, day, category))) {
+        // Counts only: whether an item can be answered does not change them.
+        const canRespond = () => false;
+        for (const items of Object.values(
+          buildReviews(world, business, day, category, canRespond),
+        )) {
           for (const item of items) {
             responsesByReview.set(item['id'], (item['responses'] as unknown[]).length);
           }

@@ -3,7 +3,7 @@
  * contract allows (docs/upstream.md, Errors): each case runs with the sandbox's statuses
  * and with every error answered 200, on each backend. A wrong token still fails only its
  * credential; review response requests of both id forms (number and uuid) are followed
- * to their end, and an unknown one stays open with the upstream's text.
+ * to their end, and an unknown one is closed as `Invalid` with the upstream's text.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -17,7 +17,15 @@ import type { Credential } from '../../src/api/types.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { recordResponseRequest } from '../../src/warehouse/review-response-requests.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
-import { count, served, sync, testApiClient } from './harness.ts';
+import { count, sync, testApiClient, type WorldShape, worldTruth } from './harness.ts';
+
+/** The sandbox's world; the oracle rebuilds the same one, independent of the client. */
+const WORLD: WorldShape = {
+  seed: 29,
+  accounts: 2,
+  businessesPerAccount: 3,
+  startDate: '2026-01-01',
+};
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -33,9 +41,7 @@ describe.each(cases)('sync ($backend) with $mode', ({ backend, errorsWith200 }) 
 
   beforeAll(async () => {
     sandbox = await startSandbox({
-      seed: 29,
-      accounts: 2,
-      businessesPerAccount: 3,
+      ...WORLD,
       port: 0,
       faults: { errorsWith200 },
     });
@@ -62,13 +68,13 @@ describe.each(cases)('sync ($backend) with $mode', ({ backend, errorsWith200 }) 
         'succeeded',
       );
     }
-    const upstream = await served(api, good);
+    const upstream = worldTruth(WORLD, 0);
     expect(await count(warehouse, 'businesses')).toBe(upstream.businesses.length);
     expect(await count(warehouse, 'listings')).toBe(upstream.listings.size);
     expect(await count(warehouse, 'quarantine')).toBe(0);
   });
 
-  it('follows response requests with numeric and uuid ids to their end, and keeps an unknown one open', async () => {
+  it('follows response requests with numeric and uuid ids to their end, and closes an unknown one as Invalid', async () => {
     // Accounts exist in the warehouse after the first test's run; make sure of it alone.
     await sync(warehouse, api, sandbox.credentials);
     const submitted: string[] = [];
@@ -103,8 +109,9 @@ describe.each(cases)('sync ($backend) with $mode', ({ backend, errorsWith200 }) 
     sandbox.advanceDays(4);
     const result = await sync(warehouse, api, sandbox.credentials);
 
-    expect(result.status).toBe('partial');
-    expect(result.stats.responseRequests).toMatchObject({ checked: 2, errors: 1 });
+    // `Invalid Request ID` is permanent: the unknown request is closed, not a failure.
+    expect(result.status).toBe('succeeded');
+    expect(result.stats.responseRequests).toMatchObject({ checked: 2, invalid: 1, errors: 0 });
     const rows = await warehouse.db
       .selectFrom('review_response_requests')
       .select(['request_id', 'status', 'completed_at', 'last_error'])
@@ -118,8 +125,8 @@ describe.each(cases)('sync ($backend) with $mode', ({ backend, errorsWith200 }) 
       expect(row?.last_error).toBeNull();
     }
     const unknown = byId.get(unknownId);
-    expect(unknown?.status).toBe('Created');
-    expect(unknown?.completed_at).toBeNull();
+    expect(unknown?.status).toBe('Invalid');
+    expect(unknown?.completed_at).not.toBeNull();
     expect(unknown?.last_error).toContain('Invalid Request ID');
   });
 });
