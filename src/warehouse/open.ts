@@ -27,7 +27,14 @@ export async function openConfiguredWarehouse(config: Config): Promise<Warehouse
   try {
     warehouse = await openWarehouse(
       config.databaseUrl
-        ? { databaseUrl: config.databaseUrl }
+        ? {
+            databaseUrl: config.databaseUrl,
+            timeouts: {
+              connectMs: config.databaseConnectTimeoutMs,
+              statementMs: config.databaseStatementTimeoutMs,
+              lockMs: config.databaseLockTimeoutMs,
+            },
+          }
         : { pgliteDataDir: config.pgliteDataDir },
     );
   } catch (cause) {
