@@ -9,11 +9,13 @@
  * PostgreSQL only: PGlite runs inside the process and cannot freeze apart from it.
  */
 import net from 'node:net';
+import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { EXIT_FOR_STATUS } from '../../src/sync/command.ts';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import { openWarehouse, queryTimeoutMs, type Warehouse } from '../../src/warehouse/connection.ts';
 import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
 import { startCli } from '../helpers/cli.ts';
 import {
@@ -196,6 +198,49 @@ postgresOnly('a frozen database (postgres)', () => {
     await lock?.release();
   });
 
+  it('a lock not granted in time fails the businesses that need it, not the run', async () => {
+    const bounded = await openWarehouse({
+      databaseUrl: warehouse.databaseUrl!,
+      searchPath: warehouse.searchPath!,
+      // Under the statement timeout, so that the lock wait is what trips.
+      timeouts: { ...TIMEOUTS, lockMs: 100 },
+    });
+    // Another session holds the listings table, as a long migration or a BI export might.
+    const holder = new pg.Client({
+      connectionString: warehouse.databaseUrl!,
+      options: `-c search_path=${warehouse.searchPath}`,
+    });
+    await holder.connect();
+    const watched = watchedLogger();
+    try {
+      await holder.query('begin');
+      await holder.query('lock table listings in access exclusive mode');
+      const result = await sync(bounded, api, sandbox.credentials, { logger: watched.logger });
+      expect(result.status).toBe('partial');
+      expect(result.stats.businesses.failed).toBe(4);
+      const failures = watched.records().filter((r) => r['msg'] === 'business failed');
+      expect(failures).toHaveLength(4);
+      for (const failure of failures) {
+        expect(failure['reason']).toBe(
+          'a lock was not granted within 100 ms (DATABASE_LOCK_TIMEOUT_MS)',
+        );
+      }
+    } finally {
+      await holder.query('rollback');
+      await holder.end();
+      await bounded.close();
+    }
+    const row = await warehouse.db
+      .selectFrom('sync_runs')
+      .select('status')
+      .executeTakeFirstOrThrow();
+    expect(row.status).toBe('partial');
+    // What did not need the lock is written.
+    expect(
+      await warehouse.db.selectFrom('countries').select('country_id').execute(),
+    ).not.toHaveLength(0);
+  });
+
   it('cannot be closed by the server: close() cuts the connections instead of waiting for ever', async () => {
     const frozenWarehouse = await viaFrozenProxy();
     await frozenWarehouse.db.selectFrom('sync_runs').select('run_id').execute();
@@ -245,5 +290,30 @@ postgresOnly('a frozen database (postgres)', () => {
     expect(runs.map((r) => r.status)).toEqual(['interrupted', 'succeeded']);
     expect(runs[0]?.error).toContain('No outcome was recorded');
     expect(runs[0]?.error).toContain('could not reach the database to record its end');
+  });
+});
+
+describe('database timeouts (configuration)', () => {
+  it('default to 10 s, 60 s and 10 s, take 0 for "no limit", and name the rule when wrong', () => {
+    const defaults = loadConfig({});
+    expect([
+      defaults.databaseConnectTimeoutMs,
+      defaults.databaseStatementTimeoutMs,
+      defaults.databaseLockTimeoutMs,
+    ]).toEqual([10_000, 60_000, 10_000]);
+    const off = loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '0', DATABASE_LOCK_TIMEOUT_MS: '0' });
+    expect([off.databaseStatementTimeoutMs, off.databaseLockTimeoutMs]).toEqual([0, 0]);
+    expect(() => loadConfig({ DATABASE_CONNECT_TIMEOUT_MS: '5' })).toThrow(
+      'DATABASE_CONNECT_TIMEOUT_MS must be a whole number from 100 to 600000 (got "5")',
+    );
+    expect(() => loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '1.5' })).toThrow(
+      'DATABASE_STATEMENT_TIMEOUT_MS must be a whole number',
+    );
+  });
+
+  it('waits for an answer a margin past the statement timeout, and not at all when it is off', () => {
+    expect(queryTimeoutMs({ connectMs: 1, statementMs: 60_000, lockMs: 1 })).toBe(65_000);
+    expect(queryTimeoutMs({ connectMs: 1, statementMs: 300, lockMs: 1 })).toBe(450);
+    expect(queryTimeoutMs({ connectMs: 1, statementMs: 0, lockMs: 1 })).toBe(0);
   });
 });
