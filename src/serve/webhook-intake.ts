@@ -30,7 +30,7 @@ import { SIGNATURE_HEADER, verifySignature } from './signature.ts';
 export const BOOST_CREATED = 'social_post.boost_created';
 
 /** A delivery must be stored within this time or the sender is told to retry (503). */
-const STORE_TIMEOUT_MS = 10_000;
+export const STORE_TIMEOUT_MS = 10_000;
 /**
  * The deepest nesting accepted. The documented event is two levels deep; 64 leaves room
  * for kinds the upstream may add, and keeps every walk of the payload (redaction, jsonb
