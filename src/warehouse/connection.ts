@@ -75,8 +75,9 @@ export function queryTimeoutMs(timeouts: DatabaseTimeouts): number {
 
 /** The errors pg raises for its own client-side limits, by message. */
 const QUERY_READ_TIMEOUT = /Query read timeout/;
-const CONNECT_TIMEOUT =
-  /timeout exceeded when trying to connect|Connection terminated due to connection timeout/;
+const CONNECT_TIMEOUT = /Connection terminated due to connection timeout/;
+/** Waiting for a free connection of the pool: the pool is busy, the database may be fine. */
+const POOL_WAIT_TIMEOUT = /timeout exceeded when trying to connect/;
 
 /**
  * A database error in words a person can act on: for a bound that tripped, which bound,
@@ -93,6 +94,9 @@ export function describeDatabaseError(error: unknown, timeouts?: DatabaseTimeout
   if (CONNECT_TIMEOUT.test(message)) {
     return `no database connection within ${t.connectMs} ms (DATABASE_CONNECT_TIMEOUT_MS)`;
   }
+  if (POOL_WAIT_TIMEOUT.test(message)) {
+    return `no free connection in the pool within ${t.connectMs} ms (DATABASE_CONNECT_TIMEOUT_MS): every connection was busy`;
+  }
   if (code === '57014') {
     return `a statement ran longer than ${t.statementMs} ms and was cancelled (DATABASE_STATEMENT_TIMEOUT_MS)`;
   }
@@ -105,7 +109,10 @@ export function describeDatabaseError(error: unknown, timeouts?: DatabaseTimeout
   return message;
 }
 
-/** True for pg's client-side time limits: the server did not answer in time. */
+/**
+ * True for pg's client-side time limits that mean the server did not answer in time: no
+ * answer to a query, no connection opened. (A wait for a busy pool is not one of them.)
+ */
 export function isDatabaseTimeout(error: unknown): boolean {
   const message = error instanceof Error ? error.message : '';
   return QUERY_READ_TIMEOUT.test(message) || CONNECT_TIMEOUT.test(message);

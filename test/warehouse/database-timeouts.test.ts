@@ -15,7 +15,13 @@ import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { EXIT_FOR_STATUS } from '../../src/sync/command.ts';
-import { openWarehouse, queryTimeoutMs, type Warehouse } from '../../src/warehouse/connection.ts';
+import {
+  describeDatabaseError,
+  isDatabaseTimeout,
+  openWarehouse,
+  queryTimeoutMs,
+  type Warehouse,
+} from '../../src/warehouse/connection.ts';
 import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
 import { startCli } from '../helpers/cli.ts';
 import {
@@ -309,6 +315,27 @@ describe('database timeouts (configuration)', () => {
     expect(() => loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '1.5' })).toThrow(
       'DATABASE_STATEMENT_TIMEOUT_MS must be a whole number',
     );
+  });
+
+  it('tells a busy pool from a database that does not answer', () => {
+    const t = { connectMs: 700, statementMs: 300, lockMs: 100 };
+    const poolWait = new Error('timeout exceeded when trying to connect');
+    expect(describeDatabaseError(poolWait, t)).toBe(
+      'no free connection in the pool within 700 ms (DATABASE_CONNECT_TIMEOUT_MS): every connection was busy',
+    );
+    expect(isDatabaseTimeout(poolWait)).toBe(false);
+    const silent = new Error('Query read timeout');
+    expect(describeDatabaseError(silent, t)).toContain(
+      'the database did not answer within 450 ms (DATABASE_STATEMENT_TIMEOUT_MS, 300 ms, plus a margin)',
+    );
+    expect(isDatabaseTimeout(silent)).toBe(true);
+    const cancelled = Object.assign(new Error('canceling statement due to statement timeout'), {
+      code: '57014',
+    });
+    expect(describeDatabaseError(cancelled, t)).toBe(
+      'a statement ran longer than 300 ms and was cancelled (DATABASE_STATEMENT_TIMEOUT_MS)',
+    );
+    expect(isDatabaseTimeout(cancelled)).toBe(false);
   });
 
   it('waits for an answer a margin past the statement timeout, and not at all when it is off', () => {
