@@ -4,7 +4,7 @@
  */
 import type { Config } from '../config.ts';
 import { redactText } from '../log.ts';
-import { openWarehouse, type Warehouse } from './connection.ts';
+import { describeDatabaseError, openWarehouse, timeoutsOf, type Warehouse } from './connection.ts';
 import { pendingMigrations } from './migrate.ts';
 
 export class WarehouseUnavailableError extends Error {
@@ -48,7 +48,7 @@ export async function openConfiguredWarehouse(config: Config): Promise<Warehouse
   } catch (cause) {
     await warehouse.close().catch(() => {});
     throw new WarehouseUnavailableError(
-      `Cannot reach ${describeWarehouse(config)}: ${redactText((cause as Error).message)}. ` +
+      `Cannot reach ${describeWarehouse(config)}: ${redactText(describeDatabaseError(cause, timeoutsOf(warehouse.db)))}. ` +
         'Check DATABASE_URL and that the server is running.',
       { cause },
     );
