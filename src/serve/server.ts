@@ -22,7 +22,7 @@ import { type AlertSink, alertSinksFromConfig } from './alert-sinks.ts';
 import { registerHealth } from './health.ts';
 import { createServeMetrics, type ServeMetrics } from './metrics.ts';
 import { type Scheduler, startScheduler } from './scheduler.ts';
-import { registerWebhookIntake } from './webhook-intake.ts';
+import { registerWebhookIntake, STORE_TIMEOUT_MS } from './webhook-intake.ts';
 
 export interface ServeOptions {
   config: Config;
@@ -59,8 +59,10 @@ export interface RunningServe {
 
 /**
  * The HTTP server's time limits, all from WEBHOOK_REQUEST_TIMEOUT_MS: a request's headers
- * and body must arrive within it (a body dripped a byte at a time is cut off with 408),
- * and a connection idle that long is closed. Node checks running requests every
+ * and body must arrive within it (a body dripped a byte at a time is cut off), and a
+ * connection with no bytes moving for that long plus STORE_TIMEOUT_MS is closed (a
+ * request waiting for the database moves no bytes either, and gets its 503 first). Node
+ * checks running requests every
  * `connectionsCheckingInterval`, so that interval is a fraction of the timeout, or a
  * 30 s timeout would be enforced up to 30 s late.
  */
@@ -68,7 +70,7 @@ function connectionLimits(config: Config) {
   const timeoutMs = config.webhookRequestTimeoutMs;
   return {
     requestTimeout: timeoutMs,
-    connectionTimeout: timeoutMs,
+    connectionTimeout: timeoutMs + STORE_TIMEOUT_MS,
     // Node's own default for idle keep-alive sockets, never longer than a request may take.
     keepAliveTimeout: Math.min(5_000, timeoutMs),
     http: {
@@ -126,8 +128,8 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
     // A listener here means Node leaves the idle socket to us: close it.
     socket.destroy();
     log.warn(
-      { timeoutMs: config.webhookRequestTimeoutMs },
-      'connection closed: idle for WEBHOOK_REQUEST_TIMEOUT_MS',
+      { timeoutMs: config.webhookRequestTimeoutMs + STORE_TIMEOUT_MS },
+      'connection closed: idle for WEBHOOK_REQUEST_TIMEOUT_MS plus the 10 s a delivery may wait for the database',
     );
   });
   app.server.on('clientError', (error: NodeJS.ErrnoException) => {

@@ -30,7 +30,7 @@ import { SIGNATURE_HEADER, verifySignature } from './signature.ts';
 export const BOOST_CREATED = 'social_post.boost_created';
 
 /** A delivery must be stored within this time or the sender is told to retry (503). */
-const STORE_TIMEOUT_MS = 10_000;
+export const STORE_TIMEOUT_MS = 10_000;
 /**
  * The deepest nesting accepted. The documented event is two levels deep; 64 leaves room
  * for kinds the upstream may add, and keeps every walk of the payload (redaction, jsonb
@@ -187,14 +187,15 @@ function excerptText(text: string): string {
   return JSON.stringify(text.slice(0, 100)).slice(1, -1);
 }
 
-/** The start of a refused body, for the log: escaped, cut to EXCERPT_CHARS, redacted. */
+/** The start of a refused body, for the log: cut to EXCERPT_CHARS, redacted, escaped. */
 function excerpt(raw: Buffer): string {
   const text = raw
     .subarray(0, EXCERPT_CHARS * 4)
     .toString('utf8')
     .slice(0, EXCERPT_CHARS);
-  // JSON.stringify escapes NULs and lone surrogates: the log line stays valid UTF-8 JSON.
-  return redactText(JSON.stringify(text).slice(1, -1));
+  // Redacted before escaping, while `"password":"…"` still reads as such; then
+  // JSON.stringify escapes NULs and lone surrogates, so the log line stays valid UTF-8.
+  return JSON.stringify(redactText(text)).slice(1, -1);
 }
 
 /**

@@ -47,7 +47,13 @@ import {
   writeBusinessSnapshotIsolating,
 } from '../warehouse/business-snapshot.ts';
 import { archiveMissingBusinesses, markBusinessMissing } from '../warehouse/businesses.ts';
-import type { Warehouse } from '../warehouse/connection.ts';
+import {
+  type DatabaseTimeouts,
+  describeDatabaseError,
+  isDatabaseTimeout,
+  timeoutsOf,
+  type Warehouse,
+} from '../warehouse/connection.ts';
 import { quarantineRecords } from '../warehouse/quarantine.ts';
 import { writeReferenceData } from '../warehouse/reference-data.ts';
 import {
@@ -57,7 +63,7 @@ import {
   recordResponseStatusError,
 } from '../warehouse/review-response-requests.ts';
 import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
-import { finishSyncRun, interruptAbandonedRuns, startSyncRun } from '../warehouse/sync-runs.ts';
+import { interruptAbandonedRuns, recordSyncRunEnd, startSyncRun } from '../warehouse/sync-runs.ts';
 import { formatShard, inShard, type Shard } from './shard.ts';
 
 /** What a run can fetch. `businesses` is the full profile read; the list is always read. */
@@ -182,6 +188,8 @@ const WAREHOUSE_GONE = new Set([
 ]);
 
 function isWarehouseGone(error: unknown): boolean {
+  // No answer within the configured time: the database is stopped or unreachable.
+  if (isDatabaseTimeout(error)) return true;
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && WAREHOUSE_GONE.has(code)) return true;
   const message = error instanceof Error ? error.message : '';
@@ -191,9 +199,9 @@ function isWarehouseGone(error: unknown): boolean {
 }
 
 class WarehouseGoneError extends Error {
-  constructor(cause: unknown) {
+  constructor(cause: unknown, timeouts: DatabaseTimeouts | undefined) {
     super(
-      `The warehouse stopped answering (${cause instanceof Error ? cause.message : String(cause)}). ` +
+      `The warehouse stopped answering (${describeDatabaseError(cause, timeouts)}). ` +
         'Businesses committed before this point are kept; run the sync again once the database is back.',
       { cause },
     );
@@ -305,7 +313,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
           return true;
         },
         (error: unknown) => {
-          if (isWarehouseGone(error)) throw new WarehouseGoneError(error);
+          if (isWarehouseGone(error)) throw new WarehouseGoneError(error, timeoutsOf(db));
           log.warn(
             { credential: credential.name, err: error },
             'reference data failed; another credential will try',
@@ -323,7 +331,9 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       progress,
       report,
       fail(error) {
-        fatal ??= error;
+        if (fatal) return;
+        fatal = error;
+        log.error({ err: error }, 'the run stops: the warehouse failed');
       },
       isStopped: () => fatal !== undefined || options.signal?.aborted === true,
       async writeReferenceOnce(credential) {
@@ -350,7 +360,8 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       options.credentials.map(async (credential) => {
         const outcome = await syncCredential(context, credential).catch((error: unknown) => {
           if (error instanceof WarehouseGoneError) context.fail(error);
-          else if (isWarehouseGone(error)) context.fail(new WarehouseGoneError(error));
+          else if (isWarehouseGone(error))
+            context.fail(new WarehouseGoneError(error, timeoutsOf(db)));
           const outcome: CredentialOutcome = {
             name: credential.name,
             status: 'failed',
@@ -376,9 +387,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
 
     const status = decideStatus(stats, fatal, options.signal);
     const error = fatal ? fatal.message : summariseFailures(stats);
-    await finishSyncRun(db, runId, { status, stats, error: error ?? null }).catch((finishError) => {
-      log.error({ err: finishError }, 'could not record the end of the run');
-    });
+    await recordSyncRunEnd(db, runId, { status, stats, error: error ?? null }, log);
     log.info(
       {
         status,
@@ -533,11 +542,18 @@ async function syncCredential(
               return;
             }
             if (isWarehouseGone(error)) {
-              context.fail(new WarehouseGoneError(error));
+              context.fail(new WarehouseGoneError(error, timeoutsOf(db)));
               return;
             }
             failedBusinesses += 1;
-            accountLog.error({ businessId: business.id, err: error }, 'business failed');
+            accountLog.error(
+              {
+                businessId: business.id,
+                err: error,
+                reason: describeDatabaseError(error, timeoutsOf(db)),
+              },
+              'business failed',
+            );
           } finally {
             context.progress.businessesDone += 1;
             context.report();

@@ -2,8 +2,14 @@
  * Opens the warehouse: a `pg` pool when a database URL is given, an embedded PGlite
  * otherwise (in a data directory, or in memory). Both answer with the same JS values:
  * int8 and numeric as numbers, date as a `YYYY-MM-DD` string, timestamptz as a Date.
+ *
+ * PostgreSQL connections are bounded in time (`DatabaseTimeouts`): a database that stops
+ * answering (its processes frozen, a network that drops packets) fails the statement in
+ * flight with an error naming the bound and its setting, instead of hanging the process
+ * with its sync lock held. PGlite runs inside the process and needs none of them.
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
@@ -32,6 +38,90 @@ export interface OpenWarehouseOptions {
   searchPath?: string;
   /** Postgres pool size; the default suits the sync's per-business transactions. */
   poolSize?: number;
+  /** PostgreSQL time limits; DEFAULT_DATABASE_TIMEOUTS where not given. */
+  timeouts?: Partial<DatabaseTimeouts>;
+}
+
+/**
+ * Time limits of a PostgreSQL warehouse, in milliseconds (the configuration's
+ * DATABASE_CONNECT_TIMEOUT_MS, DATABASE_STATEMENT_TIMEOUT_MS, DATABASE_LOCK_TIMEOUT_MS).
+ */
+export interface DatabaseTimeouts {
+  /** Opening a connection, or waiting for a free one in the pool. */
+  connectMs: number;
+  /**
+   * One statement, enforced by the server (`statement_timeout`); a transaction left idle
+   * this long is ended by the server too (`idle_in_transaction_session_timeout`). The
+   * client gives up waiting for an answer a margin later (`query_timeout`), which is what
+   * ends a wait on a server that does not answer at all. 0: no limit (a long migration).
+   */
+  statementMs: number;
+  /** Waiting for a row or table lock (`lock_timeout`). 0: no limit. */
+  lockMs: number;
+}
+
+// The values the configuration defaults to (src/config.ts).
+export const DEFAULT_DATABASE_TIMEOUTS: Readonly<DatabaseTimeouts> = Object.freeze({
+  connectMs: 10_000,
+  statementMs: 60_000,
+  lockMs: 10_000,
+});
+
+/**
+ * How long after the server's statement timeout the client stops waiting: long enough for
+ * the server's own cancellation (57014) to arrive first, so a slow statement reads as slow
+ * and only a silent server reads as gone. At most 5 s, at least 100 ms.
+ */
+export function queryTimeoutMs(timeouts: DatabaseTimeouts): number {
+  if (timeouts.statementMs === 0) return 0;
+  return (
+    timeouts.statementMs + Math.min(5_000, Math.max(100, Math.floor(timeouts.statementMs / 2)))
+  );
+}
+
+/** The errors pg raises for its own client-side limits, by message. */
+const QUERY_READ_TIMEOUT = /Query read timeout/;
+const CONNECT_TIMEOUT = /Connection terminated due to connection timeout/;
+/** Waiting for a free connection of the pool: the pool is busy, the database may be fine. */
+const POOL_WAIT_TIMEOUT = /timeout exceeded when trying to connect/;
+
+/**
+ * A database error in words a person can act on: for a bound that tripped, which bound,
+ * its value and its setting; otherwise the error's own message. `timeouts` are those of
+ * the warehouse that raised it (timeoutsOf).
+ */
+export function describeDatabaseError(error: unknown, timeouts?: DatabaseTimeouts): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  const t = timeouts ?? DEFAULT_DATABASE_TIMEOUTS;
+  if (QUERY_READ_TIMEOUT.test(message)) {
+    return `the database did not answer within ${queryTimeoutMs(t)} ms (DATABASE_STATEMENT_TIMEOUT_MS, ${t.statementMs} ms, plus a margin): it is stopped, overloaded or unreachable`;
+  }
+  if (CONNECT_TIMEOUT.test(message)) {
+    return `no database connection within ${t.connectMs} ms (DATABASE_CONNECT_TIMEOUT_MS)`;
+  }
+  if (POOL_WAIT_TIMEOUT.test(message)) {
+    return `no free connection in the pool within ${t.connectMs} ms (DATABASE_CONNECT_TIMEOUT_MS): every connection was busy`;
+  }
+  if (code === '57014') {
+    return `a statement ran longer than ${t.statementMs} ms and was cancelled (DATABASE_STATEMENT_TIMEOUT_MS)`;
+  }
+  if (code === '55P03') {
+    return `a lock was not granted within ${t.lockMs} ms (DATABASE_LOCK_TIMEOUT_MS)`;
+  }
+  if (code === '25P03') {
+    return `a transaction sat idle longer than ${t.statementMs} ms and the server ended it (DATABASE_STATEMENT_TIMEOUT_MS)`;
+  }
+  return message;
+}
+
+/**
+ * True for pg's client-side time limits that mean the server did not answer in time: no
+ * answer to a query, no connection opened. (A wait for a busy pool is not one of them.)
+ */
+export function isDatabaseTimeout(error: unknown): boolean {
+  const message = error instanceof Error ? error.message : '';
+  return QUERY_READ_TIMEOUT.test(message) || CONNECT_TIMEOUT.test(message);
 }
 
 // Type OIDs, from pg_type.
@@ -96,10 +186,22 @@ export function poolOf(db: Kysely<Database>): pg.Pool | undefined {
   return pools.get(db);
 }
 
+const timeoutsByDb = new WeakMap<Kysely<Database>, DatabaseTimeouts>();
+
+/** The time limits of a postgres warehouse; undefined for PGlite, which has none. */
+export function timeoutsOf(db: Kysely<Database>): DatabaseTimeouts | undefined {
+  return timeoutsByDb.get(db);
+}
+
 export async function openWarehouse(options: OpenWarehouseOptions): Promise<Warehouse> {
   const searchPath =
     options.searchPath === undefined ? undefined : checkSearchPath(options.searchPath);
   if (options.databaseUrl) {
+    const timeouts = { ...DEFAULT_DATABASE_TIMEOUTS, ...options.timeouts };
+    const readTimeout = queryTimeoutMs(timeouts);
+    // Every socket the pool opens, so that close() can cut them when the server does not
+    // answer the goodbye (a frozen server never closes its side).
+    const sockets = new Set<net.Socket>();
     const pool = new pg.Pool({
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 10,
@@ -107,6 +209,19 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
       // A startup parameter, so every connection has it, including the one a sync lock
       // holds outside Kysely.
       options: searchPath ? `-c search_path=${searchPath}` : undefined,
+      connectionTimeoutMillis: timeouts.connectMs,
+      ...(timeouts.statementMs > 0 && {
+        statement_timeout: timeouts.statementMs,
+        idle_in_transaction_session_timeout: timeouts.statementMs,
+        query_timeout: readTimeout,
+      }),
+      ...(timeouts.lockMs > 0 && { lock_timeout: timeouts.lockMs }),
+      stream: () => {
+        const socket = new net.Socket();
+        sockets.add(socket);
+        socket.once('close', () => sockets.delete(socket));
+        return socket;
+      },
     });
     // A connection that dies (server restart, network cut) must not crash the process:
     // pg emits 'error' on the pool for an idle client and on the client itself for one
@@ -118,17 +233,30 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
     });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     pools.set(db, pool);
+    timeoutsByDb.set(db, timeouts);
+    const close = async () => {
+      // pg ends a connection by waiting for the server to close it; past the connect
+      // timeout the sockets are cut, so a frozen server cannot keep the process alive.
+      const cut = setTimeout(() => {
+        for (const socket of sockets) socket.destroy();
+      }, timeouts.connectMs);
+      try {
+        await db.destroy();
+      } finally {
+        clearTimeout(cut);
+      }
+    };
     try {
       await ping(db);
     } catch (error) {
-      await db.destroy();
+      await close();
       const cause = withoutDatabaseUrl(error, options.databaseUrl);
       throw new Error(
-        `The warehouse database at ${redactUrl(options.databaseUrl)} cannot be reached: ${cause.message}`,
+        `The warehouse database at ${redactUrl(options.databaseUrl)} cannot be reached: ${describeDatabaseError(cause, timeouts)}`,
         { cause },
       );
     }
-    return { db, kind: 'postgres', close: () => db.destroy() };
+    return { db, kind: 'postgres', close };
   }
 
   const memory =

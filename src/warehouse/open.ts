@@ -7,7 +7,13 @@
  */
 import type { Config } from '../config.ts';
 import { redactDatabaseUrlIn, redactUrl, withoutDatabaseUrl } from '../log.ts';
-import { openWarehouse, type Warehouse } from './connection.ts';
+import {
+  type DatabaseTimeouts,
+  describeDatabaseError,
+  openWarehouse,
+  timeoutsOf,
+  type Warehouse,
+} from './connection.ts';
 import { pendingMigrations } from './migrate.ts';
 
 export class WarehouseUnavailableError extends Error {
@@ -30,8 +36,8 @@ function safeCause(config: Config, cause: unknown): unknown {
 }
 
 /** A driver's error text, which may echo the URL or a part of it, made safe to print. */
-function causeText(config: Config, cause: unknown): string {
-  const text = cause instanceof Error ? cause.message : String(cause);
+function causeText(config: Config, cause: unknown, timeouts?: DatabaseTimeouts): string {
+  const text = describeDatabaseError(cause, timeouts);
   return config.databaseUrl ? redactDatabaseUrlIn(text, config.databaseUrl) : text;
 }
 
@@ -57,7 +63,15 @@ export async function openConfiguredWarehouse(config: Config): Promise<Warehouse
   try {
     warehouse = await openWarehouse(
       config.databaseUrl
-        ? { databaseUrl: config.databaseUrl, poolSize: warehousePoolSize(config) }
+        ? {
+            databaseUrl: config.databaseUrl,
+            poolSize: warehousePoolSize(config),
+            timeouts: {
+              connectMs: config.databaseConnectTimeoutMs,
+              statementMs: config.databaseStatementTimeoutMs,
+              lockMs: config.databaseLockTimeoutMs,
+            },
+          }
         : { pgliteDataDir: config.pgliteDataDir },
     );
   } catch (cause) {
@@ -71,7 +85,7 @@ export async function openConfiguredWarehouse(config: Config): Promise<Warehouse
   } catch (cause) {
     await warehouse.close().catch(() => {});
     throw new WarehouseUnavailableError(
-      `Cannot reach ${describeWarehouse(config)}: ${causeText(config, cause)}. ` +
+      `Cannot reach ${describeWarehouse(config)}: ${causeText(config, cause, timeoutsOf(warehouse.db))}. ` +
         'Check DATABASE_URL and that the server is running.',
       { cause: safeCause(config, cause) },
     );

@@ -1,7 +1,7 @@
 /** `sync_runs`: the audit row of every run, from `running` to its outcome. */
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import { redactSecrets, redactText } from '../log.ts';
+import { type Logger, redactSecrets, redactText } from '../log.ts';
 import type { Database, SyncRunStatus } from './database.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -51,6 +51,47 @@ export async function finishSyncRun(db: Db, runId: string, result: SyncRunResult
     .execute();
 }
 
+/** Attempts at recording a run's end, and the pause before each retry. */
+const END_ATTEMPTS = 3;
+const END_RETRY_DELAY_MS = 1_000;
+
+/**
+ * Records the outcome of a run that is ending, whatever the database is doing: a run that
+ * failed because the database went away tries again (each attempt is bounded by the
+ * database timeouts; a database back from a restart takes the row), so the run is not
+ * later mistaken for one whose process died. If no attempt succeeds, the outcome goes to
+ * the log at `error` (the row stays `running`, and the next run marks it `interrupted`
+ * saying the outcome was not recorded). Never throws.
+ */
+export async function recordSyncRunEnd(
+  db: Db,
+  runId: string,
+  result: SyncRunResult,
+  logger: Logger,
+  options: { attempts?: number; retryDelayMs?: number } = {},
+): Promise<boolean> {
+  const attempts = options.attempts ?? END_ATTEMPTS;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await finishSyncRun(db, runId, result);
+      return true;
+    } catch (error) {
+      if (attempt >= attempts) {
+        logger.error(
+          { err: error, runId, status: result.status, runError: result.error ?? null },
+          'could not record the end of the run: it stays `running` until the next run marks it ' +
+            'interrupted; this line holds its outcome',
+        );
+        return false;
+      }
+      logger.warn({ err: error, runId, attempt }, 'could not record the end of the run; retrying');
+      await new Promise((resolve) =>
+        setTimeout(resolve, options.retryDelayMs ?? END_RETRY_DELAY_MS),
+      );
+    }
+  }
+}
+
 /**
  * Runs still `running` whose process is gone (killed, crashed, its node drained): the
  * caller holds the sync lock for `shard`, so no live process can own them. Marks them
@@ -62,7 +103,12 @@ export async function interruptAbandonedRuns(db: Db, shard: string | undefined):
     .set({
       status: 'interrupted',
       finished_at: new Date(),
-      error: 'The process ended before the run finished (killed or crashed); a later run found it.',
+      // Not "killed or crashed" as a fact: a process that lost the database at its very end
+      // exits cleanly without recording its outcome, and logs it (recordSyncRunEnd).
+      error:
+        'No outcome was recorded: the process was killed or crashed, or it could not reach the ' +
+        'database to record its end (its log then has "could not record the end of the run"). ' +
+        'A later run found it still running.',
     })
     .where('status', '=', 'running')
     .where((eb) => (shard ? eb('shard', '=', shard) : eb('shard', 'is', null)))

@@ -139,6 +139,17 @@ describe.each(testBackends)('webhook bodies the warehouse cannot store (%s)', (b
     },
   );
 
+  it('keeps secrets in a refused body out of the log excerpt', async () => {
+    const body = boostWith(
+      '"site_password":"pw-in-body-77","auth_token":"tok-in-body-88","x":"\\u0000"',
+    );
+    expect((await post(serve.url, body)).status).toBe(422);
+    const text = logs.lines().join('\n');
+    expect(text).toContain('data.x contains a NUL character');
+    expect(text).not.toContain('pw-in-body-77');
+    expect(text).not.toContain('tok-in-body-88');
+  });
+
   it('stores escaped text that is valid Unicode (a tab, an emoji as a surrogate pair)', async () => {
     const answer = await post(
       serve.url,

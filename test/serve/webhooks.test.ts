@@ -169,6 +169,8 @@ describe.each(testBackends)('webhook intake (%s)', (backend) => {
     for (const bad of ['not json at all', '{"event": ', '[1, 2]', '"text"']) {
       expect((await post(serve.url, bad, sign(NEW_SECRET, bad))).status).toBe(400);
     }
+    // Unsigned: this test's own 401, so that it passes alone.
+    expect((await post(serve.url, boost('unsigned-1'))).status).toBe(401);
     expect(await count(warehouse, 'webhook_events')).toBe(0);
     const metrics = await (await fetch(`${serve.url}/metrics`)).text();
     const name = 'listings_sync_webhook_deliveries_total';
