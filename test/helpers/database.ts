@@ -109,6 +109,22 @@ export async function createTestWarehouse(
   };
 }
 
+/**
+ * A PGlite data directory for a child process (the CLI tests), migrated from the
+ * template; with `migrate: false` nothing is written and the child creates it.
+ */
+export async function createPgliteDataDir(
+  dir: string,
+  options: { migrate?: boolean } = {},
+): Promise<void> {
+  if (options.migrate === false) return;
+  const warehouse = await openWarehouse({
+    pgliteDataDir: dir,
+    loadDataDir: await pgliteTemplate(),
+  });
+  await warehouse.close();
+}
+
 /** Empties every table (identities restart), so one warehouse can serve a whole suite. */
 export async function truncateAll(warehouse: Warehouse): Promise<void> {
   await sql`truncate ${sql.join(CONTRACT_TABLES.map((t) => sql.table(t)))} restart identity cascade`.execute(
