@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { openWarehouse } from '../../src/warehouse/connection.ts';
 import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
-import { createTestWarehouse, testBackends } from '../helpers/database.ts';
+import { createTestWarehouse, skipOnPglite, testBackends } from '../helpers/database.ts';
 
 describe.each(testBackends)('sync lock (%s)', (backend) => {
   it('excludes a second holder until released', async () => {
@@ -28,31 +28,29 @@ describe.each(testBackends)('sync lock (%s)', (backend) => {
     }
   });
 
-  it.runIf(backend === 'postgres')(
-    'excludes another process (pool) on the same warehouse, not other schemas',
-    async () => {
-      const wh = await createTestWarehouse(backend);
-      const otherProcess = await openWarehouse({
-        databaseUrl: wh.databaseUrl,
-        searchPath: wh.searchPath,
-      });
-      const otherSchema = await createTestWarehouse(backend);
-      try {
-        const lock = await tryAcquireSyncLock(wh);
-        expect(lock).not.toBeNull();
-        expect(await tryAcquireSyncLock(otherProcess)).toBeNull();
-        const elsewhere = await tryAcquireSyncLock(otherSchema);
-        expect(elsewhere).not.toBeNull();
-        await elsewhere?.release();
-        await lock?.release();
-        const taken = await tryAcquireSyncLock(otherProcess);
-        expect(taken).not.toBeNull();
-        await taken?.release();
-      } finally {
-        await otherProcess.close();
-        await otherSchema.close();
-        await wh.close();
-      }
-    },
-  );
+  it('excludes another process (pool) on the same warehouse, not other schemas', async (context) => {
+    skipOnPglite(context, backend, 'one process, one connection per data directory');
+    const wh = await createTestWarehouse(backend);
+    const otherProcess = await openWarehouse({
+      databaseUrl: wh.databaseUrl,
+      searchPath: wh.searchPath,
+    });
+    const otherSchema = await createTestWarehouse(backend, { beside: wh });
+    try {
+      const lock = await tryAcquireSyncLock(wh);
+      expect(lock).not.toBeNull();
+      expect(await tryAcquireSyncLock(otherProcess)).toBeNull();
+      const elsewhere = await tryAcquireSyncLock(otherSchema);
+      expect(elsewhere).not.toBeNull();
+      await elsewhere?.release();
+      await lock?.release();
+      const taken = await tryAcquireSyncLock(otherProcess);
+      expect(taken).not.toBeNull();
+      await taken?.release();
+    } finally {
+      await otherProcess.close();
+      await otherSchema.close();
+      await wh.close();
+    }
+  });
 });
