@@ -3,7 +3,7 @@
  * upstream can send, every normalisation rule as served, retries and limits under each
  * fault kind (counted on the sandbox's own stats), and no secret in logs or errors.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ApiClientOptions } from '../../src/api/client.ts';
 import {
   ApiError,
@@ -610,10 +610,11 @@ describe('retries and faults', () => {
     sb.setFaults({ hangRate: 1 });
     const api = client();
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('run interrupted')), 100);
-    await expect(listBusinesses(api, cred, { signal: controller.signal })).rejects.toThrow(
-      'run interrupted',
-    );
+    const call = listBusinesses(api, cred, { signal: controller.signal });
+    // Aborted once the sandbox holds the request, whatever the machine's speed.
+    await vi.waitUntil(() => sb.stats().requests === 1, { timeout: 10_000 });
+    controller.abort(new Error('run interrupted'));
+    await expect(call).rejects.toThrow('run interrupted');
     expect(apiStats(api).byOperation['list_businesses']).toEqual({ aborted: 1 });
   });
 });

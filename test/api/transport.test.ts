@@ -77,6 +77,34 @@ afterEach(() => {
 
 const fastRetry = { baseDelayMs: 1, maxDelayMs: 5 };
 
+/**
+ * A handler that holds requests until `limit` are in flight (or all `total` have come),
+ * then answers them: requests overlap as far as the client lets them, on any machine.
+ * A client that never lets `limit` overlap leaves the handler holding: the test times out.
+ */
+function holdUntilFull(limit: number, total: number): { handler: Handler; peak(): number } {
+  let held: Array<() => void> = [];
+  let inFlight = 0;
+  let arrived = 0;
+  let peak = 0;
+  return {
+    peak: () => peak,
+    handler: async (_req, res) => {
+      inFlight += 1;
+      arrived += 1;
+      peak = Math.max(peak, inFlight);
+      const released = new Promise<void>((resolve) => held.push(resolve));
+      if (inFlight >= limit || arrived === total) {
+        for (const release of held) release();
+        held = [];
+      }
+      await released;
+      inFlight -= 1;
+      json(res, 200, { success: true, result: summary(1) });
+    },
+  };
+}
+
 describe('requests as sent', () => {
   it('adds auth to the query, a User-Agent with the version, JSON bodies for writes', async () => {
     handler = (_req, res) =>
@@ -194,38 +222,24 @@ describe('retries and limits', () => {
   });
 
   it('keeps requests in flight under the per-credential limit', async () => {
-    let inFlight = 0;
-    let peak = 0;
-    handler = async (_req, res) => {
-      inFlight += 1;
-      peak = Math.max(peak, inFlight);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      inFlight -= 1;
-      json(res, 200, { success: true, result: summary(1) });
-    };
+    const server = holdUntilFull(3, 12);
+    handler = server.handler;
     const api = createApiClient({ concurrency: 10, accountConcurrency: 3 });
     await Promise.all(Array.from({ length: 12 }, (_, i) => getBusiness(api, cred, i + 1)));
     await api.close();
-    expect(peak).toBe(3);
+    expect(server.peak()).toBe(3);
   });
 
   it('keeps requests in flight under the overall limit across credentials', async () => {
-    let inFlight = 0;
-    let peak = 0;
-    handler = async (_req, res) => {
-      inFlight += 1;
-      peak = Math.max(peak, inFlight);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      inFlight -= 1;
-      json(res, 200, { success: true, result: summary(1) });
-    };
+    const server = holdUntilFull(4, 15);
+    handler = server.handler;
     const api = createApiClient({ concurrency: 4, accountConcurrency: 3 });
     const creds = ['a', 'b', 'c'].map((name) => ({ ...cred, name }));
     await Promise.all(
       creds.flatMap((c) => Array.from({ length: 5 }, (_, i) => getBusiness(api, c, i + 1))),
     );
     await api.close();
-    expect(peak).toBe(4);
+    expect(server.peak()).toBe(4);
   });
 
   it('caps requests per second per credential', async () => {

@@ -44,18 +44,35 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Fin
   return startCli(args, env).done;
 }
 
+/** Resolves with the first match of `pattern` in the child's standard output. */
+export function waitForStdout(child: ChildProcess, pattern: RegExp): Promise<RegExpExecArray> {
+  return waitForStream(child, 'stdout', pattern);
+}
+
 /** Resolves once the child's standard error contains `text`. */
-export function waitForStderr(child: ChildProcess, text: string): Promise<void> {
+export async function waitForStderr(child: ChildProcess, text: string): Promise<void> {
+  await waitForStream(child, 'stderr', new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+}
+
+/** Output arrives in chunks as the child writes it: no polling, no timer. */
+function waitForStream(
+  child: ChildProcess,
+  stream: 'stdout' | 'stderr',
+  pattern: RegExp,
+): Promise<RegExpExecArray> {
   return new Promise((resolve, reject) => {
     let seen = '';
     const onData = (chunk: Buffer) => {
       seen += chunk.toString();
-      if (seen.includes(text)) {
-        child.stderr?.off('data', onData);
-        resolve();
+      const match = pattern.exec(seen);
+      if (match) {
+        child[stream]?.off('data', onData);
+        resolve(match);
       }
     };
-    child.stderr?.on('data', onData);
-    child.once('close', () => reject(new Error(`the process ended before printing ${text}`)));
+    child[stream]?.on('data', onData);
+    child.once('close', () =>
+      reject(new Error(`the process ended before printing ${pattern} on ${stream}`)),
+    );
   });
 }

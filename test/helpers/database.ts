@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { inject } from 'vitest';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import { migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { CONTRACT_TABLES } from '../../src/warehouse/tables.ts';
 import {
   adminQuery,
@@ -73,9 +74,17 @@ export async function dropSchema(schema: string): Promise<void> {
  */
 export async function createTestWarehouse(
   backend: TestBackend,
-  options: { migrate?: boolean } = {},
+  options: {
+    migrate?: boolean;
+    /**
+     * PostgreSQL: a warehouse in a new schema of `beside`'s database rather than a database
+     * of its own, for tests of what schemas of one database share (advisory locks).
+     */
+    beside?: TestWarehouse;
+  } = {},
 ): Promise<TestWarehouse> {
   const migrate = options.migrate ?? true;
+  if (options.beside) return createSchemaWarehouse(options.beside, migrate);
   if (backend === 'pglite') {
     return openWarehouse(
       migrate ? { memory: true, loadDataDir: await pgliteTemplate() } : { memory: true },
@@ -107,6 +116,69 @@ export async function createTestWarehouse(
       }
     },
   };
+}
+
+async function createSchemaWarehouse(
+  beside: TestWarehouse,
+  migrate: boolean,
+): Promise<TestWarehouse> {
+  if (!beside.databaseUrl) throw new Error('`beside` must be a PostgreSQL test warehouse.');
+  const databaseUrl = beside.databaseUrl;
+  const schema = freshSchemaName();
+  await adminQuery(databaseUrl, `create schema "${schema}"`);
+  const drop = () => adminQuery(databaseUrl, `drop schema if exists "${schema}" cascade`);
+  let warehouse: Warehouse;
+  try {
+    warehouse = await openWarehouse({ databaseUrl, searchPath: schema });
+    if (migrate) await migrateToLatest(warehouse.db);
+  } catch (error) {
+    await drop();
+    throw error;
+  }
+  const opened = warehouse;
+  return {
+    ...opened,
+    searchPath: schema,
+    databaseUrl,
+    close: async () => {
+      try {
+        await opened.close();
+      } finally {
+        await drop();
+      }
+    },
+  };
+}
+
+/**
+ * Skips the running test on PGlite, by name, with the reason in the report: for what an
+ * embedded database cannot do (a second process or pool on one data directory).
+ */
+export function skipOnPglite(
+  context: { skip(note?: string): never },
+  backend: TestBackend,
+  reason: string,
+): void {
+  if (backend !== 'pglite') return;
+  // The default reporter folds skips into a count; the reason goes to the log as well.
+  console.info(`skipped on PGlite: ${reason}`);
+  context.skip(`not on PGlite: ${reason}`);
+}
+
+/**
+ * A PGlite data directory for a child process (the CLI tests), migrated from the
+ * template; with `migrate: false` nothing is written and the child creates it.
+ */
+export async function createPgliteDataDir(
+  dir: string,
+  options: { migrate?: boolean } = {},
+): Promise<void> {
+  if (options.migrate === false) return;
+  const warehouse = await openWarehouse({
+    pgliteDataDir: dir,
+    loadDataDir: await pgliteTemplate(),
+  });
+  await warehouse.close();
 }
 
 /** Empties every table (identities restart), so one warehouse can serve a whole suite. */

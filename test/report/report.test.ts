@@ -102,6 +102,8 @@ describe('report', () => {
     report = demo.reportPath;
     businessId = demo.summary.alertExamples[0]?.businessId ?? 10000001;
     browser = await chromium.launch({ executablePath: chromiumBinary.path, args: CHROMIUM_ARGS });
+    // Fourteen simulated days of sync into PGlite, a browser start, and on a first run the
+    // packaged Chromium unpacked: the one hook allowed more than the 30 s default.
   }, 120_000);
 
   afterAll(async () => {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { startCli as start } from '../helpers/cli.ts';
+import { startCli as start, waitForStdout } from '../helpers/cli.ts';
 
 const ALERT_SECRET = 'alert-secret-for-cli-test';
 
@@ -37,12 +37,8 @@ describe('serve and sync as processes', () => {
       SYNC_SCHEDULE: 'off',
       PORT: '0',
     });
-    const deadline = Date.now() + 20_000;
-    while (!/serve on (http:\/\/\S+):/.test(serve.stdout()) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    const url = /serve on (http:\/\/\S+):/.exec(serve.stdout())?.[1];
-    expect(url).toBeDefined();
+    const url = (await waitForStdout(serve.child, /serve on (http:\/\/\S+):/))[1];
+    expect(url).toMatch(/^http:\/\/\S+:\d+$/);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
     serve.child.kill('SIGTERM');

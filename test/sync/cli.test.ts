@@ -5,7 +5,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/index.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
@@ -14,7 +14,12 @@ import {
   startCli as start,
   waitForStderr as waitForOutput,
 } from '../helpers/cli.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import {
+  createPgliteDataDir,
+  createTestWarehouse,
+  type TestWarehouse,
+  testBackends,
+} from '../helpers/database.ts';
 import { contentDigest, sync, testApiClient } from './harness.ts';
 
 /** Environment that points a child process at the test's warehouse. */
@@ -29,12 +34,12 @@ function databaseEnv(warehouse: TestWarehouse, pgliteDir: string): Record<string
 
 describe.each(testBackends)('the sync command (%s)', (backend) => {
   let sandbox: RunningSandbox;
-  let target: TestWarehouse;
+  let target: TestWarehouse | undefined;
   let env: Record<string, string>;
   let pgliteDir: string;
   let credentialsFile: string;
 
-  beforeAll(async () => {
+  beforeEach(async () => {
     sandbox = await startSandbox({
       seed: 31,
       accounts: 2,
@@ -46,33 +51,60 @@ describe.each(testBackends)('the sync command (%s)', (backend) => {
     pgliteDir = join(dir, 'pglite');
     credentialsFile = join(dir, 'credentials.json');
     writeFileSync(credentialsFile, JSON.stringify(sandbox.credentials));
-    // Postgres: an empty schema the child processes migrate; PGlite: a data directory.
-    target = await createTestWarehouse(backend, { migrate: false });
-    if (backend === 'pglite') await target.close();
-    env = { ...databaseEnv(target, pgliteDir), LISTINGS_CREDENTIALS_FILE: credentialsFile };
   });
-  afterAll(async () => {
-    if (backend === 'postgres') await target?.close();
+  afterEach(async () => {
+    await target?.close();
+    target = undefined;
     await sandbox?.close();
   });
 
+  /**
+   * The warehouse the child processes use, of this test alone: migrated, or empty for
+   * the child to migrate. PostgreSQL: a database of its own; PGlite: a data directory
+   * (a child process cannot share one with this process, so none is kept open here).
+   */
+  async function prepareTarget(options: { migrate: boolean }): Promise<void> {
+    if (backend === 'postgres') {
+      target = await createTestWarehouse(backend, options);
+    } else {
+      await createPgliteDataDir(pgliteDir, options);
+    }
+    env = {
+      ...(target ? databaseEnv(target, pgliteDir) : { PGLITE_DATA_DIR: pgliteDir }),
+      LISTINGS_CREDENTIALS_FILE: credentialsFile,
+    };
+  }
+
   async function openTarget(): Promise<Warehouse> {
-    return backend === 'postgres'
+    return target
       ? openWarehouse({ databaseUrl: target.databaseUrl!, searchPath: target.searchPath! })
       : openWarehouse({ pgliteDataDir: pgliteDir });
   }
 
   it('refuses to sync an unmigrated warehouse, naming the fix (exit 1)', async () => {
+    await prepareTarget({ migrate: false });
     const result = await run(['sync'], env);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('Run `listings-sync migrate` first');
   });
 
-  it('migrates, then converges after kill -9 at several points to the uninterrupted result', async () => {
+  it('migrates an empty warehouse, then finds nothing to do', async () => {
+    await prepareTarget({ migrate: false });
     const migrated = await run(['migrate'], env);
     expect(migrated.code, migrated.stderr).toBe(0);
     expect(migrated.stdout).toMatch(/Applied \d+ migration/);
-    expect((await run(['migrate'], env)).stdout).toContain('already up to date');
+    const again = await run(['migrate'], env);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain('already up to date');
+  });
+
+  // Five child processes, each opening the warehouse (PGlite: its WASM start-up each time),
+  // and a reference sync: over the 30 s default on a loaded 2-core machine, so this one
+  // test is allowed a minute.
+  it('converges after kill -9 at several points to the uninterrupted result', {
+    timeout: 60_000,
+  }, async () => {
+    await prepareTarget({ migrate: true });
 
     // Kill points measured from the moment the run has listed its businesses: before any
     // business commits, among the first commits, and deep into the run.
@@ -114,6 +146,7 @@ describe.each(testBackends)('the sync command (%s)', (backend) => {
   });
 
   it('on SIGTERM lets in-flight businesses commit, records the run interrupted and exits 3', async () => {
+    await prepareTarget({ migrate: true });
     const { child, done } = start(['sync'], env);
     await waitForOutput(child, '"msg":"businesses listed"');
     child.kill('SIGTERM');
@@ -136,6 +169,7 @@ describe.each(testBackends)('the sync command (%s)', (backend) => {
   });
 
   it('exits 3 when one credential has a wrong token, naming it but never its token', async () => {
+    await prepareTarget({ migrate: true });
     const bad = {
       ...sandbox.credentials[0]!,
       name: 'wrong-token',
@@ -156,6 +190,7 @@ describe.each(testBackends)('the sync command (%s)', (backend) => {
   });
 
   it('exits 2 on usage errors and 1 on bad configuration', async () => {
+    await prepareTarget({ migrate: true });
     const usage = await run(['sync', '--streams', 'listings,gossip'], env);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--streams');

@@ -4,7 +4,7 @@ import { silentLogger } from '../../src/log.ts';
 import { NIGHTLY_LOCK_KEY, runSync, SyncLockedError } from '../../src/sync/run.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
 import { type SyncLockKeys, tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
-import { createTestWarehouse, testBackends } from '../helpers/database.ts';
+import { createTestWarehouse, skipOnPglite, testBackends } from '../helpers/database.ts';
 
 const FULL: SyncLockKeys = { exclusive: [NIGHTLY_LOCK_KEY] };
 const shard = (i: number, n: number): SyncLockKeys => ({
@@ -102,60 +102,56 @@ describe.each(testBackends)('sync lock (%s)', (backend) => {
     }
   });
 
-  it.runIf(backend === 'postgres')(
-    'a full run in one process excludes a shard in another, and the reverse',
-    async () => {
-      const wh = await createTestWarehouse(backend);
-      const otherProcess = await openWarehouse({
-        databaseUrl: wh.databaseUrl,
-        searchPath: wh.searchPath,
-      });
-      try {
-        const full = await tryAcquireSyncLock(wh, FULL);
-        expect(await tryAcquireSyncLock(otherProcess, shard(0, 2))).toBeNull();
-        await full?.release();
-        const zero = await tryAcquireSyncLock(otherProcess, shard(0, 2));
-        const one = await tryAcquireSyncLock(wh, shard(1, 2));
-        expect(zero).not.toBeNull();
-        expect(one).not.toBeNull();
-        expect(await tryAcquireSyncLock(wh, FULL)).toBeNull();
-        await zero?.release();
-        await one?.release();
-        const again = await tryAcquireSyncLock(otherProcess, FULL);
-        expect(again).not.toBeNull();
-        await again?.release();
-      } finally {
-        await otherProcess.close();
-        await wh.close();
-      }
-    },
-  );
+  it('a full run in one process excludes a shard in another, and the reverse', async (context) => {
+    skipOnPglite(context, backend, 'one process, one connection per data directory');
+    const wh = await createTestWarehouse(backend);
+    const otherProcess = await openWarehouse({
+      databaseUrl: wh.databaseUrl,
+      searchPath: wh.searchPath,
+    });
+    try {
+      const full = await tryAcquireSyncLock(wh, FULL);
+      expect(await tryAcquireSyncLock(otherProcess, shard(0, 2))).toBeNull();
+      await full?.release();
+      const zero = await tryAcquireSyncLock(otherProcess, shard(0, 2));
+      const one = await tryAcquireSyncLock(wh, shard(1, 2));
+      expect(zero).not.toBeNull();
+      expect(one).not.toBeNull();
+      expect(await tryAcquireSyncLock(wh, FULL)).toBeNull();
+      await zero?.release();
+      await one?.release();
+      const again = await tryAcquireSyncLock(otherProcess, FULL);
+      expect(again).not.toBeNull();
+      await again?.release();
+    } finally {
+      await otherProcess.close();
+      await wh.close();
+    }
+  });
 
-  it.runIf(backend === 'postgres')(
-    'excludes another process (pool) on the same warehouse, not other schemas',
-    async () => {
-      const wh = await createTestWarehouse(backend);
-      const otherProcess = await openWarehouse({
-        databaseUrl: wh.databaseUrl,
-        searchPath: wh.searchPath,
-      });
-      const otherSchema = await createTestWarehouse(backend);
-      try {
-        const lock = await tryAcquireSyncLock(wh);
-        expect(lock).not.toBeNull();
-        expect(await tryAcquireSyncLock(otherProcess)).toBeNull();
-        const elsewhere = await tryAcquireSyncLock(otherSchema);
-        expect(elsewhere).not.toBeNull();
-        await elsewhere?.release();
-        await lock?.release();
-        const taken = await tryAcquireSyncLock(otherProcess);
-        expect(taken).not.toBeNull();
-        await taken?.release();
-      } finally {
-        await otherProcess.close();
-        await otherSchema.close();
-        await wh.close();
-      }
-    },
-  );
+  it('excludes another process (pool) on the same warehouse, not other schemas', async (context) => {
+    skipOnPglite(context, backend, 'one process, one connection per data directory');
+    const wh = await createTestWarehouse(backend);
+    const otherProcess = await openWarehouse({
+      databaseUrl: wh.databaseUrl,
+      searchPath: wh.searchPath,
+    });
+    const otherSchema = await createTestWarehouse(backend, { beside: wh });
+    try {
+      const lock = await tryAcquireSyncLock(wh);
+      expect(lock).not.toBeNull();
+      expect(await tryAcquireSyncLock(otherProcess)).toBeNull();
+      const elsewhere = await tryAcquireSyncLock(otherSchema);
+      expect(elsewhere).not.toBeNull();
+      await elsewhere?.release();
+      await lock?.release();
+      const taken = await tryAcquireSyncLock(otherProcess);
+      expect(taken).not.toBeNull();
+      await taken?.release();
+    } finally {
+      await otherProcess.close();
+      await otherSchema.close();
+      await wh.close();
+    }
+  });
 });
