@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { redactSecrets, redactText, redactUrl } from '../../src/log.ts';
 import { describeWarehouse, openConfiguredWarehouse } from '../../src/warehouse/open.ts';
+import { runCli } from '../helpers/cli.ts';
+import { createTestWarehouse, testBackends } from '../helpers/database.ts';
 
 const PASSWORDS = [
   'Zq1/Kx9',
@@ -82,6 +84,46 @@ describe('database URL passwords', () => {
         expect(logged).not.toContain(fragment);
       }
       expect(error?.message).toMatch(/^Cannot (open|reach) PostgreSQL/);
+    },
+  );
+
+  it.runIf(testBackends.includes('postgres'))(
+    '`migrate` prints where it migrated, without a password holding @, / and #',
+    async () => {
+      // A fresh schema; the server trusts local connections, so any password connects.
+      const target = await createTestWarehouse('postgres', { migrate: false });
+      try {
+        const url = new URL(target.databaseUrl as string);
+        const password = 'Zq1@Kx9/Wv3#Ty4';
+        const withPassword = `postgres://${url.username || 'postgres'}:${password}@${url.host}${url.pathname}?options=-csearch_path%3D${target.searchPath}`;
+        // Encoded, as a careful operator writes it: this one parses and connects.
+        const encoded = withPassword.replace(password, encodeURIComponent(password));
+        const run = await runCli(['migrate'], { DATABASE_URL: encoded });
+        expect(run.code).toBe(0);
+        expect(run.stdout).toMatch(
+          /^Applied \d+ migration\(s\) to PostgreSQL at postgres:\/\/\w+:\[REDACTED\]@/,
+        );
+        // An unencoded @ still parses (the last @ ends the password): connects, prints none of it.
+        const at = await runCli(['migrate'], {
+          DATABASE_URL: withPassword.replace(password, 'Zq1@Kx9'),
+        });
+        expect(at.code).toBe(0);
+        expect(at.stdout).toMatch(/is already up to date/);
+        // Unencoded / and #: it cannot be parsed, and no part of it is printed.
+        const raw = await runCli(['migrate'], { DATABASE_URL: withPassword });
+        expect(raw.code).toBe(1);
+        for (const output of [
+          run.stdout + run.stderr,
+          at.stdout + at.stderr,
+          raw.stdout + raw.stderr,
+        ]) {
+          for (const fragment of [...fragments(password), encodeURIComponent(password)]) {
+            expect(output).not.toContain(fragment);
+          }
+        }
+      } finally {
+        await target.close();
+      }
     },
   );
 });
