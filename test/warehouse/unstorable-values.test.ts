@@ -12,9 +12,13 @@ import { rankingsFromResult } from '../../src/api/rankings.ts';
 import { reviewsFromResult } from '../../src/api/reviews.ts';
 import {
   businessFullSchema,
+  businessSummarySchema,
+  countrySchema,
   keywordSchema,
   listingSchema,
   parseRecords,
+  stateSchema,
+  subCategorySchema,
 } from '../../src/api/schemas.ts';
 import { LISTING_STATUSES, LISTING_SYNC_STATUSES } from '../../src/api/types.ts';
 import {
@@ -22,6 +26,7 @@ import {
   writeBusinessSnapshotIsolating,
 } from '../../src/warehouse/business-snapshot.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
+import { writeReferenceData } from '../../src/warehouse/reference-data.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 import {
   BUSINESS_ID,
@@ -178,6 +183,23 @@ const rawFull = fc.record({
   hide_address: maybe(fc.boolean()),
 });
 
+const rawSummary = fc.record({
+  id: fc.constant(BUSINESS_ID),
+  name: anyString,
+  street: textish,
+  city: textish,
+  state_name: textish,
+  postal_code: textish,
+  phone: textish,
+});
+const rawReference = fc.record({
+  countries: fc.array(fc.record({ id: anyId, name: anyString }), { maxLength: 3 }),
+  states: fc.array(fc.record({ id: anyId, name: anyString, iso: textish, country_id: anyId }), {
+    maxLength: 3,
+  }),
+  subCategories: fc.array(fc.record({ id: anyId, name: anyString }), { maxLength: 3 }),
+});
+
 describe.each(testBackends)('values and columns (%s)', (backend) => {
   let wh: Warehouse;
   beforeAll(async () => {
@@ -192,7 +214,15 @@ describe.each(testBackends)('values and columns (%s)', (backend) => {
   });
 
   it('every record a schema accepts is written without a database error', async () => {
-    const accepted = { full: 0, listings: 0, reviews: 0, rankings: 0, keywords: 0 };
+    const accepted = {
+      summary: 0,
+      full: 0,
+      listings: 0,
+      reviews: 0,
+      rankings: 0,
+      keywords: 0,
+      reference: 0,
+    };
     await fc.assert(
       fc.asyncProperty(
         rawFull,
@@ -200,10 +230,14 @@ describe.each(testBackends)('values and columns (%s)', (backend) => {
         fc.dictionary(anyString, fc.array(rawReview, { maxLength: 3 }), { maxKeys: 2 }),
         rawRankings,
         fc.array(rawKeyword, { maxLength: 3 }),
-        async (profile, listings, reviews, rankings, keywords) => {
+        rawSummary,
+        rawReference,
+        async (profile, listings, reviews, rankings, keywords, listed, reference) => {
           const fullParsed = businessFullSchema.safeParse(profile);
+          const summaryParsed = businessSummarySchema.safeParse(listed);
           const snap: BusinessSnapshot = {
             ...snapshot(),
+            summary: summaryParsed.success ? summaryParsed.data : summary(),
             full: fullParsed.success ? fullParsed.data : null,
             listings: parseRecords(listingSchema, listings, String).records,
             reviews: reviewsFromResult(reviews, 'review').records,
@@ -211,12 +245,22 @@ describe.each(testBackends)('values and columns (%s)', (backend) => {
             keywords: parseRecords(keywordSchema, keywords, String).records,
           };
           if (fullParsed.success) accepted.full += 1;
+          if (summaryParsed.success) accepted.summary += 1;
           accepted.listings += snap.listings?.length ?? 0;
           accepted.reviews += snap.reviews?.length ?? 0;
           accepted.rankings += snap.rankings?.length ?? 0;
           accepted.keywords += snap.keywords?.length ?? 0;
           // The plain writer, no safety net: the schemas alone must be enough.
           await write(wh, snap, ctx(DAY1));
+          const countries = parseRecords(countrySchema, reference.countries, String).records;
+          const states = parseRecords(stateSchema, reference.states, String).records;
+          const subCategories = parseRecords(subCategorySchema, reference.subCategories, String);
+          accepted.reference += countries.length + states.length + subCategories.records.length;
+          await writeReferenceData(wh.db, {
+            countries,
+            states,
+            subCategories: subCategories.records,
+          });
         },
       ),
       { numRuns: 60, seed: 1204 },
