@@ -61,6 +61,14 @@ describe('database URL passwords', () => {
     expect(text).toContain('failed');
   });
 
+  it('leaves an e-mail in a query alone, and covers an @ in an http password', () => {
+    const line = 'GET http://127.0.0.1:4010/api/v2/businesses.json?user_email=ops@agency.example';
+    expect(redactText(line)).toBe(line);
+    expect(redactText('http://proxy:Zq1@Kx9@upstream.example/x')).toBe(
+      'http://proxy:[REDACTED]@upstream.example/x',
+    );
+  });
+
   it.each(PASSWORDS)(
     'a connection failure with the password %s leaks it nowhere',
     async (password) => {
