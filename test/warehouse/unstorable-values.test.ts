@@ -17,6 +17,8 @@ import {
   keywordSchema,
   listingSchema,
   parseRecords,
+  responseStatusSchema,
+  responseSubmittedSchema,
   stateSchema,
   subCategorySchema,
 } from '../../src/api/schemas.ts';
@@ -27,8 +29,13 @@ import {
 } from '../../src/warehouse/business-snapshot.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
 import { writeReferenceData } from '../../src/warehouse/reference-data.ts';
+import {
+  recordResponseRequest,
+  recordResponseStatus,
+} from '../../src/warehouse/review-response-requests.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 import {
+  ACCOUNT,
   BUSINESS_ID,
   ctx,
   DAY1,
@@ -200,6 +207,13 @@ const rawReference = fc.record({
   subCategories: fc.array(fc.record({ id: anyId, name: anyString }), { maxLength: 3 }),
 });
 
+// Operations 9 and 10: what `api reviews respond` and every sync store.
+const rawSubmitted = fc.record({
+  request_id: fc.oneof(fc.integer(), anyString),
+  message: textish,
+});
+const rawStatus = fc.record({ status: anyString });
+
 describe.each(testBackends)('values and columns (%s)', (backend) => {
   let wh: Warehouse;
   beforeAll(async () => {
@@ -222,6 +236,7 @@ describe.each(testBackends)('values and columns (%s)', (backend) => {
       rankings: 0,
       keywords: 0,
       reference: 0,
+      responseRequests: 0,
     };
     await fc.assert(
       fc.asyncProperty(
@@ -232,7 +247,8 @@ describe.each(testBackends)('values and columns (%s)', (backend) => {
         fc.array(rawKeyword, { maxLength: 3 }),
         rawSummary,
         rawReference,
-        async (profile, listings, reviews, rankings, keywords, listed, reference) => {
+        fc.tuple(rawSubmitted, rawStatus),
+        async (profile, listings, reviews, rankings, keywords, listed, reference, response) => {
           const fullParsed = businessFullSchema.safeParse(profile);
           const summaryParsed = businessSummarySchema.safeParse(listed);
           const snap: BusinessSnapshot = {
@@ -261,6 +277,24 @@ describe.each(testBackends)('values and columns (%s)', (backend) => {
             states,
             subCategories: subCategories.records,
           });
+          const submitted = responseSubmittedSchema.safeParse(response[0]);
+          const status = responseStatusSchema.safeParse(response[1]);
+          if (submitted.success && status.success) {
+            accepted.responseRequests += 1;
+            await recordResponseRequest(wh.db, {
+              requestId: submitted.data.requestId,
+              accountName: ACCOUNT,
+              businessId: BUSINESS_ID,
+              reviewId: reviewId(1),
+              content: 'Thank you',
+              submittedAt: DAY1,
+            });
+            await recordResponseStatus(wh.db, {
+              requestId: submitted.data.requestId,
+              status: status.data.status,
+              observedAt: DAY2,
+            });
+          }
         },
       ),
       { numRuns: 60, seed: 1204 },
