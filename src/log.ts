@@ -28,11 +28,16 @@ const SECRET_IN_TEXT =
   /\b(auth_token|authToken|site_password|password|secret|token|api_key)(=|":\s*"|:\s*)(?!\[REDACTED\])([^&\s"',;)}\]]+)/gi;
 const BEARER = /\b(Bearer|Basic)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]+/g;
 /**
- * `postgres://user:password@host`. The password runs to the LAST `@` before a space or a
- * quote: an unencoded `/`, `#`, `?` or `@` inside it is still covered (a URL with a port
- * and an `@` later in its query loses that stretch too, which is the safe mistake).
+ * `scheme://user:password@host`: the password runs to the last `@` before a `/`, `?`,
+ * `#`, space or quote, so an `@` inside it is covered and a query's `a@b` e-mail is not.
  */
-const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^:/?#\s@"']+:)([^\s"']*)@/gi;
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^:/?#\s@"']+:)([^/?#\s"']+)@/gi;
+/**
+ * A database URL's password may also hold an unencoded `/`, `#` or `?` (DATABASE_URL is
+ * pasted by people): for `postgres://` the password runs to the last `@` before a space
+ * or a quote. Over-redacting such a line is the safe mistake.
+ */
+const DATABASE_URL_PASSWORD = /\b(postgres(?:ql)?:\/\/[^:/?#\s@"']+:)([^\s"']*)@/gi;
 
 /** Replace secrets inside a string: query parameters, `key: value` text, URL passwords. */
 export function redactText(text: string): string {
@@ -40,6 +45,7 @@ export function redactText(text: string): string {
     .replace(SECRET_JSON_FIELD, (_m, key: string) => `"${key}":"${REDACTED}"`)
     .replace(SECRET_IN_TEXT, (_m, key: string, sep: string) => `${key}${sep}${REDACTED}`)
     .replace(BEARER, (_m, scheme: string) => `${scheme} ${REDACTED}`)
+    .replace(DATABASE_URL_PASSWORD, (_m, head: string) => `${head}${REDACTED}@`)
     .replace(URL_PASSWORD, (_m, head: string) => `${head}${REDACTED}@`);
 }
 

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
 import {
   describeIssues,
+  INDEXED_TEXT_MAX,
   rankingEntrySchema,
   scrubPayload,
   unstorableTextReason,
@@ -22,7 +23,11 @@ export function rankingsFromResult(result: unknown): ListResult<RankObservation>
   const rejected: RejectedRecord[] = [];
   if (Array.isArray(byKeyword)) return { records, rejected };
   for (const [keyword, sites] of Object.entries(byKeyword)) {
-    const unstorable = unstorableTextReason(keyword);
+    const unstorable =
+      unstorableTextReason(keyword) ??
+      (keyword.length > INDEXED_TEXT_MAX
+        ? `expected at most ${INDEXED_TEXT_MAX} characters (the value is part of an index key)`
+        : undefined);
     if (unstorable) {
       rejected.push({
         location: keyword,

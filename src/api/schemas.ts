@@ -17,7 +17,7 @@
  *
  * Every value that passes is one its warehouse column can store (docs/warehouse.md):
  * text holds no NUL and no lone UTF-16 surrogate (PostgreSQL's text and jsonb refuse
- * both), integers fit their column (`integer` for ranks and likes, `bigint` ids within
+ * both), text in an index key fits a btree entry, integers fit their column (`integer` for ranks and likes, `bigint` ids within
  * JavaScript's exact range), ids are in their column's type (uuid), and instants fall
  * in years 1 to 9999. A value outside that is a schema failure naming the field, so the
  * record goes to quarantine instead of failing its whole business's write.
@@ -73,6 +73,17 @@ export const storableString = z.string().superRefine((value, ctx) => {
   const reason = unstorableTextReason(value);
   if (reason) ctx.addIssue({ code: 'custom', message: reason });
 });
+
+/**
+ * Text that is part of an index key (a listing's site, a keyword, a rank's site): a btree
+ * entry holds at most about 2,700 bytes, and 500 characters are at most 2,000 bytes of
+ * UTF-8. Real site names and keywords are a few words.
+ */
+export const INDEXED_TEXT_MAX = 500;
+export const indexedString = storableString.max(
+  INDEXED_TEXT_MAX,
+  `expected at most ${INDEXED_TEXT_MAX} characters (the value is part of an index key)`,
+);
 
 /** A numeric id, also accepted as a string of digits; exact in JS, so it fits `bigint`. */
 const id = z.union([
@@ -337,7 +348,7 @@ export const listingSchema = z
     address_valid: flag,
     live_link: liveLink,
     claimed: flag,
-    site_name: storableString.min(1),
+    site_name: indexedString.min(1),
     status: z.enum(LISTING_STATUSES),
   })
   .transform(
@@ -457,7 +468,7 @@ export type RawResponseStatus = z.input<typeof responseStatusSchema>;
  * `{local, organic}` and becomes one site per key.
  */
 export const rankingEntrySchema = z
-  .record(storableString, z.union([rank, z.object({ local: rank, organic: rank })]))
+  .record(indexedString, z.union([rank, z.object({ local: rank, organic: rank })]))
   .transform((sites): Array<Omit<RankObservation, 'keyword'>> => {
     const out: Array<Omit<RankObservation, 'keyword'>> = [];
     for (const [site, value] of Object.entries(sites)) {
@@ -478,7 +489,7 @@ export type RawRankingEntry = z.input<typeof rankingEntrySchema>;
 export const keywordSchema = z
   .object({
     id,
-    keyword: storableString.min(1),
+    keyword: indexedString.min(1),
     city: text,
     state: text,
     primary: flag,

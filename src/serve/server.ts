@@ -164,9 +164,8 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
         logger,
         trigger: 'schedule',
         signal,
-        ...(options.businessConcurrency
-          ? { businessConcurrency: options.businessConcurrency }
-          : {}),
+        businessConcurrency: options.businessConcurrency ?? config.syncAccountConcurrency,
+        overallBusinessConcurrency: config.syncConcurrency,
       });
       metrics.recordRun(result.status, seconds(), result);
       const level = result.status === 'succeeded' ? 'info' : 'warn';

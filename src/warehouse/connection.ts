@@ -8,14 +8,14 @@
  * flight with an error naming the bound and its setting, instead of hanging the process
  * with its sync lock held. PGlite runs inside the process and needs none of them.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import net from 'node:net';
-import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { redactUrl, withoutDatabaseUrl } from '../log.ts';
 import type { Database } from './database.ts';
+import { lockDataDir } from './pglite-lock.ts';
 
 export interface Warehouse {
   db: Kysely<Database>;
@@ -293,45 +293,6 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
       }
     },
   };
-}
-
-const LOCK_FILE = '.listings-sync.pid';
-
-/**
- * PGlite is an embedded database: one process may have a data directory open, and two
- * (a `sync` beside a `serve`, or two terminals) would corrupt it. A pid file taken with
- * O_EXCL says who has it; one left by a process that is gone (killed, crashed) is taken
- * over. Returns the release function.
- */
-function lockDataDir(dir: string): () => void {
-  const path = join(dir, LOCK_FILE);
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      writeFileSync(path, String(process.pid), { flag: 'wx' });
-      return () => rmSync(path, { force: true });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const holder = Number(readFileSync(path, 'utf8').trim());
-      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
-        throw new Error(
-          `The embedded database in ${dir} is open in another listings-sync process (pid ${holder}). ` +
-            'PGlite serves one process at a time: stop that process, or set DATABASE_URL to a ' +
-            'PostgreSQL server for commands that run side by side.',
-        );
-      }
-      rmSync(path, { force: true });
-    }
-  }
-  throw new Error(`Could not take the lock file ${path}.`);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 async function ping(db: Kysely<Database>): Promise<void> {

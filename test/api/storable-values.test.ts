@@ -70,6 +70,10 @@ describe('values the columns cannot store', () => {
     expect(listingSchema.safeParse(listing).success).toBe(true);
     expect(reasonOf(listingSchema, { ...listing, phone: '555\u0000' })).toMatch(/^phone: .*NUL/);
     expect(reasonOf(listingSchema, { ...listing, id: '99999999999999999999' })).toMatch(/^id: /);
+    // site_name is part of an index key: a btree entry holds about 2,700 bytes.
+    expect(reasonOf(listingSchema, { ...listing, site_name: '網'.repeat(501) })).toMatch(
+      /^site_name: expected at most 500 characters/,
+    );
   });
 
   it('a rank beyond the integer column and a keyword with NUL are rejected records', () => {

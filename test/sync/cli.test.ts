@@ -174,6 +174,8 @@ describe.each(testBackends)('the sync command (%s)', (backend) => {
       ...sandbox.credentials[0]!,
       name: 'wrong-token',
       authToken: 'sbx_wrong_token_for_test_77',
+      // Another account: one account under two names is refused at config time.
+      userEmail: 'wrong-token@example.com',
     };
     const file = join(mkdtempSync(join(tmpdir(), 'ls-cli-')), 'credentials.json');
     writeFileSync(file, JSON.stringify([...sandbox.credentials, bad]));

@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { redactSecrets, redactText, redactUrl } from '../../src/log.ts';
 import { describeWarehouse, openConfiguredWarehouse } from '../../src/warehouse/open.ts';
+import { runCli } from '../helpers/cli.ts';
+import { createTestWarehouse, testBackends } from '../helpers/database.ts';
 
 const PASSWORDS = [
   'Zq1/Kx9',
@@ -59,6 +61,14 @@ describe('database URL passwords', () => {
     expect(text).toContain('failed');
   });
 
+  it('leaves an e-mail in a query alone, and covers an @ in an http password', () => {
+    const line = 'GET http://127.0.0.1:4010/api/v2/businesses.json?user_email=ops@agency.example';
+    expect(redactText(line)).toBe(line);
+    expect(redactText('http://proxy:Zq1@Kx9@upstream.example/x')).toBe(
+      'http://proxy:[REDACTED]@upstream.example/x',
+    );
+  });
+
   it.each(PASSWORDS)(
     'a connection failure with the password %s leaks it nowhere',
     async (password) => {
@@ -82,6 +92,46 @@ describe('database URL passwords', () => {
         expect(logged).not.toContain(fragment);
       }
       expect(error?.message).toMatch(/^Cannot (open|reach) PostgreSQL/);
+    },
+  );
+
+  it.runIf(testBackends.includes('postgres'))(
+    '`migrate` prints where it migrated, without a password holding @, / and #',
+    async () => {
+      // A fresh schema; the server trusts local connections, so any password connects.
+      const target = await createTestWarehouse('postgres', { migrate: false });
+      try {
+        const url = new URL(target.databaseUrl as string);
+        const password = 'Zq1@Kx9/Wv3#Ty4';
+        const withPassword = `postgres://${url.username || 'postgres'}:${password}@${url.host}${url.pathname}?options=-csearch_path%3D${target.searchPath}`;
+        // Encoded, as a careful operator writes it: this one parses and connects.
+        const encoded = withPassword.replace(password, encodeURIComponent(password));
+        const run = await runCli(['migrate'], { DATABASE_URL: encoded });
+        expect(run.code).toBe(0);
+        expect(run.stdout).toMatch(
+          /^Applied \d+ migration\(s\) to PostgreSQL at postgres:\/\/\w+:\[REDACTED\]@/,
+        );
+        // An unencoded @ still parses (the last @ ends the password): connects, prints none of it.
+        const at = await runCli(['migrate'], {
+          DATABASE_URL: withPassword.replace(password, 'Zq1@Kx9'),
+        });
+        expect(at.code).toBe(0);
+        expect(at.stdout).toMatch(/is already up to date/);
+        // Unencoded / and #: it cannot be parsed, and no part of it is printed.
+        const raw = await runCli(['migrate'], { DATABASE_URL: withPassword });
+        expect(raw.code).toBe(1);
+        for (const output of [
+          run.stdout + run.stderr,
+          at.stdout + at.stderr,
+          raw.stdout + raw.stderr,
+        ]) {
+          for (const fragment of [...fragments(password), encodeURIComponent(password)]) {
+            expect(output).not.toContain(fragment);
+          }
+        }
+      } finally {
+        await target.close();
+      }
     },
   );
 });

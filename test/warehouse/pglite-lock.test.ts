@@ -1,12 +1,54 @@
 /**
  * One process at a time on an embedded data directory: a second process would corrupt it.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openWarehouse } from '../../src/warehouse/connection.ts';
+
+const CONTENDER = join(import.meta.dirname, 'pglite-lock-contender.ts');
+
+/** Contender processes on one directory, driven line by line. */
+async function startContenders(dir: string, n: number) {
+  const all = Array.from({ length: n }, () => {
+    const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [CONTENDER, dir]);
+    const lines: string[] = [];
+    let partial = '';
+    let wake: (() => void) | undefined;
+    child.stdout.on('data', (chunk) => {
+      const parts = (partial + chunk).split('\n');
+      partial = parts.pop() ?? '';
+      lines.push(...parts);
+      wake?.();
+    });
+    const next = async (): Promise<string> => {
+      while (lines.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+      return lines.shift() as string;
+    };
+    const closed = new Promise((resolve) => child.on('close', resolve));
+    return { child, next, closed };
+  });
+  await Promise.all(all.map((c) => c.next())); // `ready`
+  return {
+    /** Every contender tries the lock in the same millisecond; what each answered. */
+    async race(): Promise<string[]> {
+      // Far enough ahead that every contender has read the line before it.
+      const at = Date.now() + 150;
+      for (const c of all) c.child.stdin.write(`go ${at}\n`);
+      return Promise.all(all.map((c) => c.next()));
+    },
+    async releaseAll(): Promise<void> {
+      for (const c of all) c.child.stdin.write('release\n');
+      await Promise.all(all.map((c) => c.next()));
+    },
+    async stop(): Promise<void> {
+      for (const c of all) c.child.stdin.end();
+      await Promise.all(all.map((c) => c.closed));
+    },
+  };
+}
 
 describe('the embedded data directory lock', () => {
   it('refuses a directory another live process holds, naming it and the way out', async () => {
@@ -32,5 +74,45 @@ describe('the embedded data directory lock', () => {
     expect(existsSync(join(dir, '.listings-sync.pid'))).toBe(true);
     await warehouse.close();
     expect(existsSync(join(dir, '.listings-sync.pid'))).toBe(false);
+  });
+
+  // Same-millisecond races lost about one trial in eight to a non-atomic lock.
+  const TRIALS = 20;
+  const CONTENDERS = 4;
+
+  it('lets exactly one of many processes racing for a free directory take it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ls-pglite-lock-'));
+    const contenders = await startContenders(dir, CONTENDERS);
+    try {
+      for (let trial = 0; trial < TRIALS; trial++) {
+        const answers = await contenders.race();
+        expect(answers.filter((a) => a === 'got')).toHaveLength(1);
+        expect(answers.filter((a) => a === 'busy DATA_DIR_IN_USE')).toHaveLength(CONTENDERS - 1);
+        await contenders.releaseAll();
+        expect(existsSync(join(dir, '.listings-sync.pid'))).toBe(false);
+      }
+    } finally {
+      await contenders.stop();
+    }
+  });
+
+  it('lets exactly one of many processes take over a lock left by a dead process', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ls-pglite-lock-'));
+    const gone = spawn('true');
+    await new Promise((resolve) => gone.on('close', resolve));
+    const contenders = await startContenders(dir, CONTENDERS);
+    try {
+      for (let trial = 0; trial < TRIALS; trial++) {
+        writeFileSync(join(dir, '.listings-sync.pid'), String(gone.pid));
+        const answers = await contenders.race();
+        expect(answers.filter((a) => a === 'got')).toHaveLength(1);
+        expect(answers.filter((a) => a === 'busy DATA_DIR_IN_USE')).toHaveLength(CONTENDERS - 1);
+        await contenders.releaseAll();
+      }
+    } finally {
+      await contenders.stop();
+    }
+    // No temporary or takeover file is left behind.
+    expect(readdirSync(dir)).toEqual([]);
   });
 });

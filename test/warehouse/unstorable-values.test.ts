@@ -12,9 +12,15 @@ import { rankingsFromResult } from '../../src/api/rankings.ts';
 import { reviewsFromResult } from '../../src/api/reviews.ts';
 import {
   businessFullSchema,
+  businessSummarySchema,
+  countrySchema,
   keywordSchema,
   listingSchema,
   parseRecords,
+  responseStatusSchema,
+  responseSubmittedSchema,
+  stateSchema,
+  subCategorySchema,
 } from '../../src/api/schemas.ts';
 import { LISTING_STATUSES, LISTING_SYNC_STATUSES } from '../../src/api/types.ts';
 import {
@@ -22,8 +28,14 @@ import {
   writeBusinessSnapshotIsolating,
 } from '../../src/warehouse/business-snapshot.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
+import { writeReferenceData } from '../../src/warehouse/reference-data.ts';
+import {
+  recordResponseRequest,
+  recordResponseStatus,
+} from '../../src/warehouse/review-response-requests.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 import {
+  ACCOUNT,
   BUSINESS_ID,
   ctx,
   DAY1,
@@ -37,8 +49,17 @@ import {
 } from './fixtures.ts';
 import { addAccount, write } from './helpers.ts';
 
+/**
+ * 3,000 CJK characters that do not repeat (9,000 bytes): too big for a btree index entry
+ * even after compression (the key columns of `rank_observations`, `keywords`, `listings`).
+ */
+const INCOMPRESSIBLE = Array.from({ length: 3000 }, (_, i) =>
+  String.fromCodePoint(0x4e00 + ((i * 7919) % 20000)),
+).join('');
+
 // Strings that break a naive text or jsonb write, mixed into arbitrary Unicode.
 const awkwardStrings = fc.constantFrom(
+  INCOMPRESSIBLE,
   '\u0000',
   'a\u0000b',
   '\ud800',
@@ -169,6 +190,30 @@ const rawFull = fc.record({
   hide_address: maybe(fc.boolean()),
 });
 
+const rawSummary = fc.record({
+  id: fc.constant(BUSINESS_ID),
+  name: anyString,
+  street: textish,
+  city: textish,
+  state_name: textish,
+  postal_code: textish,
+  phone: textish,
+});
+const rawReference = fc.record({
+  countries: fc.array(fc.record({ id: anyId, name: anyString }), { maxLength: 3 }),
+  states: fc.array(fc.record({ id: anyId, name: anyString, iso: textish, country_id: anyId }), {
+    maxLength: 3,
+  }),
+  subCategories: fc.array(fc.record({ id: anyId, name: anyString }), { maxLength: 3 }),
+});
+
+// Operations 9 and 10: what `api reviews respond` and every sync store.
+const rawSubmitted = fc.record({
+  request_id: fc.oneof(fc.integer(), anyString),
+  message: textish,
+});
+const rawStatus = fc.record({ status: anyString });
+
 describe.each(testBackends)('values and columns (%s)', (backend) => {
   let wh: Warehouse;
   beforeAll(async () => {
@@ -183,7 +228,16 @@ describe.each(testBackends)('values and columns (%s)', (backend) => {
   });
 
   it('every record a schema accepts is written without a database error', async () => {
-    const accepted = { full: 0, listings: 0, reviews: 0, rankings: 0, keywords: 0 };
+    const accepted = {
+      summary: 0,
+      full: 0,
+      listings: 0,
+      reviews: 0,
+      rankings: 0,
+      keywords: 0,
+      reference: 0,
+      responseRequests: 0,
+    };
     await fc.assert(
       fc.asyncProperty(
         rawFull,
@@ -191,10 +245,15 @@ describe.each(testBackends)('values and columns (%s)', (backend) => {
         fc.dictionary(anyString, fc.array(rawReview, { maxLength: 3 }), { maxKeys: 2 }),
         rawRankings,
         fc.array(rawKeyword, { maxLength: 3 }),
-        async (profile, listings, reviews, rankings, keywords) => {
+        rawSummary,
+        rawReference,
+        fc.tuple(rawSubmitted, rawStatus),
+        async (profile, listings, reviews, rankings, keywords, listed, reference, response) => {
           const fullParsed = businessFullSchema.safeParse(profile);
+          const summaryParsed = businessSummarySchema.safeParse(listed);
           const snap: BusinessSnapshot = {
             ...snapshot(),
+            summary: summaryParsed.success ? summaryParsed.data : summary(),
             full: fullParsed.success ? fullParsed.data : null,
             listings: parseRecords(listingSchema, listings, String).records,
             reviews: reviewsFromResult(reviews, 'review').records,
@@ -202,12 +261,40 @@ describe.each(testBackends)('values and columns (%s)', (backend) => {
             keywords: parseRecords(keywordSchema, keywords, String).records,
           };
           if (fullParsed.success) accepted.full += 1;
+          if (summaryParsed.success) accepted.summary += 1;
           accepted.listings += snap.listings?.length ?? 0;
           accepted.reviews += snap.reviews?.length ?? 0;
           accepted.rankings += snap.rankings?.length ?? 0;
           accepted.keywords += snap.keywords?.length ?? 0;
           // The plain writer, no safety net: the schemas alone must be enough.
           await write(wh, snap, ctx(DAY1));
+          const countries = parseRecords(countrySchema, reference.countries, String).records;
+          const states = parseRecords(stateSchema, reference.states, String).records;
+          const subCategories = parseRecords(subCategorySchema, reference.subCategories, String);
+          accepted.reference += countries.length + states.length + subCategories.records.length;
+          await writeReferenceData(wh.db, {
+            countries,
+            states,
+            subCategories: subCategories.records,
+          });
+          const submitted = responseSubmittedSchema.safeParse(response[0]);
+          const status = responseStatusSchema.safeParse(response[1]);
+          if (submitted.success && status.success) {
+            accepted.responseRequests += 1;
+            await recordResponseRequest(wh.db, {
+              requestId: submitted.data.requestId,
+              accountName: ACCOUNT,
+              businessId: BUSINESS_ID,
+              reviewId: reviewId(1),
+              content: 'Thank you',
+              submittedAt: DAY1,
+            });
+            await recordResponseStatus(wh.db, {
+              requestId: submitted.data.requestId,
+              status: status.data.status,
+              observedAt: DAY2,
+            });
+          }
         },
       ),
       { numRuns: 60, seed: 1204 },
