@@ -14,6 +14,7 @@
  * alert.
  */
 import pLimit from 'p-limit';
+import type { AlertRules } from '../alerts/rules.ts';
 import { ApiError } from '../api/errors.ts';
 import {
   type ApiClient,
@@ -100,6 +101,8 @@ export interface SyncOptions {
   now?: () => Date;
   /** Businesses fetched and written at once, per credential. */
   businessConcurrency?: number;
+  /** The alert rules the writers raise under (`config.alertRules`); built-in defaults otherwise. */
+  alertRules?: AlertRules;
   onProgress?: (progress: SyncProgress) => void;
 }
 
@@ -604,9 +607,13 @@ async function syncBusiness(
     keywords: records(value(keywords, 'keywords'), 'keywords'),
     rejected,
   };
-  const written = await options.warehouse.db
-    .transaction()
-    .execute((trx) => writeBusinessSnapshot(trx, snapshot, { runId: context.runId, observedAt }));
+  const written = await options.warehouse.db.transaction().execute((trx) =>
+    writeBusinessSnapshot(trx, snapshot, {
+      runId: context.runId,
+      observedAt,
+      ...(options.alertRules ? { alertRules: options.alertRules } : {}),
+    }),
+  );
   mergeWriteStats(stats.tables, written.stats);
   stats.alerts += written.alerts;
   stats.quarantined += written.quarantined;
@@ -663,6 +670,7 @@ async function pollResponseRequests(
           status,
           observedAt,
           runId: context.runId,
+          ...(options.alertRules ? { alertRules: options.alertRules } : {}),
         });
         stats.responseRequests.checked += 1;
         if (!recorded) return;
