@@ -39,85 +39,74 @@ function hours(min: number, max: number) {
 }
 
 const enabled = z.boolean({ error: 'must be true or false' });
+
+/** A rule's or sink's settings: an unknown field (a typo) is an error, not ignored. */
+function settings<T extends z.core.$ZodLooseShape>(shape: T) {
+  return z.strictObject(shape, { error: (issue) => unknownKeyMessage(issue, 'field') });
+}
 const names = z.array(z.string().min(1, { error: 'must not be blank' }), {
   error: 'must be a list of names',
 });
 
 const rulesSchema = z.strictObject(
   {
-    listing_inaccurate: z
-      .strictObject({
-        enabled: enabled.default(true),
-        /** A listing that turns Inaccurate again this soon after its last alert raises none. */
-        flapWindowHours: hours(0, 24 * 90).default(0),
-      })
-      .default({ enabled: true, flapWindowHours: 0 }),
-    rank_drop: z
-      .strictObject({
-        enabled: enabled.default(false),
-        /** Leaving the top N (rank N or better yesterday, worse or unranked today). */
-        top: whole(1, 100).nullable().default(3),
-        /** Worsening by at least K positions against 7 days before. */
-        worsenBy: whole(1, 100).nullable().default(5),
-        /** Only these sites (e.g. `Google_new.local`); empty: every site. */
-        sites: names.default([]),
-        /** Only these keywords (case-insensitive); empty: every keyword. */
-        keywords: names.default([]),
-      })
-      .default({ enabled: false, top: 3, worsenBy: 5, sites: [], keywords: [] }),
-    low_rating_review: z
-      .strictObject({
-        enabled: enabled.default(false),
-        /** A new review rated this or lower (1 to 5 stars). */
-        maxRating: whole(1, 5).default(2),
-        /** Only these sites; empty: every site. */
-        sites: names.default([]),
-      })
-      .default({ enabled: false, maxRating: 2, sites: [] }),
-    review_response_failed: z
-      .strictObject({ enabled: enabled.default(true) })
-      .default({ enabled: true }),
-    sync_failed: z
-      .strictObject({
-        enabled: enabled.default(false),
-        /** Which run endings count as failures. */
-        statuses: z
-          .array(
-            z.enum(['failed', 'partial', 'interrupted'], {
-              error: 'must be failed, partial or interrupted',
-            }),
-          )
-          .min(1, { error: 'must name at least one status' })
-          .default(['failed', 'partial']),
-        /** How many runs in a row must end so before one alert is raised. */
-        consecutive: whole(1, 100).default(1),
-      })
-      .default({ enabled: false, statuses: ['failed', 'partial'], consecutive: 1 }),
-    sync_stale: z
-      .strictObject({
-        enabled: enabled.default(false),
-        /** No successful run of an account for this long. */
-        hours: hours(1, 24 * 30).default(26),
-      })
-      .default({ enabled: false, hours: 26 }),
+    listing_inaccurate: settings({
+      enabled: enabled.default(true),
+      /** A listing that turns Inaccurate again this soon after its last alert raises none. */
+      flapWindowHours: hours(0, 24 * 90).default(0),
+    }).default({ enabled: true, flapWindowHours: 0 }),
+    rank_drop: settings({
+      enabled: enabled.default(false),
+      /** Leaving the top N (rank N or better yesterday, worse or unranked today). */
+      top: whole(1, 100).nullable().default(3),
+      /** Worsening by at least K positions against 7 days before. */
+      worsenBy: whole(1, 100).nullable().default(5),
+      /** Only these sites (e.g. `Google_new.local`); empty: every site. */
+      sites: names.default([]),
+      /** Only these keywords (case-insensitive); empty: every keyword. */
+      keywords: names.default([]),
+    }).default({ enabled: false, top: 3, worsenBy: 5, sites: [], keywords: [] }),
+    low_rating_review: settings({
+      enabled: enabled.default(false),
+      /** A new review rated this or lower (1 to 5 stars). */
+      maxRating: whole(1, 5).default(2),
+      /** Only these sites; empty: every site. */
+      sites: names.default([]),
+    }).default({ enabled: false, maxRating: 2, sites: [] }),
+    review_response_failed: settings({ enabled: enabled.default(true) }).default({ enabled: true }),
+    sync_failed: settings({
+      enabled: enabled.default(false),
+      /** Which run endings count as failures. */
+      statuses: z
+        .array(
+          z.enum(['failed', 'partial', 'interrupted'], {
+            error: 'must be failed, partial or interrupted',
+          }),
+        )
+        .min(1, { error: 'must name at least one status' })
+        .default(['failed', 'partial']),
+      /** How many runs in a row must end so before one alert is raised. */
+      consecutive: whole(1, 100).default(1),
+    }).default({ enabled: false, statuses: ['failed', 'partial'], consecutive: 1 }),
+    sync_stale: settings({
+      enabled: enabled.default(false),
+      /** No successful run of an account for this long. */
+      hours: hours(1, 24 * 30).default(26),
+    }).default({ enabled: false, hours: 26 }),
   },
   { error: (issue) => unknownKeyMessage(issue, 'rule') },
 );
 
 const sinksSchema = z.strictObject(
   {
-    slack: z
-      .strictObject({
-        mode: z.enum(['digest', 'each'], { error: 'must be digest or each' }).default('digest'),
-        /** Alerts listed by name in a digest; the rest are counted ("and 42 more"). */
-        worst: whole(1, 50).default(10),
-      })
-      .default({ mode: 'digest', worst: 10 }),
-    webhook: z
-      .strictObject({
-        mode: z.enum(['each', 'batch'], { error: 'must be each or batch' }).default('each'),
-      })
-      .default({ mode: 'each' }),
+    slack: settings({
+      mode: z.enum(['digest', 'each'], { error: 'must be digest or each' }).default('digest'),
+      /** Alerts listed by name in a digest; the rest are counted ("and 42 more"). */
+      worst: whole(1, 50).default(10),
+    }).default({ mode: 'digest', worst: 10 }),
+    webhook: settings({
+      mode: z.enum(['each', 'batch'], { error: 'must be each or batch' }).default('each'),
+    }).default({ mode: 'each' }),
   },
   { error: (issue) => unknownKeyMessage(issue, 'sink') },
 );
