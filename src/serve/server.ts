@@ -58,6 +58,8 @@ export interface RunningServe {
   /** Null when the schedule is off. */
   scheduler: Scheduler | null;
   dispatcher: AlertDispatcher;
+  /** Resolves when the sync health checks and alert passes started so far are done. */
+  settled(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -213,6 +215,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
     metrics,
     scheduler,
     dispatcher,
+    settled: () => passes,
     close() {
       closing ??= (async () => {
         log.info(
