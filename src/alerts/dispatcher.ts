@@ -194,12 +194,17 @@ export function createAlertDispatcher(options: DispatcherOptions): AlertDispatch
       ...(dispatchOptions.runId ? { runId: dispatchOptions.runId } : {}),
     });
     if (claimed.length === 0) return 0;
-    const stopAt = Math.min(leaseEnd, dispatchOptions.deadline?.getTime() ?? Infinity);
+    const deadline = dispatchOptions.deadline?.getTime() ?? Infinity;
+    const stopAt = Math.min(leaseEnd, deadline);
     const abort = new AbortController();
-    const timer =
-      stopAt < Infinity
-        ? setTimeout(() => abort.abort(), Math.max(0, stopAt - now().getTime()))
-        : undefined;
+    const reason =
+      deadline <= leaseEnd
+        ? 'the delivery time of `sync` ran out (ALERT_SYNC_DELIVERY_SECONDS); serve sends it'
+        : 'the claim lease is nearly over; the next pass sends it';
+    const timer = setTimeout(
+      () => abort.abort(new Error(reason)),
+      Math.max(0, stopAt - now().getTime()),
+    );
     const taken = new Map(claimed.map((alert) => [alert.alertId, new Set(alert.deliveredSinks)]));
     const errors = new Map<number, string[]>();
     const attempted = new Set<number>();
@@ -228,7 +233,7 @@ export function createAlertDispatcher(options: DispatcherOptions): AlertDispatch
         ),
       );
     } finally {
-      if (timer) clearTimeout(timer);
+      clearTimeout(timer);
     }
 
     const at = now();

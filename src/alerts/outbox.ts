@@ -12,7 +12,7 @@ import { type Kysely, sql, type Transaction } from 'kysely';
 import { redactText } from '../log.ts';
 import { insertRows } from '../warehouse/bulk-write.ts';
 import type { Database, JsonValue } from '../warehouse/database.ts';
-import type { AlertKind } from './kinds.ts';
+import { type AlertKind, LISTING_INACCURATE } from './kinds.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -94,7 +94,7 @@ export async function listingsAlertedSince(
     .selectFrom('alerts')
     .select('listing_id')
     .distinct()
-    .where('kind', '=', 'listing_inaccurate')
+    .where('kind', '=', LISTING_INACCURATE)
     .where('business_id', '=', businessId)
     .where('listing_id', 'in', [...listingIds])
     .where('detected_at', '>', since)
@@ -449,4 +449,21 @@ export async function releaseClaims(db: Kysely<Database>, alertIds: readonly num
     .where('alert_id', 'in', [...alertIds])
     .where('delivered_at', 'is', null)
     .execute();
+}
+
+/** Every alert these runs raised, with its details (the demo counts the digests they make). */
+export async function alertsOfRuns(
+  db: Kysely<Database>,
+  runIds: readonly string[],
+): Promise<AlertForDelivery[]> {
+  if (runIds.length === 0) return [];
+  const ids = await db
+    .selectFrom('alerts')
+    .select('alert_id')
+    .where('run_id', 'in', [...runIds])
+    .execute();
+  return readAlerts(
+    db,
+    ids.map((row) => Number(row.alert_id)),
+  );
 }

@@ -38,9 +38,14 @@ export async function postJson(
     status = response.statusCode;
     text = (await response.body.text()).slice(0, ERROR_BODY_CHARS);
   } catch (cause) {
+    const stopped = options.signal?.aborted
+      ? (options.signal.reason as Error | undefined)
+      : undefined;
     const reason = timeout.aborted
       ? `no answer within ${options.timeoutMs / 1000} s (ALERT_SINK_TIMEOUT_SECONDS)`
-      : `no answer (${(cause as Error).message})`;
+      : stopped
+        ? `no answer before ${stopped.message ?? 'the dispatcher stopped'}`
+        : `no answer (${(cause as Error).message})`;
     throw new SinkError(reason, { cause });
   }
   if (status < 200 || status > 299) {
