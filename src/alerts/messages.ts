@@ -226,8 +226,9 @@ const KIND_LABEL: Record<string, [string, string]> = {
 
 /**
  * One Slack message about alerts of one account and run: the counts per kind, the worst
- * `worst` alerts each on a line with its link, and "and N more". Lines that would take
- * the text past `SLACK_TEXT_LIMIT` are counted in "more" instead.
+ * `worst` alerts (the worst of each kind, then the worst of the rest; most urgent kind
+ * first, newest first) each on a line with its link, and "and N more". Lines that would
+ * take the text past `SLACK_TEXT_LIMIT` are counted in "more" instead.
  */
 export function slackDigest(
   alerts: readonly AlertForDelivery[],
@@ -257,10 +258,16 @@ export function slackDigest(
   const lines = [header];
   let length = header.length;
   const sorted = [...alerts].sort(worstFirst);
+  // The worst of each kind first, so a flood of one kind cannot hide another; then the rest.
+  const leaders = new Map<string, AlertForDelivery>();
+  for (const alert of sorted) if (!leaders.has(alert.kind)) leaders.set(alert.kind, alert);
+  const chosen = [...leaders.values(), ...sorted.filter((a) => leaders.get(a.kind) !== a)]
+    .slice(0, options.worst)
+    .sort(worstFirst);
   let listed = 0;
   // Room for the "and N more" line, however many digits N has.
   const reserve = 40;
-  for (const alert of sorted.slice(0, options.worst)) {
+  for (const alert of chosen) {
     const label = businessLabel(alert);
     const link = alertLink(alert);
     const text = slackEscape(oneLine(`${label ? `${label}: ` : ''}${whatChanged(alert)}`, 300));

@@ -128,6 +128,25 @@ describe('alert messages', () => {
     ).toBe(true);
   });
 
+  it('a flood of one kind does not hide another from the listed ones', () => {
+    const alerts = [
+      ...Array.from({ length: 40 }, (_, i) => listingAlert(i + 1)),
+      listingAlert(99, {
+        kind: RANK_DROP,
+        keyword: 'dentist portland',
+        siteName: 'Google',
+        details: { rank: 9, previousRank: 2 },
+        detectedAt: new Date(Date.UTC(2025, 2, 1)),
+      }),
+    ];
+    const lines = slackDigest(alerts, { worst: 3 }).text.split('\n');
+    expect(lines.slice(1, 4)).toEqual([
+      '• :warning: <https://yelp.example/biz/40|Harbor Dental 40: Yelp: Accurate → Inaccurate (wrong: phone, address)>',
+      '• :warning: <https://yelp.example/biz/39|Harbor Dental 39: Yelp: Accurate → Inaccurate (wrong: phone, address)>',
+      '• :chart_with_downwards_trend: <https://yelp.example/biz/99|Harbor Dental 99: "dentist portland" on Google: #2 → #9>',
+    ]);
+  });
+
   it('makes one digest per account and run', () => {
     const alerts = [
       listingAlert(1),
