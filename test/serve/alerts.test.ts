@@ -10,14 +10,20 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderAlerts } from '../../src/alerts/alerts-command.ts';
 import { createAlertDispatcher } from '../../src/alerts/dispatcher.ts';
-import { recentAlerts } from '../../src/alerts/outbox.ts';
+import { LISTING_INACCURATE } from '../../src/alerts/kinds.ts';
+import { raise, recentAlerts } from '../../src/alerts/outbox.ts';
 import { slackSink } from '../../src/alerts/slack-sink.ts';
 import { jsonWebhookSink } from '../../src/alerts/webhook-sink.ts';
 import type { ApiClient } from '../../src/api/index.ts';
 import { memoryLogger, silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { type RunningServe, startServe } from '../../src/serve/server.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import {
+  createTestWarehouse,
+  type TestWarehouse,
+  testBackends,
+  truncateAll,
+} from '../helpers/database.ts';
 import { count, sync, testApiClient } from '../sync/harness.ts';
 import { metricValue, serveConfig, waitFor } from './helpers.ts';
 
@@ -76,7 +82,9 @@ describe.each(testBackends)('alert delivery (%s)', (backend) => {
   });
 
   it('delivers every alert of a scheduled run exactly once per sink, through two failures', async () => {
-    // The first sync sets the baseline; a day later some listings turn Inaccurate.
+    // Its own warehouse state: the first sync sets the baseline; a day later some listings
+    // turn Inaccurate.
+    await truncateAll(warehouse);
     expect((await sync(warehouse, api, sandbox.credentials)).status).toBe('succeeded');
     sandbox.advanceDays(1);
 
@@ -201,16 +209,29 @@ describe.each(testBackends)('alert delivery (%s)', (backend) => {
         sinks: ['slack', 'webhook'],
       }),
     ).toBe('No pending alerts.\n');
+    // Stopped here, so its interval sends nothing another test seeds.
+    await serve.close();
   });
 
   it('keeps alerts queued while a sink is down, records the error, and logs them once without sinks', async () => {
-    await serve.close();
-    // Make every alert pending again.
-    await warehouse.db
-      .updateTable('alerts')
-      .set({ delivered_at: null, attempts: 0, delivered_sinks: '[]', next_attempt_at: null })
-      .execute();
-    const raised = await count(warehouse, 'alerts');
+    // Its own alerts: seven pending listing alerts, whatever ran before.
+    await sql`delete from alerts`.execute(warehouse.db);
+    const raised = await raise(
+      warehouse.db,
+      Array.from({ length: 7 }, (_, i) => ({
+        kind: LISTING_INACCURATE,
+        dedupeKey: `queued:${i}`,
+        accountName: 'account-1',
+        businessId: 500 + i,
+        listingId: i,
+        siteName: 'Yelp',
+        previousStatus: 'Accurate',
+        status: 'Inaccurate',
+        detectedAt: new Date(Date.UTC(2025, 2, 1, 3, i)),
+        runId: null,
+      })),
+    );
+    expect(raised).toBe(7);
 
     const down = createAlertDispatcher({
       db: warehouse.db,
