@@ -12,6 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { ALERT_KINDS } from './kinds.ts';
 
 export class AlertRulesError extends Error {
   readonly code = 'ALERT_RULES_INVALID';
@@ -94,7 +95,7 @@ const rulesSchema = z.strictObject(
       hours: hours(1, 24 * 30).default(26),
     }).default({ enabled: false, hours: 26 }),
   },
-  { error: (issue) => unknownKeyMessage(issue, 'rule') },
+  { error: (issue) => unknownKeyMessage(issue, 'rule', ALERT_KINDS) },
 );
 
 const sinksSchema = z.strictObject(
@@ -108,17 +109,24 @@ const sinksSchema = z.strictObject(
       mode: z.enum(['each', 'batch'], { error: 'must be each or batch' }).default('each'),
     }).default({ mode: 'each' }),
   },
-  { error: (issue) => unknownKeyMessage(issue, 'sink') },
+  { error: (issue) => unknownKeyMessage(issue, 'sink', ['slack', 'webhook']) },
 );
 
-const fileSchema = z.strictObject({
-  rules: rulesSchema.default(rulesSchema.parse({})),
-  sinks: sinksSchema.default(sinksSchema.parse({})),
-});
+const fileSchema = z.strictObject(
+  {
+    rules: rulesSchema.default(rulesSchema.parse({})),
+    sinks: sinksSchema.default(sinksSchema.parse({})),
+  },
+  { error: (issue) => unknownKeyMessage(issue, 'section', ['rules', 'sinks']) },
+);
 
-function unknownKeyMessage(issue: { code?: string; keys?: string[] }, what: string) {
-  if (issue.code === 'unrecognized_keys') return `unknown ${what} ${(issue.keys ?? []).join(', ')}`;
-  return undefined;
+function unknownKeyMessage(
+  issue: { code?: string; keys?: string[] },
+  what: string,
+  known?: readonly string[],
+) {
+  if (issue.code !== 'unrecognized_keys') return undefined;
+  return `unknown ${what} ${(issue.keys ?? []).join(', ')}${known ? ` (known: ${known.join(', ')})` : ''}`;
 }
 
 export type AlertRulesFile = z.output<typeof fileSchema>;

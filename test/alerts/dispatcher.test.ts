@@ -5,6 +5,7 @@
  * claimed); with no sink a backlog larger than a page is logged once, each alert once.
  */
 import { createHmac } from 'node:crypto';
+import { createServer } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAlertDispatcher } from '../../src/alerts/dispatcher.ts';
@@ -191,6 +192,31 @@ describe.each(testBackends)('alert dispatcher (%s)', (backend) => {
       .where('delivered_at', 'is', null)
       .executeTakeFirstOrThrow();
     expect(Number(pending.n)).toBe(1_501);
+  });
+
+  it('gives up on a sink that does not answer within its timeout, and records why', async () => {
+    const hanging = createServer((request) => void request.resume());
+    await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+    const address = hanging.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    try {
+      await raise(wh.db, runOf50().slice(0, 2));
+      const dispatcher = createAlertDispatcher({
+        db: wh.db,
+        sinks: [slackSink(`http://127.0.0.1:${port}/slack`, { timeoutMs: 200 })],
+        logger: silentLogger(),
+        sinkTimeoutMs: 200,
+      });
+      expect(await dispatcher.dispatch()).toMatchObject({ delivered: 0, failed: 2 });
+      const rows = await wh.db.selectFrom('alerts').select(['attempts', 'last_error']).execute();
+      expect(rows).toEqual([
+        { attempts: 1, last_error: 'slack: no answer within 0.2 s (ALERT_SINK_TIMEOUT_SECONDS)' },
+        { attempts: 1, last_error: 'slack: no answer within 0.2 s (ALERT_SINK_TIMEOUT_SECONDS)' },
+      ]);
+    } finally {
+      hanging.closeAllConnections();
+      await new Promise((resolve) => hanging.close(resolve));
+    }
   });
 
   it('passes every alert of a group to a grouping sink at once', async () => {

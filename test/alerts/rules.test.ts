@@ -103,7 +103,10 @@ describe('alert rules', () => {
       '- sink "slack", field "mode": must be digest or each',
     ]);
     expect(problems({ rules: { rank_dorp: { enabled: true } } })).toEqual([
-      '- "rules": unknown rule rank_dorp',
+      '- "rules": unknown rule rank_dorp (known: listing_inaccurate, rank_drop, low_rating_review, review_response_failed, sync_failed, sync_stale)',
+    ]);
+    expect(problems({ rulez: {} })).toEqual([
+      '- the file: unknown section rulez (known: rules, sinks)',
     ]);
   });
 
