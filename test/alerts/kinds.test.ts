@@ -6,6 +6,7 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { rankDrops } from '../../src/alerts/rank-drop.ts';
 import { parseAlertRules } from '../../src/alerts/rules.ts';
 import { raiseSyncHealthAlerts } from '../../src/alerts/sync-health.ts';
 import type { Listing, RankObservation, Review } from '../../src/api/types.ts';
@@ -153,6 +154,35 @@ describe.each(testBackends)('alert kinds over simulated days (%s)', (backend) =>
     ]);
     expect(raised[1]?.details).toMatchObject({ rank: 16, weekAgoRank: 10, worsenedBy: 6 });
     expect(raised[0]?.details).toMatchObject({ rank: 5, previousRank: 2, leftTop: 3 });
+  });
+
+  it('rank_drop filters by keyword (any case) and counts "not ranked" as leaving the top', () => {
+    const rules = parseAlertRules(
+      {
+        rules: {
+          rank_drop: { enabled: true, top: 3, worsenBy: null, keywords: ['Teeth Whitening'] },
+        },
+      },
+      'keywords',
+    );
+    const history = new Map([['2025-03-08', 1]]);
+    const drops = rankDrops(
+      rules,
+      {
+        accountName: ACCOUNT,
+        businessId: BUSINESS_ID,
+        runId: null,
+        day: '2025-03-09',
+        detectedAt: day(9),
+      },
+      [
+        { keyword: 'teeth whitening', site: 'Bing', rank: null, history },
+        { keyword: 'dentist portland', site: 'Bing', rank: null, history },
+      ],
+    );
+    expect(drops.map((d) => [d.keyword, d.previousStatus, d.status])).toEqual([
+      ['teeth whitening', '1', 'not ranked'],
+    ]);
   });
 
   it('rank_drop is off by default', async () => {
