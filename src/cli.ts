@@ -193,7 +193,7 @@ function buildProgram(): Command {
 
   program
     .command('alerts')
-    .description('List recent alerts (listings newly Inaccurate) and their delivery.')
+    .description('List recent alerts (every kind: what changed, the business, delivery per sink).')
     .option('--pending', 'only alerts not yet delivered to every sink')
     .addOption(
       new Option('--limit <n>', 'how many, most recent first')
@@ -202,7 +202,7 @@ function buildProgram(): Command {
     )
     .action(async (options: { pending?: boolean; limit: number }) => {
       const config = loadConfig();
-      const { runAlertsCommand } = await import('./serve/alerts-command.ts');
+      const { runAlertsCommand } = await import('./alerts/alerts-command.ts');
       process.exitCode = await runAlertsCommand(config, options);
     });
 

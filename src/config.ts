@@ -6,6 +6,12 @@
 import { readFileSync } from 'node:fs';
 import { validate as isValidCron } from 'node-cron';
 import { z } from 'zod';
+import {
+  type AlertRules,
+  AlertRulesError,
+  DEFAULT_ALERT_RULES,
+  loadAlertRulesFile,
+} from './alerts/rules.ts';
 import { withoutUserinfo } from './log.ts';
 
 /** One API credential: `baseUrl` is everything before `/api/v2`. */
@@ -54,6 +60,12 @@ export interface Config {
   alertSlackWebhookUrl: string | undefined;
   /** How often `serve` sends pending alerts (besides after every sync), in milliseconds. */
   alertDispatchIntervalMs: number;
+  /** The longest one alert sink request may take, in milliseconds. */
+  alertSinkTimeoutMs: number;
+  /** How long `sync` spends delivering its own run's alerts before leaving them to `serve`. */
+  alertSyncDeliveryMs: number;
+  /** The alert rules: `ALERT_RULES_FILE`, or the built-in defaults. */
+  alertRules: AlertRules;
   port: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
@@ -237,6 +249,13 @@ const envSchema = z.object({
   // One minute: a sink that was down is retried soon after its backoff ends, and an idle
   // `serve` costs one small query a minute.
   ALERT_DISPATCH_INTERVAL_SECONDS: integer('ALERT_DISPATCH_INTERVAL_SECONDS', 60, 1, 86_400),
+  // Ten seconds: long enough for Slack on a bad day, short enough that a hanging receiver
+  // costs little (docs/operations.md, "Alert delivery").
+  ALERT_SINK_TIMEOUT_SECONDS: integer('ALERT_SINK_TIMEOUT_SECONDS', 10, 1, 300),
+  // Thirty seconds: a run's digest goes out at once; a sink slower than that is left to
+  // `serve`, and the CronJob's pod ends.
+  ALERT_SYNC_DELIVERY_SECONDS: integer('ALERT_SYNC_DELIVERY_SECONDS', 30, 0, 3600),
+  ALERT_RULES_FILE: z.string().optional(),
   PORT: integer('PORT', 8080, 0, 65535),
   LOG_LEVEL: z
     .string()
@@ -369,9 +388,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     alertWebhookSecret: e.ALERT_WEBHOOK_SECRET?.trim() || undefined,
     alertSlackWebhookUrl: e.ALERT_SLACK_WEBHOOK_URL,
     alertDispatchIntervalMs: e.ALERT_DISPATCH_INTERVAL_SECONDS * 1000,
+    alertSinkTimeoutMs: e.ALERT_SINK_TIMEOUT_SECONDS * 1000,
+    alertSyncDeliveryMs: e.ALERT_SYNC_DELIVERY_SECONDS * 1000,
+    alertRules: readAlertRules(e.ALERT_RULES_FILE),
     port: e.PORT,
     logLevel: e.LOG_LEVEL,
   });
+}
+
+/** The rules file's rules, or the defaults; a bad file is a ConfigError naming rule and field. */
+function readAlertRules(file: string | undefined): AlertRules {
+  if (!file?.trim()) return DEFAULT_ALERT_RULES;
+  try {
+    return loadAlertRulesFile(file.trim());
+  } catch (error) {
+    if (error instanceof AlertRulesError) throw new ConfigError(error.message, { cause: error });
+    throw error;
+  }
 }
 
 /** The credentials, or a ConfigError telling the user how to provide some. */

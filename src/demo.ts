@@ -12,6 +12,9 @@
  */
 import cliProgress from 'cli-progress';
 import { sql } from 'kysely';
+import { LISTING_INACCURATE } from './alerts/kinds.ts';
+import { digestMessages } from './alerts/messages.ts';
+import { alertsOfRuns } from './alerts/outbox.ts';
 import { createConfiguredApiClient } from './api/client.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
@@ -119,7 +122,7 @@ export async function readDemoSummary(db: import('kysely').Kysely<Database>): Pr
            join businesses b using (business_id)
            where k.deleted_at is null and b.archived_at is null) as "keywordsTracked",
         (select count(*)::int from rank_observations) as "rankObservations",
-        (select count(*)::int from alerts where kind = 'listing_inaccurate') as alerts,
+        (select count(*)::int from alerts where kind = ${LISTING_INACCURATE}) as alerts,
         (select to_char(min(observed_on), 'YYYY-MM-DD') from rank_observations) as "firstDay",
         (select to_char(max(observed_on), 'YYYY-MM-DD') from rank_observations) as "lastDay"`.execute(
       db,
@@ -272,6 +275,14 @@ export async function runDemo(
     }
     const seconds = (performance.now() - started) / 1000;
     if (toSimulate) out(`${toSimulate} day(s) synced in ${seconds.toFixed(0)}s.`);
+    const digests = digestMessages(
+      await alertsOfRuns(
+        warehouse.db,
+        syncs.map((s) => s.runId),
+      ),
+    );
+    if (toSimulate)
+      out(`Slack would get ${digests.length} message(s): one digest per account and day.`);
 
     const summary = await readDemoSummary(warehouse.db);
     const report = await writeReport(warehouse.db, {

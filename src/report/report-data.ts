@@ -6,6 +6,7 @@
  * so a report of an old or simulated warehouse still shows its data.
  */
 import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { LISTING_INACCURATE } from '../alerts/kinds.ts';
 import type { Database } from '../warehouse/database.ts';
 
 export interface ReportOptions {
@@ -234,7 +235,7 @@ export async function readReportData(
                     and o.observed_on between ${windowStart} and ${windowEnd})
       order by
         (select count(*) from alerts x where x.business_id = b.business_id
-           and x.kind = 'listing_inaccurate'
+           and x.kind = ${LISTING_INACCURATE}
            and (x.detected_at at time zone 'UTC')::date between ${windowStart} and ${windowEnd}) desc,
         a.accuracy_score asc nulls last,
         b.business_id`,

@@ -4,15 +4,18 @@
  * docs/operations.md ("Metrics"); they are a contract for dashboards.
  *
  * Upstream request counters are read from the scheduler's API client on every scrape
- * (deltas of `apiStats`), so they move during a run, not only after it. The pending-alert
- * gauge is read from the table on scrape.
+ * (deltas of `apiStats`), so they move during a run, not only after it. What the warehouse
+ * knows is read from it on scrape, so it is true whoever ran the load (this process or a
+ * CronJob): the last successful run (`sync_runs`), alerts pending per configured sink and
+ * alerts raised per kind (`alerts`).
  */
 import type { Kysely } from 'kysely';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { countAlertsByKind, countPendingBySink } from '../alerts/outbox.ts';
+import { lastSuccessfulRunAt } from '../alerts/sync-health.ts';
 import { type ApiClient, apiStats } from '../api/index.ts';
 import type { SyncResult } from '../sync/run.ts';
 import type { Database } from '../warehouse/database.ts';
-import { countUndeliveredAlerts } from './alert-store.ts';
 
 export type WebhookOutcome =
   | 'accepted'
@@ -32,8 +35,8 @@ export interface ServeMetrics {
   recordRun(outcome: RunOutcome, seconds: number, result?: SyncResult): void;
   recordSkippedTick(): void;
   recordWebhook(outcome: WebhookOutcome): void;
-  recordAlertDelivered(sink: string): void;
-  recordAlertFailed(sink: string): void;
+  recordAlertDelivered(sink: string, alerts?: number): void;
+  recordAlertFailed(sink: string, alerts?: number): void;
   /** The Prometheus text. */
   render(): Promise<string>;
 }
@@ -43,7 +46,10 @@ const PREFIX = 'listings_sync_';
 export function createServeMetrics(options: {
   db: Kysely<Database>;
   api?: ApiClient;
+  /** The configured sinks: the pending gauge has one series per sink. */
+  sinks?: readonly string[];
 }): ServeMetrics {
+  const sinks = options.sinks ?? [];
   const registry = new Registry();
   const registers = [registry];
   collectDefaultMetrics({ register: registry });
@@ -62,10 +68,18 @@ export function createServeMetrics(options: {
     buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200],
     registers,
   });
-  const lastSuccess = new Gauge({
+  new Gauge({
     name: `${PREFIX}last_success_timestamp_seconds`,
-    help: 'Unix time at which the last successful (succeeded or partial) scheduled run finished; 0 before the first.',
+    help: 'Unix time at which the last successful (succeeded or partial) run finished, whoever ran it (read from sync_runs on scrape); 0 before the first.',
     registers,
+    async collect() {
+      try {
+        const at = await lastSuccessfulRunAt(options.db);
+        this.set(at ? at.getTime() / 1000 : 0);
+      } catch {
+        // Keep the last value: /readyz reports the database, this gauge should not flap.
+      }
+    },
   });
   const skippedTicks = new Counter({
     name: `${PREFIX}schedule_ticks_skipped_total`,
@@ -83,10 +97,23 @@ export function createServeMetrics(options: {
     help: 'Records that failed their schema and went to quarantine, in scheduled runs.',
     registers,
   });
-  const alertsRaised = new Counter({
+  const seenRaised = new Map<string, number>();
+  new Counter({
     name: `${PREFIX}alerts_raised_total`,
-    help: 'Alerts (listings newly Inaccurate) raised by scheduled runs.',
+    help: 'Alerts raised, by kind, by any writer (read from the alerts table on scrape).',
+    labelNames: ['kind'] as const,
     registers,
+    async collect() {
+      try {
+        for (const [kind, total] of Object.entries(await countAlertsByKind(options.db))) {
+          const delta = total - (seenRaised.get(kind) ?? 0);
+          if (delta > 0) this.inc({ kind }, delta);
+          seenRaised.set(kind, Math.max(total, seenRaised.get(kind) ?? 0));
+        }
+      } catch {
+        // Unchanged while the database is unreachable.
+      }
+    },
   });
 
   const api = options.api;
@@ -123,11 +150,14 @@ export function createServeMetrics(options: {
 
   new Gauge({
     name: `${PREFIX}alerts_pending`,
-    help: 'Alerts not yet delivered to every sink (read from the alerts table on scrape; the last value is kept while the database is unreachable).',
+    help: 'Alerts a configured sink has not taken yet, by sink (read from the alerts table on scrape; no series without a sink; the last value is kept while the database is unreachable).',
+    labelNames: ['sink'] as const,
     registers,
     async collect() {
       try {
-        this.set(await countUndeliveredAlerts(options.db));
+        for (const [sink, n] of Object.entries(await countPendingBySink(options.db, sinks))) {
+          this.set({ sink }, n);
+        }
       } catch {
         // Keep the last value: /readyz reports the database, this gauge should not flap.
       }
@@ -163,14 +193,12 @@ export function createServeMetrics(options: {
   ] satisfies WebhookOutcome[]) {
     webhooks.inc({ outcome }, 0);
   }
-  lastSuccess.set(0);
 
   return {
     registry,
     recordRun(outcome, seconds, result) {
       runs.inc({ outcome });
       runDuration.observe({ outcome }, seconds);
-      if (outcome === 'succeeded' || outcome === 'partial') lastSuccess.set(Date.now() / 1000);
       if (!result) return;
       for (const [table, counts] of Object.entries(result.stats.tables)) {
         for (const operation of ['inserted', 'updated', 'deleted'] as const) {
@@ -178,12 +206,11 @@ export function createServeMetrics(options: {
         }
       }
       if (result.stats.quarantined > 0) quarantined.inc(result.stats.quarantined);
-      if (result.stats.alerts > 0) alertsRaised.inc(result.stats.alerts);
     },
     recordSkippedTick: () => skippedTicks.inc(),
     recordWebhook: (outcome) => webhooks.inc({ outcome }),
-    recordAlertDelivered: (sink) => alertsDelivered.inc({ sink }),
-    recordAlertFailed: (sink) => alertFailures.inc({ sink }),
+    recordAlertDelivered: (sink, alerts = 1) => alertsDelivered.inc({ sink }, alerts),
+    recordAlertFailed: (sink, alerts = 1) => alertFailures.inc({ sink }, alerts),
     render: () => registry.metrics(),
   };
 }

@@ -1,6 +1,9 @@
 /**
  * `serve`: one fastify server on PORT with the webhook intake, health and metrics, the
  * sync schedule, and the alert dispatcher (after each scheduled run and on an interval).
+ * On the same interval it checks `sync_runs` for the `sync_failed` and `sync_stale` rules
+ * (src/alerts/sync-health.ts), so a load that failed or never ran raises an alert
+ * whoever was meant to run it.
  * `startServe` takes what it runs on (warehouse, API client, logger) so tests start it
  * in-process; `command.ts` wires it to the configuration and the process signals.
  *
@@ -10,6 +13,10 @@
  */
 import type { Socket } from 'node:net';
 import Fastify from 'fastify';
+import { alertSinksFromConfig } from '../alerts/configured-sinks.ts';
+import { type AlertDispatcher, type Backoff, createAlertDispatcher } from '../alerts/dispatcher.ts';
+import type { AlertSink } from '../alerts/sinks.ts';
+import { raiseSyncHealthAlerts } from '../alerts/sync-health.ts';
 import type { ApiClient } from '../api/index.ts';
 import type { Credential } from '../api/types.ts';
 import { type Config, requireCredentials, requireWebhookSecrets } from '../config.ts';
@@ -17,8 +24,6 @@ import type { Logger } from '../log.ts';
 import { runSync, SyncLockedError } from '../sync/run.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
 import { requireCurrentSchema } from '../warehouse/open.ts';
-import { type AlertDispatcher, type Backoff, createAlertDispatcher } from './alert-dispatcher.ts';
-import { type AlertSink, alertSinksFromConfig } from './alert-sinks.ts';
 import { registerHealth } from './health.ts';
 import { createServeMetrics, type ServeMetrics } from './metrics.ts';
 import { type Scheduler, startScheduler } from './scheduler.ts';
@@ -54,6 +59,8 @@ export interface RunningServe {
   /** Null when the schedule is off. */
   scheduler: Scheduler | null;
   dispatcher: AlertDispatcher;
+  /** Resolves when the sync health checks and alert passes started so far are done. */
+  settled(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -96,19 +103,44 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
     ? (options.credentials ?? requireCredentials(config))
     : (options.credentials ?? []);
 
-  const metrics = createServeMetrics({ db: warehouse.db, api });
+  const sinks = options.alertSinks ?? alertSinksFromConfig(config);
+  const metrics = createServeMetrics({
+    db: warehouse.db,
+    api,
+    sinks: sinks.map((sink) => sink.name),
+  });
   const dispatcher = createAlertDispatcher({
     db: warehouse.db,
-    sinks: options.alertSinks ?? alertSinksFromConfig(config),
+    sinks,
     logger,
+    sinkTimeoutMs: config.alertSinkTimeoutMs,
     ...(options.alertBackoff ? { backoff: options.alertBackoff } : {}),
-    onDelivered: (sink) => metrics.recordAlertDelivered(sink),
-    onFailed: (sink) => metrics.recordAlertFailed(sink),
+    onDelivered: (sink, alerts) => metrics.recordAlertDelivered(sink, alerts),
+    onFailed: (sink, alerts) => metrics.recordAlertFailed(sink, alerts),
   });
-  const dispatch = () =>
-    dispatcher.dispatch().catch((error: unknown) => {
+  // The dead man's switch measures an account that never synced from here.
+  const watchingSince = new Date();
+  const accountNames = (options.credentials ?? config.credentials).map((c) => c.name);
+  // One check and pass at a time; close() waits for the last.
+  let passes: Promise<void> = Promise.resolve();
+  const dispatch = () => {
+    passes = passes.then(checkAndDispatch);
+    return passes;
+  };
+  const checkAndDispatch = async () => {
+    try {
+      await raiseSyncHealthAlerts(warehouse.db, config.alertRules, {
+        now: new Date(),
+        accounts: accountNames,
+        watchingSince,
+      });
+    } catch (error) {
+      log.error({ err: error }, 'sync health check failed; it runs again on the next interval');
+    }
+    await dispatcher.dispatch().catch((error: unknown) => {
       log.error({ err: error }, 'alert dispatch failed; pending alerts stay queued');
     });
+  };
 
   const app = Fastify({ logger: false, return503OnClosing: true, ...connectionLimits(config) });
   // Past WEBHOOK_MAX_CONNECTIONS Node refuses the connection; /healthz and intake keep the
@@ -164,6 +196,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
         logger,
         trigger: 'schedule',
         signal,
+        alertRules: config.alertRules,
         businessConcurrency: options.businessConcurrency ?? config.syncAccountConcurrency,
         overallBusinessConcurrency: config.syncConcurrency,
       });
@@ -234,6 +267,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
     metrics,
     scheduler,
     dispatcher,
+    settled: () => passes,
     close() {
       closing ??= (async () => {
         log.info(
@@ -242,6 +276,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
         await app.close();
         await scheduler?.stop();
         if (interval) clearInterval(interval);
+        await passes;
         await dispatcher.idle();
         log.info('serve stopped');
       })();

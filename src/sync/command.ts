@@ -1,9 +1,10 @@
 /** `listings-sync sync`: one run from the command line, with progress, a summary and exit codes. */
+
+import { alertSinksFromConfig } from '../alerts/configured-sinks.ts';
+import { createAlertDispatcher } from '../alerts/dispatcher.ts';
 import { createConfiguredApiClient } from '../api/client.ts';
 import { type Config, ConfigError, type Credential, requireCredentials } from '../config.ts';
 import type { Logger } from '../log.ts';
-import { createAlertDispatcher } from '../serve/alert-dispatcher.ts';
-import { alertSinksFromConfig } from '../serve/alert-sinks.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../warehouse/open.ts';
 import { createProgressReporter } from './progress.ts';
 import { runSync, STREAMS, type Stream, SyncLockedError, type SyncResult } from './run.ts';
@@ -93,14 +94,24 @@ export async function runSyncCommand(
       businessConcurrency: config.syncAccountConcurrency,
       overallBusinessConcurrency: config.syncConcurrency,
       signal: stop.signal,
+      alertRules: config.alertRules,
       onProgress: (p) => progress.update(p),
     });
     progress.stop();
     process.stdout.write(renderSyncSummary(result));
-    // The alerts this run raised (and any left undelivered) go out now; a sink that is
-    // down leaves them queued for the next run or `serve`, and does not change the exit code.
-    await createAlertDispatcher({ db: warehouse.db, sinks: alertSinks, logger })
-      .dispatch({ runId: result.runId })
+    // This run's alerts go out now, within ALERT_SYNC_DELIVERY_SECONDS; older ones, and
+    // what a slow or failing sink leaves, are `serve`'s (or the next run's). Delivery never
+    // changes the exit code.
+    await createAlertDispatcher({
+      db: warehouse.db,
+      sinks: alertSinks,
+      logger,
+      sinkTimeoutMs: config.alertSinkTimeoutMs,
+    })
+      .dispatch({
+        runId: result.runId,
+        deadline: new Date(Date.now() + config.alertSyncDeliveryMs),
+      })
       .catch((error: unknown) => {
         logger.error({ err: error }, 'alert dispatch failed; pending alerts stay queued');
       });

@@ -14,6 +14,7 @@
  * alert.
  */
 import pLimit, { type LimitFunction } from 'p-limit';
+import type { AlertRules } from '../alerts/rules.ts';
 import { ApiError } from '../api/errors.ts';
 import {
   type ApiClient,
@@ -117,6 +118,8 @@ export interface SyncOptions {
    * (`warehousePoolSize` in src/warehouse/open.ts).
    */
   overallBusinessConcurrency?: number;
+  /** The alert rules the writers raise under (`config.alertRules`); built-in defaults otherwise. */
+  alertRules?: AlertRules;
   onProgress?: (progress: SyncProgress) => void;
 }
 
@@ -679,6 +682,7 @@ async function syncBusiness(
   const written = await writeBusinessSnapshotIsolating(options.warehouse.db, snapshot, {
     runId: context.runId,
     observedAt,
+    ...(options.alertRules ? { alertRules: options.alertRules } : {}),
   });
   mergeWriteStats(stats.tables, written.stats);
   stats.alerts += written.alerts;
@@ -754,6 +758,7 @@ async function pollResponseRequests(
           status,
           observedAt,
           runId: context.runId,
+          ...(options.alertRules ? { alertRules: options.alertRules } : {}),
         });
         stats.responseRequests.checked += 1;
         if (!recorded) return;

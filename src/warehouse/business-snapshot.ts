@@ -8,6 +8,7 @@
  * touched (no upserts, no removals, its `*_synced_at` stays).
  */
 import { type Kysely, sql, type Transaction } from 'kysely';
+import type { AlertRules } from '../alerts/rules.ts';
 import type {
   BusinessFull,
   BusinessSummary,
@@ -57,11 +58,13 @@ export interface WriteContext {
   runId: string;
   /** The run's observation time; ranks use its UTC date as observed_on. */
   observedAt: Date;
+  /** The alert rules the writers raise under; the built-in defaults when absent. */
+  alertRules?: AlertRules;
 }
 
 export interface SnapshotWriteResult {
   stats: WriteStats;
-  /** Alerts raised (listings newly Inaccurate). */
+  /** Alerts raised, of every kind (`src/alerts`). */
   alerts: number;
   quarantined: number;
 }
@@ -76,6 +79,7 @@ export async function writeBusinessSnapshot(
     businessId: snapshot.businessId,
     runId: ctx.runId,
     observedAt: ctx.observedAt,
+    ...(ctx.alertRules ? { alertRules: ctx.alertRules } : {}),
   };
   const stored = await lockBusiness(trx, snapshot.businessId);
   const stats = await writeBusiness(trx, write, {
@@ -90,7 +94,6 @@ export async function writeBusinessSnapshot(
     },
   });
 
-  let alerts = 0;
   if (snapshot.listings !== null) {
     const result = await writeListings(
       trx,
@@ -98,10 +101,16 @@ export async function writeBusinessSnapshot(
       snapshot.listings,
     );
     mergeWriteStats(stats, result.stats);
-    alerts = result.alerts;
   }
   if (snapshot.reviews !== null) {
-    mergeWriteStats(stats, await writeReviews(trx, write, snapshot.reviews));
+    mergeWriteStats(
+      stats,
+      await writeReviews(
+        trx,
+        { ...write, hadReviewsSync: stored?.reviews_first_synced_at != null },
+        snapshot.reviews,
+      ),
+    );
   }
   if (snapshot.rankings !== null) {
     mergeWriteStats(stats, await writeRankings(trx, write, snapshot.rankings));
@@ -119,6 +128,8 @@ export async function writeBusinessSnapshot(
     })),
   );
   if (quarantined > 0) addCounts(stats, 'quarantine', { inserted: quarantined });
+  // Every kind the writers raised (listings, reviews, ranks) counts.
+  const alerts = stats.alerts?.inserted ?? 0;
   return { stats, alerts, quarantined };
 }
 

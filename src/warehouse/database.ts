@@ -263,7 +263,8 @@ export interface AlertsTable {
   kind: string;
   dedupe_key: string;
   account_name: string | null;
-  business_id: number;
+  /** Null (migration 0007) for `sync_failed` and `sync_stale`: a run or an account. */
+  business_id: number | null;
   listing_id: number | null;
   site_name: string | null;
   previous_status: string | null;
@@ -279,6 +280,12 @@ export interface AlertsTable {
   delivered_sinks: JsonWithDefault;
   /** Migration 0004: the review response request of a `review_response_failed` alert. */
   request_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Migration 0007: the keyword of a `rank_drop`. */
+  keyword: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Migration 0007: the review of a `low_rating_review`. */
+  review_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Migration 0007: what changed (ranks, a rating, a run's status), per kind. */
+  details: JsonWithDefault;
 }
 
 /** Migration 0004: a review response submitted through the command line (operation 9). */

@@ -4,13 +4,17 @@
  * One upsert for all listings of a business, guarded by the content hash; a history row
  * for each listing whose status, sync_status, a _valid flag or claimed differs from the
  * stored row (and one for a listing seen for the first time: its starting point); an
- * alert for each listing that newly turned Inaccurate (see `alerts.ts`); and
+ * alert for each listing that newly turned Inaccurate (`src/alerts/listing-inaccurate.ts`); and
  * `removed_at` for stored listings that the (successful) stream no longer lists.
  * Directory usernames and passwords never get here: only `has_site_credentials`.
  */
 import { type Kysely, sql, type Transaction } from 'kysely';
+import {
+  type ListingTurnedInaccurate,
+  raiseListingInaccurate,
+} from '../alerts/listing-inaccurate.ts';
+import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import type { Listing } from '../api/types.ts';
-import { type ListingInaccurateAlert, raiseListingAlerts } from './alerts.ts';
 import { type BulkRow, type ColumnTypes, markRowsGone, upsertRows } from './bulk-write.ts';
 import { fieldsHash } from './content-hash.ts';
 import type { Database } from './database.ts';
@@ -132,7 +136,7 @@ export async function writeListings(
   const latest = new Map(listings.map((listing) => [listing.id, listing]));
   const rows: BulkRow<'listings'>[] = [];
   const changes: StatusChange[] = [];
-  const alerts: ListingInaccurateAlert[] = [];
+  const alerts: ListingTurnedInaccurate[] = [];
   let unchanged = 0;
   for (const listing of latest.values()) {
     const content = listingToRow(listing);
@@ -205,7 +209,7 @@ export async function writeListings(
   const historyInserted = await appendStatusHistory(db, ctx, changes);
   addCounts(stats, 'listing_status_history', { inserted: historyInserted });
 
-  const raised = await raiseListingAlerts(db, alerts);
+  const raised = await raiseListingInaccurate(db, ctx.alertRules ?? DEFAULT_ALERT_RULES, alerts);
   addCounts(stats, 'alerts', { inserted: raised });
   return { stats, alerts: raised };
 }

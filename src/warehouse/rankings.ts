@@ -4,6 +4,8 @@
  * of `-` upstream (searched, not ranked) is stored as NULL.
  */
 import type { Kysely, Transaction } from 'kysely';
+import { raiseRankDrops } from '../alerts/rank-drop.ts';
+import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import type { RankObservation } from '../api/types.ts';
 import { type BulkRow, upsertRows } from './bulk-write.ts';
 import type { Database } from './database.ts';
@@ -72,11 +74,54 @@ export async function writeRankings(
     },
     rows,
   );
-  return addCounts({}, 'rank_observations', {
+  const stats = addCounts({}, 'rank_observations', {
     inserted: result.inserted,
     updated: result.updated,
     unchanged: result.unchanged + (latest.size - rows.length),
   });
+  // Alert hook (`rank_drop`, src/alerts/rank-drop.ts): today's ranks and the 8 days before.
+  const rules = ctx.alertRules ?? DEFAULT_ALERT_RULES;
+  if (rules.rankDrop.enabled && latest.size > 0) {
+    const history = await ranksOfDaysBefore(db, ctx.businessId, day, 8);
+    const raised = await raiseRankDrops(
+      db,
+      rules,
+      { ...ctx, day, detectedAt: ctx.observedAt },
+      [...latest].map(([key, rank]) => ({
+        keyword: rank.keyword,
+        site: rank.site,
+        rank: rank.rank,
+        history: history.get(key) ?? new Map(),
+      })),
+    );
+    addCounts(stats, 'alerts', { inserted: raised });
+  }
+  return stats;
+}
+
+/** A business's ranks of the `days` days before `day`: series key → day → rank. */
+async function ranksOfDaysBefore(
+  db: Db,
+  businessId: number,
+  day: string,
+  days: number,
+): Promise<Map<string, Map<string, number | null>>> {
+  const from = new Date(Date.parse(`${day}T00:00:00Z`) - days * 86_400_000);
+  const rows = await db
+    .selectFrom('rank_observations')
+    .select(['keyword', 'site', 'observed_on', 'rank'])
+    .where('business_id', '=', businessId)
+    .where('observed_on', '>=', observedOn(from))
+    .where('observed_on', '<', day)
+    .execute();
+  const bySeries = new Map<string, Map<string, number | null>>();
+  for (const row of rows) {
+    const key = rankKey(row.keyword, row.site);
+    const series = bySeries.get(key) ?? new Map<string, number | null>();
+    series.set(row.observed_on, row.rank);
+    bySeries.set(key, series);
+  }
+  return bySeries;
 }
 
 // Joins keyword and site: a character neither contains.

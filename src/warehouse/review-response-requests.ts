@@ -2,10 +2,12 @@
  * `review_response_requests` and `review_response_request_events` (migration 0004): the
  * responses submitted through the command line (operation 9) and each status operation
  * 10 answered for them, until `Completed` or `Failed`. A request that ends `Failed`
- * raises a `review_response_failed` alert through the same outbox as Inaccurate
- * listings, in the same transaction as the status change.
+ * raises a `review_response_failed` alert through the alert outbox (`src/alerts`), in the
+ * same transaction as the status change.
  */
 import type { Kysely, Transaction } from 'kysely';
+import { raiseReviewResponseFailed } from '../alerts/review-response-failed.ts';
+import { type AlertRules, DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import { redactText } from '../log.ts';
 import type {
   Database,
@@ -15,15 +17,8 @@ import type {
 
 type Db = Kysely<Database> | Transaction<Database>;
 
-export const REVIEW_RESPONSE_FAILED = 'review_response_failed';
-
 /** The statuses after which the upstream never changes a request again. */
 export const FINAL_RESPONSE_STATUSES: ReadonlySet<string> = new Set(['Completed', 'Failed']);
-
-/** One alert per request: a request fails once. */
-export function reviewResponseFailedDedupeKey(requestId: string): string {
-  return `${REVIEW_RESPONSE_FAILED}:${requestId}`;
-}
 
 export interface NewResponseRequest {
   requestId: string;
@@ -115,6 +110,8 @@ export interface ObservedStatus {
   status: string;
   observedAt: Date;
   runId?: string | null;
+  /** The alert rules in force (the configuration's); the built-in defaults otherwise. */
+  alertRules?: AlertRules;
 }
 
 export interface StatusRecorded {
@@ -177,25 +174,19 @@ export async function recordResponseStatus(
         .select('site_name')
         .where('review_id', '=', stored.review_id)
         .executeTakeFirst();
-      const raised = await trx
-        .insertInto('alerts')
-        .values({
-          kind: REVIEW_RESPONSE_FAILED,
-          dedupe_key: reviewResponseFailedDedupeKey(stored.request_id),
-          account_name: stored.account_name,
-          business_id: stored.business_id,
-          listing_id: null,
-          site_name: review?.site_name ?? null,
-          previous_status: stored.status === 'Failed' ? null : stored.status,
-          status: 'Failed',
-          detected_at: observed.observedAt,
-          run_id: observed.runId ?? null,
-          request_id: stored.request_id,
-        })
-        .onConflict((oc) => oc.column('dedupe_key').doNothing())
-        .returning('alert_id')
-        .executeTakeFirst();
-      alertRaised = raised !== undefined;
+      alertRaised = await raiseReviewResponseFailed(
+        trx,
+        observed.alertRules ?? DEFAULT_ALERT_RULES,
+        {
+          requestId: stored.request_id,
+          accountName: stored.account_name,
+          businessId: stored.business_id,
+          siteName: review?.site_name ?? null,
+          previousStatus: stored.status === 'Failed' ? null : stored.status,
+          detectedAt: observed.observedAt,
+          runId: observed.runId ?? null,
+        },
+      );
     }
     return { changed, previousStatus: stored.status, finished, alertRaised };
   });

@@ -8,6 +8,8 @@
  * responses that a successful read no longer lists get `removed_at`.
  */
 import { type Kysely, sql, type Transaction } from 'kysely';
+import { raiseLowRatingReviews } from '../alerts/low-rating-review.ts';
+import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import type { Review, ReviewResponse } from '../api/types.ts';
 import { type BulkRow, type ColumnTypes, markRowsGone, upsertRows } from './bulk-write.ts';
 import { fieldsHash } from './content-hash.ts';
@@ -128,7 +130,7 @@ function isUnchanged(stored: StoredState | undefined, hash: string): boolean {
  */
 export async function writeReviews(
   db: Db,
-  ctx: BusinessWriteContext,
+  ctx: BusinessWriteContext & { hadReviewsSync?: boolean },
   reviews: readonly Review[],
 ): Promise<WriteStats> {
   const { businessId, observedAt } = ctx;
@@ -152,11 +154,13 @@ export async function writeReviews(
   const changedIds: string[] = [];
   let unchangedReviews = 0;
   const responses = new Map<string, BulkRow<'review_responses'> | null>();
+  const firstSeen: Review[] = [];
   for (const review of latest.values()) {
     const content = reviewToRow(review);
     const responseContents = review.responses.map(responseToRow);
     const hash = reviewHash(content, responseContents);
     const stored = reviewState.get(review.id);
+    if (!stored) firstSeen.push(review);
     if (isUnchanged(stored, hash)) unchangedReviews += 1;
     else {
       rows.push({
@@ -219,6 +223,22 @@ export async function writeReviews(
 
   const versionsInserted = await appendReviewVersions(db, ctx, changedIds);
   addCounts(stats, 'review_versions', { inserted: versionsInserted });
+
+  // The first reviews read is the baseline: a business's whole history is not "new".
+  if (ctx.hadReviewsSync && firstSeen.length) {
+    const raised = await raiseLowRatingReviews(
+      db,
+      ctx.alertRules ?? DEFAULT_ALERT_RULES,
+      { ...ctx, detectedAt: observedAt },
+      firstSeen.map((review) => ({
+        reviewId: review.id,
+        siteName: review.siteName,
+        rating: review.rating,
+        authorName: review.authorName,
+      })),
+    );
+    addCounts(stats, 'alerts', { inserted: raised });
+  }
 
   const changedResponses: BulkRow<'review_responses'>[] = [];
   for (const row of responses.values()) if (row) changedResponses.push(row);

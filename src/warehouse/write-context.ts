@@ -1,3 +1,5 @@
+import type { AlertRules } from '../alerts/rules.ts';
+
 /** What every per-business writer needs to know about the write it is part of. */
 export interface BusinessWriteContext {
   accountName: string;
@@ -5,4 +7,6 @@ export interface BusinessWriteContext {
   runId: string;
   /** The run's observation time: first_seen_at/last_seen_at/history rows use it. */
   observedAt: Date;
+  /** The alert rules the writers raise under; the built-in defaults when absent. */
+  alertRules?: AlertRules;
 }

@@ -39,6 +39,7 @@ export async function resyncBusinesses(
       streams: RESYNC_STREAMS,
       businessIds,
       trigger: 'api',
+      alertRules: session.config.alertRules,
       ...(io.now ? { now: io.now } : {}),
     });
     if (result.status === 'succeeded') {

@@ -116,7 +116,12 @@ export async function showResponseStatus(
   const observedAt = io.now ? io.now() : new Date();
   let events: Array<{ status: string; observedAt: Date }> | undefined;
   if (stored) {
-    await recordResponseStatus(warehouse.db, { requestId: request.requestId, status, observedAt });
+    await recordResponseStatus(warehouse.db, {
+      requestId: request.requestId,
+      status,
+      observedAt,
+      alertRules: session.config.alertRules,
+    });
     events = (await responseRequestEvents(warehouse.db, request.requestId)).map((e) => ({
       status: e.status,
       observedAt: e.observed_at,

@@ -71,6 +71,10 @@ describe('demo', () => {
         reviewVersions: await one(sql`select count(*) as n from review_versions`),
         businessVersions: await one(sql`select count(*) as n from business_versions`),
         syncRuns: await one(sql`select count(*) as n from sync_runs`),
+        // The Slack digests: one per account and run that raised anything.
+        digests: await one(
+          sql`select count(*) as n from (select distinct account_name, run_id from alerts) x`,
+        ),
         days,
       };
     } finally {
@@ -128,6 +132,11 @@ describe('demo', () => {
     const alertsAt = lines.findIndex((l) => l.trimStart().startsWith('alerts raised'));
     expect(lines[alertsAt + 1]).toMatch(/^ {4}2026-03-\d\d {2}.+ \(#\d+\) on .+: .+ → Inaccurate/);
     expect(lines[alertsAt + 2]).toMatch(/→ Inaccurate/);
+    expect(lines).toContain(
+      `Slack would get ${afterFirst.digests} message(s): one digest per account and day.`,
+    );
+    expect(afterFirst.digests).toBeGreaterThan(0);
+    expect(afterFirst.digests).toBeLessThan(afterFirst.alerts);
     expect(lines.join('\n')).toContain(`Report: ${join(dir, 'report.html')}`);
     expect(lines.join('\n')).toContain('npx listings-sync sync');
     expect(existsSync(join(dir, 'report.html'))).toBe(true);

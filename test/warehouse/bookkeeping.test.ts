@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { markAccountSynced, upsertAccount } from '../../src/warehouse/accounts.ts';
-import { listAlerts, markAlertDelivered, recordAlertFailure } from '../../src/warehouse/alerts.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
 import { quarantineRecords } from '../../src/warehouse/quarantine.ts';
 import { writeReferenceData } from '../../src/warehouse/reference-data.ts';
@@ -231,40 +230,6 @@ describe.each(testBackends)(
         .select('has_site_credentials')
         .executeTakeFirstOrThrow();
       expect(stored.has_site_credentials).toBe(true);
-    });
-
-    it('lists pending alerts and records deliveries and failures', async () => {
-      await addAccount(wh);
-      await write(wh, snapshot(), ctx(DAY1));
-      await write(
-        wh,
-        snapshot({
-          listings: [listing(1, { status: 'Inaccurate' }), listing(2, { status: 'Inaccurate' })],
-        }),
-        ctx(DAY2),
-      );
-      const pending = await listAlerts(wh.db, { pending: true, limit: 10 });
-      expect(pending.map((a) => a.listing_id)).toEqual([1, 2]);
-      const [first, second] = pending;
-      await markAlertDelivered(wh.db, first!.alert_id, DAY2);
-      await recordAlertFailure(
-        wh.db,
-        second!.alert_id,
-        `POST https://hooks.example/?token=${AUTH_TOKEN} 500`,
-        new Date('2999-01-01T00:00:00Z'),
-      );
-      expect(await listAlerts(wh.db, { pending: true, limit: 10 })).toEqual([]);
-      const failed = await wh.db
-        .selectFrom('alerts')
-        .selectAll()
-        .where('alert_id', '=', second!.alert_id)
-        .executeTakeFirstOrThrow();
-      expect(failed.attempts).toBe(1);
-      expect(failed.last_error).not.toContain(AUTH_TOKEN);
-      expect(
-        (await listAlerts(wh.db, { pending: false, limit: 10 })).map((a) => a.listing_id),
-      ).toEqual([1]);
-      expect(await listAlerts(wh.db, { limit: 1 })).toHaveLength(1);
     });
 
     it('stores a webhook delivery and its boost once', async () => {

@@ -6,6 +6,9 @@
  * `api reviews response-status`.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createAlertDispatcher } from '../../src/alerts/dispatcher.ts';
+import { alertWebhookBody, slackMessage } from '../../src/alerts/messages.ts';
+import type { AlertForDelivery } from '../../src/alerts/outbox.ts';
 import {
   type ApiClient,
   listBusinesses,
@@ -15,9 +18,6 @@ import {
 } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { createAlertDispatcher } from '../../src/serve/alert-dispatcher.ts';
-import { alertWebhookBody, slackMessage } from '../../src/serve/alert-sinks.ts';
-import type { AlertForDelivery } from '../../src/serve/alert-store.ts';
 import type { SyncResult } from '../../src/sync/run.ts';
 import { RESPOND_ADVICE } from '../../src/workflows/command-context.ts';
 import {
@@ -322,7 +322,9 @@ describe.each(testBackends)('review responses, once every request has settled (%
     const sent: AlertForDelivery[] = [];
     const dispatcher = createAlertDispatcher({
       db: warehouse.db,
-      sinks: [{ name: 'slack', send: async (alert) => void sent.push(alert) }],
+      sinks: [
+        { name: 'slack', grouping: 'each', send: async (alerts) => void sent.push(...alerts) },
+      ],
       logger: silentLogger(),
     });
     await dispatcher.dispatch();

@@ -1,0 +1,306 @@
+/**
+ * Sends pending alerts to every configured sink, at least once, never losing one.
+ *
+ * Each round claims due alerts (a lease in `next_attempt_at`), turns them into work
+ * items (per sink: one per alert, or one per account and run for a grouping sink), sends
+ * them a few at a time, and records every alert's attempt in one statement: delivered
+ * when every sink took it, otherwise the errors and a backed-off `next_attempt_at`.
+ *
+ * Bounds (docs/operations.md, "Alert delivery"):
+ * - the lease covers the work claimed: every send is bounded by the sink timeout, so a
+ *   round of N items at concurrency C ends within ceil(N / C) timeouts; the lease is that
+ *   plus a margin, and an item whose lease is nearly over is not started. Two replicas
+ *   with a slow sink therefore never hold the same alert at once;
+ * - `deadline`: the `sync` command delivers only its own run's alerts and stops starting
+ *   sends at the deadline; what it did not get to is released for `serve` at once;
+ * - with no sink, each alert is logged once, paging on by alert id, so a backlog of any
+ *   size never makes a pass re-read the same oldest rows.
+ */
+import type { Kysely } from 'kysely';
+import pLimit from 'p-limit';
+import type { Logger } from '../log.ts';
+import type { Database } from '../warehouse/database.ts';
+import { digestGroupKey, whatChanged, wrongFields } from './messages.ts';
+import {
+  type AlertForDelivery,
+  claimDueAlerts,
+  type DeliveryAttempt,
+  recordDeliveryAttempts,
+  releaseClaims,
+  undeliveredAlertsAfter,
+} from './outbox.ts';
+import { type AlertSink, DEFAULT_SINK_TIMEOUT_MS } from './sinks.ts';
+
+export interface Backoff {
+  /** Delay after the first failed attempt; doubled per attempt. */
+  baseMs: number;
+  maxMs: number;
+}
+
+/**
+ * 30 s, doubling to at most an hour: a sink down for a deploy is retried within minutes; one
+ * down for a day costs 24 requests an hour per alert, not thousands. No attempt limit:
+ * an alert is never given up on.
+ */
+export const DEFAULT_BACKOFF: Backoff = { baseMs: 30_000, maxMs: 3_600_000 };
+
+export interface DispatcherOptions {
+  db: Kysely<Database>;
+  sinks: readonly AlertSink[];
+  logger: Logger;
+  backoff?: Backoff;
+  /** Alerts claimed per round; large enough that a run's alerts make one digest. */
+  batchSize?: number;
+  /** Sends in flight at once. */
+  concurrency?: number;
+  /** The longest one send may take (the sinks' own timeout); sizes the lease. */
+  sinkTimeoutMs?: number;
+  now?: () => Date;
+  onDelivered?: (sink: string, alerts: number) => void;
+  onFailed?: (sink: string, alerts: number) => void;
+}
+
+export interface DispatchResult {
+  /** Alerts delivered to every sink in this pass. */
+  delivered: number;
+  /** Alerts that some sink refused in this pass (they will be retried). */
+  failed: number;
+  /** Alerts logged because no sink is configured. */
+  logged: number;
+  /** Claimed alerts left for later because the deadline or the lease ran out. */
+  released: number;
+}
+
+export interface DispatchOptions {
+  /** Only this run's alerts (the `sync` command). */
+  runId?: string;
+  /** Start no send after this; sends in flight are aborted at it. */
+  deadline?: Date;
+}
+
+export interface AlertDispatcher {
+  readonly sinks: readonly AlertSink[];
+  /** One pass; waits for a pass already going, then runs its own. */
+  dispatch(options?: DispatchOptions): Promise<DispatchResult>;
+  /** Waits for the passes in flight. */
+  idle(): Promise<void>;
+}
+
+const BATCH_SIZE = 200;
+const CONCURRENCY = 4;
+/** Time for the claim and record statements around the sends. */
+const LEASE_MARGIN_MS = 60_000;
+/** Rounds per pass: a pass ends even while alerts keep becoming due (backoff of 0 in tests). */
+const MAX_ROUNDS = 20;
+/** Alerts logged per page when no sink is configured. */
+const LOG_PAGE = 1000;
+
+export function nextAttemptDelay(attempts: number, backoff: Backoff): number {
+  const exponential = backoff.baseMs * 2 ** Math.min(Math.max(attempts - 1, 0), 30);
+  const capped = Math.min(backoff.maxMs, exponential);
+  // Up to a fifth of jitter, so alerts that failed together do not retry together.
+  return Math.round(capped * (0.8 + Math.random() * 0.2));
+}
+
+/** How long a claim of `alerts` alerts must hold for every send to every sink to finish. */
+export function leaseFor(
+  alerts: number,
+  sinks: number,
+  concurrency: number,
+  sinkTimeoutMs: number,
+): number {
+  return Math.ceil((alerts * sinks) / concurrency) * sinkTimeoutMs + LEASE_MARGIN_MS;
+}
+
+interface WorkItem {
+  sink: AlertSink;
+  alerts: AlertForDelivery[];
+}
+
+export function createAlertDispatcher(options: DispatcherOptions): AlertDispatcher {
+  const { db, sinks, logger } = options;
+  const backoff = options.backoff ?? DEFAULT_BACKOFF;
+  const now = options.now ?? (() => new Date());
+  const concurrency = options.concurrency ?? CONCURRENCY;
+  const batchSize = options.batchSize ?? BATCH_SIZE;
+  const sinkTimeoutMs = options.sinkTimeoutMs ?? DEFAULT_SINK_TIMEOUT_MS;
+  const log = logger.child({ component: 'alert-dispatcher' });
+  let lastLoggedId = 0;
+  let tail: Promise<unknown> = Promise.resolve();
+
+  async function logWithoutSinks(runId?: string): Promise<DispatchResult> {
+    let logged = 0;
+    for (;;) {
+      const page = await undeliveredAlertsAfter(db, {
+        afterId: lastLoggedId,
+        limit: LOG_PAGE,
+        ...(runId ? { runId } : {}),
+      });
+      for (const alert of page) {
+        lastLoggedId = Math.max(lastLoggedId, alert.alertId);
+        logged += 1;
+        log.warn(
+          {
+            alertId: alert.alertId,
+            kind: alert.kind,
+            business: alert.businessName,
+            businessId: alert.businessId,
+            site: alert.siteName,
+            change: whatChanged(alert),
+            ...(alert.listing
+              ? { wrong: wrongFields(alert), liveLink: alert.listing.liveLink }
+              : {}),
+            ...(alert.responseRequest
+              ? {
+                  requestId: alert.responseRequest.requestId,
+                  reviewId: alert.responseRequest.reviewId,
+                }
+              : {}),
+          },
+          `${alert.kind.replace(/_/g, ' ')} (no alert sink configured; it stays in the alerts table)`,
+        );
+      }
+      if (page.length < LOG_PAGE) break;
+    }
+    return { delivered: 0, failed: 0, logged, released: 0 };
+  }
+
+  function workItems(claimed: AlertForDelivery[]): WorkItem[] {
+    const items: WorkItem[] = [];
+    for (const sink of sinks) {
+      const open = claimed.filter((alert) => !alert.deliveredSinks.includes(sink.name));
+      if (sink.grouping === 'each') {
+        for (const alert of open) items.push({ sink, alerts: [alert] });
+        continue;
+      }
+      const groups = new Map<string, AlertForDelivery[]>();
+      for (const alert of open) {
+        const key = digestGroupKey(alert);
+        groups.set(key, [...(groups.get(key) ?? []), alert]);
+      }
+      for (const group of groups.values()) items.push({ sink, alerts: group });
+    }
+    return items;
+  }
+
+  async function round(dispatchOptions: DispatchOptions, result: DispatchResult): Promise<number> {
+    const started = now();
+    const leaseMs = leaseFor(batchSize, sinks.length, concurrency, sinkTimeoutMs);
+    const leaseEnd = started.getTime() + leaseMs - LEASE_MARGIN_MS;
+    const claimed = await claimDueAlerts(db, {
+      limit: batchSize,
+      now: started,
+      leaseMs,
+      ...(dispatchOptions.runId ? { runId: dispatchOptions.runId } : {}),
+    });
+    if (claimed.length === 0) return 0;
+    const deadline = dispatchOptions.deadline?.getTime() ?? Infinity;
+    const stopAt = Math.min(leaseEnd, deadline);
+    const abort = new AbortController();
+    const reason =
+      deadline <= leaseEnd
+        ? 'the delivery time of `sync` ran out (ALERT_SYNC_DELIVERY_SECONDS); serve sends it'
+        : 'the claim lease is nearly over; the next pass sends it';
+    const timer = setTimeout(
+      () => abort.abort(new Error(reason)),
+      Math.max(0, stopAt - now().getTime()),
+    );
+    const taken = new Map(claimed.map((alert) => [alert.alertId, new Set(alert.deliveredSinks)]));
+    const errors = new Map<number, string[]>();
+    const attempted = new Set<number>();
+    const limit = pLimit(concurrency);
+    try {
+      await Promise.all(
+        workItems(claimed).map((item) =>
+          limit(async () => {
+            // Not started past the deadline or near the lease's end: left for a later pass.
+            if (abort.signal.aborted || now().getTime() >= stopAt) return;
+            for (const alert of item.alerts) attempted.add(alert.alertId);
+            try {
+              await item.sink.send(item.alerts, abort.signal);
+              for (const alert of item.alerts) taken.get(alert.alertId)?.add(item.sink.name);
+              options.onDelivered?.(item.sink.name, item.alerts.length);
+            } catch (error) {
+              for (const alert of item.alerts) {
+                errors.set(alert.alertId, [
+                  ...(errors.get(alert.alertId) ?? []),
+                  `${item.sink.name}: ${(error as Error).message}`,
+                ]);
+              }
+              options.onFailed?.(item.sink.name, item.alerts.length);
+            }
+          }),
+        ),
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+
+    const at = now();
+    const attempts: DeliveryAttempt[] = [];
+    const unattempted: number[] = [];
+    for (const alert of claimed) {
+      const sinksTaken = taken.get(alert.alertId) ?? new Set<string>();
+      const delivered = sinks.every((sink) => sinksTaken.has(sink.name));
+      if (!attempted.has(alert.alertId) && !delivered) {
+        unattempted.push(alert.alertId);
+        continue;
+      }
+      const failure = errors.get(alert.alertId);
+      attempts.push({
+        alertId: alert.alertId,
+        deliveredSinks: [...sinksTaken].sort(),
+        delivered,
+        error: failure ? failure.join('; ') : null,
+        nextAttemptAt: delivered
+          ? null
+          : new Date(at.getTime() + nextAttemptDelay(alert.attempts + 1, backoff)),
+      });
+      if (delivered) result.delivered += 1;
+      else result.failed += 1;
+    }
+    await recordDeliveryAttempts(db, at, attempts);
+    await releaseClaims(db, unattempted);
+    result.released += unattempted.length;
+    const failed = attempts.filter((a) => !a.delivered);
+    if (attempts.length > failed.length) {
+      log.info({ alerts: attempts.length - failed.length }, 'alerts delivered');
+    }
+    if (failed.length) {
+      log.warn(
+        { alerts: failed.length, error: failed[0]?.error },
+        'alerts not delivered yet; they will be retried',
+      );
+    }
+    if (unattempted.length) {
+      log.info(
+        { alerts: unattempted.length },
+        'alert delivery time ran out; the rest are left for serve or the next run',
+      );
+    }
+    return unattempted.length ? 0 : claimed.length;
+  }
+
+  async function pass(dispatchOptions: DispatchOptions): Promise<DispatchResult> {
+    if (sinks.length === 0) return logWithoutSinks(dispatchOptions.runId);
+    const result: DispatchResult = { delivered: 0, failed: 0, logged: 0, released: 0 };
+    for (let i = 0; i < MAX_ROUNDS; i++) {
+      if (dispatchOptions.deadline && now() >= dispatchOptions.deadline) break;
+      const claimed = await round(dispatchOptions, result);
+      if (claimed < batchSize) break;
+    }
+    return result;
+  }
+
+  return {
+    sinks,
+    dispatch(dispatchOptions = {}) {
+      const run = tail.then(() => pass(dispatchOptions));
+      tail = run.catch(() => {});
+      return run;
+    },
+    async idle() {
+      await tail;
+    },
+  };
+}

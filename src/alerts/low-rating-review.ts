@@ -1,0 +1,50 @@
+/**
+ * `low_rating_review`: a review seen for the first time, rated at or below the rule's
+ * `maxRating`, on a business whose reviews were read before (the first read is the
+ * baseline: a business's whole history is not "new"). Social items have no rating and
+ * never match. Once per review.
+ */
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../warehouse/database.ts';
+import { LOW_RATING_REVIEW, lowRatingReviewKey } from './kinds.ts';
+import { raise } from './outbox.ts';
+import type { AlertRules } from './rules.ts';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export interface NewReview {
+  reviewId: string;
+  siteName: string;
+  rating: number | null;
+  authorName: string | null;
+}
+
+export async function raiseLowRatingReviews(
+  db: Db,
+  rules: AlertRules,
+  ctx: { accountName: string; businessId: number; runId: string | null; detectedAt: Date },
+  reviews: readonly NewReview[],
+): Promise<number> {
+  const rule = rules.lowRatingReview;
+  if (!rule.enabled) return 0;
+  const sites = new Set(rule.sites);
+  return raise(
+    db,
+    reviews
+      .filter((r) => r.rating !== null && r.rating <= rule.maxRating)
+      .filter((r) => sites.size === 0 || sites.has(r.siteName))
+      .map((r) => ({
+        kind: LOW_RATING_REVIEW,
+        dedupeKey: lowRatingReviewKey(r.reviewId),
+        accountName: ctx.accountName,
+        businessId: ctx.businessId,
+        siteName: r.siteName,
+        reviewId: r.reviewId,
+        previousStatus: null,
+        status: `${r.rating} stars`,
+        details: { rating: r.rating, author: r.authorName },
+        detectedAt: ctx.detectedAt,
+        runId: ctx.runId,
+      })),
+  );
+}

@@ -1,0 +1,118 @@
+/**
+ * `sync_failed` and `sync_stale`, raised by `serve` from what `sync_runs` says, so they
+ * work whoever runs the load (serve's own schedule or a Kubernetes CronJob):
+ * - `sync_failed`: the last `consecutive` finished runs all ended in one of the rule's
+ *   statuses (`failed`, `partial` by default); once per run;
+ * - `sync_stale`: an account (configured, or known to the warehouse) has had no
+ *   successful (`succeeded` or `partial`) run for the rule's hours. An account with no
+ *   success at all is measured from when this `serve` started watching: a dead man's
+ *   switch that fires even when the CronJob never started. Once per silence.
+ */
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../warehouse/database.ts';
+import { SYNC_FAILED, SYNC_STALE, syncFailedKey, syncStaleKey } from './kinds.ts';
+import { type NewAlert, raise } from './outbox.ts';
+import type { AlertRules } from './rules.ts';
+
+const SUCCESS = ['succeeded', 'partial'] as const;
+
+/** When the last successful run finished (any account), or null: the metrics gauge. */
+export async function lastSuccessfulRunAt(db: Kysely<Database>): Promise<Date | null> {
+  const row = await db
+    .selectFrom('sync_runs')
+    .select(sql<Date | null>`max(finished_at)`.as('at'))
+    .where('status', 'in', [...SUCCESS])
+    .executeTakeFirst();
+  return row?.at ? new Date(row.at) : null;
+}
+
+/** Per account, when its last successful run finished (absent: never). */
+async function lastSuccessByAccount(
+  db: Kysely<Database>,
+  accounts: readonly string[],
+): Promise<Map<string, Date>> {
+  if (accounts.length === 0) return new Map();
+  const { rows } = await sql<{ name: string; at: Date | null }>`
+    select a.name, max(r.finished_at) as at
+    from unnest(${[...accounts]}::text[]) as a(name)
+    join sync_runs r on r.accounts @> jsonb_build_array(a.name)
+      and r.status in ('succeeded', 'partial')
+    group by a.name`.execute(db);
+  return new Map(rows.filter((r) => r.at).map((r) => [r.name, new Date(r.at as Date)]));
+}
+
+export interface SyncHealthCheck {
+  now: Date;
+  /** The configured credentials' names; accounts in the warehouse are checked too. */
+  accounts: readonly string[];
+  /** When this process started watching: the reference for an account never synced. */
+  watchingSince: Date;
+}
+
+/** Raises what the rules say about the runs; returns how many alerts were raised. */
+export async function raiseSyncHealthAlerts(
+  db: Kysely<Database>,
+  rules: AlertRules,
+  check: SyncHealthCheck,
+): Promise<number> {
+  const alerts: NewAlert[] = [];
+  if (rules.syncFailed.enabled) {
+    const runs = await db
+      .selectFrom('sync_runs')
+      .select(['run_id', 'status', 'finished_at', 'error', 'accounts'])
+      .where('status', '!=', 'running')
+      .where('finished_at', 'is not', null)
+      .orderBy('finished_at', 'desc')
+      .limit(rules.syncFailed.consecutive)
+      .execute();
+    const latest = runs[0];
+    if (
+      latest &&
+      runs.length === rules.syncFailed.consecutive &&
+      runs.every((run) => rules.syncFailed.statuses.includes(run.status))
+    ) {
+      const accounts = Array.isArray(latest.accounts) ? latest.accounts.map(String) : [];
+      alerts.push({
+        kind: SYNC_FAILED,
+        dedupeKey: syncFailedKey(latest.run_id),
+        accountName: accounts.length === 1 ? (accounts[0] ?? null) : null,
+        businessId: null,
+        previousStatus: null,
+        status: latest.status,
+        details: {
+          error: latest.error ?? null,
+          consecutive: runs.length,
+          finishedAt: latest.finished_at?.toISOString() ?? null,
+          accounts,
+        },
+        detectedAt: check.now,
+        runId: latest.run_id,
+      });
+    }
+  }
+  if (rules.syncStale.enabled) {
+    const known = await db.selectFrom('accounts').select('name').execute();
+    const names = [...new Set([...check.accounts, ...known.map((a) => a.name)])].sort();
+    const last = await lastSuccessByAccount(db, names);
+    for (const name of names) {
+      const since = last.get(name) ?? null;
+      const reference = since ?? check.watchingSince;
+      if (check.now.getTime() - reference.getTime() < rules.syncStale.afterMs) continue;
+      alerts.push({
+        kind: SYNC_STALE,
+        dedupeKey: syncStaleKey(name, since),
+        accountName: name,
+        businessId: null,
+        previousStatus: null,
+        status: 'stale',
+        details: {
+          lastSuccessAt: since?.toISOString() ?? null,
+          hours: rules.syncStale.afterMs / 3_600_000,
+        },
+        detectedAt: check.now,
+        runId: null,
+      });
+    }
+  }
+  return raise(db, alerts);
+}

@@ -1,0 +1,58 @@
+/**
+ * The generic JSON sink: a POST signed like our own webhooks (`X-Service-Signature:
+ * sha256=<hex HMAC-SHA256(secret, raw body)>`) with an `Idempotency-Key`, so a receiver
+ * can drop the repeat that at-least-once delivery allows. One event per alert (the key is
+ * its dedupe_key), or in `batch` mode one `{ alerts: [...] }` per account and run (the key
+ * is a hash of the dedupe keys it carries).
+ */
+import { createHash, createHmac } from 'node:crypto';
+import { alertWebhookBody } from './messages.ts';
+import { postJson } from './post.ts';
+import { type AlertSink, DEFAULT_SINK_TIMEOUT_MS } from './sinks.ts';
+
+/** The header our webhook receiver verifies too (docs/operations.md, "Webhook signature"). */
+export const SIGNATURE_HEADER = 'x-service-signature';
+
+export function signBody(secret: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+export interface WebhookSinkOptions {
+  mode?: 'each' | 'batch';
+  timeoutMs?: number;
+}
+
+export function jsonWebhookSink(
+  url: string,
+  secret: string,
+  options: WebhookSinkOptions = {},
+): AlertSink {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_SINK_TIMEOUT_MS;
+  const post = (body: string, key: string, signal?: AbortSignal) =>
+    postJson(
+      url,
+      body,
+      { [SIGNATURE_HEADER]: signBody(secret, body), 'idempotency-key': key },
+      { timeoutMs, signal },
+    );
+  if (options.mode === 'batch') {
+    return {
+      name: 'webhook',
+      grouping: 'group',
+      async send(alerts, signal) {
+        const keys = alerts.map((alert) => alert.dedupeKey).sort();
+        const key = `batch:${createHash('sha256').update(keys.join('\n')).digest('hex')}`;
+        await post(JSON.stringify({ alerts: alerts.map(alertWebhookBody) }), key, signal);
+      },
+    };
+  }
+  return {
+    name: 'webhook',
+    grouping: 'each',
+    async send(alerts, signal) {
+      for (const alert of alerts) {
+        await post(JSON.stringify(alertWebhookBody(alert)), alert.dedupeKey, signal);
+      }
+    },
+  };
+}

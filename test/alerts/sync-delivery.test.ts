@@ -1,0 +1,133 @@
+/**
+ * `listings-sync sync` with a sink that never answers: the process delivers at most its
+ * own run's alerts, stops at ALERT_SYNC_DELIVERY_SECONDS however long the sink timeout
+ * is, exits with the run's code, and leaves the alerts pending for `serve`.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LISTING_INACCURATE } from '../../src/alerts/kinds.ts';
+import { raise } from '../../src/alerts/outbox.ts';
+import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import { runCli } from '../helpers/cli.ts';
+import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+
+/** Accepts the request and never answers. */
+async function startHangingReceiver() {
+  const requests: string[] = [];
+  const server: Server = createServer((request) => {
+    request.resume();
+    requests.push(request.url ?? '');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}/slack`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function databaseEnv(warehouse: TestWarehouse, pgliteDir: string): Record<string, string> {
+  if (warehouse.kind === 'postgres') {
+    const url = new URL(warehouse.databaseUrl!);
+    url.searchParams.set('options', `-c search_path=${warehouse.searchPath}`);
+    return { DATABASE_URL: url.toString() };
+  }
+  return { PGLITE_DATA_DIR: pgliteDir };
+}
+
+describe.each(testBackends)('sync delivers its own alerts within a bound (%s)', (backend) => {
+  let sandbox: RunningSandbox;
+  let target: TestWarehouse;
+  let receiver: Awaited<ReturnType<typeof startHangingReceiver>>;
+  let env: Record<string, string>;
+  let pgliteDir: string;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 11, accounts: 2, businessesPerAccount: 6, port: 0 });
+    receiver = await startHangingReceiver();
+    const dir = mkdtempSync(join(tmpdir(), 'ls-sync-alerts-'));
+    pgliteDir = join(dir, 'pglite');
+    const credentialsFile = join(dir, 'credentials.json');
+    writeFileSync(credentialsFile, JSON.stringify(sandbox.credentials));
+    target = await createTestWarehouse(backend, { migrate: false });
+    if (backend === 'pglite') await target.close();
+    env = {
+      ...databaseEnv(target, pgliteDir),
+      LISTINGS_CREDENTIALS_FILE: credentialsFile,
+      ALERT_SLACK_WEBHOOK_URL: receiver.url,
+      // The sink may take five minutes: longer than this test may run.
+      ALERT_SINK_TIMEOUT_SECONDS: '300',
+      ALERT_SYNC_DELIVERY_SECONDS: '1',
+    };
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    if (backend === 'postgres') await target?.close();
+    await sandbox?.close();
+  });
+
+  async function openTarget(): Promise<Warehouse> {
+    return backend === 'postgres'
+      ? openWarehouse({ databaseUrl: target.databaseUrl!, searchPath: target.searchPath! })
+      : openWarehouse({ pgliteDataDir: pgliteDir });
+  }
+
+  it('exits after its delivery time with a hanging sink, touching no older alert', async () => {
+    expect((await runCli(['migrate'], env)).code).toBe(0);
+    const baseline = await runCli(['sync'], env);
+    expect(baseline.code, baseline.stderr).toBe(0);
+    // An alert from before this run: `serve`'s to send, not this run's.
+    let wh = await openTarget();
+    try {
+      await raise(wh.db, [
+        {
+          kind: LISTING_INACCURATE,
+          dedupeKey: 'older',
+          accountName: sandbox.credentials[0]!.name,
+          businessId: 1,
+          previousStatus: 'Accurate',
+          status: 'Inaccurate',
+          detectedAt: new Date('2025-01-01T00:00:00Z'),
+          runId: null,
+        },
+      ]);
+    } finally {
+      await wh.close();
+    }
+
+    sandbox.advanceDays(1);
+    const result = await runCli(['sync'], env);
+    expect(result.code, result.stderr).toBe(0);
+    // The digest of this run went out (and hung); nothing about the older alert did.
+    expect(receiver.requests.length).toBeGreaterThan(0);
+    expect(result.stderr).toContain('ALERT_SYNC_DELIVERY_SECONDS');
+
+    wh = await openTarget();
+    try {
+      const alerts = await wh.db.selectFrom('alerts').selectAll().orderBy('alert_id').execute();
+      const older = alerts.find((a) => a.dedupe_key === 'older')!;
+      expect(older).toMatchObject({ attempts: 0, next_attempt_at: null, delivered_at: null });
+      const own = alerts.filter((a) => a.dedupe_key !== 'older');
+      expect(own.length).toBeGreaterThan(0);
+      for (const alert of own) {
+        expect(alert.delivered_at).toBeNull();
+        // Each was attempted once and cut at the delivery bound; `serve` retries it.
+        expect(alert.attempts).toBe(1);
+        expect(alert.last_error).toMatch(/^slack: no answer/);
+      }
+    } finally {
+      await wh.close();
+    }
+  });
+});
