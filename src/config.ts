@@ -43,6 +43,13 @@ export interface Config {
   alertDispatchIntervalMs: number;
   port: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Where each known variable's value came from: the environment, or the default. */
+  sources: Readonly<Record<ConfigVariable, 'env' | 'default'>>;
+  /**
+   * Environment variables that look like a misspelt setting (`DATABSE_URL`): a typo there
+   * silently falls back to a default, so every command prints these before it starts.
+   */
+  warnings: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -52,6 +59,12 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+/**
+ * The demo's own embedded warehouse (`npm start`): sandbox data never lands in the one a
+ * real account syncs into. Read-only commands fall back to it (src/warehouse/open.ts).
+ */
+export const DEMO_PGLITE_DATA_DIR = './.data/demo';
 
 const CREDENTIAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
@@ -199,6 +212,60 @@ const envSchema = z.object({
   LISTINGS_USER_EMAIL: z.string().optional(),
 });
 
+/** Every variable the configuration reads. */
+export type ConfigVariable = keyof typeof envSchema.shape;
+export const CONFIG_VARIABLES = Object.keys(envSchema.shape) as ConfigVariable[];
+
+/** Variables whose values are secrets: shown masked, never in full. */
+export const SECRET_VARIABLES: readonly ConfigVariable[] = [
+  'DATABASE_URL',
+  'LISTINGS_AUTH_TOKEN',
+  'WEBHOOK_SECRET',
+  'ALERT_WEBHOOK_URL',
+  'ALERT_WEBHOOK_SECRET',
+  'ALERT_SLACK_WEBHOOK_URL',
+];
+
+/** Levenshtein distance, small strings only (variable names). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        (previous[j] ?? 0) + 1,
+        (current[j - 1] ?? 0) + 1,
+        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}
+
+/**
+ * Names in `env` that are not settings but are within two edits of one (one edit for
+ * short names, so `PORTS` is caught and `HOME` is not mistaken for anything).
+ */
+export function misspeltVariables(
+  env: Record<string, string | undefined>,
+): { name: string; meant: ConfigVariable }[] {
+  const known = new Set<string>(CONFIG_VARIABLES);
+  const found: { name: string; meant: ConfigVariable }[] = [];
+  for (const name of Object.keys(env)) {
+    if (known.has(name) || env[name] === undefined) continue;
+    const upper = name.toUpperCase();
+    let best: { meant: ConfigVariable; distance: number } | undefined;
+    for (const candidate of CONFIG_VARIABLES) {
+      const distance = upper === candidate ? 0.5 : editDistance(upper, candidate);
+      if (!best || distance < best.distance) best = { meant: candidate, distance };
+    }
+    const allowed = (best?.meant.length ?? 0) <= 6 ? 1 : 2;
+    if (best && best.distance <= allowed) found.push({ name, meant: best.meant });
+  }
+  return found;
+}
+
 function describeIssues(error: z.ZodError, prefix = ''): string {
   return error.issues
     .map((issue) => {
@@ -296,7 +363,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     .split(',')
     .map((secret) => secret.trim())
     .filter(Boolean);
+  const sources = Object.fromEntries(
+    CONFIG_VARIABLES.map((name) => [name, env[name]?.trim() ? 'env' : 'default']),
+  ) as Record<ConfigVariable, 'env' | 'default'>;
+  const warnings = misspeltVariables(env).map(
+    ({ name, meant }) =>
+      `${name} is set, but listings-sync reads no such variable: did you mean ${meant}?` +
+      (sources[meant] === 'env' ? '' : ` (${meant} is not set, so its default applies)`),
+  );
   return Object.freeze({
+    sources: Object.freeze(sources),
+    warnings: Object.freeze(warnings),
     databaseUrl: e.DATABASE_URL,
     pgliteDataDir: e.PGLITE_DATA_DIR,
     credentials: Object.freeze(credentials.map((c) => Object.freeze(c))),

@@ -2,7 +2,9 @@
  * Opening the configured warehouse for a command, with errors a user can act on: which
  * database (password removed), what went wrong, and what to run.
  */
-import type { Config } from '../config.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Config, DEMO_PGLITE_DATA_DIR } from '../config.ts';
 import { redactText } from '../log.ts';
 import { openWarehouse, type Warehouse } from './connection.ts';
 import { pendingMigrations } from './migrate.ts';
@@ -21,18 +23,77 @@ export function describeWarehouse(config: Config): string {
     : `the embedded PGlite database in ${config.pgliteDataDir}`;
 }
 
-/** Open the warehouse `config` names and check that it answers. */
-export async function openConfiguredWarehouse(config: Config): Promise<Warehouse> {
+/** True when `dir` holds a PGlite database (PostgreSQL writes PG_VERSION when it creates one). */
+export function pgliteDatabaseExists(dir: string): boolean {
+  return existsSync(join(dir, 'PG_VERSION'));
+}
+
+export interface WarehouseTarget {
+  databaseUrl?: string;
+  pgliteDataDir?: string;
+  /** For messages: which database, password removed. */
+  description: string;
+  /** True when a read fell back to the demo's warehouse (see `resolveWarehouse`). */
+  demo: boolean;
+}
+
+/**
+ * Which database a command uses. A command that only reads (`report`, `alerts`, `runs`,
+ * `check`) with neither DATABASE_URL nor PGLITE_DATA_DIR set, and no embedded database in
+ * the default directory, reads the demo's (`./.data/demo`) when `npm start` made one: so
+ * the quick start's `npx listings-sync report` after `npm start` shows the demo's data.
+ * Writes never fall back: sandbox data must not mix with a real account's.
+ */
+export function resolveWarehouse(config: Config, access: 'read' | 'write'): WarehouseTarget {
+  if (config.databaseUrl) {
+    return { databaseUrl: config.databaseUrl, description: describeWarehouse(config), demo: false };
+  }
+  if (
+    access === 'read' &&
+    config.sources.PGLITE_DATA_DIR === 'default' &&
+    !pgliteDatabaseExists(config.pgliteDataDir) &&
+    pgliteDatabaseExists(DEMO_PGLITE_DATA_DIR)
+  ) {
+    return {
+      pgliteDataDir: DEMO_PGLITE_DATA_DIR,
+      description: `the demo's embedded PGlite database in ${DEMO_PGLITE_DATA_DIR}`,
+      demo: true,
+    };
+  }
+  return {
+    pgliteDataDir: config.pgliteDataDir,
+    description: describeWarehouse(config),
+    demo: false,
+  };
+}
+
+/**
+ * Open the warehouse `config` names and check that it answers. With `access: 'read'` an
+ * embedded database that does not exist is an error, not an empty database created as a
+ * side effect of looking.
+ */
+export async function openConfiguredWarehouse(
+  config: Config,
+  access: 'read' | 'write' = 'write',
+): Promise<Warehouse & { target: WarehouseTarget }> {
+  const target = resolveWarehouse(config, access);
+  if (access === 'read' && target.pgliteDataDir && !pgliteDatabaseExists(target.pgliteDataDir)) {
+    throw new WarehouseUnavailableError(
+      `There is no warehouse yet: ${target.description} does not exist. ` +
+        'Run `listings-sync migrate` and `listings-sync sync` to load one, `npm start` for the demo, ' +
+        'or set DATABASE_URL (or PGLITE_DATA_DIR) to the warehouse to read.',
+    );
+  }
   let warehouse: Warehouse;
   try {
     warehouse = await openWarehouse(
-      config.databaseUrl
-        ? { databaseUrl: config.databaseUrl }
-        : { pgliteDataDir: config.pgliteDataDir },
+      target.databaseUrl
+        ? { databaseUrl: target.databaseUrl }
+        : { pgliteDataDir: target.pgliteDataDir ?? config.pgliteDataDir },
     );
   } catch (cause) {
     throw new WarehouseUnavailableError(
-      `Cannot open ${describeWarehouse(config)}: ${redactText((cause as Error).message)}`,
+      `Cannot open ${target.description}: ${redactText((cause as Error).message)}`,
       { cause },
     );
   }
@@ -41,12 +102,12 @@ export async function openConfiguredWarehouse(config: Config): Promise<Warehouse
   } catch (cause) {
     await warehouse.close().catch(() => {});
     throw new WarehouseUnavailableError(
-      `Cannot reach ${describeWarehouse(config)}: ${redactText((cause as Error).message)}. ` +
+      `Cannot reach ${target.description}: ${redactText((cause as Error).message)}. ` +
         'Check DATABASE_URL and that the server is running.',
       { cause },
     );
   }
-  return warehouse;
+  return { ...warehouse, target };
 }
 
 /** Refuse to write into a schema that is behind the code. */
