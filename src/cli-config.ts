@@ -4,6 +4,7 @@
  * variables a command reads (docs/operations.md, "Configuration").
  */
 import { type Config, type ConfigVariable, loadConfig } from './config.ts';
+import { createLogger, type Logger } from './log.ts';
 
 /** One line per variable, for `--help` and `listings-sync config`. */
 export const VARIABLE_MEANINGS: Record<ConfigVariable, string> = {
@@ -54,4 +55,9 @@ export function loadCliConfig(
   const config = loadConfig();
   for (const warning of config.warnings) write(`listings-sync: warning: ${warning}\n`);
   return config;
+}
+
+/** The command's logger: human lines on a terminal, JSON lines otherwise (log collectors). */
+export function createCliLogger(config: Config): Logger {
+  return createLogger({ level: config.logLevel, human: process.stderr.isTTY === true });
 }

@@ -10,13 +10,13 @@
  * the same sandbox (same seed, same start date: the generated data is a function of
  * seed, business and day) at the next day, and adds only the days since.
  */
-import cliProgress from 'cli-progress';
 import { sql } from 'kysely';
 import { createConfiguredApiClient } from './api/client.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
 import { writeReport } from './report/write-report.ts';
 import { startSandbox } from './sandbox/server.ts';
+import { startTerminalBar } from './sync/progress.ts';
 import { runSync, type SyncResult } from './sync/run.ts';
 import { openWarehouse, type Warehouse } from './warehouse/connection.ts';
 import type { Database } from './warehouse/database.ts';
@@ -174,19 +174,13 @@ export function renderDemoSummary(summary: DemoSummary): string[] {
 /** A bar over the simulated days on a terminal; a log line per day otherwise. */
 function dayProgress(stream: NodeJS.WriteStream, logger: Logger, total: number) {
   if (stream.isTTY && total > 0) {
-    const bar = new cliProgress.SingleBar(
-      {
-        stream,
-        format: 'simulating [{bar}] {value}/{total} days | {day} | {alerts} new alerts',
-        hideCursor: true,
-        barsize: 30,
-        fps: 5,
-      },
-      cliProgress.Presets.shades_classic,
+    const bar = startTerminalBar(
+      stream,
+      'simulating [{bar}] {value}/{total} days | {day} | {alerts} new alerts',
     );
-    bar.start(total, 0, { day: '', alerts: 0 });
+    bar.update(0, total, { day: '', alerts: 0 });
     return {
-      day: (done: number, day: string, alerts: number) => bar.update(done, { day, alerts }),
+      day: (done: number, day: string, alerts: number) => bar.update(done, total, { day, alerts }),
       stop: () => bar.stop(),
     };
   }

@@ -4,7 +4,7 @@
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { sql } from 'kysely';
-import { environmentHelp, loadCliConfig } from '../cli-config.ts';
+import { loadCliConfig } from '../cli-config.ts';
 import type { Database } from '../warehouse/database.ts';
 
 function wholeNumber(name: string, min: number, max: number) {
@@ -41,7 +41,6 @@ export function registerReportCommand(program: Command): void {
         .default(90)
         .argParser(wholeNumber('--days', 1, 3660)),
     )
-    .addHelpText('after', environmentHelp(['DATABASE_URL', 'PGLITE_DATA_DIR', 'LOG_LEVEL']))
     .action(async (options: ReportCommandOptions) => {
       const config = loadCliConfig();
       const { openConfiguredWarehouse, requireCurrentSchema } = await import(

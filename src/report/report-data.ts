@@ -290,11 +290,15 @@ export async function readReportData(
     sql<SlaRow>`
       select s.business_id as "businessId", b.name as "businessName", s.site_name as "siteName",
         s.unanswered_answerable as "unansweredAnswerable",
-        s.oldest_unanswered_age_hours as "oldestUnansweredAgeHours",
+        -- Age at the end of the window, not at the wall clock: the window ends on the
+        -- latest day with data, and a sandbox's (or an old warehouse's) reviews are dated
+        -- by its own clock. The view's own column measures against now().
+        round((extract(epoch from (${windowEnd} + 1)::timestamp at time zone 'UTC'
+          - s.oldest_unanswered_at) / 3600)::numeric, 1) as "oldestUnansweredAgeHours",
         s.median_hours_to_first_response as "medianHoursToFirstResponse"
       from v_review_response_sla s join businesses b on b.business_id = s.business_id
       where s.unanswered_answerable > 0 and ${scope('s.business_id')}
-      order by s.unanswered_answerable desc, s.oldest_unanswered_age_hours desc nulls last,
+      order by s.unanswered_answerable desc, s.oldest_unanswered_at asc nulls last,
         s.business_id, s.site_name
       limit ${SLA_ROWS}`,
   );

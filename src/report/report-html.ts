@@ -20,10 +20,21 @@ export function escapeHtml(text: string): string {
 const number = new Intl.NumberFormat('en-US');
 const percent = (score: number | null) =>
   score === null ? '–' : `${(Math.round(score * 1000) / 10).toFixed(1)}%`;
-const hoursText = (hours: number | null) => {
-  if (hours === null) return '–';
-  return hours >= 48 ? `${(hours / 24).toFixed(1)} days` : `${hours.toFixed(1)} h`;
-};
+/**
+ * A duration as a person says it: "5 h", "3 days", "7 weeks", "2.5 years". The sandbox
+ * keeps a backlog of unanswered reviews up to 900 days old, so years do occur.
+ */
+export function hoursText(hours: number | null): string {
+  if (hours === null || !Number.isFinite(hours)) return '–';
+  const days = hours / 24;
+  if (hours < 1) return `${Math.max(0, Math.round(hours * 60))} min`;
+  if (hours < 48) return `${Math.round(hours)} h`;
+  if (days < 14) return `${Math.round(days)} days`;
+  if (days < 90) return `${Math.round(days / 7)} weeks`;
+  if (days < 365) return `${Math.round(days / 30.44)} months`;
+  const years = Math.round((days / 365.25) * 10) / 10;
+  return `${years} ${years === 1 ? 'year' : 'years'}`;
+}
 
 /** Only http(s) links become anchors: a stored link must not run script in the report. */
 function linkCell(url: string | null): string {

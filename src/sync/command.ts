@@ -94,7 +94,7 @@ export async function runSyncCommand(
       onProgress: (p) => progress.update(p),
     });
     progress.stop();
-    process.stdout.write(renderSyncSummary(result));
+    process.stdout.write(renderSyncSummary(result, { warehouse: warehouse.target.description }));
     // The alerts this run raised (and any left undelivered) go out now; a sink that is
     // down leaves them queued for the next run or `serve`, and does not change the exit code.
     await createAlertDispatcher({ db: warehouse.db, sinks: alertSinks, logger })

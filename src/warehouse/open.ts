@@ -44,7 +44,9 @@ export interface WarehouseTarget {
  * the quick start's `npx listings-sync report` after `npm start` shows the demo's data.
  * Writes never fall back: sandbox data must not mix with a real account's.
  */
-export function resolveWarehouse(config: Config, access: 'read' | 'write'): WarehouseTarget {
+export type WarehouseAccess = 'read' | 'write' | 'inspect';
+
+export function resolveWarehouse(config: Config, access: WarehouseAccess): WarehouseTarget {
   if (config.databaseUrl) {
     return { databaseUrl: config.databaseUrl, description: describeWarehouse(config), demo: false };
   }
@@ -68,16 +70,17 @@ export function resolveWarehouse(config: Config, access: 'read' | 'write'): Ware
 }
 
 /**
- * Open the warehouse `config` names and check that it answers. With `access: 'read'` an
- * embedded database that does not exist is an error, not an empty database created as a
- * side effect of looking.
+ * Open the warehouse `config` names and check that it answers. With `access: 'read'`
+ * (which may fall back to the demo's) or `'inspect'` (exactly the configured one, for
+ * `check`), an embedded database that does not exist is an error, not an empty database
+ * created as a side effect of looking.
  */
 export async function openConfiguredWarehouse(
   config: Config,
-  access: 'read' | 'write' = 'write',
+  access: WarehouseAccess = 'write',
 ): Promise<Warehouse & { target: WarehouseTarget }> {
   const target = resolveWarehouse(config, access);
-  if (access === 'read' && target.pgliteDataDir && !pgliteDatabaseExists(target.pgliteDataDir)) {
+  if (access !== 'write' && target.pgliteDataDir && !pgliteDatabaseExists(target.pgliteDataDir)) {
     throw new WarehouseUnavailableError(
       `There is no warehouse yet: ${target.description} does not exist. ` +
         'Run `listings-sync migrate` and `listings-sync sync` to load one, `npm start` for the demo, ' +
