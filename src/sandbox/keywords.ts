@@ -2,7 +2,7 @@
  * Keywords (operations 12–14) and their rankings (operation 11).
  *
  * A generated business starts with 5–15 keywords, the first one primary. On later days
- * a keyword is sometimes added (served with `primary: null`, one of the seed's shapes)
+ * a keyword is sometimes added (served with `primary: null`, one of the documented shapes)
  * and sometimes archived (`archived: true`, still listed, no longer ranked). Keyword ids
  * are `business id * 1000 + n`, so operation 14 finds the business from the id alone:
  * n < 100 for the starting keywords, 100–499 for ones added upstream, 500–899 for ones

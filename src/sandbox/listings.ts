@@ -103,7 +103,7 @@ export function buildListings(
     const syncStatus = s < 0.86 ? 'success' : s < 0.93 ? 'in progress' : 'error';
     const id = business.id * 100 + siteIndex;
     if (status === 'Not Present') {
-      // The seed's short form: only these six fields.
+      // The documented short form: only these six fields.
       listings.push({
         id,
         site_username: username,

@@ -433,7 +433,7 @@ const HANDLERS: Record<Operation, Handler> = {
   get_response_status(ctx) {
     const status = responseStatus(ctx.world, ctx.account, ctx.params[1] ?? '', ctx.params[2] ?? '');
     if (!status) return failure(404, RESPONSE_ERRORS.invalidRequest, 'not_found');
-    // The seed's shape: `{status}` alone, no `success`.
+    // The documented shape: `{status}` alone, no `success`.
     return ok(JSON.stringify({ status }));
   },
 
@@ -508,7 +508,7 @@ const HANDLERS: Record<Operation, Handler> = {
 
   list_states(ctx) {
     const countryId = Number(ctx.params[0]);
-    // An unknown country has no states; the seed shows no error for it.
+    // An unknown country has no states; docs/upstream.md shows no error for it.
     return cached(ctx, `states:${ctx.params[0]}`, () =>
       withMalformed(
         ctx,

@@ -19,7 +19,7 @@ export interface State {
 export interface SubCategory {
   id: number;
   name: string;
-  /** Only primary sub categories may be given on create; never served (the seed hides it). */
+  /** Only primary sub categories may be given on create; never served (the upstream hides it). */
   primary: boolean;
   /** Search phrases for keywords of a business in this category. */
   stems: readonly string[];

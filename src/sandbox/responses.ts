@@ -1,5 +1,5 @@
 /**
- * Review responses: operation 9 (submit) with every refusal of the seed's Errors table,
+ * Review responses: operation 9 (submit) with every refusal of docs/upstream.md's Errors table,
  * and operation 10 (read a request's status). Refusals are checked in this order:
  * review id, content, ownership, site credentials, site support, an earlier submission
  * (in progress, completed, failed), an existing response. An earlier submission is

@@ -1,6 +1,6 @@
 /**
  * The sandbox server: an HTTP emulator of the Business Listings Management Service API
- * v2 (seed/000_0bacb7f8c37b0918.txt), with generated data, a clock and faults, used as
+ * v2 (docs/upstream.md), with generated data, a clock and faults, used as
  * the upstream by every test, the demo and the benchmarks.
  *
  * `/api/v2/...` serves the 17 operations (each with or without `.json`), authenticated
@@ -73,7 +73,7 @@ export interface SandboxStats {
 
 export interface RunningSandbox {
   baseUrl: string;
-  /** One per account, deterministic from the seed. */
+  /** One per account, deterministic from its random seed. */
   credentials: SandboxCredential[];
   /** The clock's current day, `YYYY-MM-DD`. */
   today(): string;

@@ -1,9 +1,9 @@
 /**
- * Validation of the business input payload (operations 4 and 5), with the seed's exact
- * messages. Every failure message starts `The business was not created.` (the seed uses
+ * Validation of the business input payload (operations 4 and 5), with the upstream's exact
+ * messages. Every failure message starts `The business was not created.` (docs/upstream.md, "Errors", uses
  * it for update too). Attribute failures are joined, in field order, as sentences:
  * `The business was not created. Name is too short (minimum is 2 characters). Phone is invalid.`
- * so a single failure reads exactly like the seed's rows (`... State can't be blank.`).
+ * so a single failure reads exactly like the documented rows (`... State can't be blank.`).
  * Attribute failures are reported before hours failures.
  */
 import { COUNTRIES, STATE_BY_ID, SUB_CATEGORY_BY_ID, WEEKDAYS } from './reference-data.ts';

@@ -1,5 +1,5 @@
 /**
- * Webhook deliveries of `social_post.boost_created` events, signed as design.md says:
+ * Webhook deliveries of `social_post.boost_created` events, signed as docs/operations.md ("Webhooks") says:
  * `X-Service-Signature: sha256=<HMAC-SHA256(secret, raw body)>`, lowercase hex by default
  * or base64 on request. Each delivery is retried on a non-2xx answer or a connection
  * error, with a short doubling backoff.

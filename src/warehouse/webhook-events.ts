@@ -20,7 +20,7 @@ export interface BoostInput {
 }
 
 export interface WebhookEventInput {
-  /** `data.ad_run_id` where present, else a hash of the raw body (design.md). */
+  /** `data.ad_run_id` where present, else a hash of the raw body (docs/operations.md, "Webhooks"). */
   eventKey: string;
   event: string | null;
   accountId: number | null;

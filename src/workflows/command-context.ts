@@ -1,7 +1,7 @@
 /**
  * What the workflow commands (`api …`, `keywords apply`) share: where they read and
  * write (injectable, so tests run them in-process through commander), which credential
- * they act for, how an upstream error is printed, and the exit codes of design.md.
+ * they act for, how an upstream error is printed, and the exit codes of README.md ("Commands").
  *
  * An upstream error prints as `listings-sync: <CODE>: <the upstream's message, verbatim>`
  * and exits 1. Nothing here ever prints a token: credentials are named, never shown, and
