@@ -312,7 +312,7 @@ function registerReviews(api: Command, io: WorkflowIo): void {
  */
 export function parseKeywordArguments(words: readonly string[]): string[] {
   const keywords = words.map((word) => word.trim().replace(/\s+/g, ' '));
-  const empty = keywords.findIndex((keyword) => keyword === '');
+  const empty = keywords.indexOf('');
   if (empty >= 0) throw new UsageError(`keyword ${empty + 1} is empty.`);
   const seen = new Set<string>();
   for (const keyword of keywords) {
