@@ -31,7 +31,7 @@ function shellBlocks(): string[] {
 }
 
 /** Split a command line as sh would (quotes, `#` comments), for the README's simple lines. */
-export function shellWords(line: string): string[] {
+function shellWords(line: string): string[] {
   const words: string[] = [];
   let word = '';
   let quote: '"' | "'" | null = null;
