@@ -216,31 +216,26 @@ const envSchema = z.object({
 export type ConfigVariable = keyof typeof envSchema.shape;
 export const CONFIG_VARIABLES = Object.keys(envSchema.shape) as ConfigVariable[];
 
-/** Variables whose values are secrets: shown masked, never in full. */
-export const SECRET_VARIABLES: readonly ConfigVariable[] = [
-  'DATABASE_URL',
-  'LISTINGS_AUTH_TOKEN',
-  'WEBHOOK_SECRET',
-  'ALERT_WEBHOOK_URL',
-  'ALERT_WEBHOOK_SECRET',
-  'ALERT_SLACK_WEBHOOK_URL',
-];
-
-/** Levenshtein distance, small strings only (variable names). */
+/**
+ * Edit distance with adjacent transpositions counted as one edit (`PROT` → `PORT`), the
+ * commonest typo; small strings only (variable names).
+ */
 function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  const at = (i: number, j: number) => d[i]?.[j] ?? Number.POSITIVE_INFINITY;
   for (let i = 1; i <= a.length; i++) {
-    const current = [i];
     for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(
-        (previous[j] ?? 0) + 1,
-        (current[j - 1] ?? 0) + 1,
-        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        best = Math.min(best, at(i - 2, j - 2) + 1);
+      }
+      (d[i] as number[])[j] = best;
     }
-    previous = current;
   }
-  return previous[b.length] ?? 0;
+  return at(a.length, b.length);
 }
 
 /**
