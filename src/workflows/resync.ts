@@ -7,6 +7,7 @@
  */
 import { runSync, type Stream, SyncLockedError } from '../sync/run.ts';
 import { markBusinessMissing } from '../warehouse/businesses.ts';
+import { describeWarehouse } from '../warehouse/open.ts';
 import type { Session, WorkflowIo } from './command-context.ts';
 
 const RESYNC_STREAMS: readonly Stream[] = [
@@ -38,7 +39,9 @@ export async function resyncBusinesses(
       ...(io.now ? { now: io.now } : {}),
     });
     if (result.status === 'succeeded') {
-      io.stderr(`warehouse: ${label} synced again (run ${result.runId}).\n`);
+      io.stderr(
+        `warehouse: ${label} synced again into ${describeWarehouse(session.config)} (run ${result.runId}).\n`,
+      );
       return true;
     }
     io.stderr(

@@ -272,6 +272,12 @@ describe.each(testBackends)('api commands (%s)', (backend) => {
       { keyword: 'plumber austin', businessId: id },
       { keyword: 'emergency plumber', businessId: id },
     ]);
+    // One re-sync after both, naming the warehouse it wrote to.
+    expect(added.stderr).toMatch(
+      new RegExp(
+        `warehouse: business ${id} synced again into (PostgreSQL at|the embedded PGlite database in) `,
+      ),
+    );
     const stored = await warehouse.db
       .selectFrom('keywords')
       .select('keyword')
