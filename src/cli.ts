@@ -15,7 +15,7 @@ import {
   loadCliConfig,
   WAREHOUSE_VARIABLES,
 } from './cli-config.ts';
-import { ConfigError, type ConfigVariable } from './config.ts';
+import { CONFIG_VARIABLES, ConfigError, type ConfigVariable } from './config.ts';
 import { redactText } from './log.ts';
 import { registerReportCommand } from './report/command.ts';
 import { parseShard } from './sync/shard.ts';
@@ -319,7 +319,7 @@ export const COMMAND_VARIABLES: Record<string, ConfigVariable[]> = {
     ...LOGGING,
   ],
   alerts: WAREHOUSE_VARIABLES,
-  demo: [...SYNC_LIMITS, ...LOGGING],
+  demo: ['DATABASE_URL', ...SYNC_LIMITS, ...LOGGING],
   check: [...WAREHOUSE_VARIABLES, ...CREDENTIAL_VARIABLES],
   config: [],
   runs: WAREHOUSE_VARIABLES,
@@ -334,13 +334,17 @@ function addEnvironmentHelp(program: Command): void {
       'after',
       variables.length
         ? environmentHelp(variables)
-        : '\nEnvironment: every variable listings-sync knows (see the output).\n',
+        : '\nEnvironment: every variable listings-sync knows (the output lists them).\n',
     );
     for (const sub of command.commands) visit(sub, variables);
   };
   for (const command of program.commands) {
     visit(command, COMMAND_VARIABLES[command.name()] ?? []);
   }
+  program.addHelpText(
+    'after',
+    `${environmentHelp(CONFIG_VARIABLES)}\n\`listings-sync config\` shows each one's value and where it came from.\n`,
+  );
 }
 
 function packageVersion(): string {
