@@ -1,13 +1,22 @@
 #!/usr/bin/env -S node --max-semi-space-size=8 --max-old-space-size=256
+import { readFileSync } from 'node:fs';
 /**
  * The command line: migrate | sync | serve | alerts | sandbox | demo | report | api.
  *
- * Exit codes (design.md): 0 success, 1 fatal (bad config, database unreachable),
- * 2 usage, 3 partial (some credentials, businesses or records failed; the rest committed).
+ * Exit codes (README.md, "Commands"): 0 success, 1 fatal (bad config, database
+ * unreachable), 2 usage, 3 partial (some credentials, businesses or records failed; the
+ * rest committed).
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { ConfigError, loadConfig } from './config.ts';
-import { createLogger, redactText } from './log.ts';
+import {
+  CREDENTIAL_VARIABLES,
+  createCliLogger,
+  environmentHelp,
+  loadCliConfig,
+  WAREHOUSE_VARIABLES,
+} from './cli-config.ts';
+import { CONFIG_VARIABLES, ConfigError, type ConfigVariable } from './config.ts';
+import { redactText } from './log.ts';
 import { registerReportCommand } from './report/command.ts';
 import { parseShard } from './sync/shard.ts';
 import { registerWorkflowCommands } from './workflows/register.ts';
@@ -51,6 +60,7 @@ function buildProgram(): Command {
     .description(
       'Keeps a PostgreSQL warehouse in step with the Business Listings Management Service API v2.',
     )
+    .version(packageVersion(), '-V, --version', 'print the version')
     .exitOverride()
     .showHelpAfterError('(run with --help for usage)');
 
@@ -119,13 +129,21 @@ function buildProgram(): Command {
         .default(0)
         .argParser(numberOption('--malformed-rate', 0, 1)),
     )
-    .addOption(new Option('--errors-with-200', 'answer errors with HTTP 200, as the seed allows'))
     .addOption(
-      new Option('--credentials-out <file>', 'write the credentials file (design.md format) here'),
+      new Option(
+        '--errors-with-200',
+        'answer errors with HTTP 200, as the upstream may (docs/upstream.md, "Errors")',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--credentials-out <file>',
+        'write a credentials file (the LISTINGS_CREDENTIALS_FILE format) here',
+      ),
     )
     .action(async (options) => {
-      const config = loadConfig();
-      const logger = createLogger({ level: config.logLevel });
+      const config = loadCliConfig();
+      const logger = createCliLogger(config);
       const { runSandboxCommand } = await import('./sandbox/command.ts');
       await runSandboxCommand(options, logger);
     });
@@ -134,8 +152,8 @@ function buildProgram(): Command {
     .command('migrate')
     .description('Bring the warehouse schema up to date (safe to run from several pods at once).')
     .action(async () => {
-      const config = loadConfig();
-      const logger = createLogger({ level: config.logLevel });
+      const config = loadCliConfig();
+      const logger = createCliLogger(config);
       const { openConfiguredWarehouse, describeWarehouse } = await import('./warehouse/open.ts');
       const { migrateToLatest } = await import('./warehouse/migrate.ts');
       const warehouse = await openConfiguredWarehouse(config);
@@ -173,8 +191,8 @@ function buildProgram(): Command {
       }),
     )
     .action(async (options) => {
-      const config = loadConfig();
-      const logger = createLogger({ level: config.logLevel });
+      const config = loadCliConfig();
+      const logger = createCliLogger(config);
       const { runSyncCommand } = await import('./sync/command.ts');
       process.exitCode = await runSyncCommand(config, options, logger);
     });
@@ -185,8 +203,8 @@ function buildProgram(): Command {
       'Run the sync on SYNC_SCHEDULE, take signed webhooks, send alerts; health and metrics on PORT.',
     )
     .action(async () => {
-      const config = loadConfig();
-      const logger = createLogger({ level: config.logLevel });
+      const config = loadCliConfig();
+      const logger = createCliLogger(config);
       const { runServeCommand } = await import('./serve/command.ts');
       process.exitCode = await runServeCommand(config, logger);
     });
@@ -201,7 +219,7 @@ function buildProgram(): Command {
         .argParser(integerOption('--limit', 1, 100_000)),
     )
     .action(async (options: { pending?: boolean; limit: number }) => {
-      const config = loadConfig();
+      const config = loadCliConfig();
       const { runAlertsCommand } = await import('./alerts/alerts-command.ts');
       process.exitCode = await runAlertsCommand(config, options);
     });
@@ -212,16 +230,143 @@ function buildProgram(): Command {
       'Show the whole product on this machine: a sandbox, an embedded warehouse, a report.',
     )
     .action(async () => {
-      const config = loadConfig();
-      const logger = createLogger({ level: config.logLevel });
+      const config = loadCliConfig();
+      const logger = createCliLogger(config);
       const { runDemoCommand } = await import('./demo.ts');
       process.exitCode = await runDemoCommand(config, logger);
     });
 
+  program
+    .command('check')
+    .description(
+      'Check the configuration, each credential (one cheap authenticated read) and the warehouse (reachable, migrated); touches no data.',
+    )
+    .action(async () => {
+      const { runCheckCommand } = await import('./sync/check-command.ts');
+      process.exitCode = await runCheckCommand((text) => process.stdout.write(text));
+    });
+
+  program
+    .command('config')
+    .description(
+      'Print the effective configuration and where each value comes from (secrets masked).',
+    )
+    .action(async () => {
+      const config = loadCliConfig(() => {}); // its warnings are part of the output
+      const { renderConfig } = await import('./config-command.ts');
+      process.stdout.write(renderConfig(config));
+    });
+
+  program
+    .command('runs')
+    .description('List recent sync runs: status, duration, counts and what failed.')
+    .addOption(
+      new Option('--limit <n>', 'how many, most recent first')
+        .default(20)
+        .argParser(integerOption('--limit', 1, 10_000)),
+    )
+    .action(async (options: { limit: number }) => {
+      const config = loadCliConfig();
+      const { openConfiguredWarehouse, requireCurrentSchema } = await import('./warehouse/open.ts');
+      const { readRecentRuns, renderRuns } = await import('./sync/runs-command.ts');
+      const warehouse = await openConfiguredWarehouse(config, 'read');
+      try {
+        await requireCurrentSchema(warehouse);
+        process.stdout.write(`Sync runs in ${warehouse.target.description}:\n`);
+        process.stdout.write(renderRuns(await readRecentRuns(warehouse.db, options.limit)));
+      } finally {
+        await warehouse.close();
+      }
+    });
+
   registerReportCommand(program);
   registerWorkflowCommands(program);
+  addEnvironmentHelp(program);
 
   return program;
+}
+
+const LOGGING: ConfigVariable[] = ['LOG_LEVEL'];
+const DATABASE_LIMITS: ConfigVariable[] = [
+  'DATABASE_CONNECT_TIMEOUT_MS',
+  'DATABASE_STATEMENT_TIMEOUT_MS',
+  'DATABASE_LOCK_TIMEOUT_MS',
+];
+const SYNC_LIMITS: ConfigVariable[] = [
+  'SYNC_CONCURRENCY',
+  'SYNC_ACCOUNT_CONCURRENCY',
+  'SYNC_REQUESTS_PER_SECOND',
+  'LISTINGS_MAX_BODY_BYTES',
+];
+const ALERT_SINKS: ConfigVariable[] = [
+  'ALERT_WEBHOOK_URL',
+  'ALERT_WEBHOOK_SECRET',
+  'ALERT_SLACK_WEBHOOK_URL',
+  'ALERT_SINK_TIMEOUT_SECONDS',
+  'ALERT_RULES_FILE',
+];
+
+/** The variables each command reads, listed under its `--help` (subcommands inherit). */
+export const COMMAND_VARIABLES: Record<string, ConfigVariable[]> = {
+  sandbox: LOGGING,
+  migrate: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS, ...LOGGING],
+  sync: [
+    ...WAREHOUSE_VARIABLES,
+    ...DATABASE_LIMITS,
+    ...CREDENTIAL_VARIABLES,
+    ...SYNC_LIMITS,
+    ...ALERT_SINKS,
+    'ALERT_SYNC_DELIVERY_SECONDS',
+    ...LOGGING,
+  ],
+  serve: [
+    ...WAREHOUSE_VARIABLES,
+    ...DATABASE_LIMITS,
+    ...CREDENTIAL_VARIABLES,
+    'SYNC_SCHEDULE',
+    'SYNC_TIMEZONE',
+    ...SYNC_LIMITS,
+    'WEBHOOK_SECRET',
+    'WEBHOOK_BODY_LIMIT_BYTES',
+    'WEBHOOK_REQUEST_TIMEOUT_MS',
+    'WEBHOOK_MAX_CONNECTIONS',
+    ...ALERT_SINKS,
+    'ALERT_DISPATCH_INTERVAL_SECONDS',
+    'PORT',
+    ...LOGGING,
+  ],
+  alerts: [...WAREHOUSE_VARIABLES, ...ALERT_SINKS],
+  demo: ['DATABASE_URL', ...SYNC_LIMITS, ...LOGGING],
+  check: [...WAREHOUSE_VARIABLES, ...CREDENTIAL_VARIABLES],
+  config: [],
+  runs: WAREHOUSE_VARIABLES,
+  report: WAREHOUSE_VARIABLES,
+  api: [...WAREHOUSE_VARIABLES, ...CREDENTIAL_VARIABLES, ...SYNC_LIMITS, ...LOGGING],
+  keywords: [...WAREHOUSE_VARIABLES, ...CREDENTIAL_VARIABLES, ...SYNC_LIMITS, ...LOGGING],
+};
+
+function addEnvironmentHelp(program: Command): void {
+  const visit = (command: Command, variables: ConfigVariable[]) => {
+    command.addHelpText(
+      'after',
+      variables.length
+        ? environmentHelp(variables)
+        : '\nEnvironment: every variable listings-sync knows (the output lists them).\n',
+    );
+    for (const sub of command.commands) visit(sub, variables);
+  };
+  for (const command of program.commands) {
+    visit(command, COMMAND_VARIABLES[command.name()] ?? []);
+  }
+  program.addHelpText(
+    'after',
+    `${environmentHelp(CONFIG_VARIABLES)}\n\`listings-sync config\` shows each one's value and where it came from.\n`,
+  );
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  return String(pkg.version);
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -68,6 +68,13 @@ export interface Config {
   alertRules: AlertRules;
   port: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Where each known variable's value came from: the environment, or the default. */
+  sources: Readonly<Record<ConfigVariable, 'env' | 'default'>>;
+  /**
+   * Environment variables that look like a misspelt setting (`DATABSE_URL`): a typo there
+   * silently falls back to a default, so every command prints these before it starts.
+   */
+  warnings: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -77,6 +84,12 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+/**
+ * The demo's own embedded warehouse (`npm start`): sandbox data never lands in the one a
+ * real account syncs into. Read-only commands fall back to it (src/warehouse/open.ts).
+ */
+export const DEMO_PGLITE_DATA_DIR = './.data/demo';
 
 const CREDENTIAL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
@@ -268,6 +281,55 @@ const envSchema = z.object({
   LISTINGS_USER_EMAIL: z.string().optional(),
 });
 
+/** Every variable the configuration reads. */
+export type ConfigVariable = keyof typeof envSchema.shape;
+export const CONFIG_VARIABLES = Object.keys(envSchema.shape) as ConfigVariable[];
+
+/**
+ * Edit distance with adjacent transpositions counted as one edit (`PROT` → `PORT`), the
+ * commonest typo; small strings only (variable names).
+ */
+function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  const at = (i: number, j: number) => d[i]?.[j] ?? Number.POSITIVE_INFINITY;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        best = Math.min(best, at(i - 2, j - 2) + 1);
+      }
+      (d[i] as number[])[j] = best;
+    }
+  }
+  return at(a.length, b.length);
+}
+
+/**
+ * Names in `env` that are not settings but are within two edits of one (one edit for
+ * short names, so `PORTS` is caught and `HOME` is not mistaken for anything).
+ */
+export function misspeltVariables(
+  env: Record<string, string | undefined>,
+): { name: string; meant: ConfigVariable }[] {
+  const known = new Set<string>(CONFIG_VARIABLES);
+  const found: { name: string; meant: ConfigVariable }[] = [];
+  for (const name of Object.keys(env)) {
+    if (known.has(name) || env[name] === undefined) continue;
+    const upper = name.toUpperCase();
+    let best: { meant: ConfigVariable; distance: number } | undefined;
+    for (const candidate of CONFIG_VARIABLES) {
+      const distance = upper === candidate ? 0.5 : editDistance(upper, candidate);
+      if (!best || distance < best.distance) best = { meant: candidate, distance };
+    }
+    const allowed = (best?.meant.length ?? 0) <= 6 ? 1 : 2;
+    if (best && best.distance <= allowed) found.push({ name, meant: best.meant });
+  }
+  return found;
+}
+
 function describeIssues(error: z.ZodError, prefix = ''): string {
   return error.issues
     .map((issue) => {
@@ -365,7 +427,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     .split(',')
     .map((secret) => secret.trim())
     .filter(Boolean);
+  const sources = Object.fromEntries(
+    CONFIG_VARIABLES.map((name) => [name, env[name]?.trim() ? 'env' : 'default']),
+  ) as Record<ConfigVariable, 'env' | 'default'>;
+  const warnings = misspeltVariables(env).map(
+    ({ name, meant }) =>
+      `${name} is set, but listings-sync reads no such variable: did you mean ${meant}?` +
+      (sources[meant] === 'env' ? '' : ` (${meant} is not set, so its default applies)`),
+  );
   return Object.freeze({
+    sources: Object.freeze(sources),
+    warnings: Object.freeze(warnings),
     databaseUrl: e.DATABASE_URL,
     pgliteDataDir: e.PGLITE_DATA_DIR,
     credentials: Object.freeze(credentials.map((c) => Object.freeze(c))),

@@ -10,16 +10,16 @@
  * the same sandbox (same seed, same start date: the generated data is a function of
  * seed, business and day) at the next day, and adds only the days since.
  */
-import cliProgress from 'cli-progress';
 import { sql } from 'kysely';
 import { LISTING_INACCURATE } from './alerts/kinds.ts';
 import { digestMessages } from './alerts/messages.ts';
 import { alertsOfRuns } from './alerts/outbox.ts';
 import { createConfiguredApiClient } from './api/client.ts';
-import type { Config } from './config.ts';
-import type { Logger } from './log.ts';
+import { type Config, DEMO_PGLITE_DATA_DIR } from './config.ts';
+import { type Logger, redactText } from './log.ts';
 import { writeReport } from './report/write-report.ts';
 import { startSandbox } from './sandbox/server.ts';
+import { startTerminalBar } from './sync/progress.ts';
 import { runSync, type SyncResult } from './sync/run.ts';
 import { openWarehouse, type Warehouse } from './warehouse/connection.ts';
 import type { Database } from './warehouse/database.ts';
@@ -30,7 +30,13 @@ const DEMO_SEED = 7;
  * The demo's own embedded warehouse: sandbox data must never land in the warehouse a
  * real account syncs into (`DATABASE_URL`, or the default `./.data/pglite`).
  */
-export const DEMO_DATA_DIR = './.data/demo';
+export const DEMO_DATA_DIR = DEMO_PGLITE_DATA_DIR;
+/**
+ * With `DATABASE_URL` set, the demo loads into this schema of that database, never into
+ * the schema a real sync uses: psql, Metabase or Grafana can then read the demo's tables
+ * and views (`set search_path to listings_demo`), which an embedded PGlite cannot offer.
+ */
+export const DEMO_SCHEMA = 'listings_demo';
 export const DEMO_DAYS = 30;
 export const DEMO_ACCOUNTS = 2;
 /**
@@ -45,6 +51,9 @@ export interface DemoOptions {
   accounts?: number;
   businessesPerAccount?: number;
   dataDir?: string;
+  /** Load into this PostgreSQL (schema `schema`, `listings_demo` by default) instead of PGlite. */
+  databaseUrl?: string;
+  schema?: string;
   /** Where the report goes. */
   reportPath?: string;
   /** The last simulated day, `YYYY-MM-DD`; today (UTC) by default. */
@@ -92,6 +101,21 @@ function addDays(day: string, days: number): string {
 
 function daysBetween(from: string, to: string): number {
   return Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000);
+}
+
+/**
+ * The demo's schema in a PostgreSQL server: created when missing, and every connection's
+ * search path, so the migrations and the sync write there and nowhere else.
+ */
+async function openDemoSchema(databaseUrl: string, schema: string): Promise<Warehouse> {
+  const warehouse = await openWarehouse({ databaseUrl, searchPath: schema });
+  try {
+    await sql`create schema if not exists ${sql.id(schema)}`.execute(warehouse.db);
+  } catch (error) {
+    await warehouse.close();
+    throw error;
+  }
+  return warehouse;
 }
 
 /** First and last day the demo simulated, from the warehouse's own rank history. */
@@ -177,19 +201,13 @@ export function renderDemoSummary(summary: DemoSummary): string[] {
 /** A bar over the simulated days on a terminal; a log line per day otherwise. */
 function dayProgress(stream: NodeJS.WriteStream, logger: Logger, total: number) {
   if (stream.isTTY && total > 0) {
-    const bar = new cliProgress.SingleBar(
-      {
-        stream,
-        format: 'simulating [{bar}] {value}/{total} days | {day} | {alerts} new alerts',
-        hideCursor: true,
-        barsize: 30,
-        fps: 5,
-      },
-      cliProgress.Presets.shades_classic,
+    const bar = startTerminalBar(
+      stream,
+      'simulating [{bar}] {value}/{total} days | {day} | {alerts} new alerts',
     );
-    bar.start(total, 0, { day: '', alerts: 0 });
+    bar.update(0, total, { day: '', alerts: 0 });
     return {
-      day: (done: number, day: string, alerts: number) => bar.update(done, { day, alerts }),
+      day: (done: number, day: string, alerts: number) => bar.update(done, total, { day, alerts }),
       stop: () => bar.stop(),
     };
   }
@@ -210,8 +228,15 @@ export async function runDemo(
   const days = options.days ?? DEMO_DAYS;
   const endDate = options.endDate ?? new Date().toISOString().slice(0, 10);
   const dataDir = options.dataDir ?? DEMO_DATA_DIR;
+  const databaseUrl = options.databaseUrl ?? config.databaseUrl;
+  const schema = options.schema ?? DEMO_SCHEMA;
 
-  const warehouse = await openWarehouse({ pgliteDataDir: dataDir });
+  const warehouse = databaseUrl
+    ? await openDemoSchema(databaseUrl, schema)
+    : await openWarehouse({ pgliteDataDir: dataDir });
+  const where = databaseUrl
+    ? `PostgreSQL at ${redactText(databaseUrl)}, schema ${schema}`
+    : `embedded PGlite in ${dataDir}`;
   const api = createConfiguredApiClient(config, logger);
   let sandbox: Awaited<ReturnType<typeof startSandbox>> | undefined;
   try {
@@ -232,10 +257,7 @@ export async function runDemo(
       port: 0,
     });
     out(`Sandbox of the upstream API (seed ${DEMO_SEED}, from ${startDate}) at ${sandbox.baseUrl}`);
-    out(
-      `Warehouse: embedded PGlite in ${dataDir}` +
-        (applied.length ? ` (${applied.length} migration(s) applied)` : ''),
-    );
+    out(`Warehouse: ${where}${applied.length ? ` (${applied.length} migration(s) applied)` : ''}`);
     out(
       done
         ? toSimulate
@@ -293,9 +315,21 @@ export async function runDemo(
     for (const line of renderDemoSummary(summary)) out(line);
     out('');
     out(`Report: ${report.path}  (open it in a browser; it needs no network)`);
-    out(
-      'Warehouse views for BI: docs/warehouse.md, "Views". Run `npm start` again to add the days since.',
-    );
+    if (databaseUrl) {
+      out(
+        `BI: connect to ${redactText(databaseUrl)} and \`set search_path to ${schema}\` ` +
+          '(views: docs/warehouse.md, "Views"). Run `npm start` again to add the days since.',
+      );
+    } else {
+      out(
+        'Warehouse views for BI: docs/warehouse.md, "Views". Run `npm start` again to add the days since.',
+      );
+      out(
+        `(PGlite serves this process only: set DATABASE_URL to load the demo into PostgreSQL, schema ${schema}, for psql, Metabase or Grafana.)`,
+      );
+    }
+    // Alert digests (src/alerts): the count of Slack digest messages the demo's alerts
+    // would make goes here, once that module exposes it.
     out('');
     out('Next, against a real account:');
     out(

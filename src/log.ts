@@ -177,6 +177,69 @@ export interface LoggerOptions {
   destination?: DestinationStream;
   /** Fields bound to every record. */
   base?: Record<string, unknown>;
+  /**
+   * Human-readable single lines (time, level, message, a few fields) instead of JSON: for
+   * a terminal. Off a terminal the JSON lines stay, for log collectors.
+   */
+  human?: boolean;
+}
+
+/**
+ * Where human lines go while a progress bar is drawn: the bar prints them above itself
+ * (src/sync/progress.ts), so a log line never lands inside the bar's line.
+ */
+let terminalWriter: ((text: string) => void) | undefined;
+
+/** Route human log lines through `writer` (a progress bar) until called with undefined. */
+export function routeTerminalLines(writer: ((text: string) => void) | undefined): void {
+  terminalWriter = writer;
+}
+
+/** Fields every record carries that a person reading a terminal does not need. */
+const HUMAN_HIDDEN = new Set(['level', 'time', 'msg', 'service', 'pid', 'hostname']);
+/** A field value longer than this is cut: one record, one line. */
+const HUMAN_VALUE_CHARS = 120;
+
+function humanValue(value: unknown): string {
+  let text: string;
+  if (value && typeof value === 'object' && 'message' in value) {
+    const { message, code } = value as { message?: unknown; code?: unknown };
+    text = typeof code === 'string' ? `${code}: ${String(message)}` : String(message);
+  } else {
+    text = typeof value === 'string' ? value : JSON.stringify(value);
+  }
+  text = text.replace(/\s+/g, ' ');
+  if (text.length > HUMAN_VALUE_CHARS) text = `${text.slice(0, HUMAN_VALUE_CHARS - 1)}…`;
+  return /[\s"=]/.test(text) ? JSON.stringify(text) : text;
+}
+
+/** One JSON log line as a person reads it: `12:03:04 WARN  message  key=value …`. */
+export function formatHumanLine(line: string): string {
+  let record: Record<string, unknown>;
+  try {
+    record = JSON.parse(line);
+  } catch {
+    return line.endsWith('\n') ? line : `${line}\n`;
+  }
+  const time = typeof record['time'] === 'string' ? record['time'].slice(11, 19) : '';
+  const level = String(record['level'] ?? 'info')
+    .toUpperCase()
+    .padEnd(5);
+  const fields = Object.entries(record)
+    .filter(([key, value]) => !HUMAN_HIDDEN.has(key) && value !== undefined)
+    .map(([key, value]) => `${key}=${humanValue(value)}`);
+  const text = [`${time} ${level} ${String(record['msg'] ?? '')}`, ...fields].join('  ');
+  return `${text.trim()}\n`;
+}
+
+function humanDestination(fallback: DestinationStream): DestinationStream {
+  return {
+    write: (line: string) => {
+      const text = formatHumanLine(line);
+      if (terminalWriter) terminalWriter(text);
+      else fallback.write(text);
+    },
+  };
 }
 
 /** The project's logger: JSON lines, ISO timestamps, every record passed through redaction. */
@@ -204,7 +267,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     },
     redactingDestination(
       // Standard error: standard output is for what a command prints (summaries, JSON).
-      options.destination ?? pino.destination({ fd: 2, sync: true }),
+      options.human
+        ? humanDestination(options.destination ?? pino.destination({ fd: 2, sync: true }))
+        : (options.destination ?? pino.destination({ fd: 2, sync: true })),
     ),
   );
 }

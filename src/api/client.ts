@@ -115,6 +115,8 @@ interface AccountState {
   learnedSpacingMs: number;
   /** When the last 429 was taken into account; 429s of requests sent before it are not. */
   lastRateLimitAt: number;
+  /** The upstream's clock at its latest answer (its `Date` header), and ours then. */
+  upstreamDate?: { upstreamMs: number; localMs: number };
 }
 
 // A 429 starts the learned spacing at 50 ms (20 requests/s) and doubles it up to 2 s;
@@ -149,7 +151,7 @@ function positiveInteger(name: string, value: number | undefined, fallback: numb
   return value;
 }
 
-/** The client a command runs with: the limits from the configuration (design.md). */
+/** The client a command runs with: the limits from the configuration (docs/operations.md). */
 export function createConfiguredApiClient(config: Config, logger: Logger): ApiClient {
   return createApiClient({
     concurrency: config.syncConcurrency,
@@ -208,6 +210,17 @@ export function apiStats(client: ApiClient): ApiStats {
     byOperation[operation] = { ...outcomes };
   }
   return { requests: stats.requests, retries: stats.retries, byOperation };
+}
+
+/**
+ * The upstream's clock for this credential now: its latest response's `Date` header moved
+ * on by the time elapsed here since. Undefined before any answer with a readable `Date`.
+ * A sync keys its rank days by it, so a sandbox whose clock is elsewhere records its days
+ * (docs/operations.md, "Which day a sync records").
+ */
+export function upstreamNow(client: ApiClient, credential: Credential): Date | undefined {
+  const seen = accountFor(stateOf(client), credential).upstreamDate;
+  return seen ? new Date(seen.upstreamMs + (Date.now() - seen.localMs)) : undefined;
 }
 
 function stateOf(client: ApiClient): ClientState {
@@ -476,6 +489,11 @@ async function exchangeOnce(
       signal: signal ?? null,
     });
     const text = await response.body.text();
+    const date = response.headers['date'];
+    const upstreamMs = typeof date === 'string' ? Date.parse(date) : Number.NaN;
+    if (Number.isFinite(upstreamMs)) {
+      accountFor(state, credential).upstreamDate = { upstreamMs, localMs: Date.now() };
+    }
     state.logger.debug(
       {
         operation: call.operation,

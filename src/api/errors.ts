@@ -1,6 +1,6 @@
 /**
  * Errors of the upstream client. Every failure of an operation is an `ApiError` with a
- * stable `code`; the upstream distinguishes its errors only by message text (the seed:
+ * stable `code`; the upstream distinguishes its errors only by message text (docs/upstream.md, "Errors":
  * "The message text is the contract"), so the table below is built from those texts.
  * Messages name the operation and the credential and never carry a secret or a full URL.
  */
@@ -119,7 +119,7 @@ export function isApiError(error: unknown): error is ApiError {
   return error instanceof ApiError;
 }
 
-/** The seed's error texts, exactly, and their codes. */
+/** The upstream's error texts (docs/upstream.md, "Errors"), exactly, and their codes. */
 const MESSAGE_CODES: ReadonlyArray<readonly [string, ApiErrorCode]> = [
   ['Authentication Failure', 'AUTH_FAILURE'],
   ["This business doesn't exist", 'BUSINESS_NOT_FOUND'],
@@ -157,7 +157,7 @@ const CODE_BY_MESSAGE = new Map(
 );
 
 /**
- * The validation sentences after `The business was not created.`. The seed shows one
+ * The validation sentences after `The business was not created.`. docs/upstream.md ("Errors") shows one
  * sentence per message ("State can't be blank.") and lists of attribute messages; split
  * on sentence ends and on `, ` before a capital, but not inside the hours-format message
  * (`… no trailing spaces. eg '09:00am'.` continues in lower case).
@@ -219,7 +219,7 @@ export interface MessageClassification {
   messages?: string[];
 }
 
-/** The code for an upstream `message`, or undefined when the text is not one the seed lists. */
+/** The code for an upstream `message`, or undefined when the text is not one docs/upstream.md lists. */
 export function codeForMessage(message: string): MessageClassification | undefined {
   const known = CODE_BY_MESSAGE.get(normaliseMessage(message));
   if (known) return { code: known };

@@ -17,6 +17,7 @@ export {
   apiStats,
   type CallOptions,
   createApiClient,
+  upstreamNow,
 } from './client.ts';
 export {
   API_ERROR_CODES,

@@ -1,5 +1,5 @@
 /**
- * Reference data: operations 15, 16 and 17 of the seed. These lists are accepted as
+ * Reference data: operations 15, 16 and 17 of docs/upstream.md. These lists are accepted as
  * `{success, result: […]}` or as a bare array.
  */
 import { z } from 'zod';

@@ -3,7 +3,7 @@
  * payload (`RawListing`, …) and its output the normalised domain value of `types.ts`
  * (`Listing`, …). Nothing past this file sees a raw shape.
  *
- * Quirks absorbed here (see the seed):
+ * Quirks absorbed here (docs/upstream.md, "Quirks"):
  * - latitude/longitude come as decimal strings or numbers; an empty string means none.
  * - a rank of `-` means "searched, not ranked" (null); `Google_new` holds `{local, organic}`
  *   and becomes the sites `Google_new.local` and `Google_new.organic`.
@@ -13,7 +13,7 @@
  *   the precision kept.
  * - listings may carry only some fields; the directory login and password are dropped
  *   here, only whether one is set survives.
- * - review `type` values beyond the seed's list are kept.
+ * - review `type` values beyond the documented list are kept.
  *
  * Every value that passes is one its warehouse column can store (docs/warehouse.md):
  * text holds no NUL and no lone UTF-16 surrogate (PostgreSQL's text and jsonb refuse
@@ -415,7 +415,7 @@ export const reviewSchema = z
     rating,
     date: reviewDate,
     permalink: text,
-    // Unknown types are kept: the seed's list is not promised to be complete.
+    // Unknown types are kept: the documented list is not promised to be complete.
     type: storableString.min(1),
     likes_count: count,
     likes_change: count,

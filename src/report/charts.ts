@@ -7,6 +7,7 @@
  */
 import * as echarts from 'echarts';
 import type { AccuracyDay, KeywordRanks, ReviewDay } from './report-data.ts';
+import { siteLabel } from './site-names.ts';
 
 const FONT = 'system-ui, -apple-system, Segoe UI, Roboto, sans-serif';
 const COLORS = {
@@ -32,15 +33,43 @@ const SITE_PALETTE = [
   '#7f7f7f',
 ];
 
+/** A point to hover: its series, its data value, and the text the browser shows. */
+export interface HoverPoint {
+  seriesIndex: number;
+  value: [string, number];
+  title: string;
+}
+
+function escapeXml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/**
+ * Render a chart to SVG. Hover values need no script: each point gets a transparent
+ * circle holding an SVG `<title>`, which every browser shows as a tooltip.
+ */
 export function renderChart(
   option: echarts.EChartsCoreOption,
   width: number,
   height: number,
+  hover: HoverPoint[] = [],
 ): string {
   const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width, height });
   try {
     chart.setOption({ animation: false, textStyle: { fontFamily: FONT }, ...option });
-    return chart.renderToSVGString();
+    const svg = chart.renderToSVGString();
+    const targets = hover
+      .map((point) => {
+        const at = chart.convertToPixel({ seriesIndex: point.seriesIndex }, point.value) as
+          | number[]
+          | undefined;
+        if (!at || !Number.isFinite(at[0]) || !Number.isFinite(at[1])) return '';
+        return `<circle cx="${(at[0] ?? 0).toFixed(1)}" cy="${(at[1] ?? 0).toFixed(1)}" r="6" fill="transparent" pointer-events="all"><title>${escapeXml(point.title)}</title></circle>`;
+      })
+      .join('');
+    if (!targets) return svg;
+    const end = svg.lastIndexOf('</svg>');
+    return `${svg.slice(0, end)}<g class="hover">${targets}</g>${svg.slice(end)}`;
   } finally {
     chart.dispose();
   }
@@ -87,7 +116,7 @@ export function rankChart(
         itemWidth: 14,
         itemHeight: 8,
         textStyle: { fontSize: 10 },
-        data: keyword.sites.map((s) => s.site),
+        data: keyword.sites.map((s) => siteLabel(s.site)),
       },
       grid: { left: 36, right: 28, top: 44, bottom: 58 },
       xAxis: dayAxis(first, last),
@@ -100,7 +129,7 @@ export function rankChart(
         axisLabel: { fontSize: 10 },
       },
       series: keyword.sites.map((s) => ({
-        name: s.site,
+        name: siteLabel(s.site),
         type: 'line',
         showSymbol: s.points.length <= 2,
         symbolSize: 4,
@@ -112,6 +141,15 @@ export function rankChart(
     },
     480,
     280,
+    keyword.sites.flatMap((s, seriesIndex) =>
+      s.points
+        .filter((p) => p.rank !== null)
+        .map((p) => ({
+          seriesIndex,
+          value: [p.day, p.rank as number] as [string, number],
+          title: `${keyword.keyword} · ${siteLabel(s.site)} · ${p.day}: rank ${p.rank}`,
+        })),
+    ),
   );
 }
 
@@ -128,7 +166,23 @@ export function siteColors(): (site: string) => string {
 }
 
 /** Listings by status per day (stacked bars) and the accuracy score (line, right axis). */
+/**
+ * The accuracy axis around the data, not 0-100 %: a score that moves between 82 % and
+ * 86 % must show its movement. Five points of margin, rounded to multiples of 5.
+ */
+export function accuracyAxisRange(days: readonly AccuracyDay[]): { min: number; max: number } {
+  const scores = days
+    .map((d) => d.accuracyScore)
+    .filter((score): score is number => score !== null)
+    .map((score) => score * 100);
+  if (!scores.length) return { min: 0, max: 100 };
+  const min = Math.max(0, Math.floor((Math.min(...scores) - 5) / 5) * 5);
+  const max = Math.min(100, Math.ceil((Math.max(...scores) + 5) / 5) * 5);
+  return { min, max };
+}
+
 export function accuracyChart(days: AccuracyDay[], first: string, last: string): string {
+  const range = accuracyAxisRange(days);
   const bar = (name: string, color: string, pick: (d: AccuracyDay) => number) => ({
     name,
     type: 'bar',
@@ -148,8 +202,8 @@ export function accuracyChart(days: AccuracyDay[], first: string, last: string):
           type: 'value',
           name: 'accuracy',
           nameTextStyle: { fontSize: 10 },
-          min: 0,
-          max: 100,
+          min: range.min,
+          max: range.max,
           axisLabel: { formatter: '{value}%' },
           splitLine: { show: false },
         },
@@ -174,6 +228,13 @@ export function accuracyChart(days: AccuracyDay[], first: string, last: string):
     },
     960,
     300,
+    days
+      .filter((d) => d.accuracyScore !== null)
+      .map((d) => ({
+        seriesIndex: 3,
+        value: [d.day, Math.round((d.accuracyScore as number) * 1000) / 10] as [string, number],
+        title: `${d.day}: accuracy ${(Math.round((d.accuracyScore as number) * 1000) / 10).toFixed(1)}% (${d.accurate} Accurate, ${d.inaccurate} Inaccurate, ${d.notPresent} Not Present)`,
+      })),
   );
 }
 
@@ -223,5 +284,10 @@ export function reviewChart(days: ReviewDay[], first: string, last: string): str
     },
     960,
     300,
+    days.map((d) => ({
+      seriesIndex: 0,
+      value: [d.day, d.newReviews] as [string, number],
+      title: `${d.day}: ${d.newReviews} new review(s), ${d.responses} response(s)${d.averageRating === null ? '' : `, average rating ${d.averageRating}`}`,
+    })),
   );
 }

@@ -3,7 +3,9 @@
  * of the configured warehouse (`DATABASE_URL`, or the embedded PGlite).
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { loadConfig } from '../config.ts';
+import { sql } from 'kysely';
+import { loadCliConfig } from '../cli-config.ts';
+import type { Database } from '../warehouse/database.ts';
 
 function wholeNumber(name: string, min: number, max: number) {
   return (value: string): number => {
@@ -40,24 +42,41 @@ export function registerReportCommand(program: Command): void {
         .argParser(wholeNumber('--days', 1, 3660)),
     )
     .action(async (options: ReportCommandOptions) => {
-      const config = loadConfig();
-      const { openConfiguredWarehouse, requireCurrentSchema, describeWarehouse } = await import(
+      const config = loadCliConfig();
+      const { openConfiguredWarehouse, requireCurrentSchema } = await import(
         '../warehouse/open.ts'
       );
       const { writeReport } = await import('./write-report.ts');
-      const warehouse = await openConfiguredWarehouse(config);
+      const warehouse = await openConfiguredWarehouse(config, 'read');
       try {
         await requireCurrentSchema(warehouse);
+        if (await warehouseIsEmpty(warehouse.db)) {
+          process.stderr.write(
+            `listings-sync: ${warehouse.target.description} holds no data yet: nothing to report. ` +
+              'Run `listings-sync sync` first (or `npm start` for the demo).\n',
+          );
+          process.exitCode = 1;
+          return;
+        }
         const report = await writeReport(warehouse.db, {
           out: options.out,
           days: options.days,
           ...(options.business === undefined ? {} : { businessId: options.business }),
         });
         process.stdout.write(
-          `Report of ${describeWarehouse(config)} (${report.data.firstDay} to ${report.data.lastDay}) written to ${report.path}\n`,
+          `Report of ${warehouse.target.description} (${report.data.firstDay} to ${report.data.lastDay}) written to ${report.path}\n`,
         );
       } finally {
         await warehouse.close();
       }
     });
+}
+
+/** No business and no rank day: a sync never ran (or loaded nothing), so there is nothing to chart. */
+async function warehouseIsEmpty(db: import('kysely').Kysely<Database>): Promise<boolean> {
+  const { rows } = await sql<{ any: boolean }>`
+    select exists (select 1 from businesses) or exists (select 1 from rank_observations) as any`.execute(
+    db,
+  );
+  return !rows[0]?.any;
 }

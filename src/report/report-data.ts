@@ -28,6 +28,8 @@ export const TOP_SITES = 5;
 /** With one business there is room for all of its keywords, up to this many. */
 export const SINGLE_BUSINESS_TOP_KEYWORDS = 12;
 const NEWLY_INACCURATE_ROWS = 25;
+/** Rows per movers table: the few an analyst acts on today. */
+const MOVER_ROWS = 12;
 const SLA_ROWS = 10;
 
 export interface ReportKpis {
@@ -102,6 +104,21 @@ export interface SlaRow {
   medianHoursToFirstResponse: number | null;
 }
 
+/** A keyword on a site whose rank moved: the report leads with these. */
+export interface MoverRow {
+  businessId: number;
+  businessName: string;
+  keyword: string;
+  site: string;
+  observedOn: string;
+  rank: number | null;
+  previousRank: number | null;
+  rankChange7d: number | null;
+  rankChange30d: number | null;
+  leftTop3: boolean;
+  leftTop10: boolean;
+}
+
 export interface ReportData {
   generatedAt: Date;
   firstDay: string;
@@ -117,6 +134,10 @@ export interface ReportData {
   newlyInaccurate: NewlyInaccurateRow[];
   newlyInaccurateTotal: number;
   sla: SlaRow[];
+  /** Worst first: left the top 3/10, then the largest 7- and 30-day rank losses. */
+  declines: MoverRow[];
+  /** Best first: the largest 7- and 30-day rank gains. */
+  gains: MoverRow[];
 }
 
 export class ReportInputError extends Error {
@@ -161,10 +182,26 @@ function daysBetween(from: string, to: string): number {
   return Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000);
 }
 
+/**
+ * Reads everything the report shows on one connection, with `jit` off: the report's
+ * queries are many and short, and on PostgreSQL the JIT compiler costs each of them more
+ * than it saves (PGlite has no JIT provider; the setting is harmless there).
+ */
 export async function readReportData(
   db: Kysely<Database>,
   options: ReportOptions,
 ): Promise<ReportData> {
+  return db.connection().execute(async (connection) => {
+    await sql`set jit = off`.execute(connection);
+    try {
+      return await readOnConnection(connection, options);
+    } finally {
+      await sql`reset jit`.execute(connection);
+    }
+  });
+}
+
+async function readOnConnection(db: Kysely<Database>, options: ReportOptions): Promise<ReportData> {
   const history = await dataDays(db);
   const lastDay = history.last;
   const requestedFirst = addDays(lastDay, -(options.days - 1));
@@ -193,31 +230,40 @@ export async function readReportData(
   const windowStart = sql`${firstDay}::date`;
   const windowEnd = sql`${lastDay}::date`;
 
+  // Each view is read once: the listing figures in one pass over v_listing_accuracy, the
+  // review figures in one pass over v_review_daily (a year of history makes a second
+  // scan cost as much as the first).
   const [kpiRow] = await rows(
     db,
     sql<Omit<ReportKpis, 'accuracyScore'> & { accuracyScore: number | null }>`
+      with acc as (
+        select count(*)::int as businesses,
+          coalesce(sum(listings), 0)::int as listings,
+          coalesce(sum(accurate), 0)::int as accurate,
+          coalesce(sum(inaccurate), 0)::int as inaccurate,
+          coalesce(sum(not_present), 0)::int as not_present,
+          round(sum(accurate)::numeric / nullif(sum(accurate) + sum(inaccurate), 0), 4) as score
+        from v_listing_accuracy a where ${scope('a.business_id')}
+      ), rev as (
+        select coalesce(sum(new_reviews), 0)::int as reviews,
+          round(sum(average_rating * rated_reviews) / nullif(sum(rated_reviews), 0), 2) as rating
+        from v_review_daily r
+        where r.day between ${windowStart} and ${windowEnd} and ${scope('r.business_id')}
+      )
       select
         (select count(*)::int from accounts) as accounts,
-        (select count(*)::int from v_listing_accuracy a where ${scope('a.business_id')}) as businesses,
-        (select coalesce(sum(listings), 0)::int from v_listing_accuracy a where ${scope('a.business_id')}) as listings,
-        (select coalesce(sum(accurate), 0)::int from v_listing_accuracy a where ${scope('a.business_id')}) as accurate,
-        (select coalesce(sum(inaccurate), 0)::int from v_listing_accuracy a where ${scope('a.business_id')}) as inaccurate,
-        (select coalesce(sum(not_present), 0)::int from v_listing_accuracy a where ${scope('a.business_id')}) as "notPresent",
-        (select round(sum(accurate)::numeric / nullif(sum(accurate) + sum(inaccurate), 0), 4)
-           from v_listing_accuracy a where ${scope('a.business_id')}) as "accuracyScore",
+        acc.businesses, acc.listings, acc.accurate, acc.inaccurate,
+        acc.not_present as "notPresent", acc.score as "accuracyScore",
         (select count(distinct (k.business_id, k.keyword))::int from keywords k
            join businesses b on b.business_id = k.business_id and b.archived_at is null
            where k.deleted_at is null and ${scope('k.business_id')}) as "keywordsTracked",
-        (select coalesce(sum(new_reviews), 0)::int from v_review_daily r
-           where r.day between ${windowStart} and ${windowEnd} and ${scope('r.business_id')}) as "reviewsInWindow",
-        (select round(sum(average_rating * rated_reviews) / nullif(sum(rated_reviews), 0), 2)
-           from v_review_daily r
-           where r.day between ${windowStart} and ${windowEnd} and ${scope('r.business_id')}) as "averageRatingInWindow",
+        rev.reviews as "reviewsInWindow", rev.rating as "averageRatingInWindow",
         (select count(*)::int from v_newly_inaccurate n
            where (n.detected_at at time zone 'UTC')::date between ${windowStart} and ${windowEnd}
              and ${scope('n.business_id')}) as "alertsInWindow",
         (select coalesce(sum(unanswered_answerable), 0)::int from v_review_response_sla s
            where ${scope('s.business_id')}) as "unansweredAnswerable"
+      from acc, rev
     `,
   );
   const kpis = kpiRow as ReportKpis;
@@ -291,13 +337,47 @@ export async function readReportData(
     sql<SlaRow>`
       select s.business_id as "businessId", b.name as "businessName", s.site_name as "siteName",
         s.unanswered_answerable as "unansweredAnswerable",
-        s.oldest_unanswered_age_hours as "oldestUnansweredAgeHours",
+        -- Age at the end of the window, not at the wall clock: the window ends on the
+        -- latest day with data, and a sandbox's (or an old warehouse's) reviews are dated
+        -- by its own clock. The view's own column measures against now().
+        round((extract(epoch from (${windowEnd} + 1)::timestamp at time zone 'UTC'
+          - s.oldest_unanswered_at) / 3600)::numeric, 1) as "oldestUnansweredAgeHours",
         s.median_hours_to_first_response as "medianHoursToFirstResponse"
       from v_review_response_sla s join businesses b on b.business_id = s.business_id
       where s.unanswered_answerable > 0 and ${scope('s.business_id')}
-      order by s.unanswered_answerable desc, s.oldest_unanswered_age_hours desc nulls last,
+      order by s.unanswered_answerable desc, s.oldest_unanswered_at asc nulls last,
         s.business_id, s.site_name
       limit ${SLA_ROWS}`,
+  );
+
+  // Movers, from the latest observation of each series in the window. A rank change is
+  // `rank - earlier rank`: positive is a loss (a larger rank number).
+  const moverColumns = sql`
+    l.business_id as "businessId", b.name as "businessName", l.keyword, l.site,
+    to_char(l.observed_on, 'YYYY-MM-DD') as "observedOn", l.rank, l.previous_rank as "previousRank",
+    l.rank_change_7d as "rankChange7d", l.rank_change_30d as "rankChange30d",
+    coalesce(l.left_top3, false) as "leftTop3", coalesce(l.left_top10, false) as "leftTop10"`;
+  const moverScope = sql`
+    from v_rank_latest l join businesses b on b.business_id = l.business_id and b.archived_at is null
+    where l.observed_on between ${windowStart} and ${windowEnd} and ${scope('l.business_id')}`;
+  const declines = await rows(
+    db,
+    sql<MoverRow>`
+      select ${moverColumns} ${moverScope}
+        and (l.left_top3 or l.left_top10 or l.rank_change_7d > 0 or l.rank_change_30d > 0)
+      order by coalesce(l.left_top3, false) desc, coalesce(l.left_top10, false) desc,
+        greatest(coalesce(l.rank_change_7d, 0), coalesce(l.rank_change_30d, 0)) desc,
+        l.business_id, l.keyword, l.site
+      limit ${MOVER_ROWS}`,
+  );
+  const gains = await rows(
+    db,
+    sql<MoverRow>`
+      select ${moverColumns} ${moverScope}
+        and (l.rank_change_7d < 0 or l.rank_change_30d < 0)
+      order by least(coalesce(l.rank_change_7d, 0), coalesce(l.rank_change_30d, 0)) asc,
+        l.rank asc nulls last, l.business_id, l.keyword, l.site
+      limit ${MOVER_ROWS}`,
   );
 
   return {
@@ -314,14 +394,33 @@ export async function readReportData(
     newlyInaccurate,
     newlyInaccurateTotal: kpis.alertsInWindow,
     sla,
+    declines,
+    gains,
   };
 }
 
-/** Sites by their latest rank, best first; not ranked last. */
-function bestSites(sites: KeywordRanks['sites']): KeywordRanks['sites'] {
-  const latest = (s: KeywordRanks['sites'][number]) =>
-    s.points.at(-1)?.rank ?? Number.POSITIVE_INFINITY;
-  return [...sites].sort((a, b) => latest(a) - latest(b) || a.site.localeCompare(b.site));
+/**
+ * The sites a chart shows: those that lost most rank over the window first (a falling
+ * line is what an analyst must see), then the rest by their latest rank, best first.
+ */
+function chartSites(sites: KeywordRanks['sites']): KeywordRanks['sites'] {
+  const WORST = 1000; // "not ranked" counts as a rank below any real one
+  const latest = (s: KeywordRanks['sites'][number]) => s.points.at(-1)?.rank ?? WORST;
+  const loss = (s: KeywordRanks['sites'][number]) => {
+    const first = s.points[0]?.rank ?? WORST;
+    return Math.max(0, latest(s) - first);
+  };
+  const falling = [...sites].filter((s) => loss(s) > 0).sort((a, b) => loss(b) - loss(a));
+  const rest = sites
+    .filter((s) => loss(s) === 0)
+    .sort((a, b) => latest(a) - latest(b) || a.site.localeCompare(b.site));
+  // At most half the lines for losses, so the best sites stay in view too.
+  const half = Math.ceil(TOP_SITES / 2);
+  const lead = falling.slice(0, half);
+  const others = [...falling.slice(half), ...rest].sort(
+    (a, b) => latest(a) - latest(b) || a.site.localeCompare(b.site),
+  );
+  return [...lead, ...others];
 }
 
 /** The business's best-ranking keywords (by their best latest rank on any site), day by day. */
@@ -334,13 +433,25 @@ async function readBusinessRanks(
 ): Promise<BusinessRanks> {
   const keywords = await rows(
     db,
-    sql<{ keyword: string }>`
-      select keyword from v_rank_latest
+    sql<{ keyword: string; loss: number }>`
+      select keyword,
+        max(greatest(coalesce(rank_change_7d, 0), coalesce(rank_change_30d, 0))
+          + case when left_top3 or left_top10 then 1000 else 0 end)::int as loss
+      from v_rank_latest
       where business_id = ${business.businessId}
       group by keyword
       order by min(rank) asc nulls last, keyword`,
   );
-  const chosen = keywords.slice(0, topKeywords).map((k) => k.keyword);
+  // The biggest losers first (up to half the charts), then the best-ranking keywords.
+  const losers = keywords
+    .filter((k) => k.loss > 0)
+    .sort((a, b) => b.loss - a.loss || a.keyword.localeCompare(b.keyword))
+    .slice(0, Math.ceil(topKeywords / 2))
+    .map((k) => k.keyword);
+  const chosen = [
+    ...losers,
+    ...keywords.map((k) => k.keyword).filter((k) => !losers.includes(k)),
+  ].slice(0, topKeywords);
   const points = chosen.length
     ? await rows(
         db,
@@ -367,7 +478,7 @@ async function readBusinessRanks(
     keywordsTracked: keywords.length,
     keywords: [...byKeyword].map(([keyword, sites]) => {
       const all = [...sites].map(([site, sitePoints]) => ({ site, points: sitePoints }));
-      return { keyword, sitesTracked: all.length, sites: bestSites(all).slice(0, TOP_SITES) };
+      return { keyword, sitesTracked: all.length, sites: chartSites(all).slice(0, TOP_SITES) };
     }),
   };
 }

@@ -4,6 +4,7 @@
  */
 import { accuracyChart, rankChart, reviewChart, siteColors } from './charts.ts';
 import type { ReportData } from './report-data.ts';
+import { siteLabel } from './site-names.ts';
 
 const ESCAPES: Record<string, string> = {
   '&': '&amp;',
@@ -20,10 +21,21 @@ export function escapeHtml(text: string): string {
 const number = new Intl.NumberFormat('en-US');
 const percent = (score: number | null) =>
   score === null ? '–' : `${(Math.round(score * 1000) / 10).toFixed(1)}%`;
-const hoursText = (hours: number | null) => {
-  if (hours === null) return '–';
-  return hours >= 48 ? `${(hours / 24).toFixed(1)} days` : `${hours.toFixed(1)} h`;
-};
+/**
+ * A duration as a person says it: "5 h", "3 days", "7 weeks", "2.5 years". The sandbox
+ * keeps a backlog of unanswered reviews up to 900 days old, so years do occur.
+ */
+export function hoursText(hours: number | null): string {
+  if (hours === null || !Number.isFinite(hours)) return '–';
+  const days = hours / 24;
+  if (hours < 1) return `${Math.max(0, Math.round(hours * 60))} min`;
+  if (hours < 48) return `${Math.round(hours)} h`;
+  if (days < 14) return `${Math.round(days)} days`;
+  if (days < 90) return `${Math.round(days / 7)} weeks`;
+  if (days < 365) return `${Math.round(days / 30.44)} months`;
+  const years = Math.round((days / 365.25) * 10) / 10;
+  return `${years} ${years === 1 ? 'year' : 'years'}`;
+}
 
 /** Only http(s) links become anchors: a stored link must not run script in the report. */
 function linkCell(url: string | null): string {
@@ -80,6 +92,43 @@ function kpiTiles(data: ReportData): string {
     .join('')}</section>`;
 }
 
+const signed = (n: number | null) => (n === null ? '–' : n > 0 ? `+${n}` : String(n));
+const rankText = (rank: number | null) => (rank === null ? 'not ranked' : `#${rank}`);
+
+/** A rank change as a person reads it: a loss is a larger rank number. */
+function changeCell(change: number | null): string {
+  if (change === null) return '<td class="num">–</td>';
+  const cls = change > 0 ? 'bad' : change < 0 ? 'ok' : '';
+  const words = change > 0 ? `down ${change}` : change < 0 ? `up ${-change}` : 'same';
+  return `<td class="num ${cls}" title="rank change ${signed(change)}">${words}</td>`;
+}
+
+function moversTable(rows: ReportData['declines']): string {
+  const body = rows
+    .map((m) => {
+      const left = m.leftTop3 ? 'left the top 3' : m.leftTop10 ? 'left the top 10' : '';
+      return `<tr><td>${escapeHtml(m.keyword)}</td><td>${escapeHtml(m.businessName)} <span class="note">#${m.businessId}</span></td><td>${escapeHtml(siteLabel(m.site))}</td><td class="num">${rankText(m.rank)}</td>${changeCell(m.rankChange7d)}${changeCell(m.rankChange30d)}<td class="bad">${left}</td></tr>`;
+    })
+    .join('');
+  return `<table><thead><tr><th>keyword</th><th>business</th><th>site</th><th class="num">rank now</th><th class="num">7 days</th><th class="num">30 days</th><th></th></tr></thead><tbody>${body}</tbody></table>`;
+}
+
+/** First what got worse (an analyst's to-do list), then what got better. */
+function moversSection(data: ReportData): string {
+  const head =
+    '<h2>Biggest movers</h2><p class="sub">Latest rank per keyword and site against 7 and 30 days before. Losses first: keywords that left the top 3 or top 10, then the largest drops.</p>';
+  if (!data.declines.length && !data.gains.length) {
+    return `${head}<p class="note">No rank moved in this window (a longer history shows 7- and 30-day changes).</p>`;
+  }
+  const declines = data.declines.length
+    ? `<h3>Declines</h3>${moversTable(data.declines)}`
+    : '<h3>Declines</h3><p class="note">None.</p>';
+  const gains = data.gains.length
+    ? `<h3 style="margin-top:14px">Gains</h3>${moversTable(data.gains)}`
+    : '';
+  return head + declines + gains;
+}
+
 function rankSection(data: ReportData): string {
   const head =
     '<h2>Keyword rankings</h2><p class="sub">Rank per day on each search site (1 is the top). ' +
@@ -96,7 +145,7 @@ function rankSection(data: ReportData): string {
     const shown = b.keywords.length;
     const more =
       b.keywordsTracked > shown
-        ? ` · best ${shown} of ${b.keywordsTracked} keywords shown (<code>--business ${b.businessId}</code> for all)`
+        ? ` · ${shown} of ${b.keywordsTracked} keywords shown, biggest losses first (<code>--business ${b.businessId}</code> for all)`
         : '';
     return `<h3>${escapeHtml(b.name)} <span class="note">#${b.businessId}${more}</span></h3><div class="grid">${charts}</div>`;
   });
@@ -125,7 +174,7 @@ function newlyInaccurateSection(data: ReportData): string {
     .map(
       (r) => `<tr><td>${r.detectedAt.toISOString().slice(0, 10)}</td>
 <td>${escapeHtml(r.businessName ?? '')} <span class="note">#${r.businessId}</span></td>
-<td>${escapeHtml(r.siteName ?? '')}</td><td>${escapeHtml(r.previousStatus ?? 'first seen')}</td>
+<td>${escapeHtml(r.siteName ? siteLabel(r.siteName) : '')}</td><td>${escapeHtml(r.previousStatus ?? 'first seen')}</td>
 <td class="${r.currentStatus === 'Inaccurate' ? 'bad' : 'ok'}">${escapeHtml(r.currentStatus ?? 'removed')}</td>
 <td>${escapeHtml(r.wrongFields ?? '–')}</td><td>${linkCell(r.liveLink)}</td></tr>`,
     )
@@ -143,7 +192,7 @@ function reviewSection(data: ReportData): string {
     ? `<h3>Awaiting a response</h3><table><thead><tr><th>business</th><th>site</th><th class="num">unanswered</th><th class="num">oldest waiting</th><th class="num">median time to first response</th></tr></thead><tbody>${data.sla
         .map(
           (s) =>
-            `<tr><td>${escapeHtml(s.businessName ?? '')} <span class="note">#${s.businessId}</span></td><td>${escapeHtml(s.siteName)}</td><td class="num">${s.unansweredAnswerable}</td><td class="num">${hoursText(s.oldestUnansweredAgeHours)}</td><td class="num">${hoursText(s.medianHoursToFirstResponse)}</td></tr>`,
+            `<tr><td>${escapeHtml(s.businessName ?? '')} <span class="note">#${s.businessId}</span></td><td>${escapeHtml(siteLabel(s.siteName))}</td><td class="num">${s.unansweredAnswerable}</td><td class="num">${hoursText(s.oldestUnansweredAgeHours)}</td><td class="num">${hoursText(s.medianHoursToFirstResponse)}</td></tr>`,
         )
         .join('')}</tbody></table>`
     : '';
@@ -167,6 +216,7 @@ export function renderReportHtml(data: ReportData): string {
 <h1>Listings report</h1>
 <p class="sub">${scope} · ${data.firstDay} to ${data.lastDay} (${data.days} days)</p>
 ${kpiTiles(data)}
+${moversSection(data)}
 ${rankSection(data)}
 ${accuracySection(data)}
 ${newlyInaccurateSection(data)}

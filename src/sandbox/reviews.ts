@@ -174,7 +174,7 @@ const RESPONSE_TEXT = [
 
 function formatDate(world: World, dayIndex: number, rng: Rng): string {
   const date = dayToDate(world, dayIndex);
-  // The contract shows both forms: plain dates and ISO UTC timestamps.
+  // The upstream shows both forms: plain dates and ISO UTC timestamps (docs/upstream.md, "Quirks").
   if (!rng.chance(0.3)) return date;
   const hh = String(rng.int(0, 23)).padStart(2, '0');
   const mm = String(rng.int(0, 59)).padStart(2, '0');

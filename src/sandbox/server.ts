@@ -74,7 +74,7 @@ export interface SandboxStats {
 
 export interface RunningSandbox {
   baseUrl: string;
-  /** One per account, deterministic from the seed. */
+  /** One per account, deterministic from its random seed. */
   credentials: SandboxCredential[];
   /** The clock's current day, `YYYY-MM-DD`. */
   today(): string;
@@ -187,6 +187,16 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   );
   app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
     done(null, parseJsonText(body as string));
+  });
+
+  // The HTTP `Date` of every answer follows the sandbox clock (its day, at the wall
+  // clock's time of day), as a real upstream's follows its own: a sync keys rank days by
+  // the upstream's date, so `clock/advance` + `sync` records a new day of history.
+  app.addHook('onRequest', async (_request, reply) => {
+    const now = new Date();
+    const timeOfDay = now.getTime() % 86_400_000;
+    const sandboxNow = new Date(Date.parse(`${today(world)}T00:00:00Z`) + timeOfDay);
+    reply.header('date', sandboxNow.toUTCString());
   });
 
   const advanceDays = (days: number) => {

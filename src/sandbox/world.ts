@@ -6,7 +6,7 @@
  * - day: days since `startDate` (day 0). Everything generated is a function of
  *   (seed, business id, stream, day), so day N needs no replay of days before it.
  * - generated business: one of `businessesPerAccount` per account, never stored; its
- *   profile is rebuilt from the seed when asked for (and kept in a bounded cache).
+ *   profile is rebuilt from its random seed when asked for (and kept in a bounded cache).
  * - created business: made by operation 4; its profile lives in its mutation record.
  * - mutation record: what writes changed on one business (profile, archive, keywords,
  *   response requests), plus a version that keys every cached body of that business.
@@ -365,7 +365,7 @@ function standardHours(rng: ReturnType<typeof createRng>): HoursEntry[] {
   });
 }
 
-/** Decimal strings mostly, numbers sometimes: the contract's sample and table disagree. */
+/** Decimal strings mostly, numbers sometimes: the upstream's sample and field table disagree (docs/upstream.md, "Quirks"). */
 function coordinate(value: number, asNumber: boolean): string | number {
   const rounded = Math.round(value * 1e6) / 1e6;
   return asNumber ? rounded : rounded.toFixed(6);

@@ -98,7 +98,7 @@ export async function runSyncCommand(
       onProgress: (p) => progress.update(p),
     });
     progress.stop();
-    process.stdout.write(renderSyncSummary(result));
+    process.stdout.write(renderSyncSummary(result, { warehouse: warehouse.target.description }));
     // This run's alerts go out now, within ALERT_SYNC_DELIVERY_SECONDS; older ones, and
     // what a slow or failing sink leaves, are `serve`'s (or the next run's). Delivery never
     // changes the exit code.

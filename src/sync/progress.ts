@@ -4,7 +4,7 @@
  * so a CronJob's log tells how far the run got.
  */
 import cliProgress from 'cli-progress';
-import type { Logger } from '../log.ts';
+import { type Logger, routeTerminalLines } from '../log.ts';
 import type { SyncProgress } from './run.ts';
 
 export interface ProgressReporter {
@@ -35,34 +35,67 @@ export function createProgressReporter(options: {
 }
 
 function barReporter(stream: NodeJS.WriteStream, label: string): ProgressReporter {
-  const bar = new cliProgress.SingleBar(
+  const bar = startTerminalBar(
+    stream,
+    `${label} [{bar}] {value}/{total} businesses | {rps} req/s | accounts {accounts} | ETA {etaText}`,
+  );
+  return {
+    update(progress) {
+      bar.update(progress.businessesDone, progress.businessesTotal, {
+        rps: rate(progress).toFixed(0),
+        accounts: `${progress.accountsDone}/${progress.accountsTotal}`,
+        etaText: formatSeconds(eta(progress)),
+      });
+    },
+    stop: () => bar.stop(),
+  };
+}
+
+export interface TerminalBar {
+  update(value: number, total: number, payload: Record<string, unknown>): void;
+  stop(): void;
+}
+
+/**
+ * A progress bar on a terminal that log lines go above, never through: while it is drawn,
+ * the human log lines (src/log.ts) are handed to the bar, which prints them on their own
+ * lines and redraws itself below. Stopping flushes what is pending, then leaves the final
+ * bar and a newline, so what is printed next starts on a clean line.
+ */
+export function startTerminalBar(stream: NodeJS.WriteStream, format: string): TerminalBar {
+  const multi = new cliProgress.MultiBar(
     {
       stream,
-      format: `${label} [{bar}] {value}/{total} businesses | {rps} req/s | accounts {accounts} | ETA {etaText}`,
+      format,
       hideCursor: true,
       clearOnComplete: false,
+      gracefulExit: false,
       barsize: 30,
       fps: 5,
     },
     cliProgress.Presets.shades_classic,
   );
-  let started = false;
+  let bar: cliProgress.SingleBar | undefined;
+  let stopped = false;
+  routeTerminalLines((text) => {
+    if (bar) multi.log(text);
+    else stream.write(text);
+  });
   return {
-    update(progress) {
-      const payload = {
-        rps: rate(progress).toFixed(0),
-        accounts: `${progress.accountsDone}/${progress.accountsTotal}`,
-        etaText: formatSeconds(eta(progress)),
-      };
-      if (!started) {
-        bar.start(progress.businessesTotal, progress.businessesDone, payload);
-        started = true;
-      }
-      bar.setTotal(progress.businessesTotal);
-      bar.update(progress.businessesDone, payload);
+    update(value, total, payload) {
+      if (stopped) return;
+      if (!bar) bar = multi.create(total, value, payload);
+      bar.setTotal(total);
+      bar.update(value, payload);
     },
     stop() {
-      if (started) bar.stop();
+      if (stopped) return;
+      stopped = true;
+      routeTerminalLines(undefined);
+      if (bar) {
+        multi.update(); // flush log lines still buffered
+        multi.stop();
+      }
     },
   };
 }

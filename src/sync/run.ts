@@ -29,6 +29,7 @@ import {
   listReviews,
   listStates,
   listSubCategories,
+  upstreamNow,
 } from '../api/index.ts';
 import type {
   BusinessSummary,
@@ -39,7 +40,7 @@ import type {
   Review,
   State,
 } from '../api/types.ts';
-import type { Logger } from '../log.ts';
+import { type Logger, redactText } from '../log.ts';
 import { markAccountSynced, upsertAccount } from '../warehouse/accounts.ts';
 import {
   type BusinessSnapshot,
@@ -108,7 +109,10 @@ export interface SyncOptions {
   trigger?: string;
   /** Stops new businesses from starting; in-flight ones finish and commit. */
   signal?: AbortSignal;
-  /** The run's clock: observation times and rank days. The demo drives it from the sandbox. */
+  /**
+   * The run's clock: observation times and rank days. By default each credential's
+   * upstream clock (its responses' `Date`), else the local clock; see `observationClock`.
+   */
   now?: () => Date;
   /** Businesses fetched and written at once, per credential (default 8). */
   businessConcurrency?: number;
@@ -134,6 +138,11 @@ export interface RunStats {
   credentials: CredentialOutcome[];
   businesses: { listed: number; inShard: number; synced: number; failed: number; archived: number };
   streamFailures: number;
+  /**
+   * What failed, for the summary and `listings-sync runs`: the first `MAX_FAILURES_LISTED`
+   * (a run against a broken upstream must not grow `sync_runs.stats` without bound).
+   */
+  failures: SyncFailure[];
   requests: number;
   retries: number;
   tables: WriteStats;
@@ -150,6 +159,24 @@ export interface RunStats {
     errors: number;
   };
   seconds: number;
+}
+
+export interface SyncFailure {
+  credential: string;
+  /** Null for a credential-wide failure (reference data, the business list). */
+  businessId: number | null;
+  /** A stream name, `business` (the whole business) or `response-status`. */
+  stream: string;
+  reason: string;
+}
+
+/** Failures listed one by one in a run's stats; the count beyond is `streamFailures`. */
+export const MAX_FAILURES_LISTED = 50;
+
+function recordFailure(stats: RunStats, failure: SyncFailure): void {
+  if (stats.failures.length < MAX_FAILURES_LISTED) {
+    stats.failures.push({ ...failure, reason: redactText(failure.reason).slice(0, 300) });
+  }
 }
 
 export interface SyncResult {
@@ -231,6 +258,7 @@ function emptyStats(): RunStats {
     credentials: [],
     businesses: { listed: 0, inShard: 0, synced: 0, failed: 0, archived: 0 },
     streamFailures: 0,
+    failures: [],
     requests: 0,
     retries: 0,
     tables: {},
@@ -249,7 +277,7 @@ function emptyStats(): RunStats {
 export async function runSync(options: SyncOptions): Promise<SyncResult> {
   const { warehouse, api, logger } = options;
   const db = warehouse.db;
-  const now = options.now ?? (() => new Date());
+  const now = observationClock(options, logger);
   const streams = new Set<Stream>(options.streams ?? STREAMS);
   // A full run has the warehouse to itself; shards of one night share the nightly key and
   // each holds its own shard key, so they run side by side but never beside a full run.
@@ -309,6 +337,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     // the next credential tries again. Only a run where no attempt succeeded is partial.
     let referenceDone = !streams.has('reference');
     let referenceAttempt: Promise<boolean> | undefined;
+    let referenceFailure: { credential: string; reason: string } | undefined;
     const attemptReference = (credential: Credential): Promise<boolean> =>
       syncReferenceData(context, credential).then(
         () => {
@@ -317,6 +346,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
         },
         (error: unknown) => {
           if (isWarehouseGone(error)) throw new WarehouseGoneError(error, timeoutsOf(db));
+          referenceFailure = { credential: credential.name, reason: errorText(error) };
           log.warn(
             { credential: credential.name, err: error },
             'reference data failed; another credential will try',
@@ -381,6 +411,9 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     stats.credentials.sort((a, b) => a.name.localeCompare(b.name));
     if (!referenceDone && stats.credentials.some((c) => c.status !== 'failed')) {
       stats.streamFailures += 1;
+      if (referenceFailure) {
+        recordFailure(stats, { ...referenceFailure, businessId: null, stream: 'reference' });
+      }
     }
 
     const apiAfter = apiStats(api);
@@ -414,7 +447,8 @@ interface RunContext {
   runId: string;
   stats: RunStats;
   streams: Set<Stream>;
-  now: () => Date;
+  /** Observation time for a credential's records (rank day = its UTC date). */
+  now: (credential?: Credential) => Date;
   log: Logger;
   progress: SyncProgress;
   report: () => void;
@@ -423,6 +457,45 @@ interface RunContext {
   writeReferenceOnce(credential: Credential): Promise<void>;
   /** The run-wide limit on businesses in flight, across credentials. */
   businessSlot: LimitFunction;
+}
+
+/** Ahead of the local clock by more than this, an upstream `Date` is not believed. */
+const UPSTREAM_CLOCK_AHEAD_MS = 86_400_000;
+/** Nor one before this: no rank history of this service predates it. */
+const UPSTREAM_CLOCK_FLOOR_MS = Date.parse('2000-01-01T00:00:00Z');
+
+/**
+ * Which day a sync records (docs/operations.md, "Which day a sync records"): the
+ * upstream's date, from the `Date` header of the credential's latest response, so a
+ * sandbox whose clock has been advanced records its own days. Without a plausible `Date`
+ * (absent, before 2000, or more than a day ahead of ours) the local clock, with one
+ * warning per credential.
+ */
+function observationClock(options: SyncOptions, logger: Logger): (credential?: Credential) => Date {
+  const fixed = options.now;
+  if (fixed) return () => fixed();
+  const warned = new Set<string>();
+  return (credential) => {
+    const local = new Date();
+    if (!credential) return local;
+    const upstream = upstreamNow(options.api, credential);
+    const ms = upstream?.getTime();
+    if (
+      ms !== undefined &&
+      ms >= UPSTREAM_CLOCK_FLOOR_MS &&
+      ms <= local.getTime() + UPSTREAM_CLOCK_AHEAD_MS
+    ) {
+      return upstream as Date;
+    }
+    if (!warned.has(credential.name)) {
+      warned.add(credential.name);
+      logger.warn(
+        { credential: credential.name, upstreamDate: upstream?.toISOString() ?? null },
+        'the upstream sent no plausible Date header: rank days follow the local clock',
+      );
+    }
+    return local;
+  };
 }
 
 function decideStatus(stats: RunStats, fatal: Error | undefined, signal?: AbortSignal): RunStatus {
@@ -549,6 +622,12 @@ async function syncCredential(
               return;
             }
             failedBusinesses += 1;
+            recordFailure(stats, {
+              credential: credential.name,
+              businessId: business.id,
+              stream: 'business',
+              reason: describeDatabaseError(error, timeoutsOf(db)),
+            });
             accountLog.error(
               {
                 businessId: business.id,
@@ -587,11 +666,11 @@ async function syncCredential(
       db,
       credential.name,
       listed.records.map((b) => b.id),
-      context.now(),
+      context.now(credential),
       (id) => inShard(options.shard, id),
     );
     stats.businesses.archived += archived;
-    if (complete) await markAccountSynced(db, credential.name, context.now());
+    if (complete) await markAccountSynced(db, credential.name, context.now(credential));
   }
   return {
     name: credential.name,
@@ -627,7 +706,7 @@ async function syncBusiness(
       throw result.error;
     }
   }
-  const observedAt = context.now();
+  const observedAt = context.now(credential);
   if (
     all.some(
       (r) =>
@@ -651,6 +730,12 @@ async function syncBusiness(
   const value = <T>(result: Fetched<T>, stream: string): T | null => {
     if (result.ok) return result.value;
     failedStreams += 1;
+    recordFailure(stats, {
+      credential: credential.name,
+      businessId: id,
+      stream,
+      reason: errorText(result.error),
+    });
     log.warn(
       { credential: credential.name, businessId: id, stream, err: result.error },
       'stream failed; its stored rows are left as they were',
@@ -716,7 +801,7 @@ async function pollResponseRequests(
     open.map((request) =>
       limit(async () => {
         if (context.isStopped()) return;
-        const observedAt = context.now();
+        const observedAt = context.now(credential);
         let status: string;
         try {
           ({ status } = await getResponseStatus(
@@ -746,6 +831,12 @@ async function pollResponseRequests(
           }
           stats.responseRequests.errors += 1;
           stats.streamFailures += 1;
+          recordFailure(stats, {
+            credential: credential.name,
+            businessId: request.business_id,
+            stream: 'response-status',
+            reason: errorText(error),
+          });
           log.warn(
             { credential: credential.name, requestId: request.request_id, err: error },
             'review response request: status read failed; it stays open',

@@ -1,12 +1,20 @@
 /** The table printed at the end of a sync: what happened to each credential and table. */
 import type { SyncResult } from './run.ts';
 
+/**
+ * A plain-text table. Numbers align right, text left (the first column always left).
+ */
 export function renderTable(headers: string[], rows: (string | number)[][]): string {
   const cells = [headers, ...rows.map((row) => row.map(String))];
   const widths = headers.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? '').length)));
+  const numeric = headers.map(
+    (_, i) =>
+      i > 0 &&
+      rows.every((row) => typeof row[i] === 'number' || /^[\d.,–-]*$/.test(String(row[i] ?? ''))),
+  );
   const line = (row: string[]) =>
     row
-      .map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0)))
+      .map((cell, i) => (numeric[i] ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
       .join('  ')
       .trimEnd();
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.slice(1).map(line)].join(
@@ -14,11 +22,21 @@ export function renderTable(headers: string[], rows: (string | number)[][]): str
   );
 }
 
-export function renderSyncSummary(result: SyncResult): string {
+export interface SummaryContext {
+  /** The warehouse written to, password removed (`WarehouseTarget.description`). */
+  warehouse: string;
+}
+
+/**
+ * The summary a sync prints: the outcome, the warehouse it wrote to, per credential and
+ * per table counts, and for a run that was not clean, what failed (business, stream,
+ * reason) rather than only how many.
+ */
+export function renderSyncSummary(result: SyncResult, context: SummaryContext): string {
   const { stats } = result;
   const parts: string[] = [];
   parts.push(
-    `Sync ${result.status} in ${stats.seconds}s (run ${result.runId}): ` +
+    `Sync ${result.status} in ${stats.seconds}s (run ${result.runId}) into ${context.warehouse}: ` +
       `${stats.businesses.synced} of ${stats.businesses.inShard} businesses synced, ` +
       `${stats.requests} requests, ${stats.retries} retries, ` +
       `${stats.quarantined} quarantined, ${stats.alerts} alerts.`,
@@ -40,6 +58,34 @@ export function renderSyncSummary(result: SyncResult): string {
       ),
     );
   }
+  const failures = renderFailures(result);
+  if (failures) parts.push(failures);
   if (result.error) parts.push(`Problems: ${result.error}`);
   return `${parts.join('\n\n')}\n`;
+}
+
+/** The failures of a run as a table, with a line for what was not listed and for quarantine. */
+export function renderFailures(result: Pick<SyncResult, 'runId' | 'stats'>): string {
+  const { stats } = result;
+  const listed = stats.failures ?? [];
+  const lines: string[] = [];
+  if (listed.length) {
+    lines.push('What failed (the rest of each business committed):');
+    lines.push(
+      renderTable(
+        ['credential', 'business', 'stream', 'reason'],
+        listed.map((f) => [f.credential, f.businessId ?? '–', f.stream, f.reason]),
+      ),
+    );
+  }
+  const failedCount = stats.streamFailures + stats.businesses.failed;
+  if (failedCount > listed.length && listed.length > 0) {
+    lines.push(`… and ${failedCount - listed.length} more failure(s), in the log.`);
+  }
+  if (stats.quarantined > 0) {
+    lines.push(
+      `${stats.quarantined} record(s) quarantined: select stream, business_id, reason from quarantine where run_id = '${result.runId}';`,
+    );
+  }
+  return lines.join('\n');
 }

@@ -5,7 +5,9 @@
  * The driver's error is kept as the `cause` only rewritten (`withoutDatabaseUrl`): pg and
  * Node's URL parser carry the connection string in their errors (`input`, `message`).
  */
-import type { Config } from '../config.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Config, DEMO_PGLITE_DATA_DIR } from '../config.ts';
 import { redactDatabaseUrlIn, redactUrl, withoutDatabaseUrl } from '../log.ts';
 import {
   type DatabaseTimeouts,
@@ -57,14 +59,76 @@ export function warehousePoolSize(config: Config): number {
   return config.syncConcurrency + POOL_RESERVE;
 }
 
-/** Open the warehouse `config` names and check that it answers. */
-export async function openConfiguredWarehouse(config: Config): Promise<Warehouse> {
+/** True when `dir` holds a PGlite database (PostgreSQL writes PG_VERSION when it creates one). */
+export function pgliteDatabaseExists(dir: string): boolean {
+  return existsSync(join(dir, 'PG_VERSION'));
+}
+
+export interface WarehouseTarget {
+  databaseUrl?: string;
+  pgliteDataDir?: string;
+  /** For messages: which database, password removed. */
+  description: string;
+  /** True when a read fell back to the demo's warehouse (see `resolveWarehouse`). */
+  demo: boolean;
+}
+
+/**
+ * Which database a command uses. A command that only reads (`report`, `alerts`, `runs`,
+ * `check`) with neither DATABASE_URL nor PGLITE_DATA_DIR set, and no embedded database in
+ * the default directory, reads the demo's (`./.data/demo`) when `npm start` made one: so
+ * the quick start's `npx listings-sync report` after `npm start` shows the demo's data.
+ * Writes never fall back: sandbox data must not mix with a real account's.
+ */
+export type WarehouseAccess = 'read' | 'write' | 'inspect';
+
+export function resolveWarehouse(config: Config, access: WarehouseAccess): WarehouseTarget {
+  if (config.databaseUrl) {
+    return { databaseUrl: config.databaseUrl, description: describeWarehouse(config), demo: false };
+  }
+  if (
+    access === 'read' &&
+    config.sources.PGLITE_DATA_DIR === 'default' &&
+    !pgliteDatabaseExists(config.pgliteDataDir) &&
+    pgliteDatabaseExists(DEMO_PGLITE_DATA_DIR)
+  ) {
+    return {
+      pgliteDataDir: DEMO_PGLITE_DATA_DIR,
+      description: `the demo's embedded PGlite database in ${DEMO_PGLITE_DATA_DIR}`,
+      demo: true,
+    };
+  }
+  return {
+    pgliteDataDir: config.pgliteDataDir,
+    description: describeWarehouse(config),
+    demo: false,
+  };
+}
+
+/**
+ * Open the warehouse `config` names and check that it answers. With `access: 'read'`
+ * (which may fall back to the demo's) or `'inspect'` (exactly the configured one, for
+ * `check`), an embedded database that does not exist is an error, not an empty database
+ * created as a side effect of looking.
+ */
+export async function openConfiguredWarehouse(
+  config: Config,
+  access: WarehouseAccess = 'write',
+): Promise<Warehouse & { target: WarehouseTarget }> {
+  const target = resolveWarehouse(config, access);
+  if (access !== 'write' && target.pgliteDataDir && !pgliteDatabaseExists(target.pgliteDataDir)) {
+    throw new WarehouseUnavailableError(
+      `There is no warehouse yet: ${target.description} does not exist. ` +
+        'Run `listings-sync migrate` and `listings-sync sync` to load one, `npm start` for the demo, ' +
+        'or set DATABASE_URL (or PGLITE_DATA_DIR) to the warehouse to read.',
+    );
+  }
   let warehouse: Warehouse;
   try {
     warehouse = await openWarehouse(
-      config.databaseUrl
+      target.databaseUrl
         ? {
-            databaseUrl: config.databaseUrl,
+            databaseUrl: target.databaseUrl,
             poolSize: warehousePoolSize(config),
             timeouts: {
               connectMs: config.databaseConnectTimeoutMs,
@@ -72,11 +136,11 @@ export async function openConfiguredWarehouse(config: Config): Promise<Warehouse
               lockMs: config.databaseLockTimeoutMs,
             },
           }
-        : { pgliteDataDir: config.pgliteDataDir },
+        : { pgliteDataDir: target.pgliteDataDir ?? config.pgliteDataDir },
     );
   } catch (cause) {
     throw new WarehouseUnavailableError(
-      `Cannot open ${describeWarehouse(config)}: ${causeText(config, cause)}`,
+      `Cannot open ${target.description}: ${causeText(config, cause)}`,
       { cause: safeCause(config, cause) },
     );
   }
@@ -85,12 +149,12 @@ export async function openConfiguredWarehouse(config: Config): Promise<Warehouse
   } catch (cause) {
     await warehouse.close().catch(() => {});
     throw new WarehouseUnavailableError(
-      `Cannot reach ${describeWarehouse(config)}: ${causeText(config, cause, timeoutsOf(warehouse.db))}. ` +
+      `Cannot reach ${target.description}: ${causeText(config, cause, timeoutsOf(warehouse.db))}. ` +
         'Check DATABASE_URL and that the server is running.',
       { cause: safeCause(config, cause) },
     );
   }
-  return warehouse;
+  return { ...warehouse, target };
 }
 
 /** Refuse to write into a schema that is behind the code. */

@@ -7,7 +7,7 @@
  *   api reviews respond BUSINESS_ID REVIEW_ID (--file F | --content TEXT)
  *   api reviews response-status REQUEST_ID [--business-id ID --review-id UUID]
  *   api rankings ID
- *   api keywords list ID | add ID KEYWORD | delete KEYWORD_ID
+ *   api keywords list ID | add ID KEYWORD… | delete KEYWORD_ID
  *   api countries | states COUNTRY | sub-categories
  *
  * Every command takes `--account NAME` and `--format json|table`. Output is the client's
@@ -317,6 +317,24 @@ function registerReviews(api: Command, io: WorkflowIo): void {
   );
 }
 
+/**
+ * `keywords add ID "plumber austin" "emergency plumber"` adds two keywords: each argument
+ * is one keyword, never joined (a join once created one long keyword on a live account).
+ * Empty and repeated arguments are usage errors, found before anything is sent.
+ */
+export function parseKeywordArguments(words: readonly string[]): string[] {
+  const keywords = words.map((word) => word.trim().replace(/\s+/g, ' '));
+  const empty = keywords.indexOf('');
+  if (empty >= 0) throw new UsageError(`keyword ${empty + 1} is empty.`);
+  const seen = new Set<string>();
+  for (const keyword of keywords) {
+    const key = foldKeyword(keyword);
+    if (seen.has(key)) throw new UsageError(`the keyword "${keyword}" is given twice.`);
+    seen.add(key);
+  }
+  return keywords;
+}
+
 function registerKeywordOperations(api: Command, io: WorkflowIo): void {
   const keywords = api
     .command('keywords')
@@ -337,31 +355,53 @@ function registerKeywordOperations(api: Command, io: WorkflowIo): void {
   common(
     keywords
       .command('add')
-      .description('Add a keyword to a business.')
+      .description(
+        'Add keywords to a business: each argument is one keyword, so quote a keyword of several words.',
+      )
       .argument('<business-id>')
-      .argument('<keyword...>', 'the keyword (several words are joined with spaces)'),
+      .argument('<keyword...>', 'one or more keywords, e.g. "plumber austin" "emergency plumber"'),
   ).action(
     action(io, async (id: string, words: string[], options: CommonOptions) => {
       const format = parseFormat(options.format);
       const businessId = parseId('business-id', id);
-      const keyword = words.join(' ').trim();
-      if (keyword === '') throw new UsageError('the keyword is empty.');
+      const keywords = parseKeywordArguments(words);
       return withSession(io, options.account, async (session) => {
         await session.warehouse();
         // Ranks come keyed by keyword text (docs/upstream.md, Fields): a second live keyword
         // with the same text would share the first one's rank series, so it is refused
-        // (docs/warehouse.md, "Ranks and keyword ids"). The upstream does not refuse it.
-        const existing = (
-          await listKeywords(session.api, session.credential, businessId)
-        ).records.find((k) => !k.archived && foldKeyword(k.keyword) === foldKeyword(keyword));
-        if (existing) {
-          throw new UsageError(
-            `business ${businessId} already has the keyword "${existing.keyword}" (id ${existing.id}); ` +
-              'ranks are keyed by keyword text, so a second one would share its ranks. Nothing was added.',
+        // (docs/warehouse.md, "Ranks and keyword ids"), before anything is sent. The
+        // upstream does not refuse it.
+        const live = (await listKeywords(session.api, session.credential, businessId)).records;
+        for (const keyword of keywords) {
+          const existing = live.find(
+            (k) => !k.archived && foldKeyword(k.keyword) === foldKeyword(keyword),
           );
+          if (existing) {
+            throw new UsageError(
+              `business ${businessId} already has the keyword "${existing.keyword}" (id ${existing.id}); ` +
+                'ranks are keyed by keyword text, so a second one would share its ranks. Nothing was added.',
+            );
+          }
         }
-        const added = await addKeyword(session.api, session.credential, businessId, keyword);
-        io.stdout(renderOutput(added, format));
+        // One at a time, in the order given: a failure stops before the rest, and what was
+        // added before it is printed and re-synced, so the user knows exactly what landed.
+        const added: Awaited<ReturnType<typeof addKeyword>>[] = [];
+        let failure: unknown;
+        for (const keyword of keywords) {
+          try {
+            added.push(await addKeyword(session.api, session.credential, businessId, keyword));
+          } catch (error) {
+            failure = error;
+            break;
+          }
+        }
+        if (added.length) {
+          io.stdout(renderOutput(keywords.length === 1 ? added[0] : added, format));
+        }
+        if (failure !== undefined) {
+          if (added.length) await resyncBusinesses(io, session, [businessId]);
+          throw failure;
+        }
         return (await resyncBusinesses(io, session, [businessId])) ? EXIT.ok : EXIT.partial;
       });
     }),

@@ -1,7 +1,7 @@
 /**
  * What the workflow commands (`api …`, `keywords apply`) share: where they read and
  * write (injectable, so tests run them in-process through commander), which credential
- * they act for, how an upstream error is printed, and the exit codes of design.md.
+ * they act for, how an upstream error is printed, and the exit codes of README.md ("Commands").
  *
  * An upstream error prints as `listings-sync: <CODE>: <the upstream's message, verbatim>`
  * and exits 1. Nothing here ever prints a token: credentials are named, never shown, and
@@ -12,13 +12,8 @@ import type { Command } from 'commander';
 import { createConfiguredApiClient } from '../api/client.ts';
 import { ApiError, type ApiErrorCode } from '../api/errors.ts';
 import type { ApiClient } from '../api/index.ts';
-import {
-  type Config,
-  ConfigError,
-  type Credential,
-  loadConfig,
-  requireCredentials,
-} from '../config.ts';
+import { loadCliConfig } from '../cli-config.ts';
+import { type Config, ConfigError, type Credential, requireCredentials } from '../config.ts';
 import { createLogger, type Logger, redactText } from '../log.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../warehouse/open.ts';
@@ -58,7 +53,8 @@ async function readAllStdin(): Promise<string> {
 
 export function defaultWorkflowIo(): WorkflowIo {
   return {
-    loadConfig: () => loadConfig(),
+    // With the misspelt-variable warnings every command prints (src/cli-config.ts).
+    loadConfig: () => loadCliConfig(),
     openWarehouse: (config) => openConfiguredWarehouse(config),
     createApi: (config, logger) => createConfiguredApiClient(config, logger),
     // These commands answer a person on stdout and stderr; the re-sync's info lines would

@@ -11,6 +11,7 @@ import {
   recordBusinessCategory,
   recordBusinessCategoryId,
 } from '../warehouse/businesses.ts';
+import { describeWarehouse } from '../warehouse/open.ts';
 import type { Session, WorkflowIo } from './command-context.ts';
 
 const RESYNC_STREAMS: readonly Stream[] = [
@@ -43,7 +44,9 @@ export async function resyncBusinesses(
       ...(io.now ? { now: io.now } : {}),
     });
     if (result.status === 'succeeded') {
-      io.stderr(`warehouse: ${label} synced again (run ${result.runId}).\n`);
+      io.stderr(
+        `warehouse: ${label} synced again into ${describeWarehouse(session.config)} (run ${result.runId}).\n`,
+      );
       return true;
     }
     io.stderr(

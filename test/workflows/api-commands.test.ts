@@ -236,15 +236,7 @@ describe.each(testBackends)('api commands (%s)', (backend) => {
 
   it('adds and deletes a keyword; the warehouse follows each', async () => {
     const id = businessIds[3]!;
-    const added = await as1([
-      'api',
-      'keywords',
-      'add',
-      String(id),
-      'emergency',
-      'plumber',
-      'austin',
-    ]);
+    const added = await as1(['api', 'keywords', 'add', String(id), 'emergency plumber austin']);
     expect(added.code).toBe(0);
     const keyword = json(added);
     expect(keyword).toMatchObject({ keyword: 'emergency plumber austin', businessId: id });
@@ -263,6 +255,50 @@ describe.each(testBackends)('api commands (%s)', (backend) => {
       .where('keyword_id', '=', keyword.id)
       .executeTakeFirstOrThrow();
     expect(after.deleted_at).toBeInstanceOf(Date);
+  });
+
+  it('several keyword arguments add several keywords, never one joined keyword', async () => {
+    const id = businessIds[2]!;
+    const added = await as1([
+      'api',
+      'keywords',
+      'add',
+      String(id),
+      'plumber austin',
+      'emergency plumber',
+    ]);
+    expect(added.code).toBe(0);
+    expect(json(added)).toMatchObject([
+      { keyword: 'plumber austin', businessId: id },
+      { keyword: 'emergency plumber', businessId: id },
+    ]);
+    // One re-sync after both, naming the warehouse it wrote to.
+    expect(added.stderr).toMatch(
+      new RegExp(
+        `warehouse: business ${id} synced again into (PostgreSQL at|the embedded PGlite database in) `,
+      ),
+    );
+    const stored = await warehouse.db
+      .selectFrom('keywords')
+      .select('keyword')
+      .where('business_id', '=', id)
+      .where('deleted_at', 'is', null)
+      .execute();
+    const names = stored.map((row) => row.keyword);
+    expect(names).toEqual(expect.arrayContaining(['plumber austin', 'emergency plumber']));
+    expect(names).not.toContain('plumber austin emergency plumber');
+  });
+
+  it('refuses an empty or repeated keyword argument before sending anything', async () => {
+    const id = businessIds[2]!;
+    const before = sandbox.stats().byOperation['add_keyword']?.['ok'] ?? 0;
+    const twice = await as1(['api', 'keywords', 'add', String(id), 'roofer', ' Roofer ']);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toContain('the keyword "Roofer" is given twice.');
+    const empty = await as1(['api', 'keywords', 'add', String(id), 'roofer', '  ']);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain('keyword 2 is empty.');
+    expect(sandbox.stats().byOperation['add_keyword']?.['ok'] ?? 0).toBe(before);
   });
 
   it('archives a business and marks it archived in the warehouse', async () => {

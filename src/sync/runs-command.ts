@@ -1,0 +1,100 @@
+/**
+ * `listings-sync runs [--limit N]`: the most recent sync runs from `sync_runs`, newest
+ * first: status, duration, counts, and for a run that was not clean, what failed (the
+ * run's listed failures, docs/warehouse.md "sync_runs"). Reads only.
+ */
+import type { Kysely } from 'kysely';
+import type { Database } from '../warehouse/database.ts';
+import type { RunStats, SyncFailure } from './run.ts';
+import { renderTable } from './summary.ts';
+
+export interface RunLine {
+  runId: string;
+  startedAt: Date;
+  finishedAt: Date | null;
+  status: string;
+  trigger: string;
+  shard: string | null;
+  stats: Partial<RunStats> | null;
+  error: string | null;
+}
+
+export async function readRecentRuns(db: Kysely<Database>, limit: number): Promise<RunLine[]> {
+  const rows = await db
+    .selectFrom('sync_runs')
+    .select(['run_id', 'started_at', 'finished_at', 'status', 'trigger', 'shard', 'stats', 'error'])
+    .orderBy('started_at', 'desc')
+    .orderBy('run_id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({
+    runId: row.run_id,
+    startedAt: new Date(row.started_at),
+    finishedAt: row.finished_at === null ? null : new Date(row.finished_at),
+    status: row.status,
+    trigger: row.trigger,
+    shard: row.shard,
+    stats: (typeof row.stats === 'string'
+      ? JSON.parse(row.stats)
+      : row.stats) as Partial<RunStats> | null,
+    error: row.error,
+  }));
+}
+
+/** "0.8 s", "2 min 05 s", "1 h 12 min": a run's length as a person reads it. */
+export function formatDuration(ms: number | null): string {
+  if (ms === null || !Number.isFinite(ms) || ms < 0) return '–';
+  const seconds = ms / 1000;
+  if (seconds < 10) return `${seconds.toFixed(1)} s`;
+  if (seconds < 60) return `${Math.round(seconds)} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min ${String(Math.round(seconds % 60)).padStart(2, '0')} s`;
+  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
+}
+
+export function renderRuns(runs: readonly RunLine[]): string {
+  if (runs.length === 0) return 'No sync has run against this warehouse yet.\n';
+  const table = renderTable(
+    [
+      'started (UTC)',
+      'status',
+      'trigger',
+      'duration',
+      'businesses',
+      'requests',
+      'quarantined',
+      'alerts',
+      'failures',
+    ],
+    runs.map((run) => {
+      const stats = run.stats ?? {};
+      const businesses = stats.businesses
+        ? `${stats.businesses.synced}/${stats.businesses.inShard}`
+        : '–';
+      return [
+        `${run.startedAt.toISOString().slice(0, 19).replace('T', ' ')}${run.shard ? ` [${run.shard}]` : ''}`,
+        run.status,
+        run.trigger,
+        formatDuration(run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null),
+        businesses,
+        stats.requests ?? '–',
+        stats.quarantined ?? '–',
+        stats.alerts ?? '–',
+        (stats.streamFailures ?? 0) + (stats.businesses?.failed ?? 0),
+      ];
+    }),
+  );
+  const details: string[] = [];
+  for (const run of runs) {
+    const failures: SyncFailure[] = run.stats?.failures ?? [];
+    if (!failures.length && !run.error) continue;
+    details.push(`Run ${run.runId} (${run.status}, ${run.startedAt.toISOString()}):`);
+    if (run.error) details.push(`  ${run.error}`);
+    for (const f of failures) {
+      details.push(
+        `  ${f.credential}${f.businessId === null ? '' : ` business ${f.businessId}`} ${f.stream}: ${f.reason}`,
+      );
+    }
+  }
+  return `${table}\n${details.length ? `\n${details.join('\n')}\n` : ''}`;
+}

@@ -1,0 +1,46 @@
+/**
+ * The repository cites only what it contains: no source file points at a design document
+ * or a spec that is not in the repository, and the documented commands run on the
+ * project's Node (`npx listings-sync …`), not the machine's (`node src/cli.ts …`).
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+function files(dir: string, ext: RegExp): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) return files(path, ext);
+    return ext.test(name) ? [path] : [];
+  });
+}
+
+describe('citations', () => {
+  it('no source file cites design.md or the seed', () => {
+    const offending = files(join(ROOT, 'src'), /\.ts$/).flatMap((path) =>
+      readFileSync(path, 'utf8')
+        .split('\n')
+        .map((line, i) => ({ line, at: `${relative(ROOT, path)}:${i + 1}` }))
+        .filter(({ line }) => /design\.md|the seed|seed\/000_/i.test(line))
+        .map(({ at, line }) => `${at}: ${line.trim()}`),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it('documented shell commands use npx listings-sync, never node src/cli.ts', () => {
+    const docs = [join(ROOT, 'README.md'), ...files(join(ROOT, 'docs'), /\.md$/)];
+    const offending = docs.flatMap((path) => {
+      const text = readFileSync(path, 'utf8');
+      const blocks = [...text.matchAll(/```(?:sh|bash|console)?\n([\s\S]*?)```/g)].map(
+        (m) => m[1] ?? '',
+      );
+      return blocks
+        .flatMap((block) => block.split('\n'))
+        .filter((line) => /\bnode\s+src\/cli\.ts\b/.test(line))
+        .map((line) => `${relative(ROOT, path)}: ${line.trim()}`);
+    });
+    expect(offending).toEqual([]);
+  });
+});

@@ -1,0 +1,61 @@
+/**
+ * `npm start` with DATABASE_URL: the simulated days land in their own schema of that
+ * PostgreSQL, where psql or a BI tool can read them, and the summary says where.
+ * PostgreSQL only (TEST_DATABASE_URL); on PGlite alone there is nothing to test here.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { runDemo } from '../../src/demo.ts';
+import { silentLogger } from '../../src/log.ts';
+import { dropSchema, freshSchemaName, testBackends } from '../helpers/database.ts';
+
+const url = process.env['TEST_DATABASE_URL']?.trim();
+
+describe.skipIf(!testBackends.includes('postgres') || !url)('demo into PostgreSQL', () => {
+  const schema = freshSchemaName();
+  let dir = '';
+
+  afterAll(async () => {
+    await dropSchema(schema);
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('loads the simulated days into its own schema and names it in the summary', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'demo-pg-'));
+    const lines: string[] = [];
+    const result = await runDemo(loadConfig({ DATABASE_URL: url }), silentLogger(), {
+      days: 2,
+      accounts: 1,
+      businessesPerAccount: 2,
+      schema,
+      dataDir: join(dir, 'never-used'),
+      reportPath: join(dir, 'report.html'),
+      endDate: '2026-03-10',
+      write: (line) => lines.push(line),
+    });
+    expect(result.daysSimulated).toBe(3);
+    expect(lines.find((l) => l.startsWith('Warehouse: '))).toMatch(
+      /^Warehouse: PostgreSQL at postgres:\/\/\S+, schema t_[0-9a-f]+ \(\d+ migration\(s\) applied\)$/,
+    );
+    expect(lines.find((l) => l.startsWith('Warehouse: '))).toContain(`, schema ${schema} (`);
+    expect(lines.some((l) => l.includes(`set search_path to ${schema}`))).toBe(true);
+
+    // Read back the way an analyst would: a plain client, the schema by name.
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      const days = await client.query(
+        `select distinct observed_on::text as day from "${schema}".rank_observations order by 1`,
+      );
+      expect(days.rows.map((r) => r.day)).toEqual(['2026-03-08', '2026-03-09', '2026-03-10']);
+      const view = await client.query(`select count(*)::int as n from "${schema}".v_rank_latest`);
+      expect(view.rows[0].n).toBeGreaterThan(0);
+    } finally {
+      await client.end();
+    }
+  });
+});

@@ -1,0 +1,254 @@
+/**
+ * README.md, walked as a newcomer would: the quick start (the demo, shrunk, then line 2
+ * exactly as written), the sandbox tutorial line by line (each command exits 0, and the
+ * second sync after `clock/advance` adds a day), and every command of the command table
+ * answers `--help` with its usage and the environment variables it reads.
+ *
+ * Substitutions, kept few and explicit: `npx listings-sync` runs src/cli.ts on this Node;
+ * the sandbox listens on a free port instead of 4010 (tests run side by side), and the
+ * curl line is pointed at it.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { runDemo } from '../../src/demo.ts';
+import { silentLogger } from '../../src/log.ts';
+import { openWarehouse } from '../../src/warehouse/connection.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const CLI = join(ROOT, 'src/cli.ts');
+const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+
+/** The fenced shell blocks of the README, in order. */
+function shellBlocks(): string[] {
+  return [...README.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
+}
+
+/** Split a command line as sh would (quotes, `#` comments), for the README's simple lines. */
+function shellWords(line: string): string[] {
+  const words: string[] = [];
+  let word = '';
+  let quote: '"' | "'" | null = null;
+  let started = false;
+  for (const ch of line) {
+    if (quote) {
+      if (ch === quote) quote = null;
+      else word += ch;
+    } else if (ch === '"' || ch === "'") {
+      quote = ch;
+      started = true;
+    } else if (/\s/.test(ch)) {
+      if (started) words.push(word);
+      word = '';
+      started = false;
+    } else if (ch === '#' && !started) {
+      break;
+    } else {
+      word += ch;
+      started = true;
+    }
+  }
+  if (started) words.push(word);
+  return words;
+}
+
+/** `A=1 B=2 npx listings-sync sync` → environment and CLI arguments. */
+function parseCliLine(line: string): { env: Record<string, string>; args: string[] } | null {
+  const words = shellWords(line);
+  const env: Record<string, string> = {};
+  while (words[0] && /^[A-Z_]+=/.test(words[0])) {
+    const [name, ...value] = (words.shift() as string).split('=');
+    env[name as string] = value.join('=');
+  }
+  if (words[0] !== 'npx' || words[1] !== 'listings-sync') return null;
+  return { env, args: words.slice(2) };
+}
+
+interface Finished {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[], cwd: string, env: Record<string, string> = {}): Promise<Finished> {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd,
+    env: { PATH: process.env['PATH'] ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c) => {
+    stdout += c;
+  });
+  child.stderr.on('data', (c) => {
+    stderr += c;
+  });
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+describe('README: quick start', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'readme-quick-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('line 1 is `npm ci && npm start`, and npm start is the demo', () => {
+    const lines = (shellBlocks()[0] ?? '').trim().split('\n');
+    expect(shellWords(lines[0] ?? '')).toEqual(['npm', 'ci', '&&', 'npm', 'start']);
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+    expect(pkg.scripts.start).toMatch(/src\/cli\.ts demo$/);
+  });
+
+  it('line 2 works right after the demo, as written', async () => {
+    // The demo, shrunk, where `npm start` puts it (./.data/demo under the project).
+    await runDemo(loadConfig({}), silentLogger(), {
+      days: 1,
+      accounts: 1,
+      businessesPerAccount: 2,
+      dataDir: join(dir, '.data/demo'),
+      reportPath: join(dir, 'report.html'),
+      endDate: '2026-04-02',
+      write: () => {},
+    });
+    const line = ((shellBlocks()[0] ?? '').trim().split('\n')[1] ?? '').trim();
+    const parsed = parseCliLine(line);
+    expect(parsed?.args).toEqual(['report']);
+    const run = await cli(parsed?.args ?? [], dir, parsed?.env);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("Report of the demo's embedded PGlite database in ./.data/demo");
+  });
+});
+
+describe('README: the sandbox tutorial, line by line', () => {
+  let dir: string;
+  let sandbox: ChildProcess | undefined;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'readme-sandbox-'));
+  });
+  afterAll(async () => {
+    sandbox?.kill('SIGTERM');
+    if (sandbox && sandbox.exitCode === null) {
+      await new Promise((resolve) => sandbox?.once('close', resolve));
+    }
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('every line exits 0, and the sync after clock/advance records the next day', async () => {
+    const block = shellBlocks().find((b) => b.includes('npx listings-sync sandbox'));
+    expect(block).toBeDefined();
+    const lines = (block ?? '')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
+    let origin = '';
+    const ran: string[] = [];
+    for (const line of lines) {
+      if (line.startsWith('curl ')) {
+        const words = shellWords(line.replaceAll('localhost:4010', origin.replace('http://', '')));
+        const { stdout } = await promisify(execFile)(words[0] as string, words.slice(1), {
+          cwd: dir,
+        });
+        expect(JSON.parse(stdout)).toHaveProperty('date');
+        ran.push('curl');
+        continue;
+      }
+      const parsed = parseCliLine(line);
+      expect(parsed, line).not.toBeNull();
+      const { env, args } = parsed as { env: Record<string, string>; args: string[] };
+      if (args[0] === 'sandbox') {
+        const port = args.indexOf('--port');
+        if (port >= 0) args[port + 1] = '0';
+        const child = spawn(process.execPath, [CLI, ...args], {
+          cwd: dir,
+          env: { PATH: process.env['PATH'] ?? '', ...env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        sandbox = child;
+        let out = '';
+        await new Promise<void>((resolve, reject) => {
+          child.stdout?.on('data', (chunk) => {
+            out += chunk;
+            if (out.includes('Serving;')) resolve();
+          });
+          child.once('close', () => reject(new Error(`sandbox ended early: ${out}`)));
+        });
+        origin = /base URL: (http:\/\/\S+)/.exec(out)?.[1] ?? '';
+        expect(origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+        expect(JSON.parse(await readFile(join(dir, 'credentials.json'), 'utf8'))).toHaveLength(2);
+        ran.push('sandbox');
+        continue;
+      }
+      const run = await cli(args, dir, env);
+      // On failure, the line and what it printed say why.
+      expect({
+        line,
+        code: run.code,
+        output: run.code === 0 ? '' : run.stdout + run.stderr,
+      }).toEqual({
+        line,
+        code: 0,
+        output: '',
+      });
+      ran.push(args[0] as string);
+    }
+    expect(ran).toEqual(['sandbox', 'migrate', 'check', 'sync', 'curl', 'sync', 'runs']);
+
+    const warehouse = await openWarehouse({ pgliteDataDir: join(dir, '.data/pglite') });
+    try {
+      const days = await sql<{ day: string }>`
+        select distinct observed_on as day from rank_observations order by 1`.execute(warehouse.db);
+      // The sandbox's first day and the day after: two days of history, not one overwritten.
+      expect(days.rows.map((r) => r.day)).toEqual(['2026-01-01', '2026-01-02']);
+    } finally {
+      await warehouse.close();
+    }
+  });
+});
+
+describe("README: the command table's commands", () => {
+  const section = README.slice(README.indexOf('## Commands'), README.indexOf('Exit codes:'));
+  const commands = [...section.matchAll(/^\| `listings-sync ([a-z-]+(?: apply)?)/gm)].map(
+    (m) => m[1] as string,
+  );
+
+  it('lists the commands the CLI has', () => {
+    expect(commands).toEqual(
+      expect.arrayContaining([
+        'migrate',
+        'sync',
+        'serve',
+        'report',
+        'check',
+        'config',
+        'runs',
+        'demo',
+        'api',
+        'keywords apply',
+        'sandbox',
+        'alerts',
+      ]),
+    );
+  });
+
+  it.each(commands)(
+    '`listings-sync %s --help` shows its usage and the variables it reads',
+    async (command) => {
+      const run = await cli([...command.split(' '), '--help'], ROOT);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain(`Usage: listings-sync ${command}`);
+      expect(run.stdout).toMatch(/\nEnvironment:/);
+    },
+  );
+});
