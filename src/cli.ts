@@ -156,7 +156,9 @@ function buildProgram(): Command {
       const logger = createCliLogger(config);
       const { openConfiguredWarehouse, describeWarehouse } = await import('./warehouse/open.ts');
       const { migrateToLatest } = await import('./warehouse/migrate.ts');
-      const warehouse = await openConfiguredWarehouse(config);
+      // A migration may rewrite a year of history (0005): no statement timeout here. The
+      // connect and lock timeouts still hold.
+      const warehouse = await openConfiguredWarehouse({ ...config, databaseStatementTimeoutMs: 0 });
       try {
         const { applied } = await migrateToLatest(warehouse.db);
         logger.info({ applied }, 'migrations applied');

@@ -77,14 +77,16 @@ describe('faults', () => {
     ).rejects.toThrow();
     expect(performance.now() - started).toBeGreaterThanOrEqual(290);
     // A second hung request left open: close must not wait for it.
-    const pending = call(own.credentials[0]!, 'GET', '/countries', { timeoutMs: 5_000 }).catch(
+    const pending = call(own.credentials[0]!, 'GET', '/countries', { timeoutMs: 25_000 }).catch(
       (e) => e,
     );
     await new Promise((resolve) => setTimeout(resolve, 50));
-    const closing = performance.now();
+    // close() resolves while the hung request is still open (its client would wait 25 s):
+    // the request fails because the server cut it, not because its client gave up.
     await own.close();
-    expect(performance.now() - closing).toBeLessThan(2_000);
-    expect(await pending).toBeInstanceOf(Error);
+    const failure = await pending;
+    expect(failure).toBeInstanceOf(Error);
+    expect((failure as Error).name).not.toBe('TimeoutError');
     expect(own.stats().byOperation['list_countries']?.['hang']).toBe(2);
   });
 
