@@ -100,6 +100,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('worst_rank_30d', 'smallint')
     .addColumn('observations_30d', 'smallint', (c) => c.notNull())
     .addColumn('unranked_days_30d', 'smallint', (c) => c.notNull())
+    // The 31 days ending on observed_on, so that the next night computes the columns above
+    // from this row alone: bit i of window_collected set when day observed_on - i was
+    // collected, window_ranks[i + 1] its rank; before_window_* the latest observation
+    // older than the window (the 7- and 30-day comparison when the window has none).
+    .addColumn('window_collected', 'integer', (c) => c.notNull())
+    .addColumn('window_ranks', sql`smallint[]`, (c) => c.notNull())
+    .addColumn('before_window_on', 'date')
+    .addColumn('before_window_rank', 'smallint')
     .execute();
   // Every series' row is rewritten every night: half-empty pages let each update stay on
   // its page (a HOT update: no new index entry, the old version pruned in place), so the
@@ -143,14 +151,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     window w as (partition by s.series_id order by o.observed_on)
     order by o.observed_on, s.series_id`.execute(db);
 
-  // The same definitions as the writer's refresh (src/warehouse/rankings.ts), for every series.
+  // The same definitions as the writer's recomputation (src/warehouse/rankings.ts).
   await sql`
     insert into rank_latest (series_id, observed_on, rank, previous_observed_on, previous_rank,
       compared_7d_on, rank_7d_ago, compared_30d_on, rank_30d_ago, best_rank_30d,
-      worst_rank_30d, observations_30d, unranked_days_30d)
+      worst_rank_30d, observations_30d, unranked_days_30d, window_collected, window_ranks,
+      before_window_on, before_window_rank)
     select s.series_id, l.observed_on, l.rank, l.observed_on - l.days_since_previous,
       l.previous_rank, w7.observed_on, w7.rank, w30.observed_on, w30.rank, m.best, m.worst,
-      m.observations, m.unranked
+      m.observations, m.unranked, m.collected, wr.ranks, bw.observed_on, bw.rank
     from rank_series s
     cross join lateral (
       select h.observed_on, h.rank, h.previous_rank, h.days_since_previous::int
@@ -167,12 +176,23 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       where h.series_id = s.series_id and h.observed_on <= l.observed_on - 30
       order by h.observed_on desc limit 1
     ) w30 on true
+    left join lateral (
+      select h.observed_on, h.rank from rank_history h
+      where h.series_id = s.series_id and h.observed_on < l.observed_on - 30
+      order by h.observed_on desc limit 1
+    ) bw on true
     cross join lateral (
       select min(h.rank) as best, max(h.rank) as worst, count(*) as observations,
-        count(*) filter (where h.rank is null) as unranked
+        count(*) filter (where h.rank is null) as unranked,
+        sum(1 << (l.observed_on - h.observed_on))::int as collected
       from rank_history h
       where h.series_id = s.series_id and h.observed_on >= l.observed_on - 30
-    ) m`.execute(db);
+    ) m
+    cross join lateral (
+      select array_agg(h.rank order by i) as ranks
+      from generate_series(0, 30) i
+      left join rank_history h on h.series_id = s.series_id and h.observed_on = l.observed_on - i
+    ) wr`.execute(db);
 
   // The old view computes each day; the read model keeps what it computed.
   await sql`

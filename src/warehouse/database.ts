@@ -231,6 +231,13 @@ export interface RankLatestTable {
   worst_rank_30d: number | null;
   observations_30d: number;
   unranked_days_30d: number;
+  /** Bit i set: day `observed_on - i` was collected (i = 0..30). */
+  window_collected: number;
+  /** 31 entries: the rank of day `observed_on - i` at index i; NULL if not ranked or not collected. */
+  window_ranks: (number | null)[];
+  /** The latest observation older than the 31-day window. */
+  before_window_on: ColumnType<string | null, string | null, string | null>;
+  before_window_rank: number | null;
 }
 
 /** Read model: per business and UTC day, its live listings by status at the end of that day. */
