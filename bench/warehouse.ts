@@ -443,15 +443,15 @@ async function main(): Promise<void> {
     const atLast = await measureQueries(wh, nightAt(DAYS));
     const bytesLast = (await warehouseBytes(wh)) - emptyBytes;
     const observations = await count(wh, 'rank_history');
-    // What routine maintenance would recover: the primary key rebuilt with full pages.
-    const pkeyBefore = await relationBytes(wh, 'rank_history_pkey');
-    await sql`reindex index rank_history_pkey`.execute(wh.db);
-    const pkeyAfter = await relationBytes(wh, 'rank_history_pkey');
     const { rows: sizes } = await sql<{ relation: string; bytes: number }>`
       select c.relname as relation, pg_relation_size(c.oid)::bigint as bytes
       from pg_class c join pg_namespace n on n.oid = c.relnamespace
       where n.nspname = current_schema() and c.relname like 'rank%' and c.relkind in ('r', 'i')
       order by bytes desc`.execute(wh.db);
+    // What routine maintenance would recover: the primary key rebuilt with full pages.
+    const pkeyBefore = await relationBytes(wh, 'rank_history_pkey');
+    await sql`reindex index rank_history_pkey`.execute(wh.db);
+    const pkeyAfter = await relationBytes(wh, 'rank_history_pkey');
 
     out('');
     out(
