@@ -17,7 +17,7 @@
  *
  * Every value that passes is one its warehouse column can store (docs/warehouse.md):
  * text holds no NUL and no lone UTF-16 surrogate (PostgreSQL's text and jsonb refuse
- * both), text in an index key fits a btree entry, integers fit their column (`integer` for ranks and likes, `bigint` ids within
+ * both), text in an index key fits a btree entry, integers fit their column (`smallint` for ranks, `integer` for likes, `bigint` ids within
  * JavaScript's exact range), ids are in their column's type (uuid), and instants fall
  * in years 1 to 9999. A value outside that is a schema failure naming the field, so the
  * record goes to quarantine instead of failing its whole business's write.
@@ -51,7 +51,7 @@ import {
 // ---------------------------------------------------------------------------------------
 // Field-level building blocks
 
-/** PostgreSQL `integer`: ranks, likes. */
+/** PostgreSQL `integer`: likes. */
 export const INT4_MAX = 2_147_483_647;
 export const INT4_MIN = -2_147_483_648;
 
@@ -138,15 +138,25 @@ export const coordinate = z
     return parsed;
   });
 
+/**
+ * PostgreSQL `smallint`: a rank is stored in two bytes (`rank_history.rank`,
+ * docs/warehouse.md "Rank history"). A search ranks far fewer than 32,767 results.
+ */
+export const RANK_MAX = 32_767;
+
 /** A rank: a non-negative integer (or a string of digits), `-` (or null) for none. */
 export const rank = z
-  .union([z.number().int().nonnegative().max(INT4_MAX), z.string(), z.null()])
+  .union([z.number(), z.string(), z.null()])
   .transform((value, ctx): number | null => {
-    if (value === null || typeof value === 'number') return value;
-    const trimmed = value.trim();
+    if (value === null) return null;
+    const trimmed = typeof value === 'string' ? value.trim() : value;
     if (trimmed === '-') return null;
-    if (/^\d+$/.test(trimmed) && Number(trimmed) <= INT4_MAX) return Number(trimmed);
-    ctx.addIssue({ code: 'custom', message: 'expected an integer rank or "-"' });
+    const n = typeof trimmed === 'number' ? trimmed : /^\d+$/.test(trimmed) ? Number(trimmed) : NaN;
+    if (Number.isInteger(n) && n >= 0 && n <= RANK_MAX) return n;
+    ctx.addIssue({
+      code: 'custom',
+      message: `expected a whole rank from 0 to ${RANK_MAX} (the smallint column) or "-", got ${JSON.stringify(value).slice(0, 40)}`,
+    });
     return z.NEVER;
   });
 
@@ -467,8 +477,29 @@ export type RawResponseStatus = z.input<typeof responseStatusSchema>;
  * One keyword's entry: site name → rank, where an object value (`Google_new`) holds
  * `{local, organic}` and becomes one site per key.
  */
+const splitRank = z.object({ local: rank, organic: rank });
+
+/**
+ * A site's value: an object is the split form, anything else a rank. Dispatched by shape
+ * rather than a union, so a bad value is reported with the rank's own rule instead of a
+ * bare "Invalid input".
+ */
+const siteRank = z
+  .union([z.number(), z.string(), z.null(), z.object({ local: z.unknown(), organic: z.unknown() })])
+  .transform((value, ctx): number | null | { local: number | null; organic: number | null } => {
+    const parsed =
+      value !== null && typeof value === 'object'
+        ? splitRank.safeParse(value)
+        : rank.safeParse(value);
+    if (parsed.success) return parsed.data;
+    for (const issue of parsed.error.issues) {
+      ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+    }
+    return z.NEVER;
+  });
+
 export const rankingEntrySchema = z
-  .record(indexedString, z.union([rank, z.object({ local: rank, organic: rank })]))
+  .record(indexedString, siteRank)
   .transform((sites): Array<Omit<RankObservation, 'keyword'>> => {
     const out: Array<Omit<RankObservation, 'keyword'>> = [];
     for (const [site, value] of Object.entries(sites)) {

@@ -155,6 +155,8 @@ async function rows<T>(db: Kysely<Database>, query: RawBuilder<T>): Promise<T[]>
 /**
  * The latest UTC day with any collected data (today when the warehouse is empty), and
  * the first day of collected history: a window is never wider than the history it shows.
+ * Read from the read models (`rank_latest`, `listing_accuracy_days`, indexed by day), not
+ * from a year of rank history.
  */
 async function dataDays(db: Kysely<Database>): Promise<{ first: string | null; last: string }> {
   const [row] = await rows(
@@ -162,11 +164,12 @@ async function dataDays(db: Kysely<Database>): Promise<{ first: string | null; l
     sql<{ first: string | null; last: string | null }>`
       select
         to_char(least(
-          (select min(observed_on) from rank_observations),
+          (select min(day) from listing_accuracy_days),
           (select min((observed_at at time zone 'UTC')::date) from listing_status_history)
         ), 'YYYY-MM-DD') as first,
         to_char(greatest(
-          (select max(observed_on) from rank_observations),
+          (select max(observed_on) from rank_latest),
+          (select max(day) from listing_accuracy_days),
           (select max((observed_at at time zone 'UTC')::date) from listing_status_history),
           (select max((last_synced_at at time zone 'UTC')::date) from accounts)
         ), 'YYYY-MM-DD') as last`,

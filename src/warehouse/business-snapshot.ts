@@ -112,11 +112,12 @@ export async function writeBusinessSnapshot(
       ),
     );
   }
-  if (snapshot.rankings !== null) {
-    mergeWriteStats(stats, await writeRankings(trx, write, snapshot.rankings));
-  }
+  // Keywords first: a rank series created this run resolves its keyword id.
   if (snapshot.keywords !== null) {
     mergeWriteStats(stats, await writeKeywords(trx, write, snapshot.keywords));
+  }
+  if (snapshot.rankings !== null) {
+    mergeWriteStats(stats, await writeRankings(trx, write, snapshot.rankings));
   }
   const quarantined = await quarantineRecords(
     trx,

@@ -187,16 +187,72 @@ export interface ReviewResponsesTable {
   removed_at: Timestamp | null;
 }
 
-export interface RankObservationsTable {
+/**
+ * `rank_observations` is a view since migration 0005: the observations of `rank_history`
+ * with their series' business, keyword and site. Read-only.
+ */
+export interface RankObservationsView {
   business_id: number;
   keyword: string;
   site: string;
   /** UTC day of the observation, `YYYY-MM-DD`. */
+  observed_on: ColumnType<string, never, never>;
+  rank: ColumnType<number | null, never, never>;
+}
+
+/** One business, keyword and site whose rank is collected. */
+export interface RankSeriesTable {
+  series_id: Generated<number>;
+  business_id: number;
+  keyword: string;
+  site: string;
+  /** The upstream keyword id, where the keyword resolves to one of the business's keywords. */
+  keyword_id: number | null;
+}
+
+/** One series on one UTC day; no row: not collected that day. */
+export interface RankHistoryTable {
+  series_id: number;
+  observed_on: ColumnType<string, string, string>;
+  /** NULL: searched, not ranked. */
+  rank: number | null;
+  /** The series' previous observation: its rank, and how many days before this one. */
+  previous_rank: number | null;
+  days_since_previous: number | null;
+}
+
+/** Read model: per series, its latest observation and the comparisons `v_rank_latest` shows. */
+export interface RankLatestTable {
+  series_id: number;
   observed_on: ColumnType<string, string, string>;
   rank: number | null;
-  /** Added: when the run that wrote the current value observed it. */
-  observed_at: Timestamp;
-  run_id: string | null;
+  previous_observed_on: ColumnType<string | null, string | null, string | null>;
+  previous_rank: number | null;
+  compared_7d_on: ColumnType<string | null, string | null, string | null>;
+  rank_7d_ago: number | null;
+  compared_30d_on: ColumnType<string | null, string | null, string | null>;
+  rank_30d_ago: number | null;
+  best_rank_30d: number | null;
+  worst_rank_30d: number | null;
+  observations_30d: number;
+  unranked_days_30d: number;
+  /** Bit i set: day `observed_on - i` was collected (i = 0..30). */
+  window_collected: number;
+  /** 31 entries: the rank of day `observed_on - i` at index i; NULL if not ranked or not collected. */
+  window_ranks: (number | null)[];
+  /** The latest observation older than the 31-day window. */
+  before_window_on: ColumnType<string | null, string | null, string | null>;
+  before_window_rank: number | null;
+}
+
+/** Read model: per business and UTC day, its live listings by status at the end of that day. */
+export interface ListingAccuracyDaysTable {
+  business_id: number;
+  day: ColumnType<string, string, string>;
+  listings: number;
+  accurate: number;
+  inaccurate: number;
+  not_present: number;
 }
 
 export interface KeywordsTable {
@@ -350,7 +406,11 @@ export interface Database {
   reviews: ReviewsTable;
   review_versions: ReviewVersionsTable;
   review_responses: ReviewResponsesTable;
-  rank_observations: RankObservationsTable;
+  rank_observations: RankObservationsView;
+  rank_series: RankSeriesTable;
+  rank_history: RankHistoryTable;
+  rank_latest: RankLatestTable;
+  listing_accuracy_days: ListingAccuracyDaysTable;
   keywords: KeywordsTable;
   countries: CountriesTable;
   states: StatesTable;
@@ -378,8 +438,11 @@ export type NewReviewRow = Insertable<ReviewsTable>;
 export type ReviewVersionRow = Selectable<ReviewVersionsTable>;
 export type ReviewResponseRow = Selectable<ReviewResponsesTable>;
 export type NewReviewResponseRow = Insertable<ReviewResponsesTable>;
-export type RankObservationRow = Selectable<RankObservationsTable>;
-export type NewRankObservationRow = Insertable<RankObservationsTable>;
+export type RankObservationRow = Selectable<RankObservationsView>;
+export type RankSeriesRow = Selectable<RankSeriesTable>;
+export type RankHistoryRow = Selectable<RankHistoryTable>;
+export type RankLatestRow = Selectable<RankLatestTable>;
+export type ListingAccuracyDayRow = Selectable<ListingAccuracyDaysTable>;
 export type KeywordRow = Selectable<KeywordsTable>;
 export type NewKeywordRow = Insertable<KeywordsTable>;
 export type CountryRow = Selectable<CountriesTable>;

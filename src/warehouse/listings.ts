@@ -4,8 +4,9 @@
  * One upsert for all listings of a business, guarded by the content hash; a history row
  * for each listing whose status, sync_status, a _valid flag or claimed differs from the
  * stored row (and one for a listing seen for the first time: its starting point); an
- * alert for each listing that newly turned Inaccurate (`src/alerts/listing-inaccurate.ts`); and
- * `removed_at` for stored listings that the (successful) stream no longer lists.
+ * alert for each listing that newly turned Inaccurate (`src/alerts/listing-inaccurate.ts`);
+ * `removed_at` for stored listings that the (successful) stream no longer lists; and the
+ * day's row of the `listing_accuracy_days` read model (see `listing-accuracy.ts`).
  * Directory usernames and passwords never get here: only `has_site_credentials`.
  */
 import { type Kysely, sql, type Transaction } from 'kysely';
@@ -18,6 +19,7 @@ import type { Listing } from '../api/types.ts';
 import { type BulkRow, type ColumnTypes, markRowsGone, upsertRows } from './bulk-write.ts';
 import { fieldsHash } from './content-hash.ts';
 import type { Database } from './database.ts';
+import { countStatuses, writeListingAccuracyDay } from './listing-accuracy.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
@@ -211,6 +213,14 @@ export async function writeListings(
 
   const raised = await raiseListingInaccurate(db, ctx.alertRules ?? DEFAULT_ALERT_RULES, alerts);
   addCounts(stats, 'alerts', { inserted: raised });
+
+  // The live listings after this write are the business's listings at the end of the day.
+  await writeListingAccuracyDay(
+    db,
+    businessId,
+    observedAt,
+    countStatuses([...latest.values()].map((listing) => listing.status)),
+  );
   return { stats, alerts: raised };
 }
 

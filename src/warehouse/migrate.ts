@@ -96,3 +96,23 @@ export async function pendingMigrations(db: Kysely<Database>): Promise<string[]>
     }
   }
 }
+
+/**
+ * Applies (or reverts) migrations until `name` is the last one applied: for tests and
+ * benchmarks that build a warehouse as an earlier release left it, then migrate it.
+ */
+export async function migrateTo(db: Kysely<Database>, name: string): Promise<void> {
+  const migrator = await migratorFor(db);
+  let { error, results } = await migrator.migrateTo(name);
+  for (let attempt = 1; attempt < SCAN_ATTEMPTS && error && isVanishedSchema(error); attempt++) {
+    if (results?.some((r) => r.status !== 'NotExecuted')) break;
+    ({ error, results } = await migrator.migrateTo(name));
+  }
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`Migrating to ${name} failed${failed ? ` at ${failed}` : ''}: ${reason}`, {
+      cause: error,
+    });
+  }
+}

@@ -1,13 +1,21 @@
 /**
- * `rank_observations`: one row per business, keyword, site and UTC day. A second run on
- * the same day rewrites only the ranks that changed; the next day adds new rows. A rank
- * of `-` upstream (searched, not ranked) is stored as NULL.
+ * Rank history (docs/warehouse.md, "Rank history"): `rank_series` names each business,
+ * keyword and site once; `rank_history` holds one small row per series and UTC day, and
+ * `rank_latest` is the read model `v_rank_latest` shows, written here in the business's
+ * transaction. A second run on the same day rewrites only the ranks that changed; the
+ * next day adds new rows. A rank of `-` upstream (searched, not ranked) is stored as NULL;
+ * a day without a row was not collected.
+ *
+ * The nightly write reads no history: what is stored comes from `rank_latest` (one row per
+ * series, holding its last 31 days), the next `rank_latest` row is computed from it
+ * (`nextLatest`), and each new `rank_history` row takes its previous observation from it.
+ * Only a run dated before a series' latest day (a clock set back) reads history, bounded:
+ * the rows around that day and the 31 days before the latest.
  */
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import { raiseRankDrops } from '../alerts/rank-drop.ts';
 import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import type { RankObservation } from '../api/types.ts';
-import { type BulkRow, upsertRows } from './bulk-write.ts';
 import type { Database } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
@@ -19,21 +27,131 @@ export function observedOn(at: Date): string {
   return at.toISOString().slice(0, 10);
 }
 
-export function rankToRow(ctx: BusinessWriteContext, rank: RankObservation) {
+/** Days in the 30-day figures: the latest day and the 30 before it. */
+const WINDOW = 31;
+
+/** `rank_latest` as stored (the row `v_rank_latest` shows, and the window it is computed from). */
+export interface LatestState {
+  observed_on: string;
+  rank: number | null;
+  previous_observed_on: string | null;
+  previous_rank: number | null;
+  compared_7d_on: string | null;
+  rank_7d_ago: number | null;
+  compared_30d_on: string | null;
+  rank_30d_ago: number | null;
+  best_rank_30d: number | null;
+  worst_rank_30d: number | null;
+  observations_30d: number;
+  unranked_days_30d: number;
+  window_collected: number;
+  window_ranks: (number | null)[];
+  before_window_on: string | null;
+  before_window_rank: number | null;
+}
+
+/** A series of this business as stored: its id and its `rank_latest` row, if any. */
+interface StoredSeries {
+  series_id: number;
+  keyword: string;
+  site: string;
+  keyword_id: number | null;
+  latest: LatestState | null;
+}
+
+function addDays(day: string, days: number): string {
+  return new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+}
+
+function daysBetween(from: string, to: string): number {
+  return Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000);
+}
+
+/**
+ * The `rank_latest` row after observing `rank` on `day`, from the stored row alone: the
+ * window slides to end on `day`, observations that leave it leave their latest as
+ * `before_window`, and every column of `v_rank_latest` is read off the window. `day` is on
+ * or after the stored day (a day before it takes `recomputeLatest`).
+ */
+export function nextLatest(
+  stored: LatestState | null,
+  day: string,
+  rank: number | null,
+): LatestState {
+  let ranks: (number | null)[] = Array.from({ length: WINDOW }, () => null);
+  let collected = 0;
+  let before: { on: string | null; rank: number | null } = { on: null, rank: null };
+  let previous: { on: string | null; rank: number | null } = { on: null, rank: null };
+  if (stored && stored.observed_on === day) {
+    ranks = [...stored.window_ranks];
+    collected = stored.window_collected;
+    before = { on: stored.before_window_on, rank: stored.before_window_rank };
+    previous = { on: stored.previous_observed_on, rank: stored.previous_rank };
+  } else if (stored) {
+    const shift = daysBetween(stored.observed_on, day);
+    before = { on: stored.before_window_on, rank: stored.before_window_rank };
+    for (let j = 0; j < WINDOW; j++) {
+      if ((stored.window_collected & (1 << j)) === 0) continue;
+      const i = j + shift;
+      if (i < WINDOW) {
+        collected |= 1 << i;
+        ranks[i] = stored.window_ranks[j] ?? null;
+      } else if (before.on === null || addDays(stored.observed_on, -j) > before.on) {
+        before = { on: addDays(stored.observed_on, -j), rank: stored.window_ranks[j] ?? null };
+      }
+    }
+    previous = { on: stored.observed_on, rank: stored.rank };
+  }
+  collected |= 1;
+  ranks[0] = rank;
+
+  let compared7: { on: string | null; rank: number | null } = before;
+  for (let i = 7; i < WINDOW; i++) {
+    if (collected & (1 << i)) {
+      compared7 = { on: addDays(day, -i), rank: ranks[i] ?? null };
+      break;
+    }
+  }
+  const compared30 =
+    collected & (1 << 30) ? { on: addDays(day, -30), rank: ranks[30] ?? null } : before;
+  let best: number | null = null;
+  let worst: number | null = null;
+  let observations = 0;
+  let unranked = 0;
+  for (let i = 0; i < WINDOW; i++) {
+    if ((collected & (1 << i)) === 0) continue;
+    observations += 1;
+    const value = ranks[i] ?? null;
+    if (value === null) {
+      unranked += 1;
+      continue;
+    }
+    best = best === null ? value : Math.min(best, value);
+    worst = worst === null ? value : Math.max(worst, value);
+  }
   return {
-    business_id: ctx.businessId,
-    keyword: rank.keyword,
-    site: rank.site,
-    observed_on: observedOn(ctx.observedAt),
-    rank: rank.rank,
-    observed_at: ctx.observedAt,
-    run_id: ctx.runId,
+    observed_on: day,
+    rank,
+    previous_observed_on: previous.on,
+    previous_rank: previous.rank,
+    compared_7d_on: compared7.on,
+    rank_7d_ago: compared7.rank,
+    compared_30d_on: compared30.on,
+    rank_30d_ago: compared30.rank,
+    best_rank_30d: best,
+    worst_rank_30d: worst,
+    observations_30d: observations,
+    unranked_days_30d: unranked,
+    window_collected: collected,
+    window_ranks: ranks,
+    before_window_on: before.on,
+    before_window_rank: before.rank,
   };
 }
 
 /**
  * Writes the day's ranks of one business. Only ranks that are new for the day or differ
- * from the stored one are sent: a second run on the same day with no change sends none.
+ * from the stored one are sent: a second run on the same day with no change writes nothing.
  */
 export async function writeRankings(
   db: Db,
@@ -41,48 +159,76 @@ export async function writeRankings(
   ranks: readonly RankObservation[],
 ): Promise<WriteStats> {
   const day = observedOn(ctx.observedAt);
-  const stored = await db
-    .selectFrom('rank_observations')
-    .select(['keyword', 'site', 'rank'])
-    .where('business_id', '=', ctx.businessId)
-    .where('observed_on', '=', day)
-    .execute();
-  const storedRank = new Map(stored.map((row) => [rankKey(row.keyword, row.site), row.rank]));
   // The last observation per keyword and site wins, as the upsert's own dedupe would have it.
   const latest = new Map(ranks.map((rank) => [rankKey(rank.keyword, rank.site), rank]));
-  const rows: BulkRow<'rank_observations'>[] = [];
-  for (const [key, rank] of latest) {
-    const before = storedRank.get(key);
-    if (before !== undefined && before === rank.rank) continue;
-    rows.push(rankToRow(ctx, rank));
+  if (latest.size === 0) return addCounts({}, 'rank_observations', {});
+
+  const stored = await storedSeries(db, ctx.businessId);
+  const byKey = new Map(stored.map((s) => [rankKey(s.keyword, s.site), s]));
+  const missing = [...latest.values()].filter((r) => !byKey.has(rankKey(r.keyword, r.site)));
+  for (const created of await createSeries(db, ctx.businessId, missing)) {
+    byKey.set(rankKey(created.keyword, created.site), created);
   }
-  const result = await upsertRows(
-    db,
-    {
-      table: 'rank_observations',
-      key: ['business_id', 'keyword', 'site', 'observed_on'],
-      columns: {
-        business_id: 'bigint',
-        keyword: 'text',
-        site: 'text',
-        observed_on: 'date',
-        rank: 'integer',
-        observed_at: 'timestamptz',
-        run_id: 'uuid',
-      },
-      compare: ['rank'],
-    },
-    rows,
-  );
+  if (stored.some((s) => s.keyword_id === null)) await resolveKeywordIds(db, ctx.businessId);
+
+  // In order: the series whose day is on or after their stored latest (computed here), and
+  // those dated before it (recomputed from the history around that day).
+  const forward: {
+    seriesId: number;
+    rank: number | null;
+    stored: LatestState | null;
+    next: LatestState;
+  }[] = [];
+  const backdated: { seriesId: number; rank: number | null }[] = [];
+  for (const [key, rank] of latest) {
+    const series = byKey.get(key);
+    if (!series) throw new Error(`rank_series has no row for ${rank.keyword} on ${rank.site}.`);
+    const stored = series.latest;
+    if (stored?.observed_on === day && stored.rank === rank.rank) continue;
+    if (stored && stored.observed_on > day) {
+      backdated.push({ seriesId: series.series_id, rank: rank.rank });
+      continue;
+    }
+    forward.push({
+      seriesId: series.series_id,
+      rank: rank.rank,
+      stored,
+      next: nextLatest(stored, day, rank.rank),
+    });
+  }
+  const sent = forward.length + backdated.length;
+  const unchanged = latest.size - sent;
+  if (sent === 0) return addCounts({}, 'rank_observations', { unchanged });
+
+  const written = { inserted: 0, updated: 0 };
+  if (forward.length > 0) {
+    const result = await writeForwardDay(db, day, forward);
+    written.inserted += result.inserted;
+    written.updated += result.updated;
+    await upsertLatest(
+      db,
+      forward.map((f) => f.seriesId),
+      forward.map((f) => f.next),
+    );
+  }
+  if (backdated.length > 0) {
+    const ids = backdated.map((b) => b.seriesId);
+    const values = backdated.map((b) => b.rank);
+    const result = await upsertDay(db, day, ids, values);
+    written.inserted += result.inserted;
+    written.updated += result.updated;
+    await relinkNextDays(db, day, ids, values);
+    await recomputeLatest(db, ids);
+  }
   const stats = addCounts({}, 'rank_observations', {
-    inserted: result.inserted,
-    updated: result.updated,
-    unchanged: result.unchanged + (latest.size - rows.length),
+    inserted: written.inserted,
+    updated: written.updated,
+    unchanged: unchanged + (sent - written.inserted - written.updated),
   });
-  // Alert hook (`rank_drop`, src/alerts/rank-drop.ts): today's ranks and the 8 days before.
+  // Alert hook (`rank_drop`, src/alerts/rank-drop.ts): today's ranks against the days
+  // before, taken from each series' stored `rank_latest` window (31 days), not from history.
   const rules = ctx.alertRules ?? DEFAULT_ALERT_RULES;
-  if (rules.rankDrop.enabled && latest.size > 0) {
-    const history = await ranksOfDaysBefore(db, ctx.businessId, day, 8);
+  if (rules.rankDrop.enabled) {
     const raised = await raiseRankDrops(
       db,
       rules,
@@ -91,7 +237,7 @@ export async function writeRankings(
         keyword: rank.keyword,
         site: rank.site,
         rank: rank.rank,
-        history: history.get(key) ?? new Map(),
+        history: daysOfWindow(byKey.get(key)?.latest ?? null, day),
       })),
     );
     addCounts(stats, 'alerts', { inserted: raised });
@@ -99,29 +245,253 @@ export async function writeRankings(
   return stats;
 }
 
-/** A business's ranks of the `days` days before `day`: series key → day → rank. */
-async function ranksOfDaysBefore(
+/**
+ * The ranks a stored `rank_latest` row remembers, by day, before `day`: its 31-day window
+ * and the observation before it. Enough for the 8 days `rank_drop` compares.
+ */
+export function daysOfWindow(stored: LatestState | null, day: string): Map<string, number | null> {
+  const days = new Map<string, number | null>();
+  if (!stored) return days;
+  if (stored.before_window_on !== null && stored.before_window_on < day) {
+    days.set(stored.before_window_on, stored.before_window_rank);
+  }
+  for (let j = 0; j < WINDOW; j++) {
+    if ((stored.window_collected & (1 << j)) === 0) continue;
+    const on = addDays(stored.observed_on, -j);
+    if (on < day) days.set(on, stored.window_ranks[j] ?? null);
+  }
+  return days;
+}
+
+/** The business's series with their latest observation: one row per series. */
+async function storedSeries(db: Db, businessId: number): Promise<StoredSeries[]> {
+  const { rows } = await sql<StoredSeries>`
+    select s.series_id, s.keyword, s.site, s.keyword_id,
+      case when l.series_id is not null then to_jsonb(l) - 'series_id' end as latest
+    from rank_series s
+    left join rank_latest l on l.series_id = s.series_id
+    where s.business_id = ${businessId}`.execute(db);
+  return rows;
+}
+
+async function createSeries(
   db: Db,
   businessId: number,
+  ranks: readonly RankObservation[],
+): Promise<StoredSeries[]> {
+  if (ranks.length === 0) return [];
+  const { rows } = await sql<StoredSeries>`
+    insert into rank_series (business_id, keyword, site, keyword_id)
+    select ${businessId}::bigint, t.keyword, t.site, k.keyword_id
+    from unnest(${ranks.map((r) => r.keyword)}::text[], ${ranks.map((r) => r.site)}::text[])
+      as t(keyword, site)
+    left join lateral (
+      select min(k.keyword_id) as keyword_id from keywords k
+      where k.business_id = ${businessId} and k.keyword = t.keyword and k.deleted_at is null
+    ) k on true
+    on conflict (business_id, keyword, site) do nothing
+    returning series_id, keyword, site, keyword_id, null::jsonb as latest`.execute(db);
+  return rows;
+}
+
+/** Series created before their keyword existed get its id once it does. */
+async function resolveKeywordIds(db: Db, businessId: number): Promise<void> {
+  await sql`
+    update rank_series s set keyword_id = k.keyword_id
+    from (
+      select keyword, min(keyword_id) as keyword_id from keywords
+      where business_id = ${businessId} and deleted_at is null
+      group by keyword
+    ) k
+    where s.business_id = ${businessId} and s.keyword_id is null and s.keyword = k.keyword`.execute(
+    db,
+  );
+}
+
+/**
+ * The day's rows of series whose day is on or after their latest: a new row takes its
+ * previous observation from `rank_latest`; a stored row (a second run the same day) is
+ * rewritten only when its rank differs. One statement, no history read.
+ */
+async function writeForwardDay(
+  db: Db,
   day: string,
-  days: number,
-): Promise<Map<string, Map<string, number | null>>> {
-  const from = new Date(Date.parse(`${day}T00:00:00Z`) - days * 86_400_000);
-  const rows = await db
-    .selectFrom('rank_observations')
-    .select(['keyword', 'site', 'observed_on', 'rank'])
-    .where('business_id', '=', businessId)
-    .where('observed_on', '>=', observedOn(from))
-    .where('observed_on', '<', day)
-    .execute();
-  const bySeries = new Map<string, Map<string, number | null>>();
-  for (const row of rows) {
-    const key = rankKey(row.keyword, row.site);
-    const series = bySeries.get(key) ?? new Map<string, number | null>();
-    series.set(row.observed_on, row.rank);
-    bySeries.set(key, series);
-  }
-  return bySeries;
+  rows: readonly { seriesId: number; rank: number | null; stored: LatestState | null }[],
+): Promise<{ inserted: number; updated: number }> {
+  const previousOf = (stored: LatestState | null) =>
+    stored && stored.observed_on !== day ? stored : null;
+  const { rows: result } = await sql<{ inserted: boolean }>`
+    insert into rank_history (series_id, observed_on, rank, previous_rank, days_since_previous)
+    select t.series_id, ${day}::date, t.rank, t.previous_rank, ${day}::date - t.previous_on
+    from unnest(${rows.map((r) => r.seriesId)}::int[], ${rows.map((r) => r.rank)}::smallint[],
+      ${rows.map((r) => previousOf(r.stored)?.rank ?? null)}::smallint[],
+      ${rows.map((r) => previousOf(r.stored)?.observed_on ?? null)}::date[])
+      as t(series_id, rank, previous_rank, previous_on)
+    on conflict (series_id, observed_on) do update set rank = excluded.rank
+      where rank_history.rank is distinct from excluded.rank
+    returning (xmax = 0) as inserted`.execute(db);
+  const inserted = result.filter((r) => r.inserted).length;
+  return { inserted, updated: result.length - inserted };
+}
+
+/** The computed `rank_latest` rows, in one statement. */
+async function upsertLatest(
+  db: Db,
+  seriesIds: readonly number[],
+  rows: readonly LatestState[],
+): Promise<void> {
+  const column = <K extends keyof LatestState>(key: K) => rows.map((r) => r[key]);
+  // Each window travels as an array literal: unnest would flatten an array of arrays.
+  const windows = rows.map((r) => `{${r.window_ranks.map((v) => v ?? 'NULL').join(',')}}`);
+  await sql`
+    insert into rank_latest (series_id, observed_on, rank, previous_observed_on, previous_rank,
+      compared_7d_on, rank_7d_ago, compared_30d_on, rank_30d_ago, best_rank_30d,
+      worst_rank_30d, observations_30d, unranked_days_30d, window_collected, window_ranks,
+      before_window_on, before_window_rank)
+    select t.series_id, t.observed_on, t.rank, t.previous_observed_on, t.previous_rank,
+      t.compared_7d_on, t.rank_7d_ago, t.compared_30d_on, t.rank_30d_ago, t.best_rank_30d,
+      t.worst_rank_30d, t.observations_30d, t.unranked_days_30d, t.window_collected,
+      t.window_ranks::smallint[], t.before_window_on, t.before_window_rank
+    from unnest(${seriesIds}::int[], ${column('observed_on')}::date[],
+      ${column('rank')}::smallint[], ${column('previous_observed_on')}::date[],
+      ${column('previous_rank')}::smallint[], ${column('compared_7d_on')}::date[],
+      ${column('rank_7d_ago')}::smallint[], ${column('compared_30d_on')}::date[],
+      ${column('rank_30d_ago')}::smallint[], ${column('best_rank_30d')}::smallint[],
+      ${column('worst_rank_30d')}::smallint[], ${column('observations_30d')}::smallint[],
+      ${column('unranked_days_30d')}::smallint[], ${column('window_collected')}::int[],
+      ${windows}::text[], ${column('before_window_on')}::date[],
+      ${column('before_window_rank')}::smallint[])
+      as t(series_id, observed_on, rank, previous_observed_on, previous_rank, compared_7d_on,
+        rank_7d_ago, compared_30d_on, rank_30d_ago, best_rank_30d, worst_rank_30d,
+        observations_30d, unranked_days_30d, window_collected, window_ranks,
+        before_window_on, before_window_rank)
+    ${LATEST_CONFLICT}`.execute(db);
+}
+
+/** A stored `rank_latest` row is rewritten only when a column differs. */
+const LATEST_CONFLICT = sql`
+    on conflict (series_id) do update set
+      observed_on = excluded.observed_on, rank = excluded.rank,
+      previous_observed_on = excluded.previous_observed_on,
+      previous_rank = excluded.previous_rank, compared_7d_on = excluded.compared_7d_on,
+      rank_7d_ago = excluded.rank_7d_ago, compared_30d_on = excluded.compared_30d_on,
+      rank_30d_ago = excluded.rank_30d_ago, best_rank_30d = excluded.best_rank_30d,
+      worst_rank_30d = excluded.worst_rank_30d, observations_30d = excluded.observations_30d,
+      unranked_days_30d = excluded.unranked_days_30d,
+      window_collected = excluded.window_collected, window_ranks = excluded.window_ranks,
+      before_window_on = excluded.before_window_on,
+      before_window_rank = excluded.before_window_rank
+    where (rank_latest.observed_on, rank_latest.rank, rank_latest.previous_observed_on,
+        rank_latest.previous_rank, rank_latest.compared_7d_on, rank_latest.rank_7d_ago,
+        rank_latest.compared_30d_on, rank_latest.rank_30d_ago, rank_latest.best_rank_30d,
+        rank_latest.worst_rank_30d, rank_latest.observations_30d,
+        rank_latest.unranked_days_30d, rank_latest.window_collected, rank_latest.window_ranks,
+        rank_latest.before_window_on, rank_latest.before_window_rank)
+      is distinct from (excluded.observed_on, excluded.rank, excluded.previous_observed_on,
+        excluded.previous_rank, excluded.compared_7d_on, excluded.rank_7d_ago,
+        excluded.compared_30d_on, excluded.rank_30d_ago, excluded.best_rank_30d,
+        excluded.worst_rank_30d, excluded.observations_30d, excluded.unranked_days_30d,
+        excluded.window_collected, excluded.window_ranks, excluded.before_window_on,
+        excluded.before_window_rank)`;
+
+/**
+ * A day before a series' latest (a clock set back): one statement for the day, new rows
+ * carry their series' previous observation (one
+ * backward step in the primary key); a stored row is rewritten only when its rank differs.
+ */
+async function upsertDay(
+  db: Db,
+  day: string,
+  seriesIds: readonly number[],
+  values: readonly (number | null)[],
+): Promise<{ inserted: number; updated: number }> {
+  const { rows } = await sql<{ inserted: boolean }>`
+    insert into rank_history (series_id, observed_on, rank, previous_rank, days_since_previous)
+    select t.series_id, ${day}::date, t.rank, p.rank, ${day}::date - p.observed_on
+    from unnest(${seriesIds}::int[], ${values}::smallint[]) as t(series_id, rank)
+    left join lateral (
+      select h.observed_on, h.rank from rank_history h
+      where h.series_id = t.series_id and h.observed_on < ${day}::date
+      order by h.observed_on desc limit 1
+    ) p on true
+    on conflict (series_id, observed_on) do update set rank = excluded.rank
+      where rank_history.rank is distinct from excluded.rank
+    returning (xmax = 0) as inserted`.execute(db);
+  const inserted = rows.filter((r) => r.inserted).length;
+  return { inserted, updated: rows.length - inserted };
+}
+
+/** The first stored day after `day` of each series now has `day` as its previous observation. */
+async function relinkNextDays(
+  db: Db,
+  day: string,
+  seriesIds: readonly number[],
+  values: readonly (number | null)[],
+): Promise<void> {
+  await sql`
+    update rank_history n
+    set previous_rank = t.rank, days_since_previous = n.observed_on - ${day}::date
+    from unnest(${seriesIds}::int[], ${values}::smallint[]) as t(series_id, rank)
+    cross join lateral (
+      select h.observed_on from rank_history h
+      where h.series_id = t.series_id and h.observed_on > ${day}::date
+      order by h.observed_on limit 1
+    ) next_day
+    where n.series_id = t.series_id and n.observed_on = next_day.observed_on
+      and (n.previous_rank is distinct from t.rank
+        or n.days_since_previous is distinct from n.observed_on - ${day}::date)`.execute(db);
+}
+
+/**
+ * Recomputes `rank_latest` for the given series from their history, as `v_rank_latest`
+ * defined it before the read model (and as migration 0005 filled it): the comparison
+ * points are the last observation on or before 7 (30) days before the latest one, and the
+ * 30-day figures cover the 31 days ending on it. Each lateral is a bounded walk of the
+ * primary key: one row, or at most 31. Used only after a run dated before a stored day.
+ */
+async function recomputeLatest(db: Db, seriesIds: readonly number[]): Promise<void> {
+  await sql`
+    insert into rank_latest (series_id, observed_on, rank, previous_observed_on, previous_rank,
+      compared_7d_on, rank_7d_ago, compared_30d_on, rank_30d_ago, best_rank_30d,
+      worst_rank_30d, observations_30d, unranked_days_30d, window_collected, window_ranks,
+      before_window_on, before_window_rank)
+    select t.series_id, l.observed_on, l.rank, l.observed_on - l.days_since_previous,
+      l.previous_rank, w7.observed_on, w7.rank, w30.observed_on, w30.rank, m.best, m.worst,
+      m.observations, m.unranked, m.collected, wr.ranks, bw.observed_on, bw.rank
+    from unnest(${seriesIds}::int[]) as t(series_id)
+    cross join lateral (
+      select h.observed_on, h.rank, h.previous_rank, h.days_since_previous::int
+      from rank_history h where h.series_id = t.series_id
+      order by h.observed_on desc limit 1
+    ) l
+    left join lateral (
+      select h.observed_on, h.rank from rank_history h
+      where h.series_id = t.series_id and h.observed_on <= l.observed_on - 7
+      order by h.observed_on desc limit 1
+    ) w7 on true
+    left join lateral (
+      select h.observed_on, h.rank from rank_history h
+      where h.series_id = t.series_id and h.observed_on <= l.observed_on - 30
+      order by h.observed_on desc limit 1
+    ) w30 on true
+    left join lateral (
+      select h.observed_on, h.rank from rank_history h
+      where h.series_id = t.series_id and h.observed_on < l.observed_on - 30
+      order by h.observed_on desc limit 1
+    ) bw on true
+    cross join lateral (
+      select min(h.rank) as best, max(h.rank) as worst, count(*) as observations,
+        count(*) filter (where h.rank is null) as unranked,
+        sum(1 << (l.observed_on - h.observed_on))::int as collected
+      from rank_history h
+      where h.series_id = t.series_id and h.observed_on >= l.observed_on - 30
+    ) m
+    cross join lateral (
+      select array_agg(h.rank order by i) as ranks
+      from generate_series(0, 30) i
+      left join rank_history h on h.series_id = t.series_id and h.observed_on = l.observed_on - i
+    ) wr
+    ${LATEST_CONFLICT}`.execute(db);
 }
 
 // Joins keyword and site: a character neither contains.

@@ -1,4 +1,7 @@
-/** The warehouse's public tables (docs/warehouse.md), in dependency order. */
+/**
+ * The warehouse's public tables (docs/warehouse.md), in dependency order.
+ * `rank_observations` is a view over `rank_series` and `rank_history` since migration 0005.
+ */
 export const CONTRACT_TABLES = [
   'accounts',
   'businesses',
@@ -8,7 +11,10 @@ export const CONTRACT_TABLES = [
   'reviews',
   'review_versions',
   'review_responses',
-  'rank_observations',
+  'rank_series',
+  'rank_history',
+  'rank_latest',
+  'listing_accuracy_days',
   'keywords',
   'countries',
   'states',

@@ -76,15 +76,20 @@ describe('values the columns cannot store', () => {
     );
   });
 
-  it('a rank beyond the integer column and a keyword with NUL are rejected records', () => {
+  it('a rank beyond the smallint column and a keyword with NUL are rejected records', () => {
     const { records, rejected } = rankingsFromResult({
-      plumber: { Google: 3 },
+      plumber: { Google: 3, Bing: 32_767 },
       'huge rank': { Google: 3_000_000_000 },
+      'past smallint': { Google: 32_768, Yelp: '40000' },
       'nul\u0000keyword': { Google: 1 },
     });
-    expect(records).toEqual([{ keyword: 'plumber', site: 'Google', rank: 3 }]);
+    expect(records).toEqual([
+      { keyword: 'plumber', site: 'Google', rank: 3 },
+      { keyword: 'plumber', site: 'Bing', rank: 32_767 },
+    ]);
     expect(rejected.map((r) => r.reason)).toEqual([
-      expect.stringMatching(/Google/),
+      expect.stringMatching(/^Google: expected a whole rank from 0 to 32767 .* got 3000000000/),
+      expect.stringMatching(/^Google: .*32767.* got 32768; Yelp: .*32767.* got "40000"/),
       expect.stringMatching(/^keyword: .*NUL/),
     ]);
   });

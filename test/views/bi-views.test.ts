@@ -1,12 +1,18 @@
 /**
- * The BI views of migrations/0003_bi_views.ts on a small hand-built history: rows go
- * straight into the tables, so every expected value below can be worked out by hand.
+ * The BI views on a small hand-built history: rows go straight into the tables of the
+ * previous release (migrations up to 0004, where `rank_observations` was a table and the
+ * views computed everything from history), then the warehouse migrates to the latest
+ * schema, so every expected value below can be worked out by hand and holds for a
+ * converted warehouse. test/views/migration.test.ts compares the two on 30 synced days;
+ * test/warehouse/rankings.test.ts checks that the writers keep the read models true.
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { up as createViews, down as dropViews } from '../../migrations/0003_bi_views.ts';
+import { up as rankSeries, down as revertRankSeries } from '../../migrations/0005_rank_series.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
+import { migrateTo, migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { createTestWarehouse, testBackends } from '../helpers/database.ts';
+import { BI_VIEWS, viewOutputs } from './view-outputs.ts';
 
 const T0 = '2026-01-01T00:00:00Z';
 
@@ -165,8 +171,10 @@ describe.each(testBackends)('BI views (%s)', (backend) => {
     (await query.execute(wh.db)).rows;
 
   beforeAll(async () => {
-    wh = await createTestWarehouse(backend);
+    wh = await createTestWarehouse(backend, { migrate: false });
+    await migrateTo(wh.db, '0004_review_response_requests');
     await seed(wh);
+    await migrateToLatest(wh.db);
   });
   afterAll(async () => {
     await wh.close();
@@ -418,14 +426,17 @@ describe.each(testBackends)('BI views (%s)', (backend) => {
     });
   });
 
-  it('down drops every view, and up creates them again', async () => {
-    await dropViews(wh.db as never);
-    const left = await select(sql`select table_name from information_schema.views
+  it('0005 down restores the history table and the views read the same rows, up again too', async () => {
+    const before = await viewOutputs(wh.db);
+    await revertRankSeries(wh.db as never);
+    const kinds = await select(sql`select table_name, table_type from information_schema.tables
+      where table_schema = current_schema() and table_name in ('rank_observations', 'rank_history')`);
+    expect(kinds).toEqual([{ table_name: 'rank_observations', table_type: 'BASE TABLE' }]);
+    expect(await viewOutputs(wh.db)).toEqual(before);
+    await rankSeries(wh.db as never);
+    expect(await viewOutputs(wh.db)).toEqual(before);
+    const views = await select(sql`select count(*)::int as n from information_schema.views
       where table_schema = current_schema() and table_name like 'v\\_%'`);
-    expect(left).toEqual([]);
-    await createViews(wh.db as never);
-    const back = await select(sql`select count(*)::int as n from information_schema.views
-      where table_schema = current_schema() and table_name like 'v\\_%'`);
-    expect(back).toEqual([{ n: 7 }]);
+    expect(views).toEqual([{ n: BI_VIEWS.length }]);
   });
 });

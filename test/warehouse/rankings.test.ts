@@ -1,10 +1,13 @@
+import { sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { writeBusinessSnapshot } from '../../src/warehouse/business-snapshot.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
+import type { Database } from '../../src/warehouse/database.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
-import { ctx, DAY1, DAY1_LATER, DAY2, rank, snapshot } from './fixtures.ts';
+import { ctx, DAY1, DAY1_LATER, DAY2, DAY3, keyword, rank, snapshot } from './fixtures.ts';
 import { addAccount, write } from './helpers.ts';
 
-describe.each(testBackends)('rank observations (%s)', (backend) => {
+describe.each(testBackends)('rank history (%s)', (backend) => {
   let wh: Warehouse;
   beforeAll(async () => {
     wh = await createTestWarehouse(backend);
@@ -28,13 +31,35 @@ describe.each(testBackends)('rank observations (%s)', (backend) => {
   const stored = () =>
     wh.db
       .selectFrom('rank_observations')
-      .select(['observed_on', 'site', 'rank', 'observed_at'])
+      .select(['observed_on', 'site', 'rank'])
       .orderBy('observed_on')
       .orderBy('site')
       .execute();
 
-  it('a second run the same day overwrites only what changed', async () => {
+  /** The physical row versions of the rank tables: any write changes them. */
+  const rowVersions = async () => {
+    const { rows } = await sql<{ v: string }>`
+      select concat_ws('|',
+        (select string_agg(xmin::text || ctid::text, ',' order by series_id) from rank_series),
+        (select string_agg(xmin::text || ctid::text, ',' order by series_id, observed_on)
+          from rank_history),
+        (select string_agg(xmin::text || ctid::text, ',' order by series_id) from rank_latest)
+      ) as v`.execute(wh.db);
+    return rows[0]?.v;
+  };
+
+  it('a second run the same day overwrites only what changed, and an unchanged one writes nothing', async () => {
     await write(wh, ranks(3, null), ctx(DAY1));
+    const afterFirst = await rowVersions();
+    const same = await write(wh, ranks(3, null), ctx(DAY1_LATER));
+    expect(same.stats['rank_observations']).toEqual({
+      inserted: 0,
+      updated: 0,
+      unchanged: 2,
+      deleted: 0,
+    });
+    expect(await rowVersions()).toBe(afterFirst);
+
     const result = await write(wh, ranks(2, null), ctx(DAY1_LATER));
     expect(result.stats['rank_observations']).toEqual({
       inserted: 0,
@@ -43,20 +68,103 @@ describe.each(testBackends)('rank observations (%s)', (backend) => {
       deleted: 0,
     });
     expect(await stored()).toEqual([
-      { observed_on: '2025-03-01', site: 'Bing', rank: null, observed_at: DAY1 },
-      { observed_on: '2025-03-01', site: 'Google', rank: 2, observed_at: DAY1_LATER },
+      { observed_on: '2025-03-01', site: 'Bing', rank: null },
+      { observed_on: '2025-03-01', site: 'Google', rank: 2 },
     ]);
   });
 
-  it('the next day adds new rows and keeps the history', async () => {
+  it('the next day adds new rows, each linked to its previous observation', async () => {
     await write(wh, ranks(3, null), ctx(DAY1));
-    const result = await write(wh, ranks(3, 9), ctx(DAY2));
+    const result = await write(wh, ranks(3, 9), ctx(DAY3));
     expect(result.stats['rank_observations']?.inserted).toBe(2);
     expect((await stored()).map((r) => [r.observed_on, r.site, r.rank])).toEqual([
       ['2025-03-01', 'Bing', null],
       ['2025-03-01', 'Google', 3],
-      ['2025-03-02', 'Bing', 9],
-      ['2025-03-02', 'Google', 3],
+      ['2025-03-03', 'Bing', 9],
+      ['2025-03-03', 'Google', 3],
+    ]);
+    const { rows } = await sql`select s.site, h.observed_on, h.rank, h.previous_rank,
+        h.days_since_previous
+      from rank_history h join rank_series s using (series_id)
+      order by s.site, h.observed_on`.execute(wh.db);
+    expect(rows).toEqual([
+      {
+        site: 'Bing',
+        observed_on: '2025-03-01',
+        rank: null,
+        previous_rank: null,
+        days_since_previous: null,
+      },
+      {
+        site: 'Bing',
+        observed_on: '2025-03-03',
+        rank: 9,
+        previous_rank: null,
+        days_since_previous: 2,
+      },
+      {
+        site: 'Google',
+        observed_on: '2025-03-01',
+        rank: 3,
+        previous_rank: null,
+        days_since_previous: null,
+      },
+      {
+        site: 'Google',
+        observed_on: '2025-03-03',
+        rank: 3,
+        previous_rank: 3,
+        days_since_previous: 2,
+      },
+    ]);
+  });
+
+  it('a run dated before a stored day fills the gap and relinks the day after it', async () => {
+    await write(wh, ranks(5, 5), ctx(DAY1));
+    await write(wh, ranks(7, 7), ctx(DAY3));
+    await write(wh, ranks(6, null), ctx(DAY2));
+    const { rows } = await sql`select observed_on, rank, previous_observed_on, previous_rank,
+        movement from v_rank_daily where site = 'Google' order by observed_on`.execute(wh.db);
+    expect(rows).toEqual([
+      {
+        observed_on: '2025-03-01',
+        rank: 5,
+        previous_observed_on: null,
+        previous_rank: null,
+        movement: 'first',
+      },
+      {
+        observed_on: '2025-03-02',
+        rank: 6,
+        previous_observed_on: '2025-03-01',
+        previous_rank: 5,
+        movement: 'down',
+      },
+      {
+        observed_on: '2025-03-03',
+        rank: 7,
+        previous_observed_on: '2025-03-02',
+        previous_rank: 6,
+        movement: 'down',
+      },
+    ]);
+    const latest = await sql`select site, observed_on, rank, previous_observed_on, previous_rank
+      from v_rank_latest order by site`.execute(wh.db);
+    expect(latest.rows).toEqual([
+      {
+        site: 'Bing',
+        observed_on: '2025-03-03',
+        rank: 7,
+        previous_observed_on: '2025-03-02',
+        previous_rank: null,
+      },
+      {
+        site: 'Google',
+        observed_on: '2025-03-03',
+        rank: 7,
+        previous_observed_on: '2025-03-02',
+        previous_rank: 6,
+      },
     ]);
   });
 
@@ -71,5 +179,77 @@ describe.each(testBackends)('rank observations (%s)', (backend) => {
     // 23:30 in New York on 28 Feb is 1 March in UTC.
     await write(wh, ranks(1, 1), ctx(new Date('2025-02-28T23:30:00-05:00')));
     expect((await stored())[0]?.observed_on).toBe('2025-03-01');
+  });
+
+  it('names each business, keyword and site once, with the keyword id where it resolves', async () => {
+    await write(
+      wh,
+      snapshot({
+        keywords: [keyword(41, 'dentist portland')],
+        rankings: [
+          rank('dentist portland', 'Google', 1),
+          rank('dentist portland', 'Bing', 2),
+          rank('emergency dentist', 'Google', null),
+        ],
+      }),
+      ctx(DAY1),
+    );
+    await write(
+      wh,
+      snapshot({
+        keywords: [keyword(41, 'dentist portland'), keyword(42, 'emergency dentist')],
+        rankings: [rank('dentist portland', 'Google', 1), rank('emergency dentist', 'Google', 3)],
+      }),
+      ctx(DAY2),
+    );
+    const { rows } = await sql`select keyword, site, keyword_id from rank_series
+      order by keyword, site`.execute(wh.db);
+    expect(rows).toEqual([
+      { keyword: 'dentist portland', site: 'Bing', keyword_id: 41 },
+      { keyword: 'dentist portland', site: 'Google', keyword_id: 41 },
+      { keyword: 'emergency dentist', site: 'Google', keyword_id: 42 },
+    ]);
+  });
+
+  it('reads no history row on a night after the latest, however long the history', async () => {
+    // 40 nights of history, through the writer.
+    for (let n = 0; n < 40; n++) {
+      await write(
+        wh,
+        ranks(1 + (n % 20), n % 5 === 0 ? null : 9),
+        ctx(new Date(DAY1.getTime() + n * 86_400_000)),
+      );
+    }
+    const night = new Date(DAY1.getTime() + 40 * 86_400_000);
+    // This transaction's counters (index entries returned, heap rows fetched or scanned on
+    // rank_history), before and after the write: they may start with earlier transactions'
+    // counts not yet flushed to the statistics, so the difference is what the write read.
+    const readSoFar = async (trx: Transaction<Database>) => {
+      const { rows } = await sql<{ n: number }>`select (
+          pg_stat_get_xact_tuples_returned('rank_history'::regclass)
+          + pg_stat_get_xact_tuples_fetched('rank_history'::regclass)
+          + pg_stat_get_xact_tuples_returned('rank_history_pkey'::regclass))::int as n`.execute(
+        trx,
+      );
+      return rows[0]?.n ?? 0;
+    };
+    const { write: read, control } = await wh.db.transaction().execute(async (trx) => {
+      const before = await readSoFar(trx);
+      await writeBusinessSnapshot(trx, ranks(2, 9), ctx(night));
+      const after = await readSoFar(trx);
+      // The counters do count: reading one series' month moves them.
+      await sql`select count(*) from rank_history
+        where series_id = (select min(series_id) from rank_series)
+          and observed_on > date '2025-03-10'`.execute(trx);
+      return { write: after - before, control: (await readSoFar(trx)) - after };
+    });
+    expect(control).toBeGreaterThan(0);
+    expect(read).toBe(0);
+    const { rows } = await sql`select site, rank, observations_30d, compared_30d_on
+      from v_rank_latest order by site`.execute(wh.db);
+    expect(rows).toEqual([
+      { site: 'Bing', rank: 9, observations_30d: 31, compared_30d_on: '2025-03-11' },
+      { site: 'Google', rank: 2, observations_30d: 31, compared_30d_on: '2025-03-11' },
+    ]);
   });
 });
