@@ -8,7 +8,8 @@
  * flight with an error naming the bound and its setting, instead of hanging the process
  * with its sync lock held. PGlite runs inside the process and needs none of them.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -299,30 +300,75 @@ const LOCK_FILE = '.listings-sync.pid';
 
 /**
  * PGlite is an embedded database: one process may have a data directory open, and two
- * (a `sync` beside a `serve`, or two terminals) would corrupt it. A pid file taken with
- * O_EXCL says who has it; one left by a process that is gone (killed, crashed) is taken
- * over. Returns the release function.
+ * (a `sync` beside a `serve`, or two terminals) would corrupt it. The pid file says who
+ * has it. It is written whole under a private name and then linked into place: link()
+ * is atomic and refuses an existing name, so no opener ever sees the lock file empty
+ * (an empty file used to read as "left by a dead process" and was taken over, letting
+ * two processes in). A file left by a process that is gone (killed, crashed) is taken
+ * over by one opener only: the takeover is claimed first by an exclusive link named for
+ * the dead pid. Returns the release function.
  */
 function lockDataDir(dir: string): () => void {
   const path = join(dir, LOCK_FILE);
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      writeFileSync(path, String(process.pid), { flag: 'wx' });
-      return () => rmSync(path, { force: true });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const holder = Number(readFileSync(path, 'utf8').trim());
-      if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
+  const mine = `${path}.${process.pid}.${randomUUID()}`;
+  writeFileSync(mine, String(process.pid));
+  try {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (linkExclusive(mine, path)) return () => rmSync(path, { force: true });
+      const holderText = readIfPresent(path);
+      if (holderText === null) continue; // released in between: try again
+      const holder = /^\d+$/.test(holderText.trim()) ? Number(holderText.trim()) : Number.NaN;
+      if (!Number.isSafeInteger(holder) || holder <= 0) {
+        throw new Error(
+          `The lock file ${path} names no process: another listings-sync process may be ` +
+            'opening the embedded database right now. If none is running, remove the file.',
+        );
+      }
+      if (holder !== process.pid && isAlive(holder)) {
         throw new Error(
           `The embedded database in ${dir} is open in another listings-sync process (pid ${holder}). ` +
             'PGlite serves one process at a time: stop that process, or set DATABASE_URL to a ' +
             'PostgreSQL server for commands that run side by side.',
         );
       }
-      rmSync(path, { force: true });
+      const claim = `${path}.takeover-${holder}`;
+      if (!linkExclusive(mine, claim)) {
+        throw new Error(
+          `The embedded database in ${dir} is being taken over by another listings-sync process ` +
+            `(the lock of pid ${holder}, which is gone). If none is running, remove ${claim}.`,
+        );
+      }
+      // Only the claimant gets here for this dead pid; rename replaces its file atomically.
+      renameSync(mine, path);
+      return () => {
+        rmSync(path, { force: true });
+        rmSync(claim, { force: true });
+      };
     }
+    throw new Error(`Could not take the lock file ${path}.`);
+  } finally {
+    rmSync(mine, { force: true });
   }
-  throw new Error(`Could not take the lock file ${path}.`);
+}
+
+/** link(2): false when `to` already exists. */
+function linkExclusive(from: string, to: string): boolean {
+  try {
+    linkSync(from, to);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+}
+
+function readIfPresent(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
 }
 
 function isAlive(pid: number): boolean {
