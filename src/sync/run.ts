@@ -29,6 +29,7 @@ import {
   listStates,
   listSubCategories,
 } from '../api/index.ts';
+import { readableIdOf } from '../api/schemas.ts';
 import type {
   BusinessSummary,
   Country,
@@ -46,7 +47,11 @@ import {
   type WriteStats,
   writeBusinessSnapshotIsolating,
 } from '../warehouse/business-snapshot.ts';
-import { archiveMissingBusinesses, markBusinessMissing } from '../warehouse/businesses.ts';
+import {
+  archiveMissingBusinesses,
+  markBusinessMissing,
+  storedBusinessSummaries,
+} from '../warehouse/businesses.ts';
 import {
   type DatabaseTimeouts,
   describeDatabaseError,
@@ -515,11 +520,21 @@ async function syncCredential(
   await context.writeReferenceOnce(credential);
   await quarantineRejected(context, credential, 'businesses', listed.rejected);
 
+  // An entry refused for a value the warehouse cannot store (a NUL in a name) whose id
+  // reads is still a listed business: it is synced under the summary last stored, and
+  // not archived, so its listings and their alerts go on. One never stored waits.
+  const unreadable = listed.rejected
+    .map((record) => readableIdOf(record.payload))
+    .filter((id): id is number => id !== null);
+  const summaries = [
+    ...listed.records,
+    ...(await storedBusinessSummaries(db, credential.name, unreadable)),
+  ];
   const only = options.businessIds ? new Set(options.businessIds) : undefined;
-  const mine = listed.records.filter(
+  const mine = summaries.filter(
     (business) => inShard(options.shard, business.id) && (!only || only.has(business.id)),
   );
-  stats.businesses.listed += listed.records.length;
+  stats.businesses.listed += summaries.length;
   stats.businesses.inShard += mine.length;
   context.progress.businessesTotal += mine.length;
   context.report();
@@ -583,7 +598,7 @@ async function syncCredential(
     const archived = await archiveMissingBusinesses(
       db,
       credential.name,
-      listed.records.map((b) => b.id),
+      [...listed.records.map((b) => b.id), ...unreadable],
       context.now(),
       (id) => inShard(options.shard, id),
     );

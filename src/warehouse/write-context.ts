@@ -5,4 +5,24 @@ export interface BusinessWriteContext {
   runId: string;
   /** The run's observation time: first_seen_at/last_seen_at/history rows use it. */
   observedAt: Date;
+  /**
+   * Ids (as text) of records read this run but refused and quarantined, per stream. They
+   * are still upstream, so their stored rows are kept as they were, not marked gone.
+   */
+  refused?: RefusedIds;
+}
+
+export interface RefusedIds {
+  listings: ReadonlySet<string>;
+  reviews: ReadonlySet<string>;
+  keywords: ReadonlySet<string>;
+}
+
+/** Whether a stored row's id belongs to a record refused this run (see `refused`). */
+export function isRefused(
+  ctx: BusinessWriteContext,
+  stream: keyof RefusedIds,
+  id: unknown,
+): boolean {
+  return ctx.refused?.[stream].has(String(id).toLowerCase()) ?? false;
 }
