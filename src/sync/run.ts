@@ -523,9 +523,14 @@ async function syncCredential(
   // An entry refused for a value the warehouse cannot store (a NUL in a name) whose id
   // reads is still a listed business: it is synced under the summary last stored, and
   // not archived, so its listings and their alerts go on. One never stored waits.
-  const unreadable = listed.rejected
-    .map((record) => readableIdOf(record.payload))
-    .filter((id): id is number => id !== null);
+  const readable = new Set(listed.records.map((business) => business.id));
+  const unreadable = [
+    ...new Set(
+      listed.rejected
+        .map((record) => readableIdOf(record.payload))
+        .filter((id): id is number => id !== null && !readable.has(id)),
+    ),
+  ];
   const summaries = [
     ...listed.records,
     ...(await storedBusinessSummaries(db, credential.name, unreadable)),
@@ -598,7 +603,7 @@ async function syncCredential(
     const archived = await archiveMissingBusinesses(
       db,
       credential.name,
-      [...listed.records.map((b) => b.id), ...unreadable],
+      [...readable, ...unreadable],
       context.now(),
       (id) => inShard(options.shard, id),
     );
