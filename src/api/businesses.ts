@@ -1,4 +1,4 @@
-/** Businesses: operations 1 to 6 of the seed. */
+/** Businesses: operations 1 to 6 (docs/upstream.md, "Operations"). */
 
 import { z } from 'zod';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';

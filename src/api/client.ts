@@ -149,7 +149,7 @@ function positiveInteger(name: string, value: number | undefined, fallback: numb
   return value;
 }
 
-/** The client a command runs with: the limits from the configuration (design.md). */
+/** The client a command runs with: the limits from the configuration (docs/operations.md). */
 export function createConfiguredApiClient(config: Config, logger: Logger): ApiClient {
   return createApiClient({
     concurrency: config.syncConcurrency,

@@ -119,7 +119,7 @@ export function isApiError(error: unknown): error is ApiError {
   return error instanceof ApiError;
 }
 
-/** The seed's error texts, exactly, and their codes. */
+/** The upstream's error texts (docs/upstream.md, "Errors"), exactly, and their codes. */
 const MESSAGE_CODES: ReadonlyArray<readonly [string, ApiErrorCode]> = [
   ['Authentication Failure', 'AUTH_FAILURE'],
   ["This business doesn't exist", 'BUSINESS_NOT_FOUND'],
@@ -219,7 +219,7 @@ export interface MessageClassification {
   messages?: string[];
 }
 
-/** The code for an upstream `message`, or undefined when the text is not one the seed lists. */
+/** The code for an upstream `message`, or undefined when the text is not one the contract lists. */
 export function codeForMessage(message: string): MessageClassification | undefined {
   const known = CODE_BY_MESSAGE.get(normaliseMessage(message));
   if (known) return { code: known };

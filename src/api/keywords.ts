@@ -1,4 +1,4 @@
-/** Keywords: operations 12, 13 and 14 of the seed. */
+/** Keywords: operations 12, 13 and 14 (docs/upstream.md, "Operations"). */
 import { z } from 'zod';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
 import { deleteConfirmationSchema, keywordSchema, parseRecords } from './schemas.ts';
@@ -27,7 +27,7 @@ export function listKeywords(
   );
 }
 
-/** Operation 13: add a keyword (sent as JSON, as the seed's sample does). Never retried. */
+/** Operation 13: add a keyword (sent as JSON, as the contract's example does). Never retried. */
 export function addKeyword(
   api: ApiClient,
   cred: Credential,

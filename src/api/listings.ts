@@ -1,4 +1,4 @@
-/** Listings: operation 7 of the seed. */
+/** Listings: operation 7 (docs/upstream.md, "Operations"). */
 import { z } from 'zod';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
 import { listingSchema, parseRecords } from './schemas.ts';

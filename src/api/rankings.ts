@@ -1,4 +1,4 @@
-/** Keyword rankings: operation 11 of the seed. */
+/** Keyword rankings: operation 11 (docs/upstream.md, "Operations"). */
 import { z } from 'zod';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
 import {

@@ -1,6 +1,6 @@
 /**
- * Reference data: operations 15, 16 and 17 of the seed. These lists are accepted as
- * `{success, result: […]}` or as a bare array.
+ * Reference data: operations 15, 16 and 17 (docs/upstream.md, "Operations"). These lists
+ * are accepted as `{success, result: […]}` or as a bare array.
  */
 import { z } from 'zod';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';

@@ -1,4 +1,4 @@
-/** Reviews and review responses: operations 8, 9 and 10 of the seed. */
+/** Reviews and review responses: operations 8, 9 and 10 (docs/upstream.md, "Operations"). */
 import { z } from 'zod';
 import {
   type ApiClient,

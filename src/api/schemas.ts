@@ -13,7 +13,7 @@
  *   the precision kept.
  * - listings may carry only some fields; the directory login and password are dropped
  *   here, only whether one is set survives.
- * - review `type` values beyond the seed's list are kept.
+ * - review `type` values beyond the contract's list are kept.
  *
  * Every value that passes is one its warehouse column can store (docs/warehouse.md):
  * text holds no NUL and no lone UTF-16 surrogate (PostgreSQL's text and jsonb refuse
@@ -414,7 +414,7 @@ export const reviewSchema = z
     rating,
     date: reviewDate,
     permalink: text,
-    // Unknown types are kept: the seed's list is not promised to be complete.
+    // Unknown types are kept: the contract's list is not promised to be complete.
     type: storableString.min(1),
     likes_count: count,
     likes_change: count,

@@ -94,7 +94,7 @@ export interface Listing {
 
 export type ReviewCategory = 'review' | 'social';
 
-/** The seed's known review types; other values are kept as they come. */
+/** The contract's known review types (docs/upstream.md, "Fields"); others are kept as they come. */
 export const KNOWN_REVIEW_TYPES = [
   'Photo',
   'Comment',

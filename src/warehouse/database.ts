@@ -9,7 +9,7 @@
  * - jsonb comes back parsed; it is written as a JSON string (`JSON.stringify`), because
  *   the two drivers serialise a JS array parameter differently (pg: a Postgres array).
  *
- * The column lists are the public warehouse contract in design.md plus the additions
+ * The column lists are the public warehouse contract (docs/warehouse.md) plus the additions
  * documented in docs/warehouse.md.
  */
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';

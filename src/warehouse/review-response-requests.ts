@@ -37,8 +37,8 @@ export interface NewResponseRequest {
 
 /**
  * Records a request operation 9 accepted. Its status starts as `Created`, the first state
- * of every request in the seed's transitions; the first poll replaces it with what the
- * upstream says. A request id already recorded is left as it is.
+ * of every request in the upstream's transitions (docs/upstream.md); the first poll
+ * replaces it with what the upstream says. A request id already recorded is left as it is.
  */
 export async function recordResponseRequest(db: Db, request: NewResponseRequest): Promise<void> {
   const inserted = await db

@@ -1,4 +1,4 @@
-/** The warehouse's public tables (design.md, "Warehouse contract"), in dependency order. */
+/** The warehouse's public tables (docs/warehouse.md), in dependency order. */
 export const CONTRACT_TABLES = [
   'accounts',
   'businesses',
