@@ -518,7 +518,6 @@ async function syncCredential(
     return { name: credential.name, status: 'failed', businesses: 0, error: errorText(error) };
   }
   await context.writeReferenceOnce(credential);
-  await quarantineRejected(context, credential, 'businesses', listed.rejected);
 
   // An entry refused for a value the warehouse cannot store (a NUL in a name) whose id
   // reads is still a listed business: it is synced under the summary last stored, and
@@ -536,9 +535,15 @@ async function syncCredential(
     ...(await storedBusinessSummaries(db, credential.name, unreadable)),
   ];
   const only = options.businessIds ? new Set(options.businessIds) : undefined;
-  const mine = summaries.filter(
-    (business) => inShard(options.shard, business.id) && (!only || only.has(business.id)),
-  );
+  const inScope = (id: number) => inShard(options.shard, id) && (!only || only.has(id));
+  const mine = summaries.filter((business) => inScope(business.id));
+  // A refused entry is quarantined, and makes the run partial, only when it may be one of
+  // this run's businesses: a re-sync of one business is not partial for another's entry.
+  const refusedInScope = listed.rejected.filter((record) => {
+    const id = readableIdOf(record.payload);
+    return id === null ? !only : inScope(id);
+  });
+  await quarantineRejected(context, credential, 'businesses', refusedInScope);
   stats.businesses.listed += summaries.length;
   stats.businesses.inShard += mine.length;
   context.progress.businessesTotal += mine.length;
@@ -612,7 +617,7 @@ async function syncCredential(
   }
   return {
     name: credential.name,
-    status: complete && listed.rejected.length === 0 ? 'succeeded' : 'partial',
+    status: complete && refusedInScope.length === 0 ? 'succeeded' : 'partial',
     businesses: mine.length,
   };
 }

@@ -126,5 +126,15 @@ describe.each(testBackends)('a listed business the warehouse cannot store (%s)',
       .where('kind', '=', 'listing_inaccurate')
       .execute();
     expect(alerts.map((a) => Number(a.listing_id)).sort()).toEqual(newlyInaccurate);
+
+    // A re-sync of another business (what every `api` write runs) is not made partial by
+    // an entry outside its scope; one of this business still is.
+    const other = businesses[0]!.id;
+    expect((await sync(warehouse, api, [credential], { businessIds: [other] })).status).toBe(
+      'succeeded',
+    );
+    expect((await sync(warehouse, api, [credential], { businessIds: [target.id] })).status).toBe(
+      'partial',
+    );
   });
 });
