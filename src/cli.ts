@@ -48,8 +48,10 @@ function numberOption(name: string, min: number, max = Number.POSITIVE_INFINITY)
 }
 
 function dateOption(value: string): string {
-  if (!/^\d{4}-\d{2}-\d{2}$/.test(value) || Number.isNaN(Date.parse(`${value}T00:00:00Z`))) {
-    throw new InvalidArgumentError('must be a date as YYYY-MM-DD.');
+  // Date.parse rolls 2026-02-30 over to March: only a date that reads back the same is one.
+  const at = /^\d{4}-\d{2}-\d{2}$/.test(value) ? new Date(`${value}T00:00:00Z`) : null;
+  if (!at || Number.isNaN(at.getTime()) || at.toISOString().slice(0, 10) !== value) {
+    throw new InvalidArgumentError('--start-date must be a calendar date as YYYY-MM-DD.');
   }
   return value;
 }

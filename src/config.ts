@@ -117,7 +117,19 @@ const credentialSchema = z
       .transform((value) => value.replace(/\/+$/, ''))
       .refine((value) => !/\/api\/v2(\.json)?$/.test(value), {
         message: 'baseUrl must be everything before /api/v2 (remove the trailing /api/v2)',
-      }),
+      })
+      // The path is appended to it, and it is stored in accounts.base_url: a query would
+      // break every request's path and could carry a token into a table.
+      .refine(
+        (value) => {
+          const url = URL.parse(value);
+          return !url || (url.search === '' && url.hash === '' && !/[?#]/.test(value));
+        },
+        {
+          message:
+            'baseUrl must be everything before /api/v2, with no query (?…) or fragment (#…): the token goes in authToken',
+        },
+      ),
     authToken: z.string({ error: 'authToken is required' }).min(1, 'authToken must not be empty'),
     userEmail: z
       .string({ error: 'userEmail is required' })

@@ -95,6 +95,16 @@ const id = z.union([
     .refine(Number.isSafeInteger, 'expected a numeric id below 2^53'),
 ]);
 
+/**
+ * The id of a list entry the schema refused, when that id itself reads: the entry still
+ * names a listed record (a business whose name the warehouse cannot store is listed).
+ */
+export function readableIdOf(payload: unknown): number | null {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return null;
+  const parsed = id.safeParse((payload as Record<string, unknown>)['id']);
+  return parsed.success ? parsed.data : null;
+}
+
 /** Free text that may be absent; numbers (postal codes, phones) are kept as text. */
 const text = z
   .union([storableString, z.number()])

@@ -124,10 +124,9 @@ function sleep(ms: number): Promise<void> {
 export async function startSandbox(options: SandboxOptions = {}): Promise<RunningSandbox> {
   const logger = options.logger ?? silentLogger();
   const startDate = options.startDate ?? '2026-01-01';
-  if (
-    !/^\d{4}-\d{2}-\d{2}$/.test(startDate) ||
-    Number.isNaN(Date.parse(`${startDate}T00:00:00Z`))
-  ) {
+  // Date.parse rolls 2026-02-30 over to March: only a date that reads back the same is one.
+  const start = /^\d{4}-\d{2}-\d{2}$/.test(startDate) ? new Date(`${startDate}T00:00:00Z`) : null;
+  if (!start || Number.isNaN(start.getTime()) || start.toISOString().slice(0, 10) !== startDate) {
     throw new Error(`startDate must be a date as YYYY-MM-DD (got "${startDate}").`);
   }
   const world: World = createWorld({

@@ -200,14 +200,14 @@ function excerpt(raw: Buffer): string {
 
 /**
  * Database errors that belong to the value, not the moment: SQLSTATE class 22 (data
- * exception: bad encoding, out of range) and 54001 (statement too complex, such as jsonb
- * nested too deep), and a JS RangeError (call stack) while preparing the row. The same
- * bytes would fail again, so the answer is 422, not 503.
+ * exception: bad encoding, out of range) and class 54 (program limit: an id too long for
+ * its key's index, 54000; jsonb nested too deep, 54001), and a JS RangeError (call stack)
+ * while preparing the row. The same bytes would fail again, so the answer is 422, not 503.
  */
 function isPermanentStoreError(error: unknown): boolean {
   if (error instanceof RangeError) return true;
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('22') || code === '54001');
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('54'));
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -31,6 +31,7 @@ import {
   listSubCategories,
   upstreamNow,
 } from '../api/index.ts';
+import { readableIdOf } from '../api/schemas.ts';
 import type {
   BusinessSummary,
   Country,
@@ -48,7 +49,11 @@ import {
   type WriteStats,
   writeBusinessSnapshotIsolating,
 } from '../warehouse/business-snapshot.ts';
-import { archiveMissingBusinesses, markBusinessMissing } from '../warehouse/businesses.ts';
+import {
+  archiveMissingBusinesses,
+  markBusinessMissing,
+  storedBusinessSummaries,
+} from '../warehouse/businesses.ts';
 import {
   type DatabaseTimeouts,
   describeDatabaseError,
@@ -589,13 +594,33 @@ async function syncCredential(
     return { name: credential.name, status: 'failed', businesses: 0, error: errorText(error) };
   }
   await context.writeReferenceOnce(credential);
-  await quarantineRejected(context, credential, 'businesses', listed.rejected);
 
+  // An entry refused for a value the warehouse cannot store (a NUL in a name) whose id
+  // reads is still a listed business: it is synced under the summary last stored, and
+  // not archived, so its listings and their alerts go on. One never stored waits.
+  const readable = new Set(listed.records.map((business) => business.id));
+  const unreadable = [
+    ...new Set(
+      listed.rejected
+        .map((record) => readableIdOf(record.payload))
+        .filter((id): id is number => id !== null && !readable.has(id)),
+    ),
+  ];
+  const summaries = [
+    ...listed.records,
+    ...(await storedBusinessSummaries(db, credential.name, unreadable)),
+  ];
   const only = options.businessIds ? new Set(options.businessIds) : undefined;
-  const mine = listed.records.filter(
-    (business) => inShard(options.shard, business.id) && (!only || only.has(business.id)),
-  );
-  stats.businesses.listed += listed.records.length;
+  const inScope = (id: number) => inShard(options.shard, id) && (!only || only.has(id));
+  const mine = summaries.filter((business) => inScope(business.id));
+  // A refused entry is quarantined, and makes the run partial, only when it may be one of
+  // this run's businesses: a re-sync of one business is not partial for another's entry.
+  const refusedInScope = listed.rejected.filter((record) => {
+    const id = readableIdOf(record.payload);
+    return id === null ? !only : inScope(id);
+  });
+  await quarantineRejected(context, credential, 'businesses', refusedInScope);
+  stats.businesses.listed += summaries.length;
   stats.businesses.inShard += mine.length;
   context.progress.businessesTotal += mine.length;
   context.report();
@@ -665,7 +690,7 @@ async function syncCredential(
     const archived = await archiveMissingBusinesses(
       db,
       credential.name,
-      listed.records.map((b) => b.id),
+      [...readable, ...unreadable],
       context.now(credential),
       (id) => inShard(options.shard, id),
     );
@@ -674,7 +699,7 @@ async function syncCredential(
   }
   return {
     name: credential.name,
-    status: complete && listed.rejected.length === 0 ? 'succeeded' : 'partial',
+    status: complete && refusedInScope.length === 0 ? 'succeeded' : 'partial',
     businesses: mine.length,
   };
 }

@@ -24,7 +24,7 @@ import { writeListings } from './listings.ts';
 import { quarantineRecords } from './quarantine.ts';
 import { writeRankings } from './rankings.ts';
 import { writeReviews } from './reviews.ts';
-import type { BusinessWriteContext } from './write-context.ts';
+import type { BusinessWriteContext, RefusedIds } from './write-context.ts';
 import { addCounts, mergeWriteStats, type WriteStats } from './write-stats.ts';
 
 export type { TableCounts, WriteStats } from './write-stats.ts';
@@ -80,6 +80,7 @@ export async function writeBusinessSnapshot(
     runId: ctx.runId,
     observedAt: ctx.observedAt,
     ...(ctx.alertRules ? { alertRules: ctx.alertRules } : {}),
+    refused: refusedIds(snapshot.rejected),
   };
   const stored = await lockBusiness(trx, snapshot.businessId);
   const stats = await writeBusiness(trx, write, {
@@ -132,6 +133,25 @@ export async function writeBusinessSnapshot(
   // Every kind the writers raised (listings, reviews, ranks) counts.
   const alerts = stats.alerts?.inserted ?? 0;
   return { stats, alerts, quarantined };
+}
+
+/** The ids of the refused records whose id reads, per stream, as `isRefused` compares them. */
+function refusedIds(rejected: readonly RejectedInSnapshot[]): RefusedIds {
+  const ids: Record<keyof RefusedIds, Set<string>> = {
+    listings: new Set(),
+    reviews: new Set(),
+    keywords: new Set(),
+  };
+  for (const record of rejected) {
+    const stream = record.stream === 'social' ? 'reviews' : record.stream;
+    if (stream !== 'listings' && stream !== 'reviews' && stream !== 'keywords') continue;
+    const payload = record.payload as { id?: unknown } | null;
+    const id = typeof payload === 'object' && payload !== null ? payload.id : undefined;
+    if (typeof id === 'number' || typeof id === 'string') {
+      ids[stream].add(String(id).trim().toLowerCase());
+    }
+  }
+  return ids;
 }
 
 /**

@@ -256,6 +256,34 @@ export async function markBusinessMissing(
 }
 
 /**
+ * The summaries stored for these businesses of an account, archived or not: what a
+ * business is synced under when its list entry cannot be read this run.
+ */
+export async function storedBusinessSummaries(
+  db: Db,
+  accountName: string,
+  businessIds: readonly number[],
+): Promise<BusinessSummary[]> {
+  if (businessIds.length === 0) return [];
+  const rows = await db
+    .selectFrom('businesses')
+    .select(['business_id', 'name', 'street', 'city', 'state_name', 'postal_code', 'phone'])
+    .where('account_name', '=', accountName)
+    .where(sql<boolean>`business_id = any(${[...businessIds]}::bigint[])`)
+    .orderBy('business_id')
+    .execute();
+  return rows.map((row) => ({
+    id: Number(row.business_id),
+    name: row.name,
+    street: row.street,
+    city: row.city,
+    stateName: row.state_name,
+    postalCode: row.postal_code,
+    phone: row.phone,
+  }));
+}
+
+/**
  * Archives the account's businesses that the list operation no longer returns. With
  * `inScope` (sharding), only businesses this shard owns are considered. A business that
  * reappears is un-archived by its next `writeBusiness`. Returns how many were archived.

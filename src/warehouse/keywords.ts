@@ -7,7 +7,7 @@ import type { Keyword } from '../api/types.ts';
 import { type BulkRow, markRowsGone, upsertRows } from './bulk-write.ts';
 import { fieldsHash } from './content-hash.ts';
 import type { Database } from './database.ts';
-import type { BusinessWriteContext } from './write-context.ts';
+import { type BusinessWriteContext, isRefused } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -89,7 +89,12 @@ export async function writeKeywords(
     { table: 'keywords', id: 'keyword_id', idType: 'bigint', stamp: 'deleted_at' },
     businessId,
     stored
-      .filter((row) => row.deleted_at === null && !latest.has(row.keyword_id))
+      .filter(
+        (row) =>
+          row.deleted_at === null &&
+          !latest.has(row.keyword_id) &&
+          !isRefused(ctx, 'keywords', row.keyword_id),
+      )
       .map((row) => row.keyword_id),
     observedAt,
   );

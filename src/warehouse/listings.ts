@@ -20,7 +20,7 @@ import { type BulkRow, type ColumnTypes, markRowsGone, upsertRows } from './bulk
 import { fieldsHash } from './content-hash.ts';
 import type { Database } from './database.ts';
 import { countStatuses, writeListingAccuracyDay } from './listing-accuracy.ts';
-import type { BusinessWriteContext } from './write-context.ts';
+import { type BusinessWriteContext, isRefused } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -192,7 +192,12 @@ export async function writeListings(
     rows,
   );
   const gone = stored
-    .filter((row) => row.removed_at === null && !latest.has(row.listing_id))
+    .filter(
+      (row) =>
+        row.removed_at === null &&
+        !latest.has(row.listing_id) &&
+        !isRefused(ctx, 'listings', row.listing_id),
+    )
     .map((row) => row.listing_id);
   const removed = await markRowsGone(
     db,

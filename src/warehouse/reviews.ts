@@ -14,7 +14,7 @@ import type { Review, ReviewResponse } from '../api/types.ts';
 import { type BulkRow, type ColumnTypes, markRowsGone, upsertRows } from './bulk-write.ts';
 import { fieldsHash } from './content-hash.ts';
 import type { Database } from './database.ts';
-import type { BusinessWriteContext } from './write-context.ts';
+import { type BusinessWriteContext, isRefused } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -142,7 +142,7 @@ export async function writeReviews(
       .execute(),
     db
       .selectFrom('review_responses')
-      .select(['response_id', 'content_hash', 'removed_at'])
+      .select(['response_id', 'review_id', 'content_hash', 'removed_at'])
       .where('business_id', '=', businessId)
       .execute(),
   ]);
@@ -210,7 +210,12 @@ export async function writeReviews(
     { table: 'reviews', id: 'review_id', idType: 'uuid', stamp: 'removed_at' },
     businessId,
     storedReviews
-      .filter((row) => row.removed_at === null && !latest.has(row.review_id))
+      .filter(
+        (row) =>
+          row.removed_at === null &&
+          !latest.has(row.review_id) &&
+          !isRefused(ctx, 'reviews', row.review_id),
+      )
       .map((row) => row.review_id),
     observedAt,
   );
@@ -258,7 +263,12 @@ export async function writeReviews(
     { table: 'review_responses', id: 'response_id', idType: 'uuid', stamp: 'removed_at' },
     businessId,
     storedResponses
-      .filter((row) => row.removed_at === null && !responses.has(row.response_id))
+      .filter(
+        (row) =>
+          row.removed_at === null &&
+          !responses.has(row.response_id) &&
+          !isRefused(ctx, 'reviews', row.review_id),
+      )
       .map((row) => row.response_id),
     observedAt,
   );

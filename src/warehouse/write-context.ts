@@ -9,4 +9,24 @@ export interface BusinessWriteContext {
   observedAt: Date;
   /** The alert rules the writers raise under; the built-in defaults when absent. */
   alertRules?: AlertRules;
+  /**
+   * Ids (as text) of records read this run but refused and quarantined, per stream. They
+   * are still upstream, so their stored rows are kept as they were, not marked gone.
+   */
+  refused?: RefusedIds;
+}
+
+export interface RefusedIds {
+  listings: ReadonlySet<string>;
+  reviews: ReadonlySet<string>;
+  keywords: ReadonlySet<string>;
+}
+
+/** Whether a stored row's id belongs to a record refused this run (see `refused`). */
+export function isRefused(
+  ctx: BusinessWriteContext,
+  stream: keyof RefusedIds,
+  id: unknown,
+): boolean {
+  return ctx.refused?.[stream].has(String(id).toLowerCase()) ?? false;
 }

@@ -328,4 +328,20 @@ describe('the sandbox command', () => {
       expect(result.stdout).not.toContain('Serving');
     },
   );
+
+  it('refuses a start date that is not on the calendar, rather than rolling it over', async () => {
+    await expect(startSandbox({ port: 0, startDate: '2026-02-30' })).rejects.toThrow(
+      'startDate must be a date as YYYY-MM-DD (got "2026-02-30").',
+    );
+  });
+
+  it.each(['2026-13-01', '2026-02-30', '26-01-01'])(
+    'treats --start-date %s as a usage error naming the flag',
+    async (date) => {
+      const result = await runCli(['sandbox', '--port', '0', '--start-date', date], {});
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('--start-date must be a calendar date as YYYY-MM-DD.');
+      expect(result.stdout).not.toContain('Serving');
+    },
+  );
 });

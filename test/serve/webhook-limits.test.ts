@@ -5,7 +5,7 @@
  * WEBHOOK_REQUEST_TIMEOUT_MS; past WEBHOOK_MAX_CONNECTIONS connections are refused, and
  * /healthz answers again once the slow ones are cut.
  */
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import net from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createApiClient } from '../../src/api/index.ts';
@@ -44,6 +44,16 @@ async function post(url: string, body: string) {
 /** A boost whose `data` gets `extra`, as JSON text (escapes written by hand where needed). */
 function boostWith(dataFields: string): string {
   return `{"event":"social_post.boost_created","account_id":1001,"data":{"ad_run_id":"r-1",${dataFields}}}`;
+}
+
+/** Hex that TOAST cannot compress: a chain of sha256 digests. */
+function incompressible(length: number): string {
+  let text = '';
+  for (let block = 'seed'; text.length < length; ) {
+    block = createHash('sha256').update(block).digest('hex');
+    text += block;
+  }
+  return text.slice(0, length);
 }
 
 function nested(depth: number): string {
@@ -100,6 +110,12 @@ describe.each(testBackends)('webhook bodies the warehouse cannot store (%s)', (b
       'data.platform contains a lone UTF-16 surrogate',
     ],
     ['nesting 6,000 deep', nested(6_000), `is nested deeper than ${MAX_DEPTH} levels`],
+    [
+      // Incompressible, so its key is too large for the primary key's index (54000).
+      'an ad run id too long for the key index',
+      boostWith(`"ad_run_id":"${incompressible(12_000)}"`),
+      'the database refused a value (SQLSTATE 54000)',
+    ],
   ])(
     'answers 422 for %s, stores nothing, logs the event, and counts no outage',
     async (_what, body, reason) => {

@@ -98,6 +98,27 @@ describe('loadConfig', () => {
     expect(error.message).not.toContain(TOKEN);
   });
 
+  it.each([
+    ['a query', `https://api.example.com/?auth_token=${TOKEN}`],
+    ['a fragment', `https://api.example.com/#${TOKEN}`],
+  ])('rejects a baseUrl with %s, which would be stored in accounts.base_url', (_what, baseUrl) => {
+    const file = credentialsFile([{ name: 'x', baseUrl, authToken: 'tok', userEmail: 'a@b.c' }]);
+    const error = errorOf(() => loadConfig({ LISTINGS_CREDENTIALS_FILE: file }));
+    expect(error.message).toContain(
+      'entry 0.baseUrl: baseUrl must be everything before /api/v2, with no query (?…) or fragment (#…)',
+    );
+    expect(error.message).not.toContain(TOKEN);
+    const env = errorOf(() =>
+      loadConfig({
+        LISTINGS_BASE_URL: baseUrl,
+        LISTINGS_AUTH_TOKEN: 'tok',
+        LISTINGS_USER_EMAIL: 'a@b.c',
+      }),
+    );
+    expect(env.message).toContain('with no query (?…) or fragment (#…)');
+    expect(env.message).not.toContain(TOKEN);
+  });
+
   it('names each bad entry of the credentials file by index and field', () => {
     const file = credentialsFile([
       { name: 'a', baseUrl: 'ftp://x', authToken: TOKEN, userEmail: 'not-an-email' },

@@ -321,13 +321,15 @@ describe.each(testBackends)('values and columns (%s)', (backend) => {
     expect(result.quarantined).toBe(2);
     const reviews = await wh.db
       .selectFrom('reviews')
-      .select(['review_id', 'content', 'likes_count'])
+      .select(['review_id', 'content', 'likes_count', 'removed_at'])
       .orderBy('review_id')
       .execute();
     expect(reviews.map((r) => r.review_id)).toEqual([reviewId(1), reviewId(2), reviewId(4)]);
     expect(reviews[0]?.content).toBe('updated text');
     // Review 2 keeps its last stored value: the refused one never replaced it.
     expect(reviews[1]?.likes_count).toBe(12);
+    // Still upstream, only unstorable: its row is kept, not marked removed.
+    expect(reviews.map((r) => r.removed_at)).toEqual([null, null, null]);
     const alerts = await wh.db.selectFrom('alerts').select(['kind', 'listing_id']).execute();
     expect(alerts).toEqual([{ kind: 'listing_inaccurate', listing_id: 1 }]);
     const quarantined = await wh.db
