@@ -4,7 +4,7 @@
  * alert (`slack: sent`, `webhook: pending`), with the attempts and the last error.
  */
 import type { Config } from '../config.ts';
-import { openConfiguredWarehouse } from '../warehouse/open.ts';
+import { openConfiguredWarehouse, requireCurrentSchema } from '../warehouse/open.ts';
 import { oneLine, whatChanged } from './messages.ts';
 import { type AlertForDelivery, recentAlerts } from './outbox.ts';
 
@@ -81,8 +81,10 @@ export async function runAlertsCommand(
   config: Config,
   options: AlertsCommandOptions,
 ): Promise<number> {
-  const warehouse = await openConfiguredWarehouse(config);
+  // Only reads: a missing embedded database is an error, never created by looking.
+  const warehouse = await openConfiguredWarehouse(config, 'read');
   try {
+    await requireCurrentSchema(warehouse);
     const pending = options.pending === true;
     const rows = await recentAlerts(warehouse.db, { pending, limit: options.limit });
     process.stdout.write(renderAlerts(rows, { pending, sinks: configuredSinkNames(config) }));

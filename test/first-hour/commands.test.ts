@@ -105,12 +105,15 @@ describe('a fresh directory with no demo', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('`report` exits 1 naming what to run, and creates no empty database', async () => {
-    const run = await cli(['report'], dir);
-    expect(run.code).toBe(1);
-    expect(run.stderr).toContain('There is no warehouse yet');
-    expect(existsSync(join(dir, '.data'))).toBe(false);
-  });
+  it.each([['report'], ['alerts'], ['runs']])(
+    '`%s` exits 1 naming what to run, and creates no empty database',
+    async (command) => {
+      const run = await cli([command], dir);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain('There is no warehouse yet');
+      expect(existsSync(join(dir, '.data'))).toBe(false);
+    },
+  );
 
   it('`report` on a migrated but empty warehouse says it holds no data and exits 1', async () => {
     const env = { PGLITE_DATA_DIR: './empty' };
