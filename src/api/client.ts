@@ -223,6 +223,34 @@ export function upstreamNow(client: ApiClient, credential: Credential): Date | u
   return seen ? new Date(seen.upstreamMs + (Date.now() - seen.localMs)) : undefined;
 }
 
+/** Ahead of the local clock by more than this, an upstream `Date` is not believed. */
+const UPSTREAM_CLOCK_AHEAD_MS = 86_400_000;
+/** Nor one before this: no rank history of this service predates it. */
+const UPSTREAM_CLOCK_FLOOR_MS = Date.parse('2000-01-01T00:00:00Z');
+
+/**
+ * The time to record an observation of this credential's data at: `upstreamNow` when it is
+ * plausible (after 2000, at most a day ahead of ours), else the local clock. Every writer
+ * of upstream observations (a sync, a review response submitted or read) uses it, so one
+ * warehouse never mixes the upstream's days with ours.
+ */
+export function observationTime(
+  client: ApiClient,
+  credential: Credential,
+): { at: Date; upstream: boolean; seen: Date | undefined } {
+  const local = new Date();
+  const seen = upstreamNow(client, credential);
+  const ms = seen?.getTime();
+  if (
+    ms !== undefined &&
+    ms >= UPSTREAM_CLOCK_FLOOR_MS &&
+    ms <= local.getTime() + UPSTREAM_CLOCK_AHEAD_MS
+  ) {
+    return { at: seen as Date, upstream: true, seen };
+  }
+  return { at: local, upstream: false, seen };
+}
+
 function stateOf(client: ApiClient): ClientState {
   const state = clientStates.get(client);
   if (!state) throw new TypeError('Not an API client: create one with createApiClient().');

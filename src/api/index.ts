@@ -17,6 +17,7 @@ export {
   apiStats,
   type CallOptions,
   createApiClient,
+  observationTime,
   upstreamNow,
 } from './client.ts';
 export {

@@ -29,7 +29,7 @@ import {
   listReviews,
   listStates,
   listSubCategories,
-  upstreamNow,
+  observationTime,
 } from '../api/index.ts';
 import { readableIdOf } from '../api/schemas.ts';
 import type {
@@ -464,11 +464,6 @@ interface RunContext {
   businessSlot: LimitFunction;
 }
 
-/** Ahead of the local clock by more than this, an upstream `Date` is not believed. */
-const UPSTREAM_CLOCK_AHEAD_MS = 86_400_000;
-/** Nor one before this: no rank history of this service predates it. */
-const UPSTREAM_CLOCK_FLOOR_MS = Date.parse('2000-01-01T00:00:00Z');
-
 /**
  * Which day a sync records (docs/operations.md, "Which day a sync records"): the
  * upstream's date, from the `Date` header of the credential's latest response, so a
@@ -481,25 +476,16 @@ function observationClock(options: SyncOptions, logger: Logger): (credential?: C
   if (fixed) return () => fixed();
   const warned = new Set<string>();
   return (credential) => {
-    const local = new Date();
-    if (!credential) return local;
-    const upstream = upstreamNow(options.api, credential);
-    const ms = upstream?.getTime();
-    if (
-      ms !== undefined &&
-      ms >= UPSTREAM_CLOCK_FLOOR_MS &&
-      ms <= local.getTime() + UPSTREAM_CLOCK_AHEAD_MS
-    ) {
-      return upstream as Date;
-    }
-    if (!warned.has(credential.name)) {
+    if (!credential) return new Date();
+    const time = observationTime(options.api, credential);
+    if (!time.upstream && !warned.has(credential.name)) {
       warned.add(credential.name);
       logger.warn(
-        { credential: credential.name, upstreamDate: upstream?.toISOString() ?? null },
+        { credential: credential.name, upstreamDate: time.seen?.toISOString() ?? null },
         'the upstream sent no plausible Date header: rank days follow the local clock',
       );
     }
-    return local;
+    return time.at;
   };
 }
 

@@ -4,7 +4,7 @@
  * polls it (operation 10) until `Completed` or `Failed` (src/sync/run.ts), and `api
  * reviews response-status` reads it on demand, recording a change the same way.
  */
-import { getResponseStatus, respondToReview } from '../api/index.ts';
+import { getResponseStatus, observationTime, respondToReview } from '../api/index.ts';
 import { upsertAccount } from '../warehouse/accounts.ts';
 import {
   getResponseRequest,
@@ -46,7 +46,6 @@ export async function submitReviewResponse(
   // Opened first: a request the warehouse cannot record would never be followed.
   const warehouse = await session.warehouse();
   const { credential } = session;
-  const submittedAt = io.now ? io.now() : new Date();
   const submitted = await respondToReview(
     session.api,
     credential,
@@ -54,6 +53,8 @@ export async function submitReviewResponse(
     request.reviewId,
     request.content,
   );
+  // On the upstream's clock, as every sync records the request's later statuses.
+  const submittedAt = io.now ? io.now() : observationTime(session.api, credential).at;
   await upsertAccount(warehouse.db, {
     name: credential.name,
     userEmail: credential.userEmail,
@@ -113,7 +114,7 @@ export async function showResponseStatus(
     reviewId,
     request.requestId,
   );
-  const observedAt = io.now ? io.now() : new Date();
+  const observedAt = io.now ? io.now() : observationTime(session.api, session.credential).at;
   let events: Array<{ status: string; observedAt: Date }> | undefined;
   if (stored) {
     await recordResponseStatus(warehouse.db, {

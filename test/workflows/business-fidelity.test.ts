@@ -225,8 +225,9 @@ describe.each(testBackends)('business input and keywords (%s)', (backend) => {
 
     it('is refused by api keywords add, whatever its case and spacing, and nothing is sent', async () => {
       const before = await liveTexts();
-      const words = existing.keyword.toUpperCase().split(' ');
-      const run = await as1(['api', 'keywords', 'add', String(businessId), ...words]);
+      // One argument is one keyword: the live text in capitals, with extra spaces.
+      const shouted = ` ${existing.keyword.toUpperCase().split(' ').join('   ')} `;
+      const run = await as1(['api', 'keywords', 'add', String(businessId), shouted]);
       expect(run.code).toBe(2);
       expect(run.stderr).toBe(
         `listings-sync: business ${businessId} already has the keyword "${existing.keyword}" (id ${existing.id}); ranks are keyed by keyword text, so a second one would share its ranks. Nothing was added.\n`,
