@@ -1,0 +1,38 @@
+/**
+ * `--help` lists the variables a command reads. Every command that opens the configured
+ * warehouse (through src/warehouse/open.ts) applies the DATABASE_* timeouts to a
+ * PostgreSQL one, and every command whose writes re-sync a business raises alerts under
+ * ALERT_RULES_FILE: their help must say so.
+ */
+import { describe, expect, it } from 'vitest';
+import { COMMAND_VARIABLES } from '../../src/cli.ts';
+
+const OPENS_CONFIGURED_WAREHOUSE = [
+  'migrate',
+  'sync',
+  'serve',
+  'alerts',
+  'check',
+  'runs',
+  'report',
+  'api',
+  'keywords',
+];
+const RAISES_ALERTS = ['sync', 'serve', 'api', 'keywords'];
+
+describe('variables under each command’s --help', () => {
+  it.each(OPENS_CONFIGURED_WAREHOUSE)('%s lists the database timeouts', (command) => {
+    expect(COMMAND_VARIABLES[command]).toEqual(
+      expect.arrayContaining([
+        'DATABASE_URL',
+        'DATABASE_CONNECT_TIMEOUT_MS',
+        'DATABASE_STATEMENT_TIMEOUT_MS',
+        'DATABASE_LOCK_TIMEOUT_MS',
+      ]),
+    );
+  });
+
+  it.each(RAISES_ALERTS)('%s lists ALERT_RULES_FILE', (command) => {
+    expect(COMMAND_VARIABLES[command]).toContain('ALERT_RULES_FILE');
+  });
+});
