@@ -337,7 +337,8 @@ export const COMMAND_VARIABLES: Record<string, ConfigVariable[]> = {
   ],
   alerts: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS, ...ALERT_SINKS],
   demo: ['DATABASE_URL', ...SYNC_LIMITS, ...LOGGING],
-  check: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS, ...CREDENTIAL_VARIABLES],
+  // check validates the whole configuration, the rules file included.
+  check: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS, ...CREDENTIAL_VARIABLES, 'ALERT_RULES_FILE'],
   config: [],
   runs: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS],
   report: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS],

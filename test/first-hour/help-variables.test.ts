@@ -1,8 +1,8 @@
 /**
  * `--help` lists the variables a command reads. Every command that opens the configured
  * warehouse (through src/warehouse/open.ts) applies the DATABASE_* timeouts to a
- * PostgreSQL one, and every command whose writes re-sync a business raises alerts under
- * ALERT_RULES_FILE: their help must say so.
+ * PostgreSQL one, every command whose writes re-sync a business raises alerts under
+ * ALERT_RULES_FILE, and `check` validates that file: their help must say so.
  */
 import { describe, expect, it } from 'vitest';
 import { COMMAND_VARIABLES } from '../../src/cli.ts';
@@ -18,7 +18,8 @@ const OPENS_CONFIGURED_WAREHOUSE = [
   'api',
   'keywords',
 ];
-const RAISES_ALERTS = ['sync', 'serve', 'api', 'keywords'];
+/** Commands that raise alerts, and `check`, which validates the rules file. */
+const READ_ALERT_RULES = ['sync', 'serve', 'api', 'keywords', 'check'];
 
 describe('variables under each command’s --help', () => {
   it.each(OPENS_CONFIGURED_WAREHOUSE)('%s lists the database timeouts', (command) => {
@@ -32,7 +33,7 @@ describe('variables under each command’s --help', () => {
     );
   });
 
-  it.each(RAISES_ALERTS)('%s lists ALERT_RULES_FILE', (command) => {
+  it.each(READ_ALERT_RULES)('%s lists ALERT_RULES_FILE', (command) => {
     expect(COMMAND_VARIABLES[command]).toContain('ALERT_RULES_FILE');
   });
 });
