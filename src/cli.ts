@@ -339,14 +339,30 @@ export const COMMAND_VARIABLES: Record<string, ConfigVariable[]> = {
     'PORT',
     ...LOGGING,
   ],
-  alerts: [...WAREHOUSE_VARIABLES, ...ALERT_SINKS],
+  alerts: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS, ...ALERT_SINKS],
   demo: ['DATABASE_URL', ...SYNC_LIMITS, ...LOGGING],
-  check: [...WAREHOUSE_VARIABLES, ...CREDENTIAL_VARIABLES],
+  // check validates the whole configuration, the rules file included.
+  check: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS, ...CREDENTIAL_VARIABLES, 'ALERT_RULES_FILE'],
   config: [],
-  runs: WAREHOUSE_VARIABLES,
-  report: WAREHOUSE_VARIABLES,
-  api: [...WAREHOUSE_VARIABLES, ...CREDENTIAL_VARIABLES, ...SYNC_LIMITS, ...LOGGING],
-  keywords: [...WAREHOUSE_VARIABLES, ...CREDENTIAL_VARIABLES, ...SYNC_LIMITS, ...LOGGING],
+  runs: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS],
+  report: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS],
+  // A write re-syncs its business, which raises alerts under the rules file.
+  api: [
+    ...WAREHOUSE_VARIABLES,
+    ...DATABASE_LIMITS,
+    ...CREDENTIAL_VARIABLES,
+    ...SYNC_LIMITS,
+    'ALERT_RULES_FILE',
+    ...LOGGING,
+  ],
+  keywords: [
+    ...WAREHOUSE_VARIABLES,
+    ...DATABASE_LIMITS,
+    ...CREDENTIAL_VARIABLES,
+    ...SYNC_LIMITS,
+    'ALERT_RULES_FILE',
+    ...LOGGING,
+  ],
 };
 
 function addEnvironmentHelp(program: Command): void {

@@ -198,7 +198,7 @@ export function renderDemoSummary(summary: DemoSummary): string[] {
   return lines;
 }
 
-/** A bar over the simulated days on a terminal; a log line per day otherwise. */
+/** A bar over the simulated days on a terminal; a log line per day otherwise (after each sync's own lines). */
 function dayProgress(stream: NodeJS.WriteStream, logger: Logger, total: number) {
   if (stream.isTTY && total > 0) {
     const bar = startTerminalBar(

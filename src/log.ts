@@ -200,13 +200,28 @@ const HUMAN_HIDDEN = new Set(['level', 'time', 'msg', 'service', 'pid', 'hostnam
 /** A field value longer than this is cut: one record, one line. */
 const HUMAN_VALUE_CHARS = 120;
 
+/**
+ * A list or object without JSON's quotes (`a,b`, `{listed:50,failed:1}`): a quoted JSON
+ * value would be quoted again below, and every inner quote escaped.
+ */
+function plainValue(value: unknown, depth = 0): string {
+  if (value === null || typeof value !== 'object' || depth > 1) {
+    return typeof value === 'string' ? value : JSON.stringify(value);
+  }
+  if (Array.isArray(value)) return value.map((item) => plainValue(item, depth + 1)).join(',');
+  const fields = Object.entries(value).map(
+    ([key, item]) => `${key}:${plainValue(item, depth + 1)}`,
+  );
+  return `{${fields.join(',')}}`;
+}
+
 function humanValue(value: unknown): string {
   let text: string;
   if (value && typeof value === 'object' && 'message' in value) {
     const { message, code } = value as { message?: unknown; code?: unknown };
     text = typeof code === 'string' ? `${code}: ${String(message)}` : String(message);
   } else {
-    text = typeof value === 'string' ? value : JSON.stringify(value);
+    text = plainValue(value);
   }
   text = text.replace(/\s+/g, ' ');
   if (text.length > HUMAN_VALUE_CHARS) text = `${text.slice(0, HUMAN_VALUE_CHARS - 1)}…`;

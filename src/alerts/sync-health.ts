@@ -4,7 +4,8 @@
  * - `sync_failed`: the last `consecutive` finished runs all ended in one of the rule's
  *   statuses (`failed`, `partial` by default); once per run;
  * - `sync_stale`: an account (configured, or known to the warehouse) has had no
- *   successful (`succeeded` or `partial`) run for the rule's hours. An account with no
+ *   successful run for the rule's hours: `succeeded`, or `partial` with that account's
+ *   own credential not failed. An account with no
  *   success at all is measured from when this `serve` started watching: a dead man's
  *   switch that fires even when the CronJob never started. Once per silence.
  */
@@ -26,7 +27,12 @@ export async function lastSuccessfulRunAt(db: Kysely<Database>): Promise<Date | 
   return row?.at ? new Date(row.at) : null;
 }
 
-/** Per account, when its last successful run finished (absent: never). */
+/**
+ * Per account, when its last successful run finished (absent: never). A `partial` run
+ * counts for an account only if that account's own credential did not fail or get
+ * skipped in it (`stats.credentials`): a revoked token on one account, while the others
+ * keep every run `partial`, is exactly the silence this switch is for.
+ */
 async function lastSuccessByAccount(
   db: Kysely<Database>,
   accounts: readonly string[],
@@ -36,7 +42,16 @@ async function lastSuccessByAccount(
     select a.name, max(r.finished_at) as at
     from unnest(${[...accounts]}::text[]) as a(name)
     join sync_runs r on r.accounts @> jsonb_build_array(a.name)
-      and r.status in ('succeeded', 'partial')
+      and (
+        r.status = 'succeeded'
+        or (
+          r.status = 'partial'
+          and not coalesce(r.stats -> 'credentials', '[]'::jsonb)
+            @> jsonb_build_array(jsonb_build_object('name', a.name, 'status', 'failed'))
+          and not coalesce(r.stats -> 'credentials', '[]'::jsonb)
+            @> jsonb_build_array(jsonb_build_object('name', a.name, 'status', 'skipped'))
+        )
+      )
     group by a.name`.execute(db);
   return new Map(rows.filter((r) => r.at).map((r) => [r.name, new Date(r.at as Date)]));
 }

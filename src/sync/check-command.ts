@@ -16,6 +16,8 @@ export interface CheckRow {
   check: string;
   ok: boolean;
   detail: string;
+  /** Lines printed under the table (each problem of a bad configuration): one cell stays short. */
+  notes?: string[];
 }
 
 /** A check must answer quickly: 10 s per credential, and no retries beyond two attempts. */
@@ -27,7 +29,11 @@ export async function runChecks(load: () => Config = () => loadConfig()): Promis
     config = load();
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    return [{ check: 'configuration', ok: false, detail: error.message.replace(/\s*\n\s*/g, ' ') }];
+    const [first = '', ...rest] = error.message.split('\n').map((line) => line.trim());
+    const notes = rest.filter((line) => line !== '');
+    return [
+      { check: 'configuration', ok: false, detail: first, ...(notes.length ? { notes } : {}) },
+    ];
   }
   const rows: CheckRow[] = [
     {
@@ -100,10 +106,12 @@ export async function runChecks(load: () => Config = () => loadConfig()): Promis
 }
 
 export function renderChecks(rows: readonly CheckRow[]): string {
-  return `${renderTable(
+  const table = renderTable(
     ['check', 'result', 'detail'],
     rows.map((row) => [row.check, row.ok ? 'ok' : 'FAILED', row.detail]),
-  )}\n`;
+  );
+  const notes = rows.flatMap((row) => row.notes ?? []);
+  return notes.length ? `${table}\n\n${notes.join('\n')}\n` : `${table}\n`;
 }
 
 /** Runs the command; returns the exit code. */

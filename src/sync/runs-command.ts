@@ -80,7 +80,11 @@ export function renderRuns(runs: readonly RunLine[]): string {
         stats.requests ?? '–',
         stats.quarantined ?? '–',
         stats.alerts ?? '–',
-        (stats.streamFailures ?? 0) + (stats.businesses?.failed ?? 0),
+        // A refused credential fails its whole account: it counts too, or a partial run
+        // would read 0 failures.
+        (stats.streamFailures ?? 0) +
+          (stats.businesses?.failed ?? 0) +
+          (stats.credentials ?? []).filter((c) => c.status === 'failed').length,
       ];
     }),
   );

@@ -134,6 +134,34 @@ describe.each(testBackends)('sync health in serve (%s)', (backend) => {
     ]);
   });
 
+  it('fires sync_stale for an account whose credential fails inside nightly partial runs', async () => {
+    // Another account keeps each run `partial`, not `failed`; this one's token was revoked.
+    for (let night = 0; night < 2; night++) {
+      await hoursPass(20);
+      const runId = await startSyncRun(warehouse.db, {
+        trigger: 'cli',
+        streams: [],
+        accounts: ['east', 'west'],
+      });
+      await finishSyncRun(warehouse.db, runId, {
+        status: 'partial',
+        stats: {
+          credentials: [
+            { name: 'east', status: 'failed', businesses: 0, error: 'Authentication Failure' },
+            { name: 'west', status: 'succeeded', businesses: 3 },
+          ],
+        },
+        error: null,
+      });
+      await hoursPass(4);
+    }
+    // 48 hours without a run that synced east: one alert, counted from serve's start.
+    const raised = await alerts('sync_stale');
+    expect(raised.map((a) => [a.account_name, a.dedupe_key])).toEqual([
+      ['east', 'sync_stale:east:never'],
+    ]);
+  });
+
   it('fires sync_failed once for a failed CronJob run', async () => {
     await hoursPass(3);
     const failed = await cronJobRun('failed');

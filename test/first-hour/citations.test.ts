@@ -18,8 +18,9 @@ function files(dir: string, ext: RegExp): string[] {
 }
 
 describe('citations', () => {
-  it('no source file cites design.md or the seed', () => {
-    const offending = files(join(ROOT, 'src'), /\.ts$/).flatMap((path) =>
+  it('no source file or shipped manifest cites design.md or the seed', () => {
+    const shipped = [...files(join(ROOT, 'src'), /\.ts$/), ...files(join(ROOT, 'k8s'), /\.ya?ml$/)];
+    const offending = shipped.flatMap((path) =>
       readFileSync(path, 'utf8')
         .split('\n')
         .map((line, i) => ({ line, at: `${relative(ROOT, path)}:${i + 1}` }))

@@ -52,6 +52,23 @@ describe('logs on a terminal', () => {
     );
   });
 
+  it('writes lists and objects without JSON quoting, so a field stays readable', () => {
+    const line = formatHumanLine(
+      JSON.stringify({
+        level: 'info',
+        time: '2026-03-10T12:03:04.567Z',
+        streams: ['businesses', 'listings'],
+        businesses: { listed: 50, synced: 49, failed: 1 },
+        wrong: ['phone'],
+        sites: ['Yahoo Local', 'Google'],
+        msg: 'sync finished',
+      }),
+    );
+    expect(line).toBe(
+      '12:03:04 INFO  sync finished  streams=businesses,listings  businesses={listed:50,synced:49,failed:1}  wrong=phone  sites="Yahoo Local,Google"\n',
+    );
+  });
+
   it('prints log lines above the bar, whole, and the bar below them; after the bar, straight through', () => {
     const terminal = fakeTerminal();
     const fallback = fakeTerminal();

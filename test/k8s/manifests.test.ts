@@ -303,12 +303,20 @@ describe('k8s manifests: what the program needs', () => {
       const mounted = (container.volumeMounts ?? []).flatMap((mount) => {
         const volume = pod.volumes?.find((v) => v.name === mount.name);
         expect(volume, `${where}: volume ${mount.name}`).toBeDefined();
-        return (volume?.secret?.items ?? []).map((item) => ({
-          path: `${mount.mountPath}/${item.path}`,
-          readOnly: mount.readOnly,
-          key: item.key,
-          secretName: volume?.secret?.secretName,
-        }));
+        // A Secret volume, or a projected one whose sources include the Secret.
+        const fromSecrets = volume?.secret
+          ? [{ name: volume.secret.secretName, items: volume.secret.items }]
+          : (volume?.projected?.sources ?? []).flatMap((source) =>
+              source.secret ? [{ name: source.secret.name, items: source.secret.items }] : [],
+            );
+        return fromSecrets.flatMap(({ name, items }) =>
+          (items ?? []).map((item) => ({
+            path: `${mount.mountPath}/${item.path}`,
+            readOnly: mount.readOnly,
+            key: item.key,
+            secretName: name,
+          })),
+        );
       });
       const credentials = mounted.find((m) => m.path === credentialsPath);
       expect(credentials, `${where}: ${credentialsPath} is not mounted`).toBeDefined();
@@ -319,6 +327,7 @@ describe('k8s manifests: what the program needs', () => {
       for (const volume of pod.volumes ?? []) {
         // At most 0440 (288): group-readable for the fsGroup, nothing for others.
         if (volume.secret) expect(volume.secret.defaultMode! & 0o137, file).toBe(0);
+        if (volume.projected) expect(volume.projected.defaultMode! & 0o137, file).toBe(0);
       }
     }
   });

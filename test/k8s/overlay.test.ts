@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { parseAlertRules } from '../../src/alerts/rules.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const KUBECTL = ['/usr/bin/kubectl', '/usr/local/bin/kubectl'].find((path) => existsSync(path));
@@ -26,13 +27,18 @@ if (!KUBECTL) {
   process.stdout.write('test/k8s/overlay.test.ts: skipped, kubectl is not installed\n');
 }
 
+/** The fenced yaml block of a document that starts with `first`. */
+function documentedBlock(file: string, first: string): string {
+  const doc = readFileSync(join(ROOT, file), 'utf8');
+  const blocks = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
+  const block = blocks.find((b) => b.startsWith(first));
+  if (!block) throw new Error(`${file} has no yaml block starting with ${first}`);
+  return block;
+}
+
 /** The fenced block of docs/deploy.md that starts with `# overlays/prod/kustomization.yaml`. */
 function documentedOverlay(): string {
-  const doc = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
-  const blocks = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
-  const overlay = blocks.find((b) => b.startsWith('# overlays/prod/kustomization.yaml'));
-  if (!overlay) throw new Error('docs/deploy.md has no overlays/prod/kustomization.yaml block');
-  return overlay;
+  return documentedBlock('docs/deploy.md', '# overlays/prod/kustomization.yaml\n');
 }
 
 interface K8sObject {
@@ -60,11 +66,17 @@ describe.skipIf(!KUBECTL)('the overlay of docs/deploy.md', () => {
   const dir = mkdtempSync(join(tmpdir(), 'overlay-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  function render(): K8sObject[] {
+  function render(extra: { kustomization?: string; files?: Record<string, string> } = {}) {
     cpSync(join(ROOT, 'k8s'), join(dir, 'k8s'), { recursive: true });
     const overlayDir = join(dir, 'overlays/prod');
     mkdirSync(overlayDir, { recursive: true });
-    writeFileSync(join(overlayDir, 'kustomization.yaml'), documentedOverlay());
+    writeFileSync(
+      join(overlayDir, 'kustomization.yaml'),
+      documentedOverlay() + (extra.kustomization ?? ''),
+    );
+    for (const [name, text] of Object.entries(extra.files ?? {})) {
+      writeFileSync(join(overlayDir, name), text);
+    }
     writeFileSync(
       join(overlayDir, 'credentials.json'),
       JSON.stringify([
@@ -83,6 +95,73 @@ describe.skipIf(!KUBECTL)('the overlay of docs/deploy.md', () => {
     const text = execFileSync(KUBECTL as string, ['kustomize', overlayDir], { encoding: 'utf8' });
     return parseAllDocuments(text).map((d) => d.toJSON() as K8sObject);
   }
+
+  interface PodSpec {
+    containers?: Container[];
+    initContainers?: Container[];
+    volumes?: {
+      name: string;
+      projected?: { sources: { configMap?: { name: string; optional?: boolean } }[] };
+    }[];
+  }
+  interface Container {
+    name: string;
+    envFrom?: { configMapRef?: { name: string } }[];
+    volumeMounts?: { name: string; mountPath: string }[];
+  }
+
+  function podOf(object: K8sObject): PodSpec | undefined {
+    const spec = object.spec as {
+      template?: { spec?: PodSpec };
+      jobTemplate?: { spec?: { template?: { spec?: PodSpec } } };
+    };
+    return spec?.template?.spec ?? spec?.jobTemplate?.spec?.template?.spec;
+  }
+
+  it('with the alert-rules block, every container that reads the ConfigMap can read the rules file', () => {
+    const rules = documentedBlock('docs/operations.md', 'rules:\n');
+    const rendered = render({
+      kustomization: documentedBlock(
+        'docs/deploy.md',
+        '# overlays/prod/kustomization.yaml, continued: alert rules',
+      ),
+      files: { 'alert-rules.yaml': rules },
+    });
+    const config = rendered.find(
+      (o) => o.kind === 'ConfigMap' && o.metadata.name === 'listings-sync',
+    );
+    const path = config?.data?.['ALERT_RULES_FILE'];
+    expect(path).toBe('/etc/listings-sync/alert-rules.yaml');
+    const generated = rendered.find(
+      (o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('listings-sync-alert-rules-'),
+    );
+    expect(generated?.data?.['alert-rules.yaml']).toBe(rules);
+    // The documented example is itself a valid rules file.
+    expect(parseAlertRules(parseYaml(rules), 'alert-rules.yaml').syncStale.enabled).toBe(true);
+
+    const readers = rendered.flatMap((object) => {
+      const pod = podOf(object);
+      if (!pod) return [];
+      return [...(pod.initContainers ?? []), ...(pod.containers ?? [])]
+        .filter((c) => c.envFrom?.some((from) => from.configMapRef?.name === 'listings-sync'))
+        .map((container) => ({
+          where: `${object.metadata.name}/${container.name}`,
+          pod,
+          container,
+        }));
+    });
+    expect(readers.length).toBeGreaterThanOrEqual(4);
+    for (const { where, pod, container } of readers) {
+      const mount = container.volumeMounts?.find((m) => path?.startsWith(`${m.mountPath}/`));
+      expect(mount, `${where} mounts nothing at ${path}`).toBeDefined();
+      const volume = pod.volumes?.find((v) => v.name === mount?.name);
+      const sources = volume?.projected?.sources ?? [];
+      expect(
+        sources.map((source) => source.configMap?.name),
+        where,
+      ).toContain(generated?.metadata.name);
+    }
+  });
 
   const objects = render();
   const overlay = parseYaml(documentedOverlay()) as {
