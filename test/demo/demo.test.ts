@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { type DemoOptions, type DemoResult, runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -90,20 +90,22 @@ describe('demo', () => {
   };
   const leadingNumber = (text: string) => Number(text.match(/^[\d,]+/)?.[0].replace(/,/g, ''));
 
-  beforeAll(async () => {
+  // Each test has its own directory and runs its own first demo: none leans on another.
+  beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'listings-demo-'));
   });
-  afterAll(async () => {
+  afterEach(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  let first: { lines: string[]; result: DemoResult };
-  let afterFirst: Awaited<ReturnType<typeof warehouseCounts>>;
+  /** The first run, to the end date, and what the warehouse holds after it. */
+  async function firstRun() {
+    const run = await demo();
+    return { ...run, counts: await warehouseCounts() };
+  }
 
   it('simulates the days up to the end date, and prints what the warehouse holds', async () => {
-    first = await demo();
-    afterFirst = await warehouseCounts();
-    const { lines, result } = first;
+    const { lines, result, counts: afterFirst } = await firstRun();
     // A baseline day and then `days` more, ending on the end date, each synced once.
     expect(result.startDate).toBe('2026-03-07');
     expect(result.daysSimulated).toBe(4);
@@ -143,6 +145,7 @@ describe('demo', () => {
   });
 
   it('a second run on the same day adds nothing', async () => {
+    const { counts: afterFirst } = await firstRun();
     const again = await demo();
     expect(again.result.daysSimulated).toBe(0);
     expect(again.result.startDate).toBe('2026-03-07');
@@ -151,6 +154,7 @@ describe('demo', () => {
   });
 
   it('a run on a later day carries on from the next day, at the same start date', async () => {
+    const { counts: afterFirst } = await firstRun();
     const later = await demo({ endDate: '2026-03-12' });
     expect(later.result.startDate).toBe('2026-03-07');
     expect(later.result.daysSimulated).toBe(2);

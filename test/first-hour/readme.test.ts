@@ -145,6 +145,8 @@ describe('README: the sandbox tutorial, line by line', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  // Six CLI processes in a row, each a Node start and most a PGlite open: about 20 s on an
+  // idle 2-core machine, so this one test may take longer than the suite's 30 s.
   it('every line exits 0, and the sync after clock/advance records the next day', async () => {
     const block = shellBlocks().find((b) => b.includes('npx listings-sync sandbox'));
     expect(block).toBeDefined();
@@ -214,7 +216,7 @@ describe('README: the sandbox tutorial, line by line', () => {
     } finally {
       await warehouse.close();
     }
-  });
+  }, 90_000);
 });
 
 describe("README: the command table's commands", () => {

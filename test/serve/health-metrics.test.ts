@@ -4,7 +4,6 @@
  * and recovers. "Down" on PostgreSQL is a TCP proxy we cut (connections refused); PGlite
  * runs in this process, so there "down" is a closed instance (which cannot come back).
  */
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -125,6 +124,7 @@ describe.each(testBackends)('health and metrics (%s)', (backend) => {
   });
 
   it('/readyz fails while the database is down, and recovers after', async () => {
+    const runsBefore = await count(warehouse, 'sync_runs');
     if (backend === 'postgres') {
       const target = new URL(warehouse.databaseUrl!);
       const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
@@ -167,6 +167,6 @@ describe.each(testBackends)('health and metrics (%s)', (backend) => {
       }
     }
     // The suite's own warehouse was never touched.
-    expect(await count(warehouse, 'sync_runs', sql`status = 'succeeded'`)).toBe(1);
+    expect(await count(warehouse, 'sync_runs')).toBe(runsBefore);
   });
 });

@@ -4,7 +4,7 @@
  * body (old hours, names for references, ambiguous and unknown names), and the warehouse
  * after each write.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createApiClient, listBusinesses } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
@@ -19,10 +19,12 @@ describe.each(testBackends)('api commands (%s)', (backend) => {
   let warehouse: TestWarehouse;
   let cli: WorkflowRunner;
   let businessIds: number[];
-  const runs: CommandRun[] = [];
+  let runs: CommandRun[] = [];
   let as1: (args: string[], options?: { stdin?: string }) => Promise<CommandRun>;
 
-  beforeAll(async () => {
+  // Writes change the sandbox and the warehouse: each test gets its own of both.
+  beforeEach(async () => {
+    runs = [];
     sandbox = await startSandbox({ seed: 41, accounts: 2, businessesPerAccount: 4, port: 0 });
     warehouse = await createTestWarehouse(backend);
     cli = workflowRunner(warehouse, sandbox.credentials);
@@ -36,7 +38,7 @@ describe.each(testBackends)('api commands (%s)', (backend) => {
     await api.close();
   });
 
-  afterAll(async () => {
+  afterEach(async () => {
     // No command ever printed a token.
     for (const run of runs) {
       for (const credential of sandbox.credentials) {
@@ -303,6 +305,25 @@ describe.each(testBackends)('api commands (%s)', (backend) => {
 
   it('archives a business and marks it archived in the warehouse', async () => {
     const id = businessIds[3]!;
+    // The warehouse holds the business first (a sync), so there is a row to mark.
+    const api = createApiClient({ logger: silentLogger() });
+    try {
+      await runSync({
+        warehouse,
+        api,
+        credentials: [sandbox.credentials[0]!],
+        logger: silentLogger(),
+        streams: ['businesses'],
+      });
+    } finally {
+      await api.close();
+    }
+    const before = await warehouse.db
+      .selectFrom('businesses')
+      .select('archived_at')
+      .where('business_id', '=', id)
+      .executeTakeFirstOrThrow();
+    expect(before.archived_at).toBeNull();
     const run = await as1(['api', 'businesses', 'archive', String(id)]);
     expect(run.code).toBe(0);
     expect(json(run)).toEqual({ businessId: id, archived: true });
