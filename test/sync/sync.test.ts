@@ -1,5 +1,7 @@
 /**
- * The sync run end to end: the sandbox over real HTTP, the warehouse on each backend.
+ * The sync run end to end: the sandbox over real HTTP, the warehouse on each backend,
+ * and the sandbox in both modes (docs/upstream.md, Errors): with HTTP statuses, and with
+ * every error answered HTTP 200, which the contract allows.
  */
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -27,7 +29,12 @@ const WORLD: WorldShape = {
   startDate: '2026-01-01',
 };
 
-describe.each(testBackends)('sync run (%s)', (backend) => {
+const cases = testBackends.flatMap((backend) => [
+  { backend, mode: 'statuses', errorsWith200: false },
+  { backend, mode: 'every error with HTTP 200', errorsWith200: true },
+]);
+
+describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200 }) => {
   let sandbox: RunningSandbox;
   let warehouse: TestWarehouse;
   let api: ApiClient;
@@ -35,7 +42,7 @@ describe.each(testBackends)('sync run (%s)', (backend) => {
   // Each test gets its own sandbox (day 0) and an empty warehouse; one that needs a
   // warehouse already in step syncs first, so no test leans on the one before it.
   beforeEach(async () => {
-    sandbox = await startSandbox({ ...WORLD, port: 0 });
+    sandbox = await startSandbox({ ...WORLD, port: 0, faults: { errorsWith200 } });
     warehouse = await createTestWarehouse(backend);
     api = testApiClient();
   });
@@ -175,6 +182,12 @@ describe.each(testBackends)('sync run (%s)', (backend) => {
   it('one credential with a wrong token: the others load, the run is partial', async () => {
     const [good] = sandbox.credentials;
     const bad = { ...good!, name: 'wrong-token', authToken: 'sbx_not_the_token_4242' };
+    // The refusal the sync meets, as served in this mode.
+    const probe = await fetch(
+      `${sandbox.baseUrl}/api/v2/businesses.json?auth_token=${bad.authToken}&user_email=${encodeURIComponent(bad.userEmail)}`,
+    );
+    expect(probe.status).toBe(errorsWith200 ? 200 : 401);
+    expect(await probe.json()).toEqual({ success: false, message: 'Authentication Failure' });
     const result = await sync(warehouse, api, [good!, bad]);
     expect(result.status).toBe('partial');
     const outcome = result.stats.credentials.find((c) => c.name === 'wrong-token');
