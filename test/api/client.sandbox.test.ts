@@ -60,6 +60,28 @@ async function failure(promise: Promise<unknown>): Promise<ApiError> {
   return outcome;
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** A review of the credential's that operation 9 would accept now, and its business. */
+async function answerableReview(
+  api: ReturnType<typeof createApiClient>,
+  credential: Credential,
+): Promise<{ businessId: number; reviewId: string }> {
+  for (const business of (await listBusinesses(api, credential)).records) {
+    const logins = new Map(
+      (await listListings(api, credential, business.id)).records.map((l) => [
+        l.siteName,
+        l.hasSiteCredentials,
+      ]),
+    );
+    const review = (await listReviews(api, credential, business.id, 'review')).records.find(
+      (r) => r.canRespond && r.responses.length === 0 && logins.get(r.siteName) === true,
+    );
+    if (review) return { businessId: business.id, reviewId: review.id };
+  }
+  throw new Error(`no answerable review for ${credential.name}`);
+}
+
 /**
  * The contract promises no HTTP status (docs/upstream.md, Errors): every behaviour runs
  * with the sandbox's statuses and with every error of the contract answered HTTP 200.
@@ -286,19 +308,26 @@ describe.each([
       expect(notFound.message).toBe(
         `list_listings for business 42 on credential "${cred.name}" failed: This business doesn't exist`,
       );
-      expect((await failure(getBusinessFull(api, cred, 42))).code).toBe('BUSINESS_NOT_FOUND');
-      expect((await failure(getRankings(api, cred, 42))).code).toBe('BUSINESS_NOT_FOUND');
       // Another account's business is not this credential's.
       const theirs = (await listBusinesses(api, other)).records[0]!.id;
-      expect((await failure(getBusiness(api, cred, theirs))).code).toBe('BUSINESS_NOT_FOUND');
-      expect((await failure(listKeywords(api, cred, 42))).code).toBe('INVALID_LOCATION_ID');
-      expect((await failure(addKeyword(api, cred, 42, 'x'))).code).toBe('INVALID_LOCATION_ID');
-      expect((await failure(deleteKeyword(api, cred, 1))).code).toBe('INVALID_KEYWORD_ID');
-      const renamed = await failure(updateBusiness(api, cred, 42, { name: 'Renamed' }));
-      expect(renamed.code).toBe('BUSINESS_NOT_FOUND');
-      expect(renamed.status).toBe(served(404));
+      sb.resetStats();
+      const cases: Array<[Promise<unknown>, ApiErrorCode]> = [
+        [getBusinessFull(api, cred, 42), 'BUSINESS_NOT_FOUND'],
+        [getRankings(api, cred, 42), 'BUSINESS_NOT_FOUND'],
+        [getBusiness(api, cred, theirs), 'BUSINESS_NOT_FOUND'],
+        [updateBusiness(api, cred, 42, { name: 'Renamed' }), 'BUSINESS_NOT_FOUND'],
+        [listKeywords(api, cred, 42), 'INVALID_LOCATION_ID'],
+        [addKeyword(api, cred, 42, 'x'), 'INVALID_LOCATION_ID'],
+        [deleteKeyword(api, cred, 1), 'INVALID_KEYWORD_ID'],
+      ];
+      for (const [call, code] of cases) {
+        const error = await failure(call);
+        expect(error.code).toBe(code);
+        expect(error.status).toBe(served(404));
+        expect(error.retryable).toBe(false);
+      }
       // None of them is retried: one request each.
-      expect(sb.stats().requests).toBe(9);
+      expect(sb.stats().requests).toBe(cases.length);
     });
 
     it('VALIDATION_FAILED with the individual messages split out', async () => {
@@ -353,13 +382,18 @@ describe.each([
       expect(error.upstreamMessage).toBe("Keyword can't be blank");
     });
 
-    it('INVALID_REQUEST_ID for an unknown response request', async () => {
+    it('INVALID_REQUEST_ID for an unknown response request of either id form', async () => {
       const api = client();
-      const error = await failure(
-        getResponseStatus(api, cred, businessIds[0]!, crypto.randomUUID(), 987654),
-      );
-      expect(error.code).toBe('INVALID_REQUEST_ID');
-      expect(error.status).toBe(served(404));
+      const review = (await listReviews(api, cred, businessIds[0]!, 'review')).records[0]!;
+      for (const reviewId of [review.id, crypto.randomUUID()]) {
+        for (const requestId of [987654, crypto.randomUUID()]) {
+          const error = await failure(
+            getResponseStatus(api, cred, businessIds[0]!, reviewId, requestId),
+          );
+          expect(error.code).toBe('INVALID_REQUEST_ID');
+          expect(error.status).toBe(served(404));
+        }
+      }
     });
   });
 
@@ -418,6 +452,7 @@ describe.each([
           codes.add('ok');
         } catch (error) {
           if (!(error instanceof ApiError)) throw error;
+          expect(error.status === 200).toBe(errorsWith200);
           codes.add(error.code);
         }
       }
@@ -460,14 +495,49 @@ describe.each([
       });
     });
 
+    it('follows a response with a numeric request id and one with a uuid', async () => {
+      // The sandbox issues numbers to its even accounts and uuids to its odd ones.
+      const api = client();
+      const submitted: string[] = [];
+      for (const credential of rsb.credentials) {
+        const { businessId, reviewId } = await answerableReview(api, credential);
+        const { requestId } = await respondToReview(
+          api,
+          credential,
+          businessId,
+          reviewId,
+          'Thank you for the visit!',
+        );
+        submitted.push(requestId);
+        expect(await getResponseStatus(api, credential, businessId, reviewId, requestId)).toEqual({
+          status: 'Created',
+        });
+        const again = await failure(
+          respondToReview(api, credential, businessId, reviewId, 'Again'),
+        );
+        expect(again.code).toBe('RESPONSE_IN_PROGRESS');
+        // Op 10 checks its business, then the request.
+        const wrongBusiness = await failure(
+          getResponseStatus(api, credential, 42, reviewId, requestId),
+        );
+        expect(wrongBusiness.code).toBe('BUSINESS_NOT_FOUND');
+        expect(wrongBusiness.status).toBe(served(404));
+      }
+      expect(submitted[0]).toMatch(/^\d+$/);
+      expect(submitted[1]).toMatch(UUID);
+    });
+
     it('REVIEW_ID_INVALID, REVIEW_CONTENT_EMPTY, REVIEW_NOT_YOURS', async () => {
       const api = client();
       const some = reviews[0]!;
-      expect(
-        (await failure(respondToReview(api, rcred, businessOf(some), crypto.randomUUID(), 'Hi')))
-          .code,
-      ).toBe('REVIEW_ID_INVALID');
-      expect((await failure(respond(api, some, '  '))).code).toBe('REVIEW_CONTENT_EMPTY');
+      const invalid = await failure(
+        respondToReview(api, rcred, businessOf(some), crypto.randomUUID(), 'Hi'),
+      );
+      expect(invalid.code).toBe('REVIEW_ID_INVALID');
+      expect(invalid.status === 200).toBe(errorsWith200);
+      const empty = await failure(respond(api, some, '  '));
+      expect(empty.code).toBe('REVIEW_CONTENT_EMPTY');
+      expect(empty.status === 200).toBe(errorsWith200);
       const stranger = rsb.credentials[1]!;
       const notYours = await failure(
         respondToReview(api, stranger, businessOf(some), some.id, 'Hello'),
