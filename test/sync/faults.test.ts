@@ -1,6 +1,8 @@
 /**
  * Under faults the warehouse ends equal to a fault-free run's, plus one quarantine row
- * per malformed record the sandbox served.
+ * per malformed record the sandbox served. Both sandboxes run in each mode (docs/upstream.md,
+ * Errors): with HTTP statuses, and with every error of the contract answered HTTP 200;
+ * transport faults (5xx, 429, resets) are the same in both.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/index.ts';
@@ -10,7 +12,12 @@ import { contentDigest, count, sync, testApiClient } from './harness.ts';
 
 const WORLD = { seed: 23, accounts: 2, businessesPerAccount: 5, port: 0 } as const;
 
-describe.each(testBackends)('sync under faults (%s)', (backend) => {
+const cases = testBackends.flatMap((backend) => [
+  { backend, mode: 'statuses', errorsWith200: false },
+  { backend, mode: 'every error with HTTP 200', errorsWith200: true },
+]);
+
+describe.each(cases)('sync under faults ($backend) with $mode', ({ backend, errorsWith200 }) => {
   let clean: RunningSandbox;
   let faulty: RunningSandbox;
   let reference: TestWarehouse;
@@ -18,7 +25,7 @@ describe.each(testBackends)('sync under faults (%s)', (backend) => {
   let api: ApiClient;
 
   beforeAll(async () => {
-    clean = await startSandbox(WORLD);
+    clean = await startSandbox({ ...WORLD, faults: { errorsWith200 } });
     faulty = await startSandbox({
       ...WORLD,
       faults: {
@@ -27,6 +34,7 @@ describe.each(testBackends)('sync under faults (%s)', (backend) => {
         malformedRate: 0.05,
         rateLimitPerSecond: 150,
         retryAfterSeconds: 1,
+        errorsWith200,
       },
     });
     reference = await createTestWarehouse(backend);

@@ -1,10 +1,20 @@
 /**
- * The sync run end to end: the sandbox over real HTTP, the warehouse on each backend.
+ * The sync run end to end: the sandbox over real HTTP, the warehouse on each backend,
+ * and the sandbox in both modes (docs/upstream.md, Errors): with HTTP statuses, and with
+ * every error answered HTTP 200, which the contract allows.
  */
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ApiClient } from '../../src/api/index.ts';
+import {
+  type ApiClient,
+  listBusinesses,
+  listListings,
+  listReviews,
+  respondToReview,
+} from '../../src/api/index.ts';
+import type { Credential } from '../../src/api/types.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { recordResponseRequest } from '../../src/warehouse/review-response-requests.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 import {
   contentDigest,
@@ -27,7 +37,12 @@ const WORLD: WorldShape = {
   startDate: '2026-01-01',
 };
 
-describe.each(testBackends)('sync run (%s)', (backend) => {
+const cases = testBackends.flatMap((backend) => [
+  { backend, mode: 'statuses', errorsWith200: false },
+  { backend, mode: 'every error with HTTP 200', errorsWith200: true },
+]);
+
+describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200 }) => {
   let sandbox: RunningSandbox;
   let warehouse: TestWarehouse;
   let api: ApiClient;
@@ -35,7 +50,7 @@ describe.each(testBackends)('sync run (%s)', (backend) => {
   // Each test gets its own sandbox (day 0) and an empty warehouse; one that needs a
   // warehouse already in step syncs first, so no test leans on the one before it.
   beforeEach(async () => {
-    sandbox = await startSandbox({ ...WORLD, port: 0 });
+    sandbox = await startSandbox({ ...WORLD, port: 0, faults: { errorsWith200 } });
     warehouse = await createTestWarehouse(backend);
     api = testApiClient();
   });
@@ -172,17 +187,30 @@ describe.each(testBackends)('sync run (%s)', (backend) => {
     expect(rowsWritten(again)).toBe(0);
   });
 
-  it('one credential with a wrong token: the others load, the run is partial', async () => {
-    const [good] = sandbox.credentials;
-    const bad = { ...good!, name: 'wrong-token', authToken: 'sbx_not_the_token_4242' };
-    const result = await sync(warehouse, api, [good!, bad]);
+  it('one credential with a wrong token: the others load whole, the run is partial', async () => {
+    const good = sandbox.credentials;
+    const bad = { ...good[0]!, name: 'wrong-token', authToken: 'sbx_not_the_token_4242' };
+    // The refusal the sync meets, as served in this mode.
+    const probe = await fetch(
+      `${sandbox.baseUrl}/api/v2/businesses.json?auth_token=${bad.authToken}&user_email=${encodeURIComponent(bad.userEmail)}`,
+    );
+    expect(probe.status).toBe(errorsWith200 ? 200 : 401);
+    expect(await probe.json()).toEqual({ success: false, message: 'Authentication Failure' });
+    const result = await sync(warehouse, api, [...good, bad]);
     expect(result.status).toBe('partial');
     const outcome = result.stats.credentials.find((c) => c.name === 'wrong-token');
     expect(outcome?.status).toBe('failed');
     expect(outcome?.error).toContain('Authentication Failure');
     expect(outcome?.error).not.toContain(bad.authToken);
-    expect(result.stats.credentials.find((c) => c.name === good!.name)?.status).toBe('succeeded');
-    expect(await count(warehouse, 'businesses')).toBe(WORLD.businessesPerAccount);
+    for (const credential of good) {
+      expect(result.stats.credentials.find((c) => c.name === credential.name)?.status).toBe(
+        'succeeded',
+      );
+    }
+    const upstream = worldTruth(WORLD, 0);
+    expect(await count(warehouse, 'businesses')).toBe(upstream.businesses.length);
+    expect(await count(warehouse, 'listings')).toBe(upstream.listings.size);
+    expect(await count(warehouse, 'quarantine')).toBe(0);
     const run = await warehouse.db
       .selectFrom('sync_runs')
       .select(['status', 'error'])
@@ -190,6 +218,62 @@ describe.each(testBackends)('sync run (%s)', (backend) => {
       .executeTakeFirstOrThrow();
     expect(run.status).toBe('partial');
     expect(run.error).toContain('wrong-token');
+  });
+
+  it('follows response requests with numeric and uuid ids to their end, and closes an unknown one as Invalid', async () => {
+    // The accounts must be in the warehouse before their requests are.
+    expect((await sync(warehouse, api, sandbox.credentials)).status).toBe('succeeded');
+    const submitted: string[] = [];
+    for (const credential of sandbox.credentials) {
+      const { businessId, reviewId } = await answerableReview(api, credential);
+      const { requestId } = await respondToReview(api, credential, businessId, reviewId, 'Thanks!');
+      await recordResponseRequest(warehouse.db, {
+        requestId,
+        accountName: credential.name,
+        businessId,
+        reviewId,
+        content: 'Thanks!',
+        submittedAt: new Date(),
+      });
+      submitted.push(requestId);
+    }
+    // The sandbox issues numbers to its even accounts and uuids to its odd ones.
+    expect(submitted[0]).toMatch(/^\d+$/);
+    expect(submitted[1]).toMatch(UUID);
+    const first = sandbox.credentials[0]!;
+    const known = await answerableReview(api, first);
+    const unknownId = '123';
+    await recordResponseRequest(warehouse.db, {
+      requestId: unknownId,
+      accountName: first.name,
+      businessId: known.businessId,
+      reviewId: known.reviewId,
+      content: 'Never submitted upstream',
+      submittedAt: new Date(),
+    });
+
+    // Every request path ends within four sandbox days.
+    sandbox.advanceDays(4);
+    const result = await sync(warehouse, api, sandbox.credentials);
+
+    // `Invalid Request ID` is permanent: the unknown request is closed, not a failure.
+    expect(result.status).toBe('succeeded');
+    expect(result.stats.responseRequests).toMatchObject({ checked: 2, invalid: 1, errors: 0 });
+    const rows = await warehouse.db
+      .selectFrom('review_response_requests')
+      .select(['request_id', 'status', 'completed_at', 'last_error'])
+      .execute();
+    const byId = new Map(rows.map((r) => [r.request_id, r]));
+    for (const requestId of submitted) {
+      const row = byId.get(requestId);
+      expect(['Completed', 'Failed']).toContain(row?.status);
+      expect(row?.completed_at).not.toBeNull();
+      expect(row?.last_error).toBeNull();
+    }
+    const unknown = byId.get(unknownId);
+    expect(unknown?.status).toBe('Invalid');
+    expect(unknown?.completed_at).not.toBeNull();
+    expect(unknown?.last_error).toContain('Invalid Request ID');
   });
 
   it('keeps every token and directory password out of every table', async () => {
@@ -205,6 +289,28 @@ describe.each(testBackends)('sync run (%s)', (backend) => {
     for (const password of passwords) expect(dump).not.toContain(password);
   });
 });
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** A review of the credential's that operation 9 would accept now, and its business. */
+async function answerableReview(
+  api: ApiClient,
+  credential: Credential,
+): Promise<{ businessId: number; reviewId: string }> {
+  for (const business of (await listBusinesses(api, credential)).records) {
+    const logins = new Map(
+      (await listListings(api, credential, business.id)).records.map((l) => [
+        l.siteName,
+        l.hasSiteCredentials,
+      ]),
+    );
+    const review = (await listReviews(api, credential, business.id, 'review')).records.find(
+      (r) => r.canRespond && logins.get(r.siteName) === true,
+    );
+    if (review) return { businessId: business.id, reviewId: review.id };
+  }
+  throw new Error(`no answerable review for ${credential.name}`);
+}
 
 /** The directory passwords the sandbox serves, read raw (the client drops them). */
 async function directoryPasswords(sandbox: RunningSandbox): Promise<string[]> {
