@@ -17,8 +17,8 @@ export default defineConfig({
     pool: 'forks',
     // Vitest's default (one worker fewer than the cores) runs one file at a time on a
     // 2-core machine, where most of a file's time is spent waiting on child processes, the
-    // sandbox and PostgreSQL: three workers took the PGlite suite from about 6.5 to 3.5
-    // minutes here.
+    // sandbox and PostgreSQL: three workers took the whole suite on both backends from
+    // 385 s to 246 s here (docs/operations.md, "Test suite").
     maxWorkers: 3,
     projects: [
       { extends: true, test: { name: 'unit', include: UNIT } },
