@@ -5,7 +5,6 @@
  * says, a misspelt variable is warned about, and a partial sync names what failed and
  * the warehouse it wrote to.
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -15,33 +14,11 @@ import { loadConfig } from '../../src/config.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-
-const CLI = join(import.meta.dirname, '../../src/cli.ts');
-
-interface Finished {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+import { type Finished, runCli } from '../helpers/cli.ts';
 
 /** `listings-sync …` in `cwd`, with only the environment given (and PATH). */
 function cli(args: string[], cwd: string, env: Record<string, string> = {}): Promise<Finished> {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd,
-    env: { PATH: process.env['PATH'] ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    stdout += chunk;
-  });
-  child.stderr.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve) => {
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCli(args, env, { cwd });
 }
 
 describe('after the demo, in a fresh directory', () => {

@@ -20,6 +20,7 @@ import { loadConfig } from '../../src/config.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { openWarehouse } from '../../src/warehouse/connection.ts';
+import { type Finished, runCli } from '../helpers/cli.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'src/cli.ts');
@@ -70,27 +71,9 @@ function parseCliLine(line: string): { env: Record<string, string>; args: string
   return { env, args: words.slice(2) };
 }
 
-interface Finished {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
+/** `listings-sync …` in `cwd`, with only the environment given (and PATH). */
 function cli(args: string[], cwd: string, env: Record<string, string> = {}): Promise<Finished> {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd,
-    env: { PATH: process.env['PATH'] ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c) => {
-    stdout += c;
-  });
-  child.stderr.on('data', (c) => {
-    stderr += c;
-  });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  return runCli(args, env, { cwd });
 }
 
 describe('README: quick start', () => {

@@ -21,8 +21,18 @@ export interface Started {
   stdout(): string;
 }
 
-export function startCli(args: string[], env: Record<string, string>): Started {
+export interface CliOptions {
+  /** The working directory (default: this process's), for commands that read `./.data`. */
+  cwd?: string;
+}
+
+export function startCli(
+  args: string[],
+  env: Record<string, string>,
+  options: CliOptions = {},
+): Started {
   const child = spawn(process.execPath, [CLI, ...args], {
+    ...(options.cwd ? { cwd: options.cwd } : {}),
     env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -40,8 +50,12 @@ export function startCli(args: string[], env: Record<string, string>): Started {
   return { child, done, stdout: () => stdout };
 }
 
-export function runCli(args: string[], env: Record<string, string>): Promise<Finished> {
-  return startCli(args, env).done;
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  options: CliOptions = {},
+): Promise<Finished> {
+  return startCli(args, env, options).done;
 }
 
 /** Resolves with the first match of `pattern` in the child's standard output. */
