@@ -3,6 +3,9 @@
  * body)>`, the digest in lowercase hex or in base64, the `sha256=` prefix optional. Any one
  * of several secrets may match, so a secret can be rotated without downtime. Compared in
  * constant time over equal-length buffers; nothing here ever logs or returns a secret.
+ *
+ * Shared by `serve` (verifying deliveries) and `alerts` (signing the JSON sink's posts),
+ * so it belongs to neither.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 

@@ -5,17 +5,11 @@
  * its dedupe_key), or in `batch` mode one `{ alerts: [...] }` per account and run (the key
  * is a hash of the dedupe keys it carries).
  */
-import { createHash, createHmac } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { SIGNATURE_HEADER, signBody } from '../webhook-signature.ts';
 import { alertWebhookBody } from './messages.ts';
 import { postJson } from './post.ts';
 import { type AlertSink, DEFAULT_SINK_TIMEOUT_MS } from './sinks.ts';
-
-/** The header our webhook receiver verifies too (docs/operations.md, "Webhook signature"). */
-export const SIGNATURE_HEADER = 'x-service-signature';
-
-export function signBody(secret: string, body: string): string {
-  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-}
 
 export interface WebhookSinkOptions {
   mode?: 'each' | 'batch';

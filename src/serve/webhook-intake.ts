@@ -24,8 +24,8 @@ import {
   recordWebhookEvent,
   type WebhookEventInput,
 } from '../warehouse/webhook-events.ts';
+import { SIGNATURE_HEADER, verifySignature } from '../webhook-signature.ts';
 import type { WebhookOutcome } from './metrics.ts';
-import { SIGNATURE_HEADER, verifySignature } from './signature.ts';
 
 export const BOOST_CREATED = 'social_post.boost_created';
 
