@@ -12,11 +12,11 @@
  * Only a run dated before a series' latest day (a clock set back) reads history, bounded:
  * the rows around that day and the 31 days before the latest.
  */
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import { raiseRankDrops } from '../alerts/rank-drop.ts';
 import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import type { RankObservation } from '../api/types.ts';
-import type { Database } from './database.ts';
+import type { Database, RankLatestTable } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
@@ -31,24 +31,7 @@ export function observedOn(at: Date): string {
 const WINDOW = 31;
 
 /** `rank_latest` as stored (the row `v_rank_latest` shows, and the window it is computed from). */
-export interface LatestState {
-  observed_on: string;
-  rank: number | null;
-  previous_observed_on: string | null;
-  previous_rank: number | null;
-  compared_7d_on: string | null;
-  rank_7d_ago: number | null;
-  compared_30d_on: string | null;
-  rank_30d_ago: number | null;
-  best_rank_30d: number | null;
-  worst_rank_30d: number | null;
-  observations_30d: number;
-  unranked_days_30d: number;
-  window_collected: number;
-  window_ranks: (number | null)[];
-  before_window_on: string | null;
-  before_window_rank: number | null;
-}
+export type LatestState = Omit<Selectable<RankLatestTable>, 'series_id'>;
 
 /** A series of this business as stored: its id and its `rank_latest` row, if any. */
 interface StoredSeries {
