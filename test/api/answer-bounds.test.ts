@@ -20,7 +20,15 @@ import {
 import { rankingEntrySchema, reviewSchema } from '../../src/api/schemas.ts';
 import type { Credential } from '../../src/api/types.ts';
 import { loadConfig } from '../../src/config.ts';
+import { silentLogger } from '../../src/log.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { runSync } from '../../src/sync/run.ts';
+import {
+  createTestWarehouse,
+  type TestWarehouse,
+  testBackends,
+  truncateAll,
+} from '../helpers/database.ts';
 import { manualClock } from '../helpers/manual-clock.ts';
 
 const clients: Array<ReturnType<typeof createApiClient>> = [];
@@ -383,5 +391,106 @@ describe('the settings', () => {
     expect(() => createApiClient({ bounds: { reviewsPerAnswer: 0 } })).toThrow(
       'bounds.reviewsPerAnswer must be a positive integer',
     );
+  });
+});
+
+describe.each(testBackends)('in a sync (%s)', (backend) => {
+  let sandbox: RunningSandbox;
+  let warehouse: TestWarehouse;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 5, accounts: 1, businessesPerAccount: 2, port: 0 });
+    warehouse = await createTestWarehouse(backend);
+  });
+  afterEach(async () => {
+    sandbox.setFaults(DEFAULT_FAULTS);
+    await truncateAll(warehouse);
+  });
+  afterAll(async () => {
+    await warehouse?.close();
+    await sandbox?.close();
+  });
+
+  async function sync() {
+    const api = client();
+    return runSync({
+      warehouse,
+      api,
+      credentials: sandbox.credentials,
+      logger: silentLogger(),
+      trigger: 'test',
+    });
+  }
+
+  it('an oversized rankings answer fails its stream, keeps the stored ranks and quarantines a summary', async () => {
+    expect((await sync()).status).toBe('succeeded');
+    const ranks = () =>
+      warehouse.db
+        .selectFrom('rank_observations')
+        .select(['business_id', 'keyword', 'site', 'rank'])
+        .orderBy(['business_id', 'keyword', 'site'])
+        .execute();
+    const before = await ranks();
+    expect(before.length).toBeGreaterThan(0);
+    sandbox.setFaults({
+      script: [{ kind: 'oversized', operation: 'get_rankings', count: 2001, sitesPerKeyword: 4 }],
+    });
+    const result = await sync();
+    expect(result.status).toBe('partial');
+    expect(result.stats.streamFailures).toBe(1);
+    expect(await ranks()).toEqual(before);
+    const quarantined = await warehouse.db
+      .selectFrom('quarantine')
+      .select(['stream', 'location', 'reason', 'payload'])
+      .execute();
+    expect(quarantined).toEqual([
+      {
+        stream: 'rankings',
+        location: 'rankings',
+        reason:
+          'the answer has 2001 keywords, more than the 2000 allowed by LISTINGS_MAX_KEYWORDS_PER_BUSINESS; it was refused whole, unread (raise the setting if such an answer is expected)',
+        payload: {
+          count: 2001,
+          limit: 2000,
+          setting: 'LISTINGS_MAX_KEYWORDS_PER_BUSINESS',
+          sample: ['keyword 0', 'keyword 1', 'keyword 2'],
+        },
+      },
+    ]);
+  });
+
+  it('a listing served twice, Accurate and Inaccurate, is refused: the stored row stays, no alert', async () => {
+    expect((await sync()).status).toBe('succeeded');
+    const listings = () =>
+      warehouse.db
+        .selectFrom('listings')
+        .select(['listing_id', 'status', 'removed_at'])
+        .orderBy('listing_id')
+        .execute();
+    const before = await listings();
+    const alertsBefore = await warehouse.db.selectFrom('alerts').select('alert_id').execute();
+    sandbox.setFaults({
+      script: [{ kind: 'duplicate', operation: 'list_listings', copies: 'disagreeing' }],
+    });
+    const result = await sync();
+    expect(result.status).toBe('partial');
+    const quarantined = await warehouse.db
+      .selectFrom('quarantine')
+      .select(['stream', 'reason', 'payload'])
+      .execute();
+    expect(quarantined).toHaveLength(2);
+    const id = (quarantined[0]!.payload as { id: number }).id;
+    for (const row of quarantined) {
+      expect(row.stream).toBe('listings');
+      expect((row.payload as { id: number }).id).toBe(id);
+      expect(row.reason).toContain(`listing ${id} appears 2 times in the answer`);
+    }
+    expect(await listings()).toEqual(before);
+    const alerts = await warehouse.db
+      .selectFrom('alerts')
+      .select(['alert_id', 'kind', 'listing_id'])
+      .execute();
+    expect(alerts.filter((a) => String(a.listing_id) === String(id))).toEqual([]);
+    expect(alerts).toHaveLength(alertsBefore.length);
   });
 });
