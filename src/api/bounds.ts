@@ -84,7 +84,7 @@ export function checkBound(
 ): void {
   const limit = bounds[bound];
   if (count <= limit) return;
-  const reason = `the answer has ${count} ${what}, more than the ${limit} allowed by ${BOUND_SETTINGS[bound]}; it was refused whole, unread (raise the setting if such an answer is expected)`;
+  const reason = `the answer has ${count} ${what}, more than the ${limit} allowed by ${BOUND_SETTINGS[bound]}; it was refused whole, before any record was validated (raise the setting if such an answer is expected)`;
   throw new AnswerOverBound(reason, {
     location,
     reason,

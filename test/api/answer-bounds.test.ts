@@ -448,7 +448,7 @@ describe.each(testBackends)('in a sync (%s)', (backend) => {
         stream: 'rankings',
         location: 'rankings',
         reason:
-          'the answer has 2001 keywords, more than the 2000 allowed by LISTINGS_MAX_KEYWORDS_PER_BUSINESS; it was refused whole, unread (raise the setting if such an answer is expected)',
+          'the answer has 2001 keywords, more than the 2000 allowed by LISTINGS_MAX_KEYWORDS_PER_BUSINESS; it was refused whole, before any record was validated (raise the setting if such an answer is expected)',
         payload: {
           count: 2001,
           limit: 2000,
