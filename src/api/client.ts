@@ -1,8 +1,9 @@
 /**
  * The transport under every operation: a keep-alive undici pool per upstream origin, the
  * limits (requests in flight overall and per credential, an optional requests-per-second
- * cap, a credential-wide pause after a 429), retries of reads by the policy in
- * `retry.ts`, the envelope and error mapping, and the counters.
+ * cap, a credential-wide pause after a 429, a total time per request), retries of reads by
+ * the policy in `retry.ts`, the envelope and error mapping, the bounds on what one answer
+ * may bring (`bounds.ts`, handed to each operation's parse), and the counters.
  *
  * Secrets: `auth_token` and `user_email` are added here, to the query string only, and
  * nothing this module logs or throws contains a URL with its query or the credential's
