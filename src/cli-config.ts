@@ -20,6 +20,13 @@ export const VARIABLE_MEANINGS: Record<ConfigVariable, string> = {
   SYNC_ACCOUNT_CONCURRENCY: 'requests in flight per credential (default 8)',
   SYNC_REQUESTS_PER_SECOND: 'cap on requests per second per credential (default 0: none)',
   LISTINGS_MAX_BODY_BYTES: 'largest upstream response body read (default 16 MiB)',
+  LISTINGS_REQUEST_TIMEOUT_SECONDS:
+    'longest time one upstream request may take in all (default 120)',
+  LISTINGS_MAX_KEYWORDS_PER_BUSINESS:
+    'most keywords one rankings/keywords answer may bring (default 2000)',
+  LISTINGS_MAX_SITES_PER_KEYWORD: 'most search sites one keyword may bring (default 50)',
+  LISTINGS_MAX_REVIEWS_PER_ANSWER: 'most reviews one reviews answer may bring (default 20000)',
+  LISTINGS_MAX_LISTINGS_PER_ANSWER: 'most listings one listings answer may bring (default 2000)',
   DATABASE_CONNECT_TIMEOUT_MS: 'time to open a PostgreSQL connection (default 10000)',
   DATABASE_STATEMENT_TIMEOUT_MS: 'longest PostgreSQL statement, 0 for none (default 60000)',
   DATABASE_LOCK_TIMEOUT_MS: 'longest wait for a row or table lock (default 10000)',

@@ -51,6 +51,16 @@ function effectiveValue(config: Config, name: ConfigVariable): string {
       return String(config.webhookMaxConnections);
     case 'LISTINGS_MAX_BODY_BYTES':
       return String(config.upstreamMaxBodyBytes);
+    case 'LISTINGS_REQUEST_TIMEOUT_SECONDS':
+      return String(config.upstreamRequestTimeoutMs / 1000);
+    case 'LISTINGS_MAX_KEYWORDS_PER_BUSINESS':
+      return String(config.upstreamMaxKeywordsPerBusiness);
+    case 'LISTINGS_MAX_SITES_PER_KEYWORD':
+      return String(config.upstreamMaxSitesPerKeyword);
+    case 'LISTINGS_MAX_REVIEWS_PER_ANSWER':
+      return String(config.upstreamMaxReviewsPerAnswer);
+    case 'LISTINGS_MAX_LISTINGS_PER_ANSWER':
+      return String(config.upstreamMaxListingsPerAnswer);
     case 'DATABASE_CONNECT_TIMEOUT_MS':
       return String(config.databaseConnectTimeoutMs);
     case 'DATABASE_STATEMENT_TIMEOUT_MS':

@@ -42,6 +42,13 @@ export interface Config {
   syncRequestsPerSecond: number | undefined;
   /** The largest upstream response body, in bytes; a larger one fails its stream. */
   upstreamMaxBodyBytes: number;
+  /** Longest time one upstream request may take in all (headers and body), in milliseconds. */
+  upstreamRequestTimeoutMs: number;
+  /** Bounds on what one answer may bring; an answer over one is refused whole (docs/operations.md). */
+  upstreamMaxKeywordsPerBusiness: number;
+  upstreamMaxSitesPerKeyword: number;
+  upstreamMaxReviewsPerAnswer: number;
+  upstreamMaxListingsPerAnswer: number;
   /** PostgreSQL: time to open a connection, in milliseconds. */
   databaseConnectTimeoutMs: number;
   /** PostgreSQL: longest statement, in milliseconds; 0 means no limit. */
@@ -250,6 +257,24 @@ const envSchema = z.object({
   SYNC_REQUESTS_PER_SECOND: integer('SYNC_REQUESTS_PER_SECOND', 0, 0, 100_000),
   // 16 MiB: real reads are tens of kilobytes (see DEFAULT_MAX_BODY_BYTES in the client).
   LISTINGS_MAX_BODY_BYTES: integer('LISTINGS_MAX_BODY_BYTES', 16 * 1024 * 1024, 1024, 1024 ** 3),
+  // Real reads take well under a second; two minutes means a body that drips, not a slow one.
+  LISTINGS_REQUEST_TIMEOUT_SECONDS: integer('LISTINGS_REQUEST_TIMEOUT_SECONDS', 120, 1, 3_600),
+  // Generous for real accounts (tens of keywords, a handful of search sites, hundreds of
+  // listings and reviews): see the defaults in src/api/client.ts and docs/operations.md.
+  LISTINGS_MAX_KEYWORDS_PER_BUSINESS: integer(
+    'LISTINGS_MAX_KEYWORDS_PER_BUSINESS',
+    2_000,
+    1,
+    1_000_000,
+  ),
+  LISTINGS_MAX_SITES_PER_KEYWORD: integer('LISTINGS_MAX_SITES_PER_KEYWORD', 50, 1, 10_000),
+  LISTINGS_MAX_REVIEWS_PER_ANSWER: integer('LISTINGS_MAX_REVIEWS_PER_ANSWER', 20_000, 1, 1_000_000),
+  LISTINGS_MAX_LISTINGS_PER_ANSWER: integer(
+    'LISTINGS_MAX_LISTINGS_PER_ANSWER',
+    2_000,
+    1,
+    1_000_000,
+  ),
   DATABASE_CONNECT_TIMEOUT_MS: integer('DATABASE_CONNECT_TIMEOUT_MS', 10_000, 100, 600_000),
   // A business is written by a few bulk statements that take milliseconds; a minute means a
   // database that is stuck, not one that is busy. 0 turns the limit off (a long migration).
@@ -461,6 +486,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     syncAccountConcurrency: e.SYNC_ACCOUNT_CONCURRENCY,
     syncRequestsPerSecond: e.SYNC_REQUESTS_PER_SECOND || undefined,
     upstreamMaxBodyBytes: e.LISTINGS_MAX_BODY_BYTES,
+    upstreamRequestTimeoutMs: e.LISTINGS_REQUEST_TIMEOUT_SECONDS * 1000,
+    upstreamMaxKeywordsPerBusiness: e.LISTINGS_MAX_KEYWORDS_PER_BUSINESS,
+    upstreamMaxSitesPerKeyword: e.LISTINGS_MAX_SITES_PER_KEYWORD,
+    upstreamMaxReviewsPerAnswer: e.LISTINGS_MAX_REVIEWS_PER_ANSWER,
+    upstreamMaxListingsPerAnswer: e.LISTINGS_MAX_LISTINGS_PER_ANSWER,
     databaseConnectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
     databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
     databaseLockTimeoutMs: e.DATABASE_LOCK_TIMEOUT_MS,

@@ -1,6 +1,7 @@
 /** Businesses: operations 1 to 6 of docs/upstream.md. */
 
 import { z } from 'zod';
+import { parseUniqueRecords } from './bounds.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
 import {
   businessBasicSchema,
@@ -8,7 +9,6 @@ import {
   businessFullSchema,
   businessSummarySchema,
   businessUpdatedSchema,
-  parseRecords,
 } from './schemas.ts';
 import type {
   BusinessBasic,
@@ -89,7 +89,10 @@ export interface BusinessInput {
 
 const businessList = z.array(z.unknown());
 
-/** Operation 1: every business of the credential, each record validated on its own. */
+/**
+ * Operation 1: every business of the credential, each record validated on its own; the
+ * same business id twice collapses when the copies agree and is refused when they do not.
+ */
 export function listBusinesses(
   api: ApiClient,
   cred: Credential,
@@ -103,7 +106,12 @@ export function listBusinesses(
       method: 'GET',
       path: '/businesses.json',
       parse: (result) =>
-        parseRecords(businessSummarySchema, businessList.parse(result), (i) => `[${i}]`),
+        parseUniqueRecords(
+          businessSummarySchema,
+          businessList.parse(result),
+          (i) => `[${i}]`,
+          'business',
+        ),
     },
     opts,
   );

@@ -1,8 +1,9 @@
 /**
  * The transport under every operation: a keep-alive undici pool per upstream origin, the
  * limits (requests in flight overall and per credential, an optional requests-per-second
- * cap, a credential-wide pause after a 429), retries of reads by the policy in
- * `retry.ts`, the envelope and error mapping, and the counters.
+ * cap, a credential-wide pause after a 429, a total time per request), retries of reads by
+ * the policy in `retry.ts`, the envelope and error mapping, the bounds on what one answer
+ * may bring (`bounds.ts`, handed to each operation's parse), and the counters.
  *
  * Secrets: `auth_token` and `user_email` are added here, to the query string only, and
  * nothing this module logs or throws contains a URL with its query or the credential's
@@ -14,6 +15,7 @@ import { Pool } from 'undici';
 import { ZodError } from 'zod';
 import type { Config } from '../config.ts';
 import { type Logger, REDACTED, redactText, silentLogger } from '../log.ts';
+import { type AnswerBounds, AnswerOverBound, resolveAnswerBounds } from './bounds.ts';
 import {
   ApiError,
   type ApiErrorCode,
@@ -33,7 +35,7 @@ import {
   TIMEOUT_ERROR_CODES,
 } from './retry.ts';
 import { describeIssues, type EnvelopeOptions, readEnvelope } from './schemas.ts';
-import type { Credential } from './types.ts';
+import type { Credential, RejectedRecord } from './types.ts';
 
 export interface ApiClientOptions {
   /** Requests in flight overall. Default 16. */
@@ -49,6 +51,15 @@ export interface ApiClientOptions {
    * Default DEFAULT_MAX_BODY_BYTES; the configuration's LISTINGS_MAX_BODY_BYTES.
    */
   maxBodyBytes?: number;
+  /**
+   * The longest one request may take in all, headers and body, in milliseconds: undici's
+   * body timeout only measures silence, so a body dripped a byte a second never trips it.
+   * Past it the call fails with TIMEOUT and is not retried (the same answer would drip
+   * again). Default DEFAULT_REQUEST_TIMEOUT_MS; LISTINGS_REQUEST_TIMEOUT_SECONDS.
+   */
+  requestTimeoutMs?: number;
+  /** What one answer may bring (src/api/bounds.ts); DEFAULT_ANSWER_BOUNDS by default. */
+  bounds?: Partial<AnswerBounds>;
   retry?: Partial<RetryPolicy>;
   logger?: Logger;
   /** The time the limiter and backoff read and wait on; the wall clock by default. */
@@ -85,6 +96,8 @@ const DEFAULT_TIMEOUTS = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000 
  * runs with (a body is held as text and then parsed, about 3-5x its size in memory).
  */
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+/** Two minutes: real reads take well under a second, and the run must end. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
 // Keep idle sockets for a while: a sync fires bursts of requests at one origin.
 const KEEP_ALIVE_MS = 10_000;
 /** Upstream body text quoted in errors is cut to this length. */
@@ -130,6 +143,8 @@ interface ClientState {
   policy: Readonly<RetryPolicy>;
   timeouts: typeof DEFAULT_TIMEOUTS;
   maxBodyBytes: number;
+  requestTimeoutMs: number;
+  bounds: Readonly<AnswerBounds>;
   accountConcurrency: number;
   requestsPerSecond: number | undefined;
   logger: Logger;
@@ -158,6 +173,13 @@ export function createConfiguredApiClient(config: Config, logger: Logger): ApiCl
     accountConcurrency: config.syncAccountConcurrency,
     requestsPerSecond: config.syncRequestsPerSecond,
     maxBodyBytes: config.upstreamMaxBodyBytes,
+    requestTimeoutMs: config.upstreamRequestTimeoutMs,
+    bounds: {
+      keywordsPerBusiness: config.upstreamMaxKeywordsPerBusiness,
+      sitesPerKeyword: config.upstreamMaxSitesPerKeyword,
+      reviewsPerAnswer: config.upstreamMaxReviewsPerAnswer,
+      listingsPerAnswer: config.upstreamMaxListingsPerAnswer,
+    },
     logger,
   });
 }
@@ -176,6 +198,12 @@ export function createApiClient(options: ApiClientOptions = {}): ApiClient {
     policy: resolveRetryPolicy(options.retry),
     timeouts: { ...DEFAULT_TIMEOUTS, ...options.timeouts },
     maxBodyBytes: positiveInteger('maxBodyBytes', options.maxBodyBytes, DEFAULT_MAX_BODY_BYTES),
+    requestTimeoutMs: positiveInteger(
+      'requestTimeoutMs',
+      options.requestTimeoutMs,
+      DEFAULT_REQUEST_TIMEOUT_MS,
+    ),
+    bounds: resolveAnswerBounds(options.bounds),
     accountConcurrency: positiveInteger(
       'accountConcurrency',
       options.accountConcurrency,
@@ -310,9 +338,9 @@ export interface UpstreamCall<T> {
   envelope?: EnvelopeOptions;
   /**
    * Turn the envelope's result into the domain value. A thrown ZodError (or any error)
-   * becomes BAD_PAYLOAD; an ApiError passes through.
+   * becomes BAD_PAYLOAD, an AnswerOverBound TOO_MANY_RECORDS; an ApiError passes through.
    */
-  parse: (result: unknown, body: unknown) => T;
+  parse: (result: unknown, body: unknown, bounds: Readonly<AnswerBounds>) => T;
 }
 
 /** One HTTP exchange: a response with its body text, or a transport error. */
@@ -404,22 +432,28 @@ async function runWithRetries<T>(
         );
       }
     }
-    if (!failure.retryable || attempt >= maxAttempts) throw failure.error;
-    if (failure.retryAfterMs !== undefined && failure.retryAfterMs > state.policy.maxRetryAfterMs) {
+    if (
+      failure.retryable &&
+      failure.retryAfterMs !== undefined &&
+      failure.retryAfterMs > state.policy.maxRetryAfterMs
+    ) {
+      // Longer than a run waits: fail now, on any attempt, with a code the sync can end
+      // the credential's remaining work on (its later calls fail in waitForTurn).
       const asked = Math.ceil(failure.retryAfterMs / 1000);
       const allowed = Math.ceil(state.policy.maxRetryAfterMs / 1000);
       throw new ApiError({
-        code: failure.error.code,
+        code: 'PAUSE_TOO_LONG',
         operation: call.operation,
         credentialName: credential.name,
         subject: call.subject,
-        detail: `${failure.detail}; the upstream asked to wait ${asked} s, more than the ${allowed} s allowed, so the call gives up`,
+        detail: `${failure.detail}; the upstream asked this credential to pause for ${asked} s (Retry-After), longer than the ${allowed} s a run waits, so the call gives up`,
         ...(failure.error.status !== undefined && { status: failure.error.status }),
         ...(failure.error.upstreamMessage !== undefined && {
           upstreamMessage: failure.error.upstreamMessage,
         }),
       });
     }
+    if (!failure.retryable || attempt >= maxAttempts) throw failure.error;
     const delay = failure.retryAfterMs ?? backoffDelayMs(state.policy, attempt);
     state.stats.retries += 1;
     state.logger.warn(
@@ -455,11 +489,11 @@ async function waitForTurn(
     const blockedFor = account.blockedUntil - state.clock.now();
     if (blockedFor > state.policy.maxRetryAfterMs) {
       throw new ApiError({
-        code: 'RATE_LIMITED',
+        code: 'PAUSE_TOO_LONG',
         operation: call.operation,
         credentialName: credential.name,
         subject: call.subject,
-        detail: `the upstream rate-limited this credential for another ${Math.ceil(blockedFor / 1000)} s, more than the ${Math.ceil(state.policy.maxRetryAfterMs / 1000)} s allowed, so the call was not sent`,
+        detail: `the upstream paused this credential (Retry-After) for another ${Math.ceil(blockedFor / 1000)} s, longer than the ${Math.ceil(state.policy.maxRetryAfterMs / 1000)} s a run waits, so the call was not sent`,
       });
     }
     if (blockedFor > 0) {
@@ -508,13 +542,20 @@ async function exchangeOnce(
   const started = performance.now();
   const startedAt = state.clock.now();
   state.stats.requests += 1;
+  // The whole exchange, body included, within requestTimeoutMs of the real clock (undici's
+  // own timeouts are on it too); aborting the request's signal also ends its body.
+  const deadline = new AbortController();
+  const timer = setTimeout(
+    () => deadline.abort(totalTimeoutError(state.requestTimeoutMs)),
+    state.requestTimeoutMs,
+  );
   try {
     const response = await pool.request({
       method: call.method,
       path: `${pathPrefix}/api/v2${call.path}?${query.toString()}`,
       headers,
       body: body ?? null,
-      signal: signal ?? null,
+      signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal,
     });
     const text = await response.body.text();
     const date = response.headers['date'];
@@ -554,8 +595,20 @@ async function exchangeOnce(
       },
       'upstream request failed',
     );
-    return { startedAt, kind: 'transport', error };
+    const timedOut = deadline.signal.aborted && !signal?.aborted;
+    return { startedAt, kind: 'transport', error: timedOut ? deadline.signal.reason : error };
+  } finally {
+    clearTimeout(timer);
   }
+}
+
+/** The code of the error an exchange fails with past requestTimeoutMs. */
+const TOTAL_TIMEOUT = 'LISTINGS_REQUEST_TIMEOUT';
+
+function totalTimeoutError(ms: number): Error {
+  return Object.assign(new Error(`the request took longer than ${ms} ms in all`), {
+    code: TOTAL_TIMEOUT,
+  });
 }
 
 function errorCodeOf(error: unknown): string | undefined {
@@ -573,6 +626,7 @@ interface FailureExtras {
   messages?: string[];
   cause?: unknown;
   retryAfterMs?: number;
+  rejected?: RejectedRecord[];
 }
 
 function interpret<T>(
@@ -612,6 +666,17 @@ function interpret<T>(
         'RESPONSE_TOO_LARGE',
         `the response body is larger than ${state.maxBodyBytes} bytes, the limit set by ` +
           'LISTINGS_MAX_BODY_BYTES; raise it if such a body is expected',
+        false,
+        { cause: scrubbedCause(exchange.error, credential) },
+      );
+    }
+    if (errorCode === TOTAL_TIMEOUT) {
+      // Not retried: an answer that drips past the limit would drip again, and each
+      // attempt would hold the run that much longer.
+      return fail(
+        'TIMEOUT',
+        `the request took longer than ${state.requestTimeoutMs / 1000} s in all (headers and ` +
+          'body), the limit set by LISTINGS_REQUEST_TIMEOUT_SECONDS; it was not retried',
         false,
         { cause: scrubbedCause(exchange.error, credential) },
       );
@@ -672,8 +737,14 @@ function interpret<T>(
     );
   }
   try {
-    return { kind: 'value', value: call.parse(envelope.result, envelope.body) };
+    return { kind: 'value', value: call.parse(envelope.result, envelope.body, state.bounds) };
   } catch (error) {
+    if (error instanceof AnswerOverBound) {
+      return fail('TOO_MANY_RECORDS', error.message, false, {
+        status,
+        rejected: [error.summary],
+      });
+    }
     if (error instanceof ApiError) {
       return { kind: 'failure', failure: { error, detail: error.message, retryable: false } };
     }

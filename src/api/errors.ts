@@ -4,6 +4,7 @@
  * "The message text is the contract"), so the table below is built from those texts.
  * Messages name the operation and the credential and never carry a secret or a full URL.
  */
+import type { RejectedRecord } from './types.ts';
 
 /** Every code an `ApiError` can carry. */
 export const API_ERROR_CODES = [
@@ -33,6 +34,17 @@ export const API_ERROR_CODES = [
   'BAD_PAYLOAD',
   /** A response body over the configured limit (LISTINGS_MAX_BODY_BYTES). */
   'RESPONSE_TOO_LARGE',
+  /**
+   * An answer with more records than a bound allows (LISTINGS_MAX_KEYWORDS_PER_BUSINESS and
+   * its siblings); refused whole before it is validated. `rejected` holds a summary for
+   * quarantine.
+   */
+  'TOO_MANY_RECORDS',
+  /**
+   * The upstream asked this credential to pause (Retry-After) for longer than a run waits:
+   * the call fails at once, and so does every later call of the credential in the pause.
+   */
+  'PAUSE_TOO_LONG',
   'UPSTREAM_ERROR',
 ] as const;
 export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
@@ -82,6 +94,7 @@ export interface ApiErrorInit {
   upstreamMessage?: string;
   messages?: string[];
   cause?: unknown;
+  rejected?: RejectedRecord[];
 }
 
 /** A failed upstream operation. `code` is stable; `message` is for people. */
@@ -98,6 +111,8 @@ export class ApiError extends Error {
   /** True for transient failures (timeouts, rate limits, 5xx, resets). */
   readonly retryable: boolean;
   readonly credentialName: string;
+  /** What of the answer goes to quarantine although the call failed (TOO_MANY_RECORDS). */
+  readonly rejected?: RejectedRecord[];
 
   constructor(init: ApiErrorInit) {
     const subject = init.subject ? ` ${init.subject}` : '';
@@ -112,6 +127,7 @@ export class ApiError extends Error {
     if (init.status !== undefined) this.status = init.status;
     if (init.upstreamMessage !== undefined) this.upstreamMessage = init.upstreamMessage;
     if (init.messages !== undefined) this.messages = init.messages;
+    if (init.rejected !== undefined) this.rejected = init.rejected;
   }
 }
 

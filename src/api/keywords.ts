@@ -1,5 +1,6 @@
 /** Keywords: operations 12, 13 and 14 of docs/upstream.md. */
 import { z } from 'zod';
+import { checkBound, SAMPLE_SIZE } from './bounds.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
 import { deleteConfirmationSchema, keywordSchema, parseRecords } from './schemas.ts';
 import type { Credential, Keyword, ListResult } from './types.ts';
@@ -21,7 +22,13 @@ export function listKeywords(
       method: 'GET',
       path: `/businesses/${idSegment('businessId', businessId)}/keywords.json`,
       subject: `for business ${businessId}`,
-      parse: (result) => parseRecords(keywordSchema, keywordList.parse(result), (i) => `[${i}]`),
+      parse: (result, _body, bounds) => {
+        const items = keywordList.parse(result);
+        checkBound(bounds, 'keywordsPerBusiness', items.length, 'keywords', 'keywords', () =>
+          items.slice(0, SAMPLE_SIZE),
+        );
+        return parseRecords(keywordSchema, items, (i) => `[${i}]`);
+      },
     },
     opts,
   );

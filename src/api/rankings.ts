@@ -1,5 +1,6 @@
 /** Keyword rankings: operation 11 of docs/upstream.md. */
 import { z } from 'zod';
+import { type AnswerBounds, checkBound, DEFAULT_ANSWER_BOUNDS, SAMPLE_SIZE } from './bounds.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
 import {
   describeIssues,
@@ -16,13 +17,33 @@ const rankingsByKeyword = z.union([
   z.array(z.unknown()).max(0, 'expected an object keyed by keyword'),
 ]);
 
-/** Flatten keyword → site → rank into observations; a bad keyword entry is rejected whole. */
-export function rankingsFromResult(result: unknown): ListResult<RankObservation> {
+/**
+ * Flatten keyword → site → rank into observations; a bad keyword entry is rejected whole,
+ * and so is one with more than `sitesPerKeyword` sites. More than `keywordsPerBusiness`
+ * keywords refuses the answer (TOO_MANY_RECORDS) before any entry is read.
+ */
+export function rankingsFromResult(
+  result: unknown,
+  bounds: Readonly<AnswerBounds> = DEFAULT_ANSWER_BOUNDS,
+): ListResult<RankObservation> {
   const byKeyword = rankingsByKeyword.parse(result);
   const records: RankObservation[] = [];
   const rejected: RejectedRecord[] = [];
   if (Array.isArray(byKeyword)) return { records, rejected };
+  const keywords = Object.keys(byKeyword);
+  checkBound(bounds, 'keywordsPerBusiness', keywords.length, 'keywords', 'rankings', () =>
+    keywords.slice(0, SAMPLE_SIZE),
+  );
   for (const [keyword, sites] of Object.entries(byKeyword)) {
+    const siteCount = isPlainObject(sites) ? Object.keys(sites).length : 0;
+    if (siteCount > bounds.sitesPerKeyword) {
+      rejected.push({
+        location: keyword,
+        reason: `keyword: ${siteCount} sites, more than the ${bounds.sitesPerKeyword} allowed by LISTINGS_MAX_SITES_PER_KEYWORD`,
+        payload: { sites: siteCount, sample: Object.keys(sites as object).slice(0, SAMPLE_SIZE) },
+      });
+      continue;
+    }
     const unstorable =
       unstorableTextReason(keyword) ??
       (keyword.length > INDEXED_TEXT_MAX
@@ -65,8 +86,12 @@ export function getRankings(
       method: 'GET',
       path: `/businesses/${idSegment('businessId', businessId)}/rankings.json`,
       subject: `for business ${businessId}`,
-      parse: (result) => rankingsFromResult(result),
+      parse: (result, _body, bounds) => rankingsFromResult(result, bounds),
     },
     opts,
   );
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -17,7 +17,8 @@ export interface RetryPolicy {
   maxDelayMs: number;
   /**
    * A `Retry-After` longer than this is not waited for: the call gives up at once
-   * (RATE_LIMITED on a 429) instead of sleeping for hours inside a nightly run.
+   * with PAUSE_TOO_LONG, and so do the credential's later calls within the pause, instead
+   * of sleeping for hours inside a nightly run.
    */
   maxRetryAfterMs: number;
 }

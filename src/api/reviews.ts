@@ -1,6 +1,14 @@
 /** Reviews and review responses: operations 8, 9 and 10 of docs/upstream.md. */
 import { z } from 'zod';
 import {
+  type AnswerBounds,
+  checkBound,
+  collapseDuplicates,
+  DEFAULT_ANSWER_BOUNDS,
+  type ParsedEntry,
+  SAMPLE_SIZE,
+} from './bounds.ts';
+import {
   type ApiClient,
   type CallOptions,
   callUpstream,
@@ -33,12 +41,26 @@ const reviewsBySite = z.union([
   z.array(z.unknown()).max(0, 'expected an object keyed by site name'),
 ]);
 
-/** Split the site map into reviews, each validated on its own; location `Site[index]`. */
-export function reviewsFromResult(result: unknown, category: ReviewCategory): ListResult<Review> {
+/**
+ * Split the site map into reviews, each validated on its own; location `Site[index]`.
+ * More than `reviewsPerAnswer` reviews over all sites refuses the answer (TOO_MANY_RECORDS)
+ * before any is read; the same review id twice (on one site or two) collapses when the
+ * copies agree and is refused when they do not.
+ */
+export function reviewsFromResult(
+  result: unknown,
+  category: ReviewCategory,
+  bounds: Readonly<AnswerBounds> = DEFAULT_ANSWER_BOUNDS,
+): ListResult<Review> {
   const bySite = reviewsBySite.parse(result);
-  const records: Review[] = [];
+  const entries: ParsedEntry<Review>[] = [];
   const rejected: RejectedRecord[] = [];
-  if (Array.isArray(bySite)) return { records, rejected };
+  if (Array.isArray(bySite)) return { records: [], rejected };
+  let count = 0;
+  for (const items of Object.values(bySite)) if (Array.isArray(items)) count += items.length;
+  checkBound(bounds, 'reviewsPerAnswer', count, 'reviews', 'reviews', () =>
+    Object.keys(bySite).slice(0, SAMPLE_SIZE),
+  );
   for (const [siteName, items] of Object.entries(bySite)) {
     if (items == null) continue;
     const unstorable = unstorableTextReason(siteName);
@@ -55,7 +77,11 @@ export function reviewsFromResult(result: unknown, category: ReviewCategory): Li
     items.forEach((item, index) => {
       const parsed = reviewSchema.safeParse(item);
       if (parsed.success) {
-        records.push(withSite(parsed.data, siteName, category));
+        entries.push({
+          record: withSite(parsed.data, siteName, category),
+          location: `${siteName}[${index}]`,
+          raw: item,
+        });
       } else {
         rejected.push({
           location: `${siteName}[${index}]`,
@@ -65,7 +91,12 @@ export function reviewsFromResult(result: unknown, category: ReviewCategory): Li
       }
     });
   }
-  return { records, rejected };
+  const collapsed = collapseDuplicates(entries, (r) => r.id.toLowerCase(), 'review');
+  return {
+    records: collapsed.records,
+    rejected: [...rejected, ...collapsed.rejected],
+    duplicates: collapsed.duplicates,
+  };
 }
 
 function withSite(fields: ReviewFields, siteName: string, category: ReviewCategory): Review {
@@ -89,7 +120,7 @@ export function listReviews(
       path: `/businesses/${idSegment('businessId', businessId)}/reviews.json`,
       query: { category },
       subject: `for business ${businessId} (${category})`,
-      parse: (result) => reviewsFromResult(result, category),
+      parse: (result, _body, bounds) => reviewsFromResult(result, category, bounds),
     },
     opts,
   );

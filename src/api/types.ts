@@ -198,4 +198,9 @@ export interface RejectedRecord {
 export interface ListResult<T> {
   records: T[];
   rejected: RejectedRecord[];
+  /**
+   * Identical copies of a record that the answer repeated and that were collapsed into one
+   * (listings, reviews, businesses); copies that disagree are in `rejected` instead.
+   */
+  duplicates?: number;
 }

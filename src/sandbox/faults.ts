@@ -5,6 +5,7 @@
  * applies to every answer. Draws come from a PRNG seeded from the sandbox seed, so a run
  * with the same requests in the same order meets the same faults.
  */
+import type { AnswerFault } from './answer-faults.ts';
 import { createRng, hash32, type Rng } from './random.ts';
 
 export interface FaultSettings {
@@ -29,12 +30,36 @@ export interface FaultSettings {
   script: ScriptedFault[];
 }
 
-export type ScriptedFaultKind = '500' | '502' | '503' | '429' | 'reset' | 'hang' | 'non-json';
+export type ScriptedFaultKind =
+  | '500'
+  | '502'
+  | '503'
+  | '429'
+  | 'reset'
+  | 'hang'
+  | 'non-json'
+  | 'drip'
+  | 'oversized'
+  | 'duplicate'
+  | 'empty';
 
 export type ScriptedFault = {
   kind: ScriptedFaultKind;
   operation?: string;
+  /** `429`: the Retry-After sent, in seconds (any size: `86400` is a day's pause). */
   retryAfterSeconds?: number;
+  /** `oversized`: records in the answer. */
+  count?: number;
+  /** `oversized` on get_rankings: sites under each keyword. */
+  sitesPerKeyword?: number;
+  /** `duplicate`: `identical` (default) or `disagreeing` copies of the first record. */
+  copies?: 'identical' | 'disagreeing';
+  /** `drip`: the body is padded with spaces to this many bytes (never cut). */
+  dripBytes?: number;
+  /** `drip`: bytes sent per tick (default 1). */
+  dripChunkBytes?: number;
+  /** `drip`: milliseconds between ticks (default 1000: a byte a second). */
+  dripIntervalMs?: number;
 };
 
 export const DEFAULT_FAULTS: FaultSettings = {
@@ -58,6 +83,10 @@ const KINDS: ReadonlySet<string> = new Set([
   'reset',
   'hang',
   'non-json',
+  'drip',
+  'oversized',
+  'duplicate',
+  'empty',
 ]);
 
 export class FaultSettingsError extends Error {
@@ -77,6 +106,13 @@ function fraction(name: string, value: unknown): number {
 function nonNegative(name: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
     throw new FaultSettingsError(`${name} must be a number of at least 0.`);
+  }
+  return value;
+}
+
+function wholeNumber(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw new FaultSettingsError(`${name} must be a whole number of at least 1.`);
   }
   return value;
 }
@@ -107,6 +143,18 @@ function parseScript(value: unknown): ScriptedFault[] {
         `script[${index}].retryAfterSeconds`,
         e['retryAfterSeconds'],
       );
+    }
+    for (const key of ['count', 'sitesPerKeyword', 'dripBytes', 'dripChunkBytes'] as const) {
+      if (e[key] !== undefined) fault[key] = wholeNumber(`script[${index}].${key}`, e[key]);
+    }
+    if (e['dripIntervalMs'] !== undefined) {
+      fault.dripIntervalMs = nonNegative(`script[${index}].dripIntervalMs`, e['dripIntervalMs']);
+    }
+    if (e['copies'] !== undefined) {
+      if (e['copies'] !== 'identical' && e['copies'] !== 'disagreeing') {
+        throw new FaultSettingsError(`script[${index}].copies must be identical or disagreeing.`);
+      }
+      fault.copies = e['copies'];
     }
     return fault;
   });
@@ -171,7 +219,11 @@ export function mergeFaults(current: FaultSettings, patch: unknown): FaultSettin
 export type FaultDecision =
   | { kind: 'none' }
   | { kind: '500' | '502' | '503' | 'reset' | 'hang' | 'non-json' }
-  | { kind: '429'; retryAfterSeconds: number };
+  | { kind: '429'; retryAfterSeconds: number }
+  /** The real answer, reshaped (answer-faults.ts). */
+  | { kind: 'answer'; fault: AnswerFault }
+  /** The real answer, its body sent `chunkBytes` every `intervalMs` after the headers. */
+  | { kind: 'drip'; padToBytes: number; chunkBytes: number; intervalMs: number };
 
 interface Bucket {
   tokens: number;
@@ -210,10 +262,29 @@ export function decideFault(
   const index = s.script.findIndex((f) => f.operation === undefined || f.operation === operation);
   if (index >= 0) {
     const [fault] = s.script.splice(index, 1);
-    if (fault!.kind === '429') {
-      return { kind: '429', retryAfterSeconds: fault!.retryAfterSeconds ?? s.retryAfterSeconds };
+    const f = fault as ScriptedFault;
+    switch (f.kind) {
+      case '429':
+        return { kind: '429', retryAfterSeconds: f.retryAfterSeconds ?? s.retryAfterSeconds };
+      case 'drip':
+        return {
+          kind: 'drip',
+          padToBytes: f.dripBytes ?? 0,
+          chunkBytes: f.dripChunkBytes ?? 1,
+          intervalMs: f.dripIntervalMs ?? 1000,
+        };
+      case 'oversized':
+      case 'duplicate':
+      case 'empty': {
+        const answer: AnswerFault = { kind: f.kind };
+        if (f.count !== undefined) answer.count = f.count;
+        if (f.sitesPerKeyword !== undefined) answer.sitesPerKeyword = f.sitesPerKeyword;
+        if (f.copies !== undefined) answer.copies = f.copies;
+        return { kind: 'answer', fault: answer };
+      }
+      default:
+        return { kind: f.kind };
     }
-    return { kind: fault!.kind };
   }
   if (
     s.rateLimitPerSecond !== null &&

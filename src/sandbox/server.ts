@@ -10,6 +10,7 @@
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { type Logger, silentLogger } from '../log.ts';
+import { reshapeAnswer } from './answer-faults.ts';
 import { createBodyCache } from './body-cache.ts';
 import {
   createFaultState,
@@ -252,6 +253,42 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     }
   }
 
+  /** Headers at once, then the body `chunkBytes` at a time every `intervalMs`. */
+  function drip(
+    reply: FastifyReply,
+    result: OperationResult,
+    decision: Extract<FaultDecision, { kind: 'drip' }>,
+  ): void {
+    const text = Buffer.from(result.body);
+    const padding = Math.max(0, decision.padToBytes - text.length);
+    const body = Buffer.concat([text, Buffer.alloc(padding, ' ')]);
+    const date = reply.getHeader('date');
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(result.status, {
+      ...(typeof date === 'string' && { date }),
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': String(body.length),
+    });
+    raw.flushHeaders();
+    let sent = 0;
+    const timer = setInterval(() => {
+      if (raw.destroyed) {
+        clearInterval(timer);
+        return;
+      }
+      const next = body.subarray(sent, sent + decision.chunkBytes);
+      sent += next.length;
+      if (sent >= body.length) {
+        clearInterval(timer);
+        raw.end(next);
+      } else {
+        raw.write(next);
+      }
+    }, decision.intervalMs);
+    raw.once('close', () => clearInterval(timer));
+  }
+
   async function handleApi(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const path = (request.url.split('?')[0] ?? '').slice('/api/v2'.length);
     const query = (request.query ?? {}) as Record<string, unknown>;
@@ -267,7 +304,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     const delay = latencyFor(faults);
     if (delay > 0) await sleep(delay);
     let outcome: string;
-    if (decision.kind !== 'none') {
+    if (decision.kind !== 'none' && decision.kind !== 'answer' && decision.kind !== 'drip') {
       outcome = decision.kind;
       sendFault(request, reply, decision);
     } else {
@@ -295,7 +332,19 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
       }
       stats.malformedRecordsServed += result.malformed;
       outcome = result.outcome;
-      send(reply, result);
+      if (decision.kind === 'answer' && result.status === 200) {
+        const body = reshapeAnswer(operation, result.body, decision.fault);
+        if (body !== undefined) {
+          result = { ...result, body };
+          outcome = decision.fault.kind;
+        }
+      }
+      if (decision.kind === 'drip') {
+        outcome = 'drip';
+        drip(reply, result, decision);
+      } else {
+        send(reply, result);
+      }
     }
     count(operation, outcome);
     logger.debug(

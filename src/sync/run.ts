@@ -738,6 +738,7 @@ async function syncBusiness(
   }
 
   let failedStreams = 0;
+  const rejected: BusinessSnapshot['rejected'] = [];
   const value = <T>(result: Fetched<T>, stream: string): T | null => {
     if (result.ok) return result.value;
     failedStreams += 1;
@@ -747,13 +748,15 @@ async function syncBusiness(
       stream,
       reason: errorText(result.error),
     });
+    // An answer refused whole (TOO_MANY_RECORDS) leaves a summary for quarantine.
+    const refused = result.error instanceof ApiError ? (result.error.rejected ?? []) : [];
+    for (const record of refused) rejected.push({ stream, ...record });
     log.warn(
       { credential: credential.name, businessId: id, stream, err: result.error },
       'stream failed; its stored rows are left as they were',
     );
     return null;
   };
-  const rejected: BusinessSnapshot['rejected'] = [];
   const records = <T>(result: ListResult<T> | null, stream: string): T[] | null => {
     if (!result) return null;
     for (const record of result.rejected) rejected.push({ stream, ...record });

@@ -679,20 +679,23 @@ describe.each([
       expect(apiStats(api)).toMatchObject({ requests: 2, retries: 1 });
     });
 
-    it('gives up with RATE_LIMITED when Retry-After exceeds the maximum', async () => {
+    it('gives up with PAUSE_TOO_LONG when Retry-After exceeds the maximum', async () => {
       sb.setFaults({ script: [{ kind: '429', retryAfterSeconds: 3600 }] });
       const clock = manualClock();
       const api = client({ retry: { maxRetryAfterMs: 2000 }, clock });
       const error = await failure(listBusinesses(api, cred));
-      expect(error.code).toBe('RATE_LIMITED');
-      expect(error.message).toMatch(/asked to wait 3600 s, more than the 2 s allowed/);
+      expect(error.code).toBe('PAUSE_TOO_LONG');
+      expect(error.status).toBe(429);
+      expect(error.message).toMatch(
+        /on credential ".+" failed: .*asked this credential to pause for 3600 s \(Retry-After\), longer than the 2 s a run waits/,
+      );
       // It gave up at once: no wait of any length was started.
       expect(clock.sleeps).toEqual([]);
       expect(sb.stats().requests).toBe(1);
       // The credential stays paused: further calls fail fast without being sent.
       const next = await failure(listCountries(api, cred));
-      expect(next.code).toBe('RATE_LIMITED');
-      expect(next.message).toMatch(/rate-limited this credential for another \d+ s/);
+      expect(next.code).toBe('PAUSE_TOO_LONG');
+      expect(next.message).toMatch(/paused this credential \(Retry-After\) for another \d+ s/);
       expect(clock.sleeps).toEqual([]);
       expect(sb.stats().requests).toBe(1);
     });

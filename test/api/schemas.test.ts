@@ -225,7 +225,13 @@ describe('reviews', () => {
   it('splits the site map, carrying site and category, rejecting per review', () => {
     const result = reviewsFromResult(
       {
-        Yelp: [review, review, review, { ...review, id: 'not-a-uuid' }],
+        // Three distinct reviews: the same id twice would be a duplicate (collapsed).
+        Yelp: [
+          review,
+          { ...review, id: '3c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f' },
+          { ...review, id: '4c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f' },
+          { ...review, id: 'not-a-uuid' },
+        ],
         Google: [{ ...review, id: '2c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f', date: 'soon' }],
         Facebook: 'oops',
       },
@@ -238,6 +244,26 @@ describe('reviews', () => {
       'Google[0]',
       'Yelp[3]',
     ]);
+    expect(result.duplicates).toBe(0);
+  });
+
+  it('collapses a review repeated identically, and refuses copies that disagree', () => {
+    const result = reviewsFromResult(
+      {
+        Yelp: [review, review],
+        Google: [{ ...review, id: '5c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f' }],
+        Facebook: [{ ...review, id: '5C2D3E4F-5A6B-4C7D-8E9F-0A1B2C3D4E5F' }],
+      },
+      'review',
+    );
+    expect(result.records).toHaveLength(1);
+    expect(result.records[0]).toMatchObject({ id: review.id, siteName: 'Yelp' });
+    expect(result.duplicates).toBe(1);
+    // The same uuid on two sites (in any case) is one review that disagrees on its site.
+    expect(result.rejected.map((r) => r.location)).toEqual(['Google[0]', 'Facebook[0]']);
+    expect(result.rejected[0]!.reason).toBe(
+      'review 5c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f appears 2 times in the answer (at Google[0], Facebook[0]) and the copies disagree; none is stored',
+    );
   });
 
   it('accepts an empty result served as []', () => {

@@ -1,0 +1,194 @@
+/**
+ * What one answer may bring, and what one answer may not say twice.
+ *
+ * Bounds: an answer with more records than a bound allows is refused whole, counted on the
+ * parsed JSON before any record is validated (zod builds a copy of each record, and a
+ * rankings answer expands into two observations per site), so the memory a business costs
+ * does not grow with the shape of one answer (docs/operations.md, "Limits").
+ *
+ * Duplicates: the same id twice in one list answer. Copies that agree collapse into one
+ * (counted); copies that disagree are both refused with the reason, so neither is stored
+ * and the stored row stays as it was (docs/upstream.md, "Quirks").
+ */
+import type { z } from 'zod';
+import { describeIssues, scrubPayload } from './schemas.ts';
+import type { ListResult, RejectedRecord } from './types.ts';
+
+export interface AnswerBounds {
+  /** Keywords in one rankings or keywords answer (LISTINGS_MAX_KEYWORDS_PER_BUSINESS). */
+  keywordsPerBusiness: number;
+  /** Search sites under one keyword of a rankings answer (LISTINGS_MAX_SITES_PER_KEYWORD). */
+  sitesPerKeyword: number;
+  /** Reviews, over all sites, in one reviews answer (LISTINGS_MAX_REVIEWS_PER_ANSWER). */
+  reviewsPerAnswer: number;
+  /** Listings in one listings answer (LISTINGS_MAX_LISTINGS_PER_ANSWER). */
+  listingsPerAnswer: number;
+}
+
+/**
+ * Generous for real accounts: a business tracks tens of keywords on a handful of search
+ * sites, is listed on a few hundred directories, and has hundreds of reviews; a few
+ * thousand of each is already far past that, and still parses in a few MB of heap.
+ */
+export const DEFAULT_ANSWER_BOUNDS: Readonly<AnswerBounds> = Object.freeze({
+  keywordsPerBusiness: 2_000,
+  sitesPerKeyword: 50,
+  reviewsPerAnswer: 20_000,
+  listingsPerAnswer: 2_000,
+});
+
+/** The setting behind each bound, for messages. */
+export const BOUND_SETTINGS: Readonly<Record<keyof AnswerBounds, string>> = Object.freeze({
+  keywordsPerBusiness: 'LISTINGS_MAX_KEYWORDS_PER_BUSINESS',
+  sitesPerKeyword: 'LISTINGS_MAX_SITES_PER_KEYWORD',
+  reviewsPerAnswer: 'LISTINGS_MAX_REVIEWS_PER_ANSWER',
+  listingsPerAnswer: 'LISTINGS_MAX_LISTINGS_PER_ANSWER',
+});
+
+export function resolveAnswerBounds(overrides: Partial<AnswerBounds> = {}): Readonly<AnswerBounds> {
+  const bounds = { ...DEFAULT_ANSWER_BOUNDS, ...overrides };
+  for (const [name, value] of Object.entries(bounds)) {
+    if (!Number.isInteger(value) || value < 1) {
+      throw new RangeError(`bounds.${name} must be a positive integer, got ${value}.`);
+    }
+  }
+  return Object.freeze(bounds);
+}
+
+/**
+ * Thrown by an operation's parse when an answer is over a bound; the client turns it into
+ * TOO_MANY_RECORDS with `summary` as the one quarantined record.
+ */
+export class AnswerOverBound extends Error {
+  override name = 'AnswerOverBound';
+  readonly summary: RejectedRecord;
+
+  constructor(detail: string, summary: RejectedRecord) {
+    super(detail);
+    this.summary = summary;
+  }
+}
+
+/**
+ * Refuse the answer when `count` is over `bounds[bound]`. `what` names the records
+ * (`keywords`, `reviews`); `sample` is a few of them for the quarantined summary, never
+ * the whole answer.
+ */
+export function checkBound(
+  bounds: Readonly<AnswerBounds>,
+  bound: keyof AnswerBounds,
+  count: number,
+  what: string,
+  location: string,
+  sample: () => unknown,
+): void {
+  const limit = bounds[bound];
+  if (count <= limit) return;
+  const reason = `the answer has ${count} ${what}, more than the ${limit} allowed by ${BOUND_SETTINGS[bound]}; it was refused whole, before any record was validated (raise the setting if such an answer is expected)`;
+  throw new AnswerOverBound(reason, {
+    location,
+    reason,
+    payload: { count, limit, setting: BOUND_SETTINGS[bound], sample: scrubPayload(sample()) },
+  });
+}
+
+/** Up to this many entries of an over-bound answer are kept in its quarantined summary. */
+export const SAMPLE_SIZE = 3;
+
+/** One parsed record with where it was and what it was, for the duplicate check. */
+export interface ParsedEntry<T> {
+  record: T;
+  location: string;
+  raw: unknown;
+}
+
+export interface CollapsedRecords<T> {
+  records: T[];
+  rejected: RejectedRecord[];
+  /** Identical copies dropped. */
+  duplicates: number;
+}
+
+/**
+ * Collapse the records that share a key: identical copies (equal once parsed) become one
+ * and are counted; copies that differ are all refused, each with the reason and its
+ * payload (which carries the id, so the warehouse leaves the stored row alone).
+ */
+export function collapseDuplicates<T>(
+  entries: readonly ParsedEntry<T>[],
+  key: (record: T) => string,
+  what: string,
+): CollapsedRecords<T> {
+  const groups = new Map<string, ParsedEntry<T>[]>();
+  for (const entry of entries) {
+    const k = key(entry.record);
+    const group = groups.get(k);
+    if (group) group.push(entry);
+    else groups.set(k, [entry]);
+  }
+  const records: T[] = [];
+  const rejected: RejectedRecord[] = [];
+  let duplicates = 0;
+  for (const [k, group] of groups) {
+    const [first] = group as [ParsedEntry<T>, ...ParsedEntry<T>[]];
+    if (group.length === 1) {
+      records.push(first.record);
+      continue;
+    }
+    const canonical = canonicalJson(first.record);
+    if (group.every((entry) => canonicalJson(entry.record) === canonical)) {
+      records.push(first.record);
+      duplicates += group.length - 1;
+      continue;
+    }
+    const places = group.map((entry) => entry.location).join(', ');
+    for (const entry of group) {
+      rejected.push({
+        location: entry.location,
+        reason: `${what} ${k} appears ${group.length} times in the answer (at ${places}) and the copies disagree; none is stored`,
+        payload: scrubPayload(entry.raw),
+      });
+    }
+  }
+  return { records, rejected, duplicates };
+}
+
+/** JSON with object keys sorted, so that key order never makes two copies differ. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) => {
+    if (inner === null || typeof inner !== 'object' || Array.isArray(inner)) return inner;
+    const sorted: Record<string, unknown> = {};
+    for (const k of Object.keys(inner).sort()) sorted[k] = (inner as Record<string, unknown>)[k];
+    return sorted;
+  });
+}
+
+/**
+ * Parse each element on its own, then collapse what shares an id (src/api/bounds.ts):
+ * identical copies count in `duplicates`, disagreeing ones are all refused.
+ */
+export function parseUniqueRecords<T extends { id: number | string }>(
+  schema: z.ZodType<T>,
+  items: readonly unknown[],
+  location: (index: number) => string,
+  what: string,
+): ListResult<T> {
+  const entries: ParsedEntry<T>[] = [];
+  const rejected: RejectedRecord[] = [];
+  items.forEach((item, index) => {
+    const parsed = schema.safeParse(item);
+    if (parsed.success) entries.push({ record: parsed.data, location: location(index), raw: item });
+    else
+      rejected.push({
+        location: location(index),
+        reason: describeIssues(parsed.error),
+        payload: scrubPayload(item),
+      });
+  });
+  const collapsed = collapseDuplicates(entries, (r) => String(r.id).toLowerCase(), what);
+  return {
+    records: collapsed.records,
+    rejected: [...rejected, ...collapsed.rejected],
+    duplicates: collapsed.duplicates,
+  };
+}
