@@ -13,9 +13,13 @@ export type { Logger } from 'pino';
 
 export const REDACTED = '[REDACTED]';
 
-/** Names of fields whose values are secrets, whatever object they appear in. */
+/**
+ * Names of fields whose values are secrets, whatever object they appear in. A directory
+ * login (`site_username`) counts: docs/warehouse.md promises no directory credential is
+ * stored, and a login is half of one.
+ */
 const SECRET_NAMES =
-  'auth_?token|site_?password|password|passwd|secrets?|webhook_?secrets?|alert_?webhook_?secret|authorization|cookie|set-cookie|x-service-signature|api_?key|token';
+  'auth_?token|site_?password|site_?username|password|passwd|secrets?|webhook_?secrets?|alert_?webhook_?secret|authorization|cookie|set-cookie|x-service-signature|api_?key|token';
 const SECRET_KEY = new RegExp(`^(${SECRET_NAMES})$`, 'i');
 /** `"authToken":"…"` inside serialized JSON (a log line, a stored payload's text). */
 const SECRET_JSON_FIELD = new RegExp(`"(${SECRET_NAMES})"\\s*:\\s*"(?:[^"\\\\]|\\\\.)*"`, 'gi');
@@ -25,7 +29,7 @@ const SECRET_JSON_FIELD = new RegExp(`"(${SECRET_NAMES})"\\s*:\\s*"(?:[^"\\\\]|\
  * `Bearer …` credentials. The value runs to the next separator.
  */
 const SECRET_IN_TEXT =
-  /\b(auth_token|authToken|site_password|password|secret|token|api_key)(=|":\s*"|:\s*)(?!\[REDACTED\])([^&\s"',;)}\]]+)/gi;
+  /\b(auth_token|authToken|site_password|site_username|password|secret|token|api_key)(=|":\s*"|:\s*)(?!\[REDACTED\])([^&\s"',;)}\]]+)/gi;
 const BEARER = /\b(Bearer|Basic)\s+(?!\[REDACTED\])[A-Za-z0-9._~+/=-]+/g;
 /**
  * `scheme://user:password@host`: the password runs to the last `@` before a `/`, `?`,

@@ -11,8 +11,10 @@
  *   round of N items at concurrency C ends within ceil(N / C) timeouts; the lease is that
  *   plus a margin, and an item whose lease is nearly over is not started. Two replicas
  *   with a slow sink therefore never hold the same alert at once;
- * - `deadline`: the `sync` command delivers only its own run's alerts and stops starting
- *   sends at the deadline; what it did not get to is released for `serve` at once;
+ * - `deadline`: the `sync` command delivers only its own run's alerts and starts no send
+ *   that could not end, at the sink timeout, by the deadline; a send once started is
+ *   never cut short (a cut one may have reached the receiver, and `serve` would send it
+ *   again); what it did not get to is released for `serve` at once;
  * - with no sink, each alert is logged once, paging on by alert id, so a backlog of any
  *   size never makes a pass re-read the same oldest rows.
  */
@@ -74,7 +76,7 @@ export interface DispatchResult {
 export interface DispatchOptions {
   /** Only this run's alerts (the `sync` command). */
   runId?: string;
-  /** Start no send after this; sends in flight are aborted at it. */
+  /** Start no send that could not end (at the sink timeout) by this; none is cut short. */
   deadline?: Date;
 }
 
@@ -194,47 +196,39 @@ export function createAlertDispatcher(options: DispatcherOptions): AlertDispatch
       ...(dispatchOptions.runId ? { runId: dispatchOptions.runId } : {}),
     });
     if (claimed.length === 0) return 0;
+    // A send is started only if it can end, at the sink's own timeout, before the deadline
+    // (`sync`'s delivery budget) and before the lease nears its end; once started it is
+    // never cut short. Cutting one would record as failed a message the receiver may
+    // already have taken, and `serve` would send it again (docs/operations.md, "Alert
+    // delivery"): only a crash may repeat a delivery.
     const deadline = dispatchOptions.deadline?.getTime() ?? Infinity;
-    const stopAt = Math.min(leaseEnd, deadline);
-    const abort = new AbortController();
-    const reason =
-      deadline <= leaseEnd
-        ? 'the delivery time of `sync` ran out (ALERT_SYNC_DELIVERY_SECONDS); serve sends it'
-        : 'the claim lease is nearly over; the next pass sends it';
-    const timer = setTimeout(
-      () => abort.abort(new Error(reason)),
-      Math.max(0, stopAt - now().getTime()),
-    );
+    const latestStart = Math.min(leaseEnd, deadline) - sinkTimeoutMs;
     const taken = new Map(claimed.map((alert) => [alert.alertId, new Set(alert.deliveredSinks)]));
     const errors = new Map<number, string[]>();
     const attempted = new Set<number>();
     const limit = pLimit(concurrency);
-    try {
-      await Promise.all(
-        workItems(claimed).map((item) =>
-          limit(async () => {
-            // Not started past the deadline or near the lease's end: left for a later pass.
-            if (abort.signal.aborted || now().getTime() >= stopAt) return;
-            for (const alert of item.alerts) attempted.add(alert.alertId);
-            try {
-              await item.sink.send(item.alerts, abort.signal);
-              for (const alert of item.alerts) taken.get(alert.alertId)?.add(item.sink.name);
-              options.onDelivered?.(item.sink.name, item.alerts.length);
-            } catch (error) {
-              for (const alert of item.alerts) {
-                errors.set(alert.alertId, [
-                  ...(errors.get(alert.alertId) ?? []),
-                  `${item.sink.name}: ${(error as Error).message}`,
-                ]);
-              }
-              options.onFailed?.(item.sink.name, item.alerts.length);
+    await Promise.all(
+      workItems(claimed).map((item) =>
+        limit(async () => {
+          // One that could not end in time is left for a later pass (or `serve`).
+          if (now().getTime() > latestStart) return;
+          for (const alert of item.alerts) attempted.add(alert.alertId);
+          try {
+            await item.sink.send(item.alerts);
+            for (const alert of item.alerts) taken.get(alert.alertId)?.add(item.sink.name);
+            options.onDelivered?.(item.sink.name, item.alerts.length);
+          } catch (error) {
+            for (const alert of item.alerts) {
+              errors.set(alert.alertId, [
+                ...(errors.get(alert.alertId) ?? []),
+                `${item.sink.name}: ${(error as Error).message}`,
+              ]);
             }
-          }),
-        ),
-      );
-    } finally {
-      clearTimeout(timer);
-    }
+            options.onFailed?.(item.sink.name, item.alerts.length);
+          }
+        }),
+      ),
+    );
 
     const at = now();
     const attempts: DeliveryAttempt[] = [];
@@ -274,8 +268,11 @@ export function createAlertDispatcher(options: DispatcherOptions): AlertDispatch
     }
     if (unattempted.length) {
       log.info(
-        { alerts: unattempted.length },
-        'alert delivery time ran out; the rest are left for serve or the next run',
+        { alerts: unattempted.length, sinkTimeoutMs },
+        deadline <= leaseEnd
+          ? 'alerts left for serve: a send could not end within the delivery time of sync ' +
+              '(ALERT_SYNC_DELIVERY_SECONDS) at the sink timeout (ALERT_SINK_TIMEOUT_SECONDS)'
+          : 'alerts left for the next pass: the claim lease is nearly over',
       );
     }
     return unattempted.length ? 0 : claimed.length;
@@ -285,7 +282,17 @@ export function createAlertDispatcher(options: DispatcherOptions): AlertDispatch
     if (sinks.length === 0) return logWithoutSinks(dispatchOptions.runId);
     const result: DispatchResult = { delivered: 0, failed: 0, logged: 0, released: 0 };
     for (let i = 0; i < MAX_ROUNDS; i++) {
-      if (dispatchOptions.deadline && now() >= dispatchOptions.deadline) break;
+      const deadline = dispatchOptions.deadline?.getTime();
+      if (deadline !== undefined && now().getTime() + sinkTimeoutMs > deadline) {
+        if (i === 0) {
+          log.info(
+            { sinkTimeoutMs, deadline: dispatchOptions.deadline },
+            'alerts left for serve: no send could end within the delivery time of sync ' +
+              '(ALERT_SYNC_DELIVERY_SECONDS) at the sink timeout (ALERT_SINK_TIMEOUT_SECONDS)',
+          );
+        }
+        break;
+      }
       const claimed = await round(dispatchOptions, result);
       if (claimed < batchSize) break;
     }

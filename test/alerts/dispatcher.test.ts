@@ -171,6 +171,63 @@ describe.each(testBackends)('alert dispatcher (%s)', (backend) => {
     expect(new Set(sent).size).toBe(50);
   });
 
+  it("within sync's delivery time, starts no send it cannot finish and cuts none short", async () => {
+    // Five accounts' digests of one run, and a Slack that answers each in 9.5 s of a 10 s
+    // timeout, sent one at a time under a 30 s budget: sends start at 0, 9.5 and 19 s (each
+    // can end by 29 s or sooner); one at 28.5 s could run to 38.5 s, so it and the last are
+    // left for `serve`. Before, the fourth was started and then cut at 30 s: recorded as
+    // failed after Slack had posted it, and posted again by `serve`.
+    await raise(
+      wh.db,
+      ['a', 'b', 'c', 'd', 'e'].map((account, i) => ({
+        ...runOf50()[i]!,
+        accountName: account,
+      })),
+    );
+    let clock = T0.getTime();
+    const signals: (AbortSignal | undefined)[] = [];
+    const started: number[] = [];
+    const slack: AlertSink = {
+      name: 'slack',
+      grouping: 'group',
+      async send(_alerts, signal) {
+        started.push(clock - T0.getTime());
+        signals.push(signal);
+        clock += 9_500;
+        await new Promise((resolve) => setImmediate(resolve));
+      },
+    };
+    const logs = memoryLogger('info');
+    const dispatcher = createAlertDispatcher({
+      db: wh.db,
+      sinks: [slack],
+      logger: logs.logger,
+      now: () => new Date(clock),
+      concurrency: 1,
+      sinkTimeoutMs: 10_000,
+    });
+    const result = await dispatcher.dispatch({
+      runId: RUN,
+      deadline: new Date(T0.getTime() + 30_000),
+    });
+    expect(started).toEqual([0, 9_500, 19_000]);
+    expect(result).toMatchObject({ delivered: 3, failed: 0, released: 2 });
+    // Nothing could cut a send short: no abort signal is handed to the sink.
+    expect(signals.every((signal) => signal === undefined || !signal.aborted)).toBe(true);
+    const rows = await wh.db
+      .selectFrom('alerts')
+      .select(['attempts', 'delivered_at', 'next_attempt_at', 'last_error'])
+      .orderBy('alert_id')
+      .execute();
+    expect(rows.filter((r) => r.delivered_at !== null)).toHaveLength(3);
+    // The two not started are untouched, due at once for `serve`.
+    expect(rows.filter((r) => r.delivered_at === null)).toEqual([
+      { attempts: 0, delivered_at: null, next_attempt_at: null, last_error: null },
+      { attempts: 0, delivered_at: null, next_attempt_at: null, last_error: null },
+    ]);
+    expect(logs.lines().join('\n')).toContain('ALERT_SINK_TIMEOUT_SECONDS');
+  });
+
   it('with no sink, logs a backlog larger than a page once, then only new alerts', async () => {
     await raise(
       wh.db,

@@ -29,7 +29,18 @@ describe('redaction', () => {
     expect(text).not.toContain(TOKEN);
     expect(text).not.toContain(PASSWORD);
     expect(text).toContain('east');
-    expect(text).toContain('bob');
+    // A directory login is half a directory credential: never stored or logged either.
+    expect(text).not.toContain('bob');
+  });
+
+  it('removes directory logins from quoted payload snippets (summaries, sync_runs.stats)', () => {
+    const snippet =
+      'listings[3]: status: Invalid option; payload {"id":3,"site_username":"acme-login",' +
+      '"site_password":"hunter2","status":"Weird"} and site_username=acme-login';
+    const text = redactText(snippet);
+    expect(text).not.toContain('acme-login');
+    expect(text).not.toContain('hunter2');
+    expect(text).toContain('"status":"Weird"');
   });
 
   it('never lets a secret reach a log line, whatever the call shape', () => {

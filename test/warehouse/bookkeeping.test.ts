@@ -162,7 +162,12 @@ describe.each(testBackends)(
           stream: 'listings',
           location: '4',
           reason: 'status: Invalid option',
-          payload: { id: 4, site_username: 'owner', site_password: '[REDACTED]', status: 'Weird' },
+          payload: {
+            id: 4,
+            site_username: '[REDACTED]',
+            site_password: '[REDACTED]',
+            status: 'Weird',
+          },
         }),
         expect.objectContaining({ stream: 'reviews', location: 'Yelp[2]' }),
       ]);
