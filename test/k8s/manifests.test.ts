@@ -547,7 +547,7 @@ describe('k8s manifests: disruption budget and network policy', () => {
     expect(networkPolicies).toHaveLength(1);
     const spec = networkPolicies[0]!.spec!;
     expect(spec.policyTypes).toEqual(['Ingress', 'Egress']);
-    const selector = spec.podSelector.matchLabels ?? {};
+    const selector = spec.podSelector?.matchLabels ?? {};
     for (const { file, kind, job } of workloads) {
       const labels =
         kind === 'Deployment'
