@@ -1,8 +1,10 @@
 /**
  * The HTML report in a real browser: headless Chromium (Debian's, or the one inside the
  * `@sparticuz/chromium` devDependency: test/helpers/chromium.ts), driven by playwright-core. The page must load with no console error and no request leaving the
- * file, and every chart must have drawn its lines. The screenshot is docs/report.png
- * when UPDATE_REPORT_SCREENSHOT=1 (README), else a file in the test's temp directory.
+ * file, every chart must have drawn its lines, and at 1200 px no table cell may wrap, no
+ * table overflow and no chart text overlap another (measured boxes). The screenshot is
+ * docs/report.png when UPDATE_REPORT_SCREENSHOT=1 (README), from the demo as `npm start`
+ * runs it (its defaults, ending yesterday); else a file in the test's temp directory.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
