@@ -8,6 +8,12 @@
 # There is no build step: Node 24 runs src/*.ts directly by type stripping, so the
 # image holds the sources as they are in the repository.
 
+# The base image. A tag moves (every Node 24 patch, every Debian security update), so
+# two builds of one commit may differ. For a reproducible build pin it by digest, as
+# docs/deploy.md ("Pinning the base image") shows:
+#   docker buildx imagetools inspect node:24-slim        # prints `Digest: sha256:…`
+#   docker build --build-arg NODE_IMAGE=node:24-slim@sha256:<digest> -t listings-sync:0.1.0 .
+# and renew the digest on purpose (it carries the base image's security fixes).
 ARG NODE_IMAGE=node:24-slim
 
 # ---- deps: production node_modules only ------------------------------------------

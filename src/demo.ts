@@ -56,8 +56,13 @@ export interface DemoOptions {
   schema?: string;
   /** Where the report goes. */
   reportPath?: string;
-  /** The last simulated day, `YYYY-MM-DD`; today (UTC) by default. */
+  /**
+   * The last simulated day, `YYYY-MM-DD`; by default the last whole UTC day before
+   * `clock()` (yesterday), so that nothing the demo stores is dated after the clock.
+   */
   endDate?: string;
+  /** The wall clock (tests fix it); `new Date()` by default. */
+  clock?: () => Date;
   /** The summary's lines; standard output by default. */
   write?: (line: string) => void;
   /** Where the progress bar goes when it is a terminal; standard error by default. */
@@ -226,7 +231,9 @@ export async function runDemo(
 ): Promise<DemoResult> {
   const out = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
   const days = options.days ?? DEMO_DAYS;
-  const endDate = options.endDate ?? new Date().toISOString().slice(0, 10);
+  const clock = options.clock ?? (() => new Date());
+  // Not today: the sandbox dates today's reviews at any time of the day, ahead of the clock.
+  const endDate = options.endDate ?? addDays(clock().toISOString().slice(0, 10), -1);
   const dataDir = options.dataDir ?? DEMO_DATA_DIR;
   const databaseUrl = options.databaseUrl ?? config.databaseUrl;
   const schema = options.schema ?? DEMO_SCHEMA;
@@ -268,8 +275,14 @@ export async function runDemo(
 
     sandbox.advanceDays(daysBetween(startDate, firstToSync));
     const running = sandbox;
-    // The sync's clock follows the sandbox: noon UTC of its day keys ranks and history.
-    const now = () => new Date(`${running.today()}T12:00:00Z`);
+    // The sync's clock follows the sandbox: each day is synced at its last instant (its
+    // UTC date keys ranks and history), after everything the sandbox dates on that day and
+    // never after the wall clock, so no alert or run is stamped ahead of `clock()`.
+    const now = () => {
+      const endOfDay = new Date(`${running.today()}T23:59:59.999Z`);
+      const wall = clock();
+      return endOfDay < wall ? endOfDay : wall;
+    };
     const progressStream = options.progressStream ?? process.stderr;
     const progress = dayProgress(progressStream, logger, toSimulate);
     // Under the bar, each run's 'sync started/finished' lines would tear it: warnings only.

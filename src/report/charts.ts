@@ -84,6 +84,37 @@ const dayAxis = (first: string, last: string) => ({
   splitLine: { show: false },
 });
 
+const RANK_CHART_WIDTH = 480;
+const LEGEND_FONT_SIZE = 10;
+const LEGEND_ICON_WIDTH = 14;
+/** ECharts' defaults: icon to text, and between items. */
+const LEGEND_TEXT_GAP = 5;
+const LEGEND_ITEM_GAP = 10;
+/** A line of legend text (10 px type). */
+const LEGEND_ROW_HEIGHT = 16;
+
+/**
+ * How many lines ECharts' horizontal legend takes for these labels in `width` pixels: it
+ * wraps items that do not fit, and a chart that reserved one line would draw the second
+ * over the day axis. Widths are estimated at 0.62 em a character, wider than system-ui's
+ * average, so the estimate errs towards a line too many, never one too few.
+ */
+export function legendRows(labels: readonly string[], width: number): number {
+  const available = width - 10; // ECharts' legend padding: 5 px each side
+  let rows = 1;
+  let used = 0;
+  for (const label of labels) {
+    const item =
+      LEGEND_ICON_WIDTH + LEGEND_TEXT_GAP + Math.ceil(label.length * LEGEND_FONT_SIZE * 0.62);
+    const next = used === 0 ? item : used + LEGEND_ITEM_GAP + item;
+    if (next > available && used > 0) {
+      rows++;
+      used = item;
+    } else used = next;
+  }
+  return rows;
+}
+
 /**
  * One keyword: a line per site, rank 1 at the top. A day searched but not ranked is a
  * gap in the line; a day not collected has no point, and the line joins its neighbours.
@@ -97,6 +128,9 @@ export function rankChart(
   const ranks = keyword.sites.flatMap((s) => s.points.map((p) => p.rank ?? 0));
   // A round bottom for the axis: the worst rank shown, up to the next multiple of 5.
   const worst = Math.ceil(Math.max(10, ...ranks) / 5) * 5;
+  const labels = keyword.sites.map((s) => siteLabel(s.site));
+  // The legend's extra lines grow the chart downwards; the plot keeps its height.
+  const extra = (legendRows(labels, RANK_CHART_WIDTH) - 1) * LEGEND_ROW_HEIGHT;
   return renderChart(
     {
       title: {
@@ -113,12 +147,13 @@ export function rankChart(
       },
       legend: {
         bottom: 0,
-        itemWidth: 14,
+        itemWidth: LEGEND_ICON_WIDTH,
         itemHeight: 8,
-        textStyle: { fontSize: 10 },
-        data: keyword.sites.map((s) => siteLabel(s.site)),
+        itemGap: LEGEND_ITEM_GAP,
+        textStyle: { fontSize: LEGEND_FONT_SIZE },
+        data: labels,
       },
-      grid: { left: 36, right: 28, top: 44, bottom: 58 },
+      grid: { left: 36, right: 28, top: 44, bottom: 58 + extra },
       xAxis: dayAxis(first, last),
       yAxis: {
         type: 'value',
@@ -139,8 +174,8 @@ export function rankChart(
         data: s.points.map((p) => [p.day, p.rank]),
       })),
     },
-    480,
-    280,
+    RANK_CHART_WIDTH,
+    280 + extra,
     keyword.sites.flatMap((s, seriesIndex) =>
       s.points
         .filter((p) => p.rank !== null)

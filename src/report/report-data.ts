@@ -31,6 +31,8 @@ const NEWLY_INACCURATE_ROWS = 25;
 /** Rows per movers table: the few an analyst acts on today. */
 const MOVER_ROWS = 12;
 const SLA_ROWS = 10;
+/** Reviews listed under "Waiting for an answer": a day's work, oldest first. */
+const AWAITING_ROWS = 25;
 
 export interface ReportKpis {
   accounts: number;
@@ -104,6 +106,26 @@ export interface SlaRow {
   medianHoursToFirstResponse: number | null;
 }
 
+/**
+ * A review nobody has answered (no response stored, none counted upstream), the same rows
+ * as the query "Reviews waiting for an answer" in docs/warehouse.md.
+ */
+export interface AwaitingReviewRow {
+  reviewId: string;
+  businessId: number;
+  businessName: string;
+  siteName: string;
+  rating: number | null;
+  reviewedAt: Date | null;
+  /** Hours from `reviewedAt` to the end of the report's window. */
+  waitingHours: number | null;
+  /** The first 80 characters of the text, whitespace collapsed. */
+  excerpt: string;
+  permalink: string | null;
+  /** Whether operation 9 (`api reviews respond`) can answer it. */
+  canRespond: boolean;
+}
+
 /** A keyword on a site whose rank moved: the report leads with these. */
 export interface MoverRow {
   businessId: number;
@@ -112,7 +134,11 @@ export interface MoverRow {
   site: string;
   observedOn: string;
   rank: number | null;
+  /** The observation before the latest (what "left the top 3" compares with). */
   previousRank: number | null;
+  /** The rank 7 and 30 days before the latest observation (null: not ranked, or no observation that old). */
+  rank7dAgo: number | null;
+  rank30dAgo: number | null;
   rankChange7d: number | null;
   rankChange30d: number | null;
   leftTop3: boolean;
@@ -134,6 +160,11 @@ export interface ReportData {
   newlyInaccurate: NewlyInaccurateRow[];
   newlyInaccurateTotal: number;
   sla: SlaRow[];
+  /** Unanswered reviews, longest waiting and then lowest rated first (`AWAITING_ROWS`). */
+  awaiting: AwaitingReviewRow[];
+  /** All unanswered reviews, and those of them the API can answer. */
+  awaitingTotal: number;
+  awaitingAnswerable: number;
   /** Worst first: left the top 3/10, then the largest 7- and 30-day rank losses. */
   declines: MoverRow[];
   /** Best first: the largest 7- and 30-day rank gains. */
@@ -353,11 +384,41 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
       limit ${SLA_ROWS}`,
   );
 
+  // The same rows as docs/warehouse.md's "Reviews waiting for an answer", in the same order.
+  const unanswered = sql`
+    from reviews r
+    join businesses b on b.business_id = r.business_id and b.archived_at is null
+    where r.category = 'review' and r.removed_at is null and r.response_count = 0
+      and not exists (select 1 from review_responses p
+                      where p.review_id = r.review_id and p.removed_at is null)
+      and ${scope('r.business_id')}`;
+  const awaiting = await rows(
+    db,
+    sql<AwaitingReviewRow>`
+      select r.review_id as "reviewId", r.business_id as "businessId", b.name as "businessName",
+        r.site_name as "siteName", r.rating::float8 as rating, r.reviewed_at as "reviewedAt",
+        round((extract(epoch from (${windowEnd} + 1)::timestamp at time zone 'UTC'
+          - r.reviewed_at) / 3600)::numeric, 1)::float8 as "waitingHours",
+        left(regexp_replace(r.content, '\\s+', ' ', 'g'), 80) as excerpt,
+        r.permalink, r.can_respond as "canRespond"
+      ${unanswered}
+      order by (r.reviewed_at at time zone 'UTC')::date asc nulls last, r.rating asc nulls last,
+        r.reviewed_at, r.review_id
+      limit ${AWAITING_ROWS}`,
+  );
+  const [awaitingCounts] = await rows(
+    db,
+    sql<{ total: number; answerable: number }>`
+      select count(*)::int as total, (count(*) filter (where r.can_respond))::int as answerable
+      ${unanswered}`,
+  );
+
   // Movers, from the latest observation of each series in the window. A rank change is
   // `rank - earlier rank`: positive is a loss (a larger rank number).
   const moverColumns = sql`
     l.business_id as "businessId", b.name as "businessName", l.keyword, l.site,
     to_char(l.observed_on, 'YYYY-MM-DD') as "observedOn", l.rank, l.previous_rank as "previousRank",
+    l.rank_7d_ago as "rank7dAgo", l.rank_30d_ago as "rank30dAgo",
     l.rank_change_7d as "rankChange7d", l.rank_change_30d as "rankChange30d",
     coalesce(l.left_top3, false) as "leftTop3", coalesce(l.left_top10, false) as "leftTop10"`;
   const moverScope = sql`
@@ -397,6 +458,9 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
     newlyInaccurate,
     newlyInaccurateTotal: kpis.alertsInWindow,
     sla,
+    awaiting,
+    awaitingTotal: awaitingCounts?.total ?? 0,
+    awaitingAnswerable: awaitingCounts?.answerable ?? 0,
     declines,
     gains,
   };

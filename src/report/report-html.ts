@@ -50,7 +50,7 @@ const CSS = `
 * { box-sizing: border-box; }
 body { margin: 0; background: var(--bg); color: var(--ink);
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
-main { max-width: 1040px; margin: 0 auto; padding: 28px 24px 48px; }
+main { max-width: 1200px; margin: 0 auto; padding: 28px 24px 48px; }
 h1 { font-size: 22px; margin: 0 0 4px; }
 h2 { font-size: 17px; margin: 32px 0 8px; }
 h3 { font-size: 14px; margin: 0 0 6px; }
@@ -63,10 +63,13 @@ p.sub, .note { color: var(--muted); margin: 0 0 12px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 10px; }
 .chart svg { display: block; width: 100%; height: auto; }
 table { width: 100%; border-collapse: collapse; background: #fff; font-size: 13px; }
-th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
+th, td { text-align: left; padding: 6px 6px; border-bottom: 1px solid var(--line); vertical-align: top;
+  white-space: nowrap; }
 th { background: #eef1f6; font-weight: 600; }
+/* Free text (keywords, names, review text) is cut with an ellipsis, never wrapped: the
+   full text is in the cell's title. Keeps every table inside 1200 px (test/report). */
+td.clip { max-width: 230px; overflow: hidden; text-overflow: ellipsis; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-td:first-child { white-space: nowrap; }
 .bad { color: #b3261e; font-weight: 600; }
 .ok { color: #2e7d32; }
 footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
@@ -92,31 +95,40 @@ function kpiTiles(data: ReportData): string {
     .join('')}</section>`;
 }
 
+/** A business name, cut if long (the full name in the title), and its id. */
+function businessCell(name: string | null, id: number): string {
+  return `<td class="clip" title="${escapeHtml(`${name ?? ''} #${id}`)}">${escapeHtml(name ?? '')} <span class="note">#${id}</span></td>`;
+}
+
 const signed = (n: number | null) => (n === null ? '–' : n > 0 ? `+${n}` : String(n));
 const rankText = (rank: number | null) => (rank === null ? 'not ranked' : `#${rank}`);
 
-/** A rank change as a person reads it: a loss is a larger rank number. */
-function changeCell(change: number | null): string {
-  if (change === null) return '<td class="num">–</td>';
+/**
+ * The rank then and the change since, as a person reads it: "#7, up 3" (a loss is a
+ * larger rank number). "–" when there is no observation that old.
+ */
+function changeCell(then: number | null, change: number | null): string {
+  if (then === null && change === null) return '<td class="num">–</td>';
+  if (change === null) return `<td class="num">${rankText(then)}</td>`;
   const cls = change > 0 ? 'bad' : change < 0 ? 'ok' : '';
   const words = change > 0 ? `down ${change}` : change < 0 ? `up ${-change}` : 'same';
-  return `<td class="num ${cls}" title="rank change ${signed(change)}">${words}</td>`;
+  return `<td class="num" title="rank change ${signed(change)}">${rankText(then)}, <span class="${cls}">${words}</span></td>`;
 }
 
 function moversTable(rows: ReportData['declines']): string {
   const body = rows
     .map((m) => {
       const left = m.leftTop3 ? 'left the top 3' : m.leftTop10 ? 'left the top 10' : '';
-      return `<tr><td>${escapeHtml(m.keyword)}</td><td>${escapeHtml(m.businessName)} <span class="note">#${m.businessId}</span></td><td>${escapeHtml(siteLabel(m.site))}</td><td class="num">${rankText(m.rank)}</td>${changeCell(m.rankChange7d)}${changeCell(m.rankChange30d)}<td class="bad">${left}</td></tr>`;
+      return `<tr><td class="clip" title="${escapeHtml(m.keyword)}">${escapeHtml(m.keyword)}</td>${businessCell(m.businessName, m.businessId)}<td>${escapeHtml(siteLabel(m.site))}</td><td class="num">${rankText(m.rank)}</td><td class="num">${m.previousRank === null ? '–' : rankText(m.previousRank)}</td>${changeCell(m.rank7dAgo, m.rankChange7d)}${changeCell(m.rank30dAgo, m.rankChange30d)}<td class="bad">${left}</td></tr>`;
     })
     .join('');
-  return `<table><thead><tr><th>keyword</th><th>business</th><th>site</th><th class="num">rank now</th><th class="num">7 days</th><th class="num">30 days</th><th></th></tr></thead><tbody>${body}</tbody></table>`;
+  return `<table><thead><tr><th>keyword</th><th>business</th><th>site</th><th class="num">rank now</th><th class="num" title="the observation before the latest">before</th><th class="num">7 days ago</th><th class="num">30 days ago</th><th></th></tr></thead><tbody>${body}</tbody></table>`;
 }
 
 /** First what got worse (an analyst's to-do list), then what got better. */
 function moversSection(data: ReportData): string {
   const head =
-    '<h2>Biggest movers</h2><p class="sub">Latest rank per keyword and site against 7 and 30 days before. Losses first: keywords that left the top 3 or top 10, then the largest drops.</p>';
+    '<h2>Biggest movers</h2><p class="sub">Latest rank per keyword and site, the rank before it, and the rank 7 and 30 days before with the change since. Losses first: keywords that left the top 3 or top 10 since the observation before, then the largest drops.</p>';
   if (!data.declines.length && !data.gains.length) {
     return `${head}<p class="note">No rank moved in this window (a longer history shows 7- and 30-day changes).</p>`;
   }
@@ -173,7 +185,7 @@ function newlyInaccurateSection(data: ReportData): string {
   const body = data.newlyInaccurate
     .map(
       (r) => `<tr><td>${r.detectedAt.toISOString().slice(0, 10)}</td>
-<td>${escapeHtml(r.businessName ?? '')} <span class="note">#${r.businessId}</span></td>
+${businessCell(r.businessName, r.businessId)}
 <td>${escapeHtml(r.siteName ? siteLabel(r.siteName) : '')}</td><td>${escapeHtml(r.previousStatus ?? 'first seen')}</td>
 <td class="${r.currentStatus === 'Inaccurate' ? 'bad' : 'ok'}">${escapeHtml(r.currentStatus ?? 'removed')}</td>
 <td>${escapeHtml(r.wrongFields ?? '–')}</td><td>${linkCell(r.liveLink)}</td></tr>`,
@@ -192,11 +204,43 @@ function reviewSection(data: ReportData): string {
     ? `<h3>Awaiting a response</h3><table><thead><tr><th>business</th><th>site</th><th class="num">unanswered</th><th class="num">oldest waiting</th><th class="num">median time to first response</th></tr></thead><tbody>${data.sla
         .map(
           (s) =>
-            `<tr><td>${escapeHtml(s.businessName ?? '')} <span class="note">#${s.businessId}</span></td><td>${escapeHtml(siteLabel(s.siteName))}</td><td class="num">${s.unansweredAnswerable}</td><td class="num">${hoursText(s.oldestUnansweredAgeHours)}</td><td class="num">${hoursText(s.medianHoursToFirstResponse)}</td></tr>`,
+            `<tr>${businessCell(s.businessName, s.businessId)}<td>${escapeHtml(siteLabel(s.siteName))}</td><td class="num">${s.unansweredAnswerable}</td><td class="num">${hoursText(s.oldestUnansweredAgeHours)}</td><td class="num">${hoursText(s.medianHoursToFirstResponse)}</td></tr>`,
         )
         .join('')}</tbody></table>`
     : '';
-  return head + chart + sla;
+  return head + chart + sla + awaitingTable(data);
+}
+
+/** The first words of a review, cut at a word boundary: a row stays one line. */
+export function firstWords(text: string, max = 40): string {
+  const clean = text.trim();
+  if (clean.length <= max) return clean;
+  const cut = clean.slice(0, max);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > max / 2 ? cut.slice(0, space) : cut).replace(/[\s.,;:!?-]+$/, '')}…`;
+}
+
+/** One row per unanswered review, longest waiting and lowest rated first. */
+function awaitingTable(data: ReportData): string {
+  if (!data.awaitingTotal) return '';
+  const shown = data.awaiting.length;
+  const head = `<h3 style="margin-top:14px">Waiting for an answer</h3><p class="sub">${number.format(data.awaitingTotal)} reviews have no response, ${number.format(data.awaitingAnswerable)} of them answerable through the API (<code>listings-sync api reviews respond</code>)${
+    shown < data.awaitingTotal ? `; the ${shown} waiting longest, lowest rated first` : ''
+  }. The query "Reviews waiting for an answer" in docs/warehouse.md lists them all.</p>`;
+  const body = data.awaiting
+    .map(
+      (r) =>
+        `<tr><td class="num">${hoursText(r.waitingHours)}</td><td class="num">${r.rating === null ? '–' : `${r.rating}★`}</td><td>${escapeHtml(siteLabel(r.siteName))}</td>${businessCell(r.businessName, r.businessId)}<td>${r.reviewedAt ? r.reviewedAt.toISOString().slice(0, 10) : '–'}</td><td class="clip" title="${escapeHtml(r.excerpt)}">${escapeHtml(firstWords(r.excerpt))}</td><td>${permalinkCell(r.permalink)}</td><td class="${r.canRespond ? 'ok' : ''}">${r.canRespond ? 'yes' : 'no'}</td></tr>`,
+    )
+    .join('');
+  return `${head}<table><thead><tr><th class="num">waiting</th><th class="num">rating</th><th>site</th><th>business</th><th>reviewed</th><th>text</th><th>link</th><th title="can_respond: answerable through the API">API</th></tr></thead><tbody>${body}</tbody></table>`;
+}
+
+/** The permalink as a short "open" anchor (http(s) only), the address in its title. */
+function permalinkCell(url: string | null): string {
+  if (!url) return '–';
+  if (!/^https?:\/\//i.test(url)) return escapeHtml(url);
+  return `<a href="${escapeHtml(url)}" title="${escapeHtml(url)}" rel="noopener noreferrer">open</a>`;
 }
 
 export function renderReportHtml(data: ReportData): string {

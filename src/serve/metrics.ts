@@ -17,15 +17,21 @@ import { type ApiClient, apiStats } from '../api/index.ts';
 import type { SyncResult } from '../sync/run.ts';
 import type { Database } from '../warehouse/database.ts';
 
-export type WebhookOutcome =
-  | 'accepted'
-  | 'duplicate'
-  | 'unauthorized'
-  | 'too_large'
-  | 'bad_json'
-  /** Signed JSON the warehouse cannot store as sent (NUL, lone surrogate, too deep): 422. */
-  | 'unprocessable'
-  | 'unavailable';
+/**
+ * How a delivery to POST /webhooks ended. `unprocessable`: signed JSON the warehouse cannot
+ * store as sent (NUL, lone surrogate, too deep), answered 422. The metric's help text is
+ * built from this list, so it names every label value it counts.
+ */
+export const WEBHOOK_OUTCOMES = [
+  'accepted',
+  'duplicate',
+  'unauthorized',
+  'too_large',
+  'bad_json',
+  'unprocessable',
+  'unavailable',
+] as const;
+export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
 
 /** How a scheduled run ended: a run status, or it did not start. */
 export type RunOutcome = SyncResult['status'] | 'locked' | 'error';
@@ -177,20 +183,12 @@ export function createServeMetrics(options: {
   });
   const webhooks = new Counter({
     name: `${PREFIX}webhook_deliveries_total`,
-    help: 'Webhook deliveries to POST /webhooks by outcome (accepted, duplicate, unauthorized, too_large, bad_json, unavailable).',
+    help: `Webhook deliveries to POST /webhooks by outcome (${WEBHOOK_OUTCOMES.join(', ')}).`,
     labelNames: ['outcome'] as const,
     registers,
   });
   // Every outcome shows from the start (at 0), so a rate() query has a series to work on.
-  for (const outcome of [
-    'accepted',
-    'duplicate',
-    'unauthorized',
-    'too_large',
-    'bad_json',
-    'unprocessable',
-    'unavailable',
-  ] satisfies WebhookOutcome[]) {
+  for (const outcome of WEBHOOK_OUTCOMES) {
     webhooks.inc({ outcome }, 0);
   }
 

@@ -144,6 +144,37 @@ describe('demo', () => {
     expect(existsSync(join(dir, 'report.html'))).toBe(true);
   });
 
+  it('without an end date it ends on the last whole day, and stores nothing dated after the clock', async () => {
+    // 07:34 on the 11th: the 11th's reviews may be dated later today, so it is not simulated.
+    const wall = new Date('2026-03-11T07:34:00Z');
+    const { lines, result } = await demo({ days: 1, endDate: undefined, clock: () => wall });
+    expect(result.startDate).toBe('2026-03-09');
+    expect(lines.join('\n')).toContain('Simulating 2026-03-09 to 2026-03-10');
+    expect((await warehouseCounts()).days.at(-1)).toBe('2026-03-10');
+    const wh = await openWarehouse({ pgliteDataDir: join(dir, 'warehouse') });
+    try {
+      const latest = (
+        await sql<{ what: string; at: Date | null }>`
+          select 'alert detected' as what, max(detected_at) as at from alerts
+          union all select 'review dated', max(reviewed_at) from reviews
+          union all select 'review seen', max(last_seen_at) from reviews
+          union all select 'listing observed', max(observed_at) from listing_status_history`.execute(
+          wh.db,
+        )
+      ).rows;
+      expect(latest.filter((r) => r.at !== null).length).toBeGreaterThanOrEqual(3);
+      for (const { what, at } of latest) {
+        if (at) expect(new Date(at).getTime(), what).toBeLessThanOrEqual(wall.getTime());
+      }
+      // Each day is synced at its end: everything the sandbox dated that day came before.
+      const lastSeen = latest.find((r) => r.what === 'review seen')?.at;
+      expect(new Date(lastSeen!).toISOString()).toBe('2026-03-10T23:59:59.999Z');
+    } finally {
+      await wh.close();
+    }
+    // A limit for a hang: two syncs and the report on PGlite, on a busy 2-core machine.
+  }, 120_000);
+
   it('a second run on the same day adds nothing', async () => {
     const { counts: afterFirst } = await firstRun();
     const again = await demo();

@@ -123,6 +123,80 @@ describe.each(testBackends)('the report on the demo (%s)', (backend) => {
       expect((g.rankChange7d ?? 0) < 0 || (g.rankChange30d ?? 0) < 0).toBe(true);
   });
 
+  it('says where a decline came from: the rank before, and 7 and 30 days ago', async () => {
+    const { rows } = await sql<{
+      business_id: number;
+      keyword: string;
+      site: string;
+      previous_rank: number | null;
+      rank_7d_ago: number | null;
+      rank_30d_ago: number | null;
+    }>`select business_id, keyword, site, previous_rank, rank_7d_ago, rank_30d_ago
+       from v_rank_latest`.execute(warehouse.db);
+    const byKey = new Map(rows.map((r) => [`${r.business_id}|${r.keyword}|${r.site}`, r]));
+    expect(data.declines.length).toBeGreaterThan(0);
+    for (const d of [...data.declines, ...data.gains]) {
+      const view = byKey.get(`${d.businessId}|${d.keyword}|${d.site}`);
+      expect(d.previousRank).toBe(view?.previous_rank);
+      expect(d.rank7dAgo).toBe(view?.rank_7d_ago);
+      expect(d.rank30dAgo).toBe(view?.rank_30d_ago);
+    }
+    // A row that left the top 3 shows the rank it left from.
+    const left = data.declines.find((d) => d.leftTop3 && d.previousRank !== null);
+    expect(left).toBeDefined();
+    expect(left!.previousRank).toBeLessThanOrEqual(3);
+    const movers = html.slice(
+      html.indexOf('<h2>Biggest movers</h2>'),
+      html.indexOf('<h2>Keyword rankings</h2>'),
+    );
+    expect(movers).toContain(`<td class="num">#${left!.previousRank}</td>`);
+    if (left!.rank7dAgo !== null && left!.rankChange7d !== null) {
+      expect(movers).toContain(`#${left!.rank7dAgo}, <span`);
+    }
+  });
+
+  it('lists the reviews waiting for an answer as the docs/warehouse.md query does', async () => {
+    const doc = await readFile(join(import.meta.dirname, '../../docs/warehouse.md'), 'utf8');
+    const query = [...doc.matchAll(/```sql\n([\s\S]*?)```/g)]
+      .map((m) => m[1] ?? '')
+      .find((q) => q.includes('not exists (select 1 from review_responses'));
+    expect(query, 'the "Reviews waiting for an answer" query').toBeDefined();
+    const all = (
+      await sql
+        .raw<{ review_id: string; can_respond: boolean; first_words: string }>(
+          query!.trim().replace(/;\s*$/, ''),
+        )
+        .execute(warehouse.db)
+    ).rows;
+    expect(all.length).toBeGreaterThan(data.awaiting.length);
+    expect(data.awaitingTotal).toBe(all.length);
+    expect(data.awaitingAnswerable).toBe(all.filter((r) => r.can_respond).length);
+    // The card's count is the answerable part of the same list.
+    expect(data.kpis.unansweredAnswerable).toBe(data.awaitingAnswerable);
+    expect(data.awaiting.map((r) => r.reviewId)).toEqual(
+      all.slice(0, data.awaiting.length).map((r) => r.review_id),
+    );
+    expect(data.awaiting.map((r) => r.excerpt)).toEqual(
+      all.slice(0, data.awaiting.length).map((r) => r.first_words),
+    );
+    // Oldest first, and within a day the lowest rating first.
+    for (let i = 1; i < data.awaiting.length; i++) {
+      const a = data.awaiting[i - 1]!;
+      const b = data.awaiting[i]!;
+      const dayA = a.reviewedAt?.toISOString().slice(0, 10) ?? '9999';
+      const dayB = b.reviewedAt?.toISOString().slice(0, 10) ?? '9999';
+      expect(dayA <= dayB).toBe(true);
+      if (dayA === dayB) expect((a.rating ?? 99) <= (b.rating ?? 99)).toBe(true);
+    }
+    const section = html.slice(html.indexOf('Waiting for an answer'));
+    const first = data.awaiting[0]!;
+    expect(section).toContain(`title="${first.permalink}"`);
+    expect(section).toContain(first.canRespond ? '>yes</td>' : '>no</td>');
+    expect(section).toContain(
+      `${data.awaitingTotal.toLocaleString('en-US')} reviews have no response`,
+    );
+  });
+
   it('charts a losing keyword of each business before its best ones', async () => {
     for (const business of data.ranks) {
       const { rows } = await sql<{ keyword: string; loss: number }>`

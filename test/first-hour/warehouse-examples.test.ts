@@ -1,7 +1,7 @@
 /**
  * Every example query of docs/warehouse.md (each fenced `sql` block, whatever examples the
  * document holds when this runs) returns rows on the demo's data: the demo's accounts and
- * businesses (seed 7, as `npm start`), a week and a day of simulated syncs ending today so
+ * businesses (seed 7, as `npm start`), a week and a day of simulated syncs ending yesterday so
  * that "the last 7 days" has data. On PGlite, and on PostgreSQL when TEST_DATABASE_URL is
  * set (the demo in a schema of its own, as `DATABASE_URL=… npm start` does).
  */

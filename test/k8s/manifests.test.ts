@@ -14,14 +14,14 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1';
 import { CronJob, type ICronJob, type IJob, type IJobSpec, Job } from 'kubernetes-models/batch/v1';
+import { type INetworkPolicy, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { type IPodDisruptionBudget, PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import {
   ConfigMap,
   type IConfigMap,
   type IContainer,
   type IPodSpec,
-  type ISecret,
   type IService,
-  Secret,
   Service,
 } from 'kubernetes-models/v1';
 import { describe, expect, it } from 'vitest';
@@ -37,9 +37,11 @@ const DEPLOYABLE_COMMANDS = ['migrate', 'sync', 'serve'];
 const PLACEHOLDER = 'REPLACE_ME';
 const CREDENTIALS_KEY = 'credentials.json';
 
-// One model class per kind we ship; a kind not listed here fails the suite.
+// One model class per kind we ship; a kind not listed here fails the suite (a Secret
+// among them: the overlay generates it, the repository ships none).
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
-  'v1/Secret': Secret,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'v1/ConfigMap': ConfigMap,
   'v1/Service': Service,
   'batch/v1/Job': Job,
@@ -67,10 +69,12 @@ function parseYaml(text: string, version: '1.1' | '1.2'): unknown[] {
   });
 }
 
-const yamlFiles = readdirSync(K8S)
+const yamlFiles = readdirSync(K8S, { recursive: true, encoding: 'utf8' })
   .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
   .sort();
-const manifestFiles = yamlFiles.filter((f) => f !== 'kustomization.yaml');
+const isKustomization = (f: string) =>
+  f === 'kustomization.yaml' || f.endsWith('/kustomization.yaml');
+const manifestFiles = yamlFiles.filter((f) => !isKustomization(f));
 
 const manifests: Manifest[] = manifestFiles.flatMap((file) =>
   parseYaml(readFileSync(join(K8S, file), 'utf8'), '1.2').map((doc) => ({
@@ -82,7 +86,35 @@ const manifests: Manifest[] = manifestFiles.flatMap((file) =>
 const ofKind = <T>(kind: string) =>
   manifests.filter((m) => m.doc.kind === kind).map((m) => ({ file: m.file, ...(m.doc as T) }));
 
-const secrets = ofKind<ISecret>('Secret');
+const secrets = manifests.filter((m) => m.doc.kind === 'Secret');
+const pdbs = ofKind<IPodDisruptionBudget>('PodDisruptionBudget');
+const networkPolicies = ofKind<INetworkPolicy>('NetworkPolicy');
+
+/**
+ * The Secret's keys and example values, as docs/deploy.md tells the overlay to generate
+ * it: `credentials.json` and the `secrets.env` block.
+ */
+function documentedSecret(): Record<string, string> {
+  const deploy = read('docs/deploy.md');
+  const block = [
+    ...deploy.matchAll(/```sh\n# overlays\/prod\/secrets\.env\n([\s\S]*?)```/g),
+  ][0]?.[1];
+  if (!block) throw new Error('docs/deploy.md has no `# overlays/prod/secrets.env` block');
+  const entries = block
+    .split('\n')
+    .filter((line) => line.includes('='))
+    .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]);
+  const credentials = [
+    {
+      name: PLACEHOLDER,
+      baseUrl: `https://${PLACEHOLDER}.example.com`,
+      authToken: PLACEHOLDER,
+      userEmail: `${PLACEHOLDER}@example.com`,
+    },
+  ];
+  return { [CREDENTIALS_KEY]: JSON.stringify(credentials), ...Object.fromEntries(entries) };
+}
+const SECRET = documentedSecret();
 const configMaps = ofKind<IConfigMap>('ConfigMap');
 const services = ofKind<IService>('Service');
 const deployments = ofKind<IDeployment>('Deployment');
@@ -114,8 +146,9 @@ describe('k8s manifests: Kubernetes API schemas', () => {
       expect.arrayContaining([
         'configmap.yaml',
         'migrate-job.yaml',
-        'secret.yaml',
+        'network-policy/network-policy.yaml',
         'serve-deployment.yaml',
+        'serve-pdb.yaml',
         'serve-service.yaml',
         'sync-cronjob.yaml',
         'sync-sharded-cronjob.yaml',
@@ -178,18 +211,37 @@ describe('k8s manifests: Kubernetes API schemas', () => {
 
 describe('k8s manifests: kustomization', () => {
   const kustomization = parseYaml(read('k8s/kustomization.yaml'), '1.2')[0] as {
+    kind: string;
     resources: string[];
     labels: { pairs: Record<string, string> }[];
     images?: { name: string }[];
+    secretGenerator?: unknown;
+    replacements?: { source: { kind: string; name: string } }[];
   };
 
-  it('lists files that exist, and every manifest but the sharded alternative', () => {
+  it('lists files that exist, and every manifest but the sharded alternative and the example policy', () => {
     for (const resource of kustomization.resources) expect(manifestFiles).toContain(resource);
     const unlisted = manifestFiles.filter((f) => !kustomization.resources.includes(f));
     // The sharded CronJob replaces sync-cronjob.yaml; both at once would contend for
-    // the warehouse's sync lock every night.
-    expect(unlisted).toEqual(['sync-sharded-cronjob.yaml']);
+    // the warehouse's sync lock every night. The NetworkPolicy is a component of its own.
+    expect(unlisted).toEqual(['network-policy/network-policy.yaml', 'sync-sharded-cronjob.yaml']);
     expect(read('k8s/kustomization.yaml')).toContain('sync-sharded-cronjob.yaml');
+    const policy = parseYaml(read('k8s/network-policy/kustomization.yaml'), '1.2')[0] as {
+      kind: string;
+      resources: string[];
+    };
+    expect(policy).toMatchObject({ kind: 'Component', resources: ['network-policy.yaml'] });
+  });
+
+  it('ships no Secret, and requires the one the overlay generates', () => {
+    expect(secrets.map((s) => s.file)).toEqual([]);
+    expect(kustomization.secretGenerator).toBeUndefined();
+    // A Component, built in the overlay's context, where the guard finds the Secret
+    // (test/k8s/overlay.test.ts renders both cases).
+    expect(kustomization.kind).toBe('Component');
+    expect(kustomization.replacements?.map((r) => r.source)).toContainEqual(
+      expect.objectContaining({ kind: 'Secret', name: 'listings-sync' }),
+    );
   });
 
   it('labels everything with the app name and sets the image by name', () => {
@@ -257,9 +309,7 @@ describe('k8s manifests: what the program needs', () => {
     const knows = (name: string) => new RegExp(`^\\s+${name}:`, 'm').test(configSource);
     const names = [
       ...configMaps.flatMap((c) => Object.keys(c.data ?? {})),
-      ...secrets
-        .flatMap((s) => Object.keys(s.stringData ?? {}))
-        .filter((k) => k !== CREDENTIALS_KEY),
+      ...Object.keys(SECRET).filter((k) => k !== CREDENTIALS_KEY),
       ...allContainers.flatMap((c) => (c.container.env ?? []).map((e) => e.name)),
     ];
     expect(names.length).toBeGreaterThan(0);
@@ -267,7 +317,7 @@ describe('k8s manifests: what the program needs', () => {
 
     // And loadConfig accepts what a serve pod would see (placeholders included).
     const configMap = configMaps[0]!.data!;
-    const secret = secrets[0]!.stringData!;
+    const secret = SECRET;
     const dir = mkdtempSync(join(tmpdir(), 'listings-sync-k8s-'));
     try {
       const credentialsFile = join(dir, CREDENTIALS_KEY);
@@ -283,9 +333,7 @@ describe('k8s manifests: what the program needs', () => {
   });
 
   it('every reference to the ConfigMap, the Secret and their keys resolves', () => {
-    const secretKeys = new Map(
-      secrets.map((s) => [s.metadata!.name!, Object.keys(s.stringData ?? {})]),
-    );
+    const secretKeys = new Map([['listings-sync', Object.keys(SECRET)]]);
     const configMapNames = configMaps.map((c) => c.metadata!.name!);
     const credentialsPath = configMaps[0]!.data!.LISTINGS_CREDENTIALS_FILE!;
     for (const { file, pod, container } of allContainers) {
@@ -332,14 +380,40 @@ describe('k8s manifests: what the program needs', () => {
     }
   });
 
-  it('no Secret holds anything but placeholders', () => {
-    expect(secrets.length).toBeGreaterThan(0);
-    for (const secret of secrets) {
-      // base64 `data` would hide a real value from review.
-      expect(secret.data, secret.file).toBeUndefined();
-      for (const [key, value] of Object.entries(secret.stringData ?? {})) {
-        const leaves = key.endsWith('.json') ? jsonStrings(JSON.parse(value)) : [value];
-        for (const leaf of leaves) expect(leaf, `${secret.file} ${key}`).toContain(PLACEHOLDER);
+  it('the documented secrets.env holds nothing but placeholders', () => {
+    for (const [key, value] of Object.entries(SECRET)) {
+      const leaves = key.endsWith('.json') ? jsonStrings(JSON.parse(value)) : [value];
+      for (const leaf of leaves)
+        expect(leaf, key).toMatch(/REPLACE_ME|USER:PASSWORD@HOST|example\.com/);
+    }
+  });
+
+  it('the ConfigMap holds no credential: database, webhook and alert sink URLs are Secret keys', () => {
+    for (const key of [
+      'DATABASE_URL',
+      'WEBHOOK_SECRET',
+      'ALERT_WEBHOOK_URL',
+      'ALERT_WEBHOOK_SECRET',
+      'ALERT_SLACK_WEBHOOK_URL',
+    ]) {
+      expect(Object.keys(SECRET)).toContain(key);
+    }
+    for (const { file, data } of configMaps) {
+      const keys = Object.keys(data ?? {});
+      expect(
+        keys.filter((k) => k in SECRET || /(_URL|SECRET|TOKEN|PASSWORD)$/.test(k)),
+        file,
+      ).toEqual([]);
+    }
+    // Every container that reads the ConfigMap gets the alert URLs from the Secret.
+    for (const { file, container } of allContainers.filter((c) => c.container.name !== 'migrate')) {
+      for (const name of ['ALERT_WEBHOOK_URL', 'ALERT_SLACK_WEBHOOK_URL']) {
+        const ref = container.env?.find((e) => e.name === name)?.valueFrom?.secretKeyRef;
+        expect(ref, `${file}/${container.name} ${name}`).toMatchObject({
+          name: 'listings-sync',
+          key: name,
+          optional: true,
+        });
       }
     }
   });
@@ -458,6 +532,46 @@ describe('k8s manifests: serve', () => {
   });
 });
 
+describe('k8s manifests: disruption budget and network policy', () => {
+  it('the PodDisruptionBudget keeps a serve replica through a drain, and never blocks one', () => {
+    expect(pdbs).toHaveLength(1);
+    const [pdb] = pdbs;
+    const serve = deployments.find((d) => d.metadata?.name === 'listings-sync-serve')!;
+    expect(pdb!.spec?.selector?.matchLabels).toEqual(serve.spec?.selector.matchLabels);
+    expect(pdb!.spec?.minAvailable).toBe(1);
+    expect(serve.spec?.replicas).toBeGreaterThan(1);
+    expect(pdb!.spec?.unhealthyPodEvictionPolicy).toBe('AlwaysAllow');
+  });
+
+  it("the NetworkPolicy selects every workload's pods, lets in serve's port, and lets out DNS, Postgres, HTTPS", () => {
+    expect(networkPolicies).toHaveLength(1);
+    const spec = networkPolicies[0]!.spec!;
+    expect(spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    const selector = spec.podSelector?.matchLabels ?? {};
+    for (const { file, kind, job } of workloads) {
+      const labels =
+        kind === 'Deployment'
+          ? deployments.find((d) => d.file === file)!.spec!.template.metadata!.labels!
+          : job!.template.metadata!.labels!;
+      for (const [k, v] of Object.entries(selector)) expect(labels[k], file).toBe(v);
+    }
+    const servePorts = deployments.flatMap((d) =>
+      d.spec!.template.spec!.containers.flatMap((c) => (c.ports ?? []).map((p) => p.containerPort)),
+    );
+    const ingressPorts = (spec.ingress ?? []).flatMap((rule) =>
+      (rule.ports ?? []).map((p) => p.port),
+    );
+    expect(ingressPorts).toEqual(servePorts);
+    const egressPorts = (spec.egress ?? []).flatMap((rule) =>
+      (rule.ports ?? []).map((p) => p.port),
+    );
+    expect(new Set(egressPorts)).toEqual(new Set([53, 5432, 443]));
+    // HTTPS goes to public addresses only: not the cloud metadata endpoint.
+    const https = spec.egress!.find((rule) => rule.ports?.some((p) => p.port === 443));
+    expect(https?.to?.[0]?.ipBlock?.except).toContain('169.254.0.0/16');
+  });
+});
+
 describe('Dockerfile and .dockerignore', () => {
   const dockerfile = read('Dockerfile');
   // Instructions only: comments may mention anything.
@@ -497,6 +611,14 @@ describe('Dockerfile and .dockerignore', () => {
     expect(has(/^RUN mkdir -p \/app\/\.data && chown node:node \/app\/\.data$/)).toBe(true);
   });
 
+  it('says how to pin the base image by digest, and docs/deploy.md documents it', () => {
+    const pin = /--build-arg NODE_IMAGE=node:24-slim@sha256:<digest>/;
+    expect(dockerfile).toMatch(pin);
+    const deploy = read('docs/deploy.md');
+    expect(deploy).toContain('### Pinning the base image');
+    expect(deploy).toMatch(pin);
+  });
+
   it('.dockerignore keeps dependencies, git, local data and secrets out of the context', () => {
     const ignored = read('.dockerignore')
       .split('\n')
@@ -529,6 +651,8 @@ function knownFieldNames(): Set<string> {
     'node_modules/kubernetes-models/v1',
     'node_modules/kubernetes-models/apps/v1',
     'node_modules/kubernetes-models/batch/v1',
+    'node_modules/kubernetes-models/policy/v1',
+    'node_modules/kubernetes-models/networking.k8s.io/v1',
     'node_modules/@kubernetes-models/apimachinery',
   ];
   const names = new Set<string>();

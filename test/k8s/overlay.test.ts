@@ -5,7 +5,7 @@
  * upgrade procedure's label selector picks the migrate Job. Skipped, with the reason
  * printed, where kubectl is not installed.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import {
   cpSync,
   existsSync,
@@ -18,7 +18,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { parseAllDocuments, parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { parseAlertRules } from '../../src/alerts/rules.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -39,6 +39,14 @@ function documentedBlock(file: string, first: string): string {
 /** The fenced block of docs/deploy.md that starts with `# overlays/prod/kustomization.yaml`. */
 function documentedOverlay(): string {
   return documentedBlock('docs/deploy.md', '# overlays/prod/kustomization.yaml\n');
+}
+
+/** The lines of docs/deploy.md's `# overlays/prod/secrets.env` block, comment dropped. */
+function documentedSecretsEnv(): string {
+  const doc = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+  const block = /```sh\n# overlays\/prod\/secrets\.env\n([\s\S]*?)```/.exec(doc)?.[1];
+  if (!block) throw new Error('docs/deploy.md has no `# overlays/prod/secrets.env` block');
+  return block;
 }
 
 interface K8sObject {
@@ -66,13 +74,15 @@ describe.skipIf(!KUBECTL)('the overlay of docs/deploy.md', () => {
   const dir = mkdtempSync(join(tmpdir(), 'overlay-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  function render(extra: { kustomization?: string; files?: Record<string, string> } = {}) {
+  function render(
+    extra: { kustomization?: string; files?: Record<string, string>; overlay?: string } = {},
+  ) {
     cpSync(join(ROOT, 'k8s'), join(dir, 'k8s'), { recursive: true });
     const overlayDir = join(dir, 'overlays/prod');
     mkdirSync(overlayDir, { recursive: true });
     writeFileSync(
       join(overlayDir, 'kustomization.yaml'),
-      documentedOverlay() + (extra.kustomization ?? ''),
+      (extra.overlay ?? documentedOverlay()) + (extra.kustomization ?? ''),
     );
     for (const [name, text] of Object.entries(extra.files ?? {})) {
       writeFileSync(join(overlayDir, name), text);
@@ -88,9 +98,17 @@ describe.skipIf(!KUBECTL)('the overlay of docs/deploy.md', () => {
         },
       ]),
     );
+    // The documented secrets.env, with the overlay's own values for its placeholders.
     writeFileSync(
       join(overlayDir, 'secrets.env'),
-      'DATABASE_URL=postgres://sync:pw-overlay@db:5432/warehouse\nWEBHOOK_SECRET=wh-overlay\nALERT_WEBHOOK_SECRET=al-overlay\n',
+      documentedSecretsEnv()
+        .replace(
+          'postgres://USER:PASSWORD@HOST:5432/listings',
+          'postgres://sync:pw-overlay@db:5432/warehouse',
+        )
+        .replace('WEBHOOK_SECRET=REPLACE_ME', 'WEBHOOK_SECRET=wh-overlay')
+        .replace('ALERT_WEBHOOK_SECRET=REPLACE_ME', 'ALERT_WEBHOOK_SECRET=al-overlay')
+        .replace('services/REPLACE_ME', 'services/T0/B0/slack-overlay'),
     );
     const text = execFileSync(KUBECTL as string, ['kustomize', overlayDir], { encoding: 'utf8' });
     return parseAllDocuments(text).map((d) => d.toJSON() as K8sObject);
@@ -106,6 +124,7 @@ describe.skipIf(!KUBECTL)('the overlay of docs/deploy.md', () => {
   }
   interface Container {
     name: string;
+    env?: { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
     envFrom?: { configMapRef?: { name: string } }[];
     volumeMounts?: { name: string; mountPath: string }[];
   }
@@ -192,6 +211,56 @@ describe.skipIf(!KUBECTL)('the overlay of docs/deploy.md', () => {
     expect(data['credentials.json']).toContain('tok-overlay');
     expect(data['DATABASE_URL']).toBe('postgres://sync:pw-overlay@db:5432/warehouse');
     expect(JSON.stringify(data)).not.toContain('REPLACE_ME');
+  });
+
+  it('every secretKeyRef of every container resolves to a key of the generated Secret', () => {
+    const secret = objects.find((o) => o.kind === 'Secret' && o.metadata.name === 'listings-sync');
+    const keys = Object.keys(secret?.data ?? {});
+    expect(keys).toEqual(expect.arrayContaining(['ALERT_SLACK_WEBHOOK_URL', 'ALERT_WEBHOOK_URL']));
+    const refs = objects.flatMap((object) => {
+      const pod = podOf(object);
+      return [...(pod?.initContainers ?? []), ...(pod?.containers ?? [])].flatMap((c) =>
+        (c.env ?? []).flatMap((e) => (e.valueFrom?.secretKeyRef ? [e.valueFrom.secretKeyRef] : [])),
+      );
+    });
+    expect(refs.length).toBeGreaterThan(5);
+    for (const ref of refs) {
+      expect(ref.name).toBe('listings-sync');
+      expect(keys).toContain(ref.key);
+    }
+    // The ConfigMap carries no credential.
+    const config = objects.find(
+      (o) => o.kind === 'ConfigMap' && o.metadata.name === 'listings-sync',
+    );
+    expect(Object.keys(config?.data ?? {}).filter((k) => keys.includes(k))).toEqual([]);
+  });
+
+  it('renders the PodDisruptionBudget, and the NetworkPolicy when the overlay adds its component', () => {
+    const pdb = objects.find((o) => o.kind === 'PodDisruptionBudget');
+    expect(pdb?.metadata).toMatchObject({
+      name: 'listings-sync-serve',
+      namespace: overlay.namespace,
+    });
+    expect(objects.some((o) => o.kind === 'NetworkPolicy')).toBe(false);
+    const components = parseYaml(
+      documentedBlock('docs/deploy.md', '# overlays/prod/kustomization.yaml: its components'),
+    ) as { components: string[] };
+    const withPolicy = render({
+      overlay: stringifyYaml({ ...overlay, components: components.components }),
+    });
+    const policy = withPolicy.find((o) => o.kind === 'NetworkPolicy');
+    expect(policy?.metadata).toMatchObject({ name: 'listings-sync', namespace: overlay.namespace });
+    expect(withPolicy.length).toBe(objects.length + 1);
+  });
+
+  it('the base alone renders nothing and names the missing Secret', () => {
+    const result = spawnSync(KUBECTL as string, ['kustomize', join(ROOT, 'k8s')], {
+      encoding: 'utf8',
+    });
+    expect(result.status).not.toBe(0);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain('nothing selected by Secret');
+    expect(result.stderr).toContain('/listings-sync.');
   });
 
   it('the upgrade selector app.kubernetes.io/component=migrate picks exactly the migrate Job', () => {

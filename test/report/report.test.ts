@@ -1,20 +1,24 @@
 /**
  * The HTML report in a real browser: headless Chromium (Debian's, or the one inside the
  * `@sparticuz/chromium` devDependency: test/helpers/chromium.ts), driven by playwright-core. The page must load with no console error and no request leaving the
- * file, and every chart must have drawn its lines. The screenshot is docs/report.png
- * when UPDATE_REPORT_SCREENSHOT=1 (README), else a file in the test's temp directory.
+ * file, every chart must have drawn its lines, and at 1200 px no table cell may wrap, no
+ * table overflow and no chart text overlap another (measured boxes). The screenshot is
+ * docs/report.png when UPDATE_REPORT_SCREENSHOT=1 (README), from the demo as `npm start`
+ * runs it (its defaults, ending yesterday); else a file in the test's temp directory.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
+import { legendRows, rankChart, siteColors } from '../../src/report/charts.ts';
 import { registerReportCommand } from '../../src/report/command.ts';
+import { siteLabel } from '../../src/report/site-names.ts';
 import { findChromium } from '../helpers/chromium.ts';
 
 const CHROMIUM_ARGS = [
@@ -39,16 +43,78 @@ interface PageCheck {
   /** Longest polyline (`L` commands in one path) in each chart. */
   chartLongestLine: number[];
   tables: number;
+  /** Table cells whose text runs onto a second line, as `text` (table n). */
+  wrappedCells: string[];
+  /** Tables wider than the page's content column, and the page's horizontal overflow. */
+  overflowing: string[];
+  /** Pairs of text boxes that overlap within one chart (legend over axis, labels over each other). */
+  chartOverlaps: string[];
+}
+
+/** The width the report must lay out at without a wrap or an overlap (issue 22). */
+const VIEWPORT = { width: 1200, height: 1500 };
+
+/**
+ * Layout measured in the page: every cell on one line, no table overflowing, no text on
+ * text. Plain JavaScript run in the page (this project's types have no DOM).
+ */
+const MEASURE_LAYOUT = `(() => {
+  const wrappedCells = [];
+  const overflowing = [];
+  const chartOverlaps = [];
+  const main = document.querySelector('main');
+  const contentRight =
+    main.getBoundingClientRect().right - Number.parseFloat(getComputedStyle(main).paddingRight);
+  document.querySelectorAll('table').forEach((table, n) => {
+    const right = table.getBoundingClientRect().right;
+    if (right > contentRight + 0.5) overflowing.push('table ' + n + ': right edge ' + right + ' > ' + contentRight);
+    table.querySelectorAll('td, th').forEach((cell) => {
+      const range = document.createRange();
+      range.selectNodeContents(cell);
+      const tops = [...range.getClientRects()].filter((r) => r.width > 0).map((r) => r.top);
+      // Inline boxes of one line may differ in top by a pixel or two (fonts, spans).
+      if (tops.length > 1 && Math.max(...tops) - Math.min(...tops) > 6) {
+        wrappedCells.push('"' + cell.textContent + '" (table ' + n + ')');
+      }
+    });
+  });
+  if (document.documentElement.scrollWidth > window.innerWidth) {
+    overflowing.push('page: ' + document.documentElement.scrollWidth + ' px wide');
+  }
+  document.querySelectorAll('.chart svg').forEach((svg, n) => {
+    const boxes = [...svg.querySelectorAll('text')]
+      .filter((t) => (t.textContent || '').trim())
+      .map((t) => ({ text: t.textContent, box: t.getBoundingClientRect() }));
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const a = boxes[i].box;
+        const b = boxes[j].box;
+        const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (w > 1 && h > 1) chartOverlaps.push('chart ' + n + ': "' + boxes[i].text + '" over "' + boxes[j].text + '"');
+      }
+    }
+  });
+  return { wrappedCells, overflowing, chartOverlaps };
+})()`;
+
+async function measureLayout(
+  page: Page,
+): Promise<Pick<PageCheck, 'wrappedCells' | 'overflowing' | 'chartOverlaps'>> {
+  return page.evaluate(MEASURE_LAYOUT);
 }
 
 async function openReport(browser: Browser, file: string, screenshot?: string): Promise<PageCheck> {
-  const page = await browser.newPage({ viewport: { width: 1100, height: 1500 } });
+  const page = await browser.newPage({ viewport: VIEWPORT });
   const check: PageCheck = {
     consoleErrors: [],
     outsideRequests: [],
     chartPaths: [],
     chartLongestLine: [],
     tables: 0,
+    wrappedCells: [],
+    overflowing: [],
+    chartOverlaps: [],
   };
   page.on('console', (message) => {
     if (message.type() === 'error') check.consoleErrors.push(message.text());
@@ -75,6 +141,7 @@ async function openReport(browser: Browser, file: string, screenshot?: string): 
   check.chartPaths = charts.map((c) => c.paths);
   check.chartLongestLine = charts.map((c) => c.longest);
   check.tables = await page.locator('table tbody tr').count();
+  Object.assign(check, await measureLayout(page));
   if (screenshot) await page.screenshot({ path: screenshot });
   await page.close();
   return check;
@@ -85,26 +152,28 @@ describe('report', () => {
   let browser: Browser;
   let report: string;
   let businessId: number;
+  let lastDay: string;
 
   beforeAll(async () => {
     const chromiumBinary = await findChromium();
     console.info(`report test: Chromium from ${chromiumBinary.source} (${chromiumBinary.path})`);
     dir = await mkdtemp(join(tmpdir(), 'listings-report-'));
-    // Two weeks of the sandbox: enough history for trends, alerts and reviews.
+    // Two weeks of the sandbox: enough history for trends, alerts and reviews. For
+    // docs/report.png, what `npm start` draws: the demo's defaults, ending yesterday.
     const demo = await runDemo(loadConfig({}), silentLogger(), {
-      days: 14,
-      businessesPerAccount: 6,
+      ...(updateScreenshot ? {} : { days: 14, businessesPerAccount: 6, endDate: '2026-06-30' }),
       dataDir: join(dir, 'warehouse'),
       reportPath: join(dir, 'report.html'),
-      endDate: '2026-06-30',
       write: () => {},
     });
+    lastDay = demo.endDate;
     report = demo.reportPath;
     businessId = demo.summary.alertExamples[0]?.businessId ?? 10000001;
     browser = await chromium.launch({ executablePath: chromiumBinary.path, args: CHROMIUM_ARGS });
     // Fourteen simulated days of sync into PGlite, a browser start, and on a first run the
-    // packaged Chromium unpacked: the one hook allowed more than the 30 s default.
-  }, 120_000);
+    // packaged Chromium unpacked: the one hook allowed more than the 30 s default (and the
+    // full 31-day demo when the screenshot is renewed).
+  }, 900_000);
 
   afterAll(async () => {
     await browser?.close();
@@ -129,6 +198,13 @@ describe('report', () => {
     // A line across the window: at least a week of points in every chart.
     for (const longest of check.chartLongestLine) expect(longest).toBeGreaterThanOrEqual(7);
     expect(check.tables).toBeGreaterThan(0);
+    // At 1200 px nothing wraps, overflows or overlaps (measured boxes, not a look).
+    expect(check.wrappedCells).toEqual([]);
+    expect(check.overflowing).toEqual([]);
+    expect(check.chartOverlaps).toEqual([]);
+    // The declines say where a rank came from, and the unanswered reviews are listed.
+    expect(html).toContain('<th class="num" title="the observation before the latest">before</th>');
+    expect(html).toContain('<h3 style="margin-top:14px">Waiting for an answer</h3>');
     expect(existsSync(updateScreenshot ? SCREENSHOT : join(dir, 'report.png'))).toBe(true);
   });
 
@@ -161,13 +237,56 @@ describe('report', () => {
       if (previous === undefined) delete process.env['PGLITE_DATA_DIR'];
       else process.env['PGLITE_DATA_DIR'] = previous;
     }
-    expect(written.join('')).toContain(`(2026-06-24 to 2026-06-30) written to ${out}`);
+    const weekBefore = new Date(Date.parse(`${lastDay}T00:00:00Z`) - 6 * 86_400_000)
+      .toISOString()
+      .slice(0, 10);
+    expect(written.join('')).toContain(`(${weekBefore} to ${lastDay}) written to ${out}`);
+    if (!updateScreenshot) expect(lastDay).toBe('2026-06-30');
     const html = await readFile(out, 'utf8');
     expect(html).toContain(`(#${businessId})`);
     const check = await openReport(browser, out);
     expect(check.consoleErrors).toEqual([]);
     expect(check.chartPaths.length).toBeGreaterThan(4);
     for (const paths of check.chartPaths) expect(paths).toBeGreaterThan(10);
+  });
+
+  it('a rank chart of five sites with the longest names keeps its legend clear of the axis', async () => {
+    const sites = [
+      'Google_new.local',
+      'Google_new.organic',
+      'Bing_maps.local',
+      'Yahoo_local.organic',
+      'Apple_maps.local',
+    ];
+    const points = (offset: number) =>
+      Array.from({ length: 14 }, (_, i) => ({
+        day: `2026-06-${String(17 + i).padStart(2, '0')}`,
+        rank: 1 + ((i + offset) % 9),
+      }));
+    const svg = rankChart(
+      {
+        keyword: 'emergency plumber near me',
+        sitesTracked: 5,
+        sites: sites.map((site, i) => ({ site, points: points(i) })),
+      },
+      '2026-06-17',
+      '2026-06-30',
+      siteColors(),
+    );
+    // Without the extra legend line the second line of names lands on the day axis.
+    expect(legendRows(sites.map(siteLabel), 480)).toBeGreaterThan(1);
+    const page = await browser.newPage({ viewport: VIEWPORT });
+    try {
+      await page.setContent(
+        `<!doctype html><main style="width:480px"><div class="chart">${svg}</div></main>`,
+      );
+      const layout = await measureLayout(page);
+      expect(layout.chartOverlaps).toEqual([]);
+      const legendTexts = await page.$$eval('svg text', (texts) => texts.map((t) => t.textContent));
+      for (const site of sites) expect(legendTexts).toContain(siteLabel(site));
+    } finally {
+      await page.close();
+    }
   });
 
   it('`report --business` names a business that does not exist', async () => {

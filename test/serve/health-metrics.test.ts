@@ -57,6 +57,18 @@ describe.each(testBackends)('health and metrics (%s)', (backend) => {
     expect(JSON.parse(ready.text)).toEqual({ status: 'ready' });
   });
 
+  it('the webhook counter help text names every outcome it counts', async () => {
+    const { text } = await get(`${serve.url}/metrics`);
+    const name = 'listings_sync_webhook_deliveries_total';
+    const help = text.split('\n').find((line) => line.startsWith(`# HELP ${name} `));
+    const outcomes = [...text.matchAll(new RegExp(`^${name}\\{outcome="([a-z_]+)"\\}`, 'gm'))].map(
+      (m) => m[1]!,
+    );
+    expect(outcomes).toContain('unprocessable');
+    for (const outcome of outcomes)
+      expect(help, outcome).toMatch(new RegExp(`[(, ]${outcome}[,)]`));
+  });
+
   it('shows the counters moving after a scheduled sync', async () => {
     const before = await get(`${serve.url}/metrics`);
     expect(before.status).toBe(200);
