@@ -8,53 +8,14 @@
  *   own credential not failed. An account with no
  *   success at all is measured from when this `serve` started watching: a dead man's
  *   switch that fires even when the CronJob never started. Once per silence.
+ * The reads of `sync_runs` are src/warehouse/sync-runs.ts's; the rules are here.
  */
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
+import { lastSuccessByAccount, latestFinishedRuns } from '../warehouse/sync-runs.ts';
 import { SYNC_FAILED, SYNC_STALE, syncFailedKey, syncStaleKey } from './kinds.ts';
 import { type NewAlert, raise } from './outbox.ts';
 import type { AlertRules } from './rules.ts';
-
-const SUCCESS = ['succeeded', 'partial'] as const;
-
-/** When the last successful run finished (any account), or null: the metrics gauge. */
-export async function lastSuccessfulRunAt(db: Kysely<Database>): Promise<Date | null> {
-  const row = await db
-    .selectFrom('sync_runs')
-    .select(sql<Date | null>`max(finished_at)`.as('at'))
-    .where('status', 'in', [...SUCCESS])
-    .executeTakeFirst();
-  return row?.at ? new Date(row.at) : null;
-}
-
-/**
- * Per account, when its last successful run finished (absent: never). A `partial` run
- * counts for an account only if that account's own credential did not fail or get
- * skipped in it (`stats.credentials`): a revoked token on one account, while the others
- * keep every run `partial`, is exactly the silence this switch is for.
- */
-async function lastSuccessByAccount(
-  db: Kysely<Database>,
-  accounts: readonly string[],
-): Promise<Map<string, Date>> {
-  if (accounts.length === 0) return new Map();
-  const { rows } = await sql<{ name: string; at: Date | null }>`
-    select a.name, max(r.finished_at) as at
-    from unnest(${[...accounts]}::text[]) as a(name)
-    join sync_runs r on r.accounts @> jsonb_build_array(a.name)
-      and (
-        r.status = 'succeeded'
-        or (
-          r.status = 'partial'
-          and not coalesce(r.stats -> 'credentials', '[]'::jsonb)
-            @> jsonb_build_array(jsonb_build_object('name', a.name, 'status', 'failed'))
-          and not coalesce(r.stats -> 'credentials', '[]'::jsonb)
-            @> jsonb_build_array(jsonb_build_object('name', a.name, 'status', 'skipped'))
-        )
-      )
-    group by a.name`.execute(db);
-  return new Map(rows.filter((r) => r.at).map((r) => [r.name, new Date(r.at as Date)]));
-}
 
 export interface SyncHealthCheck {
   now: Date;
@@ -72,14 +33,7 @@ export async function raiseSyncHealthAlerts(
 ): Promise<number> {
   const alerts: NewAlert[] = [];
   if (rules.syncFailed.enabled) {
-    const runs = await db
-      .selectFrom('sync_runs')
-      .select(['run_id', 'status', 'finished_at', 'error', 'accounts'])
-      .where('status', '!=', 'running')
-      .where('finished_at', 'is not', null)
-      .orderBy('finished_at', 'desc')
-      .limit(rules.syncFailed.consecutive)
-      .execute();
+    const runs = await latestFinishedRuns(db, rules.syncFailed.consecutive);
     const latest = runs[0];
     if (
       latest &&

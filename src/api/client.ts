@@ -243,40 +243,12 @@ export function apiStats(client: ApiClient): ApiStats {
 /**
  * The upstream's clock for this credential now: its latest response's `Date` header moved
  * on by the time elapsed here since. Undefined before any answer with a readable `Date`.
- * A sync keys its rank days by it, so a sandbox whose clock is elsewhere records its days
- * (docs/operations.md, "Which day a sync records").
+ * Whether to believe it is the sync's decision (src/sync/observation-clock.ts,
+ * docs/operations.md "Which day a sync records").
  */
 export function upstreamNow(client: ApiClient, credential: Credential): Date | undefined {
   const seen = accountFor(stateOf(client), credential).upstreamDate;
   return seen ? new Date(seen.upstreamMs + (Date.now() - seen.localMs)) : undefined;
-}
-
-/** Ahead of the local clock by more than this, an upstream `Date` is not believed. */
-const UPSTREAM_CLOCK_AHEAD_MS = 86_400_000;
-/** Nor one before this: no rank history of this service predates it. */
-const UPSTREAM_CLOCK_FLOOR_MS = Date.parse('2000-01-01T00:00:00Z');
-
-/**
- * The time to record an observation of this credential's data at: `upstreamNow` when it is
- * plausible (after 2000, at most a day ahead of ours), else the local clock. Every writer
- * of upstream observations (a sync, a review response submitted or read) uses it, so one
- * warehouse never mixes the upstream's days with ours.
- */
-export function observationTime(
-  client: ApiClient,
-  credential: Credential,
-): { at: Date; upstream: boolean; seen: Date | undefined } {
-  const local = new Date();
-  const seen = upstreamNow(client, credential);
-  const ms = seen?.getTime();
-  if (
-    ms !== undefined &&
-    ms >= UPSTREAM_CLOCK_FLOOR_MS &&
-    ms <= local.getTime() + UPSTREAM_CLOCK_AHEAD_MS
-  ) {
-    return { at: seen as Date, upstream: true, seen };
-  }
-  return { at: local, upstream: false, seen };
 }
 
 function stateOf(client: ApiClient): ClientState {

@@ -17,7 +17,6 @@ export {
   apiStats,
   type CallOptions,
   createApiClient,
-  observationTime,
   upstreamNow,
 } from './client.ts';
 export {

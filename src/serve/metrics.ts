@@ -12,10 +12,10 @@
 import type { Kysely } from 'kysely';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { countAlertsByKind, countPendingBySink } from '../alerts/outbox.ts';
-import { lastSuccessfulRunAt } from '../alerts/sync-health.ts';
 import { type ApiClient, apiStats } from '../api/index.ts';
 import type { SyncResult } from '../sync/run.ts';
 import type { Database } from '../warehouse/database.ts';
+import { lastSuccessfulRunAt } from '../warehouse/sync-runs.ts';
 
 /**
  * How a delivery to POST /webhooks ended. `unprocessable`: signed JSON the warehouse cannot

@@ -21,6 +21,7 @@ import type { ApiClient } from '../api/index.ts';
 import type { Credential } from '../api/types.ts';
 import { type Config, requireCredentials, requireWebhookSecrets } from '../config.ts';
 import type { Logger } from '../log.ts';
+import { syncOptionsFromConfig } from '../sync/options.ts';
 import { runSync, SyncLockedError } from '../sync/run.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
 import { requireCurrentSchema } from '../warehouse/open.ts';
@@ -194,11 +195,12 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
         api,
         credentials,
         logger,
+        ...syncOptionsFromConfig(config),
+        ...(options.businessConcurrency !== undefined
+          ? { businessConcurrency: options.businessConcurrency }
+          : {}),
         trigger: 'schedule',
         signal,
-        alertRules: config.alertRules,
-        businessConcurrency: options.businessConcurrency ?? config.syncAccountConcurrency,
-        overallBusinessConcurrency: config.syncConcurrency,
       });
       metrics.recordRun(result.status, seconds(), result);
       const level = result.status === 'succeeded' ? 'info' : 'warn';

@@ -6,8 +6,9 @@ import { createConfiguredApiClient } from '../api/client.ts';
 import { type Config, ConfigError, type Credential, requireCredentials } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../warehouse/open.ts';
+import { STREAMS, type Stream, syncOptionsFromConfig } from './options.ts';
 import { createProgressReporter } from './progress.ts';
-import { runSync, STREAMS, type Stream, SyncLockedError, type SyncResult } from './run.ts';
+import { runSync, SyncLockedError, type SyncResult } from './run.ts';
 import type { Shard } from './shard.ts';
 import { renderSyncSummary } from './summary.ts';
 
@@ -90,11 +91,9 @@ export async function runSyncCommand(
       logger,
       ...(streams ? { streams } : {}),
       ...(options.shard ? { shard: options.shard } : {}),
+      ...syncOptionsFromConfig(config),
       trigger: 'cli',
-      businessConcurrency: config.syncAccountConcurrency,
-      overallBusinessConcurrency: config.syncConcurrency,
       signal: stop.signal,
-      alertRules: config.alertRules,
       onProgress: (p) => progress.update(p),
     });
     progress.stop();

@@ -3,43 +3,12 @@
  * first: status, duration, counts, and for a run that was not clean, what failed (the
  * run's listed failures, docs/warehouse.md "sync_runs"). Reads only.
  */
-import type { Kysely } from 'kysely';
-import type { Database } from '../warehouse/database.ts';
-import type { RunStats, SyncFailure } from './run.ts';
+import type { SyncFailure, SyncRunLine } from '../warehouse/sync-runs.ts';
 import { renderTable } from './summary.ts';
 
-export interface RunLine {
-  runId: string;
-  startedAt: Date;
-  finishedAt: Date | null;
-  status: string;
-  trigger: string;
-  shard: string | null;
-  stats: Partial<RunStats> | null;
-  error: string | null;
-}
-
-export async function readRecentRuns(db: Kysely<Database>, limit: number): Promise<RunLine[]> {
-  const rows = await db
-    .selectFrom('sync_runs')
-    .select(['run_id', 'started_at', 'finished_at', 'status', 'trigger', 'shard', 'stats', 'error'])
-    .orderBy('started_at', 'desc')
-    .orderBy('run_id', 'desc')
-    .limit(limit)
-    .execute();
-  return rows.map((row) => ({
-    runId: row.run_id,
-    startedAt: new Date(row.started_at),
-    finishedAt: row.finished_at === null ? null : new Date(row.finished_at),
-    status: row.status,
-    trigger: row.trigger,
-    shard: row.shard,
-    stats: (typeof row.stats === 'string'
-      ? JSON.parse(row.stats)
-      : row.stats) as Partial<RunStats> | null,
-    error: row.error,
-  }));
-}
+// The SQL is the warehouse's (src/warehouse/sync-runs.ts); the command reads through it.
+export { readRecentRuns } from '../warehouse/sync-runs.ts';
+export type RunLine = SyncRunLine;
 
 /** "0.8 s", "2 min 05 s", "1 h 12 min": a run's length as a person reads it. */
 export function formatDuration(ms: number | null): string {

@@ -1,10 +1,81 @@
-/** `sync_runs`: the audit row of every run, from `running` to its outcome. */
+/**
+ * `sync_runs`: the audit row of every run, from `running` to its outcome. All SQL on the
+ * table lives here: the run's own start and end, the interruption of abandoned runs, and
+ * the reads of `listings-sync runs` and of the `sync_failed`/`sync_stale` rules. The shape
+ * stored in `stats` is `SyncRunStats`, the one type its writer and every reader share
+ * (docs/warehouse.md, "sync_runs").
+ */
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import { type Logger, redactSecrets, redactText } from '../log.ts';
 import type { Database, SyncRunStatus } from './database.ts';
+import type { WriteStats } from './write-stats.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
+
+/** How one credential's part of a run ended. */
+export interface CredentialOutcome {
+  name: string;
+  status: 'succeeded' | 'partial' | 'failed' | 'skipped';
+  businesses: number;
+  error?: string;
+}
+
+/** One thing that failed in a run, as `listings-sync runs` lists it. */
+export interface SyncFailure {
+  credential: string;
+  /** Null for a credential-wide failure (reference data, the business list). */
+  businessId: number | null;
+  /** A stream name, `business` (the whole business) or `response-status`. */
+  stream: string;
+  reason: string;
+}
+
+/** What `sync_runs.stats` holds: a run's counts, written at its end. */
+export interface SyncRunStats {
+  credentials: CredentialOutcome[];
+  businesses: { listed: number; inShard: number; synced: number; failed: number; archived: number };
+  streamFailures: number;
+  /**
+   * What failed, for the summary and `listings-sync runs`: the first `MAX_FAILURES_LISTED`
+   * of src/sync/stats.ts (a run against a broken upstream must not grow `sync_runs.stats`
+   * without bound).
+   */
+  failures: SyncFailure[];
+  requests: number;
+  retries: number;
+  tables: WriteStats;
+  quarantined: number;
+  alerts: number;
+  /** Review response requests polled (operation 10), and what they showed. */
+  responseRequests: {
+    checked: number;
+    changed: number;
+    completed: number;
+    failed: number;
+    /** Closed because the upstream answered `Invalid Request ID` (never asked again). */
+    invalid: number;
+    errors: number;
+  };
+  seconds: number;
+}
+
+/** The stats of a run that has done nothing yet. */
+export function emptySyncRunStats(): SyncRunStats {
+  return {
+    credentials: [],
+    businesses: { listed: 0, inShard: 0, synced: 0, failed: 0, archived: 0 },
+    streamFailures: 0,
+    failures: [],
+    requests: 0,
+    retries: 0,
+    tables: {},
+    quarantined: 0,
+    alerts: 0,
+    responseRequests: { checked: 0, changed: 0, completed: 0, failed: 0, invalid: 0, errors: 0 },
+    seconds: 0,
+  };
+}
 
 export interface SyncRunStart {
   trigger: string;
@@ -15,7 +86,7 @@ export interface SyncRunStart {
 
 export interface SyncRunResult {
   status: Exclude<SyncRunStatus, 'running'>;
-  stats: unknown;
+  stats: SyncRunStats;
   error?: string | null;
 }
 
@@ -114,4 +185,103 @@ export async function interruptAbandonedRuns(db: Db, shard: string | undefined):
     .where((eb) => (shard ? eb('shard', '=', shard) : eb('shard', 'is', null)))
     .executeTakeFirst();
   return Number(result.numUpdatedRows ?? 0);
+}
+
+/** A run as `listings-sync runs` shows it. `stats` is null while it runs (or if unrecorded). */
+export interface SyncRunLine {
+  runId: string;
+  startedAt: Date;
+  finishedAt: Date | null;
+  status: SyncRunStatus;
+  trigger: string;
+  shard: string | null;
+  /** Partial: rows written by older versions may lack fields added since. */
+  stats: Partial<SyncRunStats> | null;
+  error: string | null;
+}
+
+/** The `limit` most recent runs, newest first. */
+export async function readRecentRuns(db: Db, limit: number): Promise<SyncRunLine[]> {
+  const rows = await db
+    .selectFrom('sync_runs')
+    .select(['run_id', 'started_at', 'finished_at', 'status', 'trigger', 'shard', 'stats', 'error'])
+    .orderBy('started_at', 'desc')
+    .orderBy('run_id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({
+    runId: row.run_id,
+    startedAt: new Date(row.started_at),
+    finishedAt: row.finished_at === null ? null : new Date(row.finished_at),
+    status: row.status,
+    trigger: row.trigger,
+    shard: row.shard,
+    stats: (typeof row.stats === 'string'
+      ? JSON.parse(row.stats)
+      : row.stats) as Partial<SyncRunStats> | null,
+    error: row.error,
+  }));
+}
+
+/** A run's outcome counts for health from these statuses on (`partial` per account). */
+const SUCCESS = ['succeeded', 'partial'] as const satisfies readonly SyncRunStatus[];
+
+/** When the last successful run finished (any account), or null: the metrics gauge. */
+export async function lastSuccessfulRunAt(db: Db): Promise<Date | null> {
+  const row = await db
+    .selectFrom('sync_runs')
+    .select(sql<Date | null>`max(finished_at)`.as('at'))
+    .where('status', 'in', [...SUCCESS])
+    .executeTakeFirst();
+  return row?.at ? new Date(row.at) : null;
+}
+
+/** The `limit` most recently finished runs, newest first: what `sync_failed` judges. */
+export async function latestFinishedRuns(db: Db, limit: number) {
+  return db
+    .selectFrom('sync_runs')
+    .select(['run_id', 'status', 'finished_at', 'error', 'accounts'])
+    .where('status', '!=', 'running')
+    .where('finished_at', 'is not', null)
+    .orderBy('finished_at', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+// The jsonb paths below are names of SyncRunStats and CredentialOutcome: renaming a field
+// there fails the type check here instead of silently reading nothing.
+const CREDENTIALS_KEY = 'credentials' satisfies keyof SyncRunStats;
+const NAME_KEY = 'name' satisfies keyof CredentialOutcome;
+const STATUS_KEY = 'status' satisfies keyof CredentialOutcome;
+/** A credential outcome that means the account itself was not synced in a `partial` run. */
+const NOT_SYNCED = ['failed', 'skipped'] as const satisfies readonly CredentialOutcome['status'][];
+
+/**
+ * Per account, when its last successful run finished (absent: never). A `partial` run
+ * counts for an account only if that account's own credential did not fail or get
+ * skipped in it (`stats.credentials`): a revoked token on one account, while the others
+ * keep every run `partial`, is exactly the silence `sync_stale` is for.
+ */
+export async function lastSuccessByAccount(
+  db: Db,
+  accounts: readonly string[],
+): Promise<Map<string, Date>> {
+  if (accounts.length === 0) return new Map();
+  const [failed, skipped] = NOT_SYNCED;
+  const outcomeOf = (status: CredentialOutcome['status']) =>
+    sql`jsonb_build_array(jsonb_build_object(${NAME_KEY}::text, a.name, ${STATUS_KEY}::text, ${status}::text))`;
+  const { rows } = await sql<{ name: string; at: Date | null }>`
+    select a.name, max(r.finished_at) as at
+    from unnest(${[...accounts]}::text[]) as a(name)
+    join sync_runs r on r.accounts @> jsonb_build_array(a.name)
+      and (
+        r.status = 'succeeded'
+        or (
+          r.status = 'partial'
+          and not coalesce(r.stats -> ${CREDENTIALS_KEY}::text, '[]'::jsonb) @> ${outcomeOf(failed)}
+          and not coalesce(r.stats -> ${CREDENTIALS_KEY}::text, '[]'::jsonb) @> ${outcomeOf(skipped)}
+        )
+      )
+    group by a.name`.execute(db);
+  return new Map(rows.filter((r) => r.at).map((r) => [r.name, new Date(r.at as Date)]));
 }

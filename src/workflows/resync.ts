@@ -5,6 +5,7 @@
  * cannot run (another sync holds the lock, the database is gone) is reported as a
  * warning and makes the command's outcome partial (exit 3), never undoes the write.
  */
+import { syncOptionsFromConfig } from '../sync/options.ts';
 import { runSync, type Stream, SyncLockedError } from '../sync/run.ts';
 import {
   markBusinessMissing,
@@ -40,7 +41,7 @@ export async function resyncBusinesses(
       streams: RESYNC_STREAMS,
       businessIds,
       trigger: 'api',
-      alertRules: session.config.alertRules,
+      ...syncOptionsFromConfig(session.config),
       ...(io.now ? { now: io.now } : {}),
     });
     if (result.status === 'succeeded') {

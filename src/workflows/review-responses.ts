@@ -4,7 +4,8 @@
  * polls it (operation 10) until `Completed` or `Failed` (src/sync/run.ts), and `api
  * reviews response-status` reads it on demand, recording a change the same way.
  */
-import { getResponseStatus, observationTime, respondToReview } from '../api/index.ts';
+import { getResponseStatus, respondToReview } from '../api/index.ts';
+import { observationTime } from '../sync/observation-clock.ts';
 import { upsertAccount } from '../warehouse/accounts.ts';
 import {
   getResponseRequest,

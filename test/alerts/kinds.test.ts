@@ -15,7 +15,7 @@ import {
   recordResponseRequest,
   recordResponseStatus,
 } from '../../src/warehouse/review-response-requests.ts';
-import { finishSyncRun, startSyncRun } from '../../src/warehouse/sync-runs.ts';
+import { emptySyncRunStats, finishSyncRun, startSyncRun } from '../../src/warehouse/sync-runs.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 import {
   ACCOUNT,
@@ -273,7 +273,7 @@ describe.each(testBackends)('alert kinds over simulated days (%s)', (backend) =>
     const runId = await startSyncRun(wh.db, { trigger: 'test', streams: [], accounts: [ACCOUNT] });
     await finishSyncRun(wh.db, runId, {
       status,
-      stats: {},
+      stats: emptySyncRunStats(),
       error: status === 'failed' ? 'boom' : null,
     });
     // The run's own clock is the wall clock; the simulated day is set here.

@@ -12,7 +12,7 @@ import type { ApiClient } from '../../src/api/index.ts';
 import type { Credential } from '../../src/config.ts';
 import { silentLogger } from '../../src/log.ts';
 import { type RunningServe, startServe } from '../../src/serve/server.ts';
-import { finishSyncRun, startSyncRun } from '../../src/warehouse/sync-runs.ts';
+import { emptySyncRunStats, finishSyncRun, startSyncRun } from '../../src/warehouse/sync-runs.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { metricValue, serveConfig } from '../serve/helpers.ts';
 import { testApiClient } from '../sync/harness.ts';
@@ -83,7 +83,7 @@ describe.each(testBackends)('sync health in serve (%s)', (backend) => {
     });
     await finishSyncRun(warehouse.db, runId, {
       status,
-      stats: {},
+      stats: emptySyncRunStats(),
       error: status === 'failed' ? 'database timeout' : null,
     });
     return runId;
@@ -146,6 +146,7 @@ describe.each(testBackends)('sync health in serve (%s)', (backend) => {
       await finishSyncRun(warehouse.db, runId, {
         status: 'partial',
         stats: {
+          ...emptySyncRunStats(),
           credentials: [
             { name: 'east', status: 'failed', businesses: 0, error: 'Authentication Failure' },
             { name: 'west', status: 'succeeded', businesses: 3 },

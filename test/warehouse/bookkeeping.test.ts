@@ -4,7 +4,7 @@ import { markAccountSynced, upsertAccount } from '../../src/warehouse/accounts.t
 import type { Warehouse } from '../../src/warehouse/connection.ts';
 import { quarantineRecords } from '../../src/warehouse/quarantine.ts';
 import { writeReferenceData } from '../../src/warehouse/reference-data.ts';
-import { finishSyncRun, startSyncRun } from '../../src/warehouse/sync-runs.ts';
+import { emptySyncRunStats, finishSyncRun, startSyncRun } from '../../src/warehouse/sync-runs.ts';
 import { recordWebhookEvent } from '../../src/warehouse/webhook-events.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 import { ACCOUNT, ctx, DAY1, DAY2, listing, RUN_ID, snapshot } from './fixtures.ts';
@@ -47,7 +47,17 @@ describe.each(testBackends)(
       });
       await finishSyncRun(wh.db, runId, {
         status: 'partial',
-        stats: { businesses: 3, request: `https://x/api/v2/businesses?auth_token=${AUTH_TOKEN}` },
+        stats: {
+          ...emptySyncRunStats(),
+          failures: [
+            {
+              credential: ACCOUNT,
+              businessId: null,
+              stream: 'businesses',
+              reason: `https://x/api/v2/businesses?auth_token=${AUTH_TOKEN}`,
+            },
+          ],
+        },
         error: `GET /businesses?auth_token=${AUTH_TOKEN} failed`,
       });
       run = await wh.db.selectFrom('sync_runs').selectAll().executeTakeFirstOrThrow();
@@ -210,7 +220,7 @@ describe.each(testBackends)(
       });
       await finishSyncRun(wh.db, runId, {
         status: 'failed',
-        stats: {},
+        stats: emptySyncRunStats(),
         error: `auth_token=${AUTH_TOKEN}`,
       });
       const dump = await dumpAll(wh);

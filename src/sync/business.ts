@@ -1,0 +1,176 @@
+/**
+ * One business of a run: fetch its streams concurrently (`fetchBusinessAnswers`), then
+ * turn the answers into one snapshot written in one transaction (`writeBusiness`), the
+ * single place a business's fetched answers reach the warehouse. A stream that fails
+ * leaves that stream's stored rows untouched; a bad record goes to quarantine and its
+ * siblings load; `This business doesn't exist` marks a listed business archived.
+ */
+import { ApiError } from '../api/errors.ts';
+import {
+  getBusinessFull,
+  getRankings,
+  listKeywords,
+  listListings,
+  listReviews,
+} from '../api/index.ts';
+import type { BusinessSummary, Credential, ListResult, Review } from '../api/types.ts';
+import {
+  type BusinessSnapshot,
+  mergeWriteStats,
+  writeBusinessSnapshotIsolating,
+} from '../warehouse/business-snapshot.ts';
+import { markBusinessMissing } from '../warehouse/businesses.ts';
+import type { RunContext } from './run-context.ts';
+import { errorText, recordFailure } from './stats.ts';
+
+/** A read's outcome, kept rather than thrown, so one failed stream spares the others. */
+export type Fetched<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+async function settle<T>(promise: Promise<T>): Promise<Fetched<T>> {
+  try {
+    return { ok: true, value: await promise };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+/** Reads every stream of the run for one business, at once; a stream not asked for is null. */
+export async function fetchBusinessAnswers(
+  context: RunContext,
+  credential: Credential,
+  id: number,
+) {
+  const { streams } = context;
+  const { api } = context.options;
+  const skip = Promise.resolve(null);
+  const [full, listings, reviews, socials, rankings, keywords] = await Promise.all([
+    settle(streams.has('businesses') ? getBusinessFull(api, credential, id) : skip),
+    settle(streams.has('listings') ? listListings(api, credential, id) : skip),
+    settle(streams.has('reviews') ? listReviews(api, credential, id, 'review') : skip),
+    settle(streams.has('reviews') ? listReviews(api, credential, id, 'social') : skip),
+    settle(streams.has('rankings') ? getRankings(api, credential, id) : skip),
+    settle(streams.has('keywords') ? listKeywords(api, credential, id) : skip),
+  ]);
+  return { full, listings, reviews, socials, rankings, keywords };
+}
+
+/** A business's answers in one run, stream by stream. */
+export type BusinessAnswers = Awaited<ReturnType<typeof fetchBusinessAnswers>>;
+
+function answersOf(answers: BusinessAnswers): Fetched<unknown>[] {
+  return Object.values(answers);
+}
+
+/**
+ * Fetch every stream of one business concurrently and write them in one transaction.
+ * Returns `failed` when any stream failed (what did load is still written); throws an
+ * authentication failure for the credential to stop on.
+ */
+export async function syncBusiness(
+  context: RunContext,
+  credential: Credential,
+  business: BusinessSummary,
+): Promise<'ok' | 'failed' | 'missing'> {
+  const { options, stats, log } = context;
+  const id = business.id;
+  const answers = await fetchBusinessAnswers(context, credential, id);
+  for (const result of answersOf(answers)) {
+    if (!result.ok && result.error instanceof ApiError && result.error.code === 'AUTH_FAILURE') {
+      throw result.error;
+    }
+  }
+  const observedAt = context.now(credential);
+  if (
+    answersOf(answers).some(
+      (r) =>
+        !r.ok &&
+        r.error instanceof ApiError &&
+        (r.error.code === 'BUSINESS_NOT_FOUND' || r.error.code === 'INVALID_LOCATION_ID'),
+    )
+  ) {
+    // Listed, then gone: archived between the list and the read.
+    if (await markBusinessMissing(options.warehouse.db, credential.name, id, observedAt)) {
+      stats.businesses.archived += 1;
+    }
+    log.info(
+      { credential: credential.name, businessId: id },
+      'business reads as missing: archived',
+    );
+    return 'missing';
+  }
+  return writeBusiness(context, credential, business, answers, observedAt);
+}
+
+/**
+ * Turns one business's answers into its snapshot and writes it in one transaction (a
+ * reader never sees half a business). A failed stream is recorded and left out (its
+ * stored rows stay); a value the database refuses costs its record (quarantined), never
+ * the business.
+ */
+export async function writeBusiness(
+  context: RunContext,
+  credential: Credential,
+  business: BusinessSummary,
+  answers: BusinessAnswers,
+  observedAt: Date,
+): Promise<'ok' | 'failed'> {
+  const { options, stats, log } = context;
+  const id = business.id;
+  let failedStreams = 0;
+  const rejected: BusinessSnapshot['rejected'] = [];
+  const value = <T>(result: Fetched<T>, stream: string): T | null => {
+    if (result.ok) return result.value;
+    failedStreams += 1;
+    recordFailure(stats, {
+      credential: credential.name,
+      businessId: id,
+      stream,
+      reason: errorText(result.error),
+    });
+    // An answer refused whole (TOO_MANY_RECORDS) leaves a summary for quarantine.
+    const refused = result.error instanceof ApiError ? (result.error.rejected ?? []) : [];
+    for (const record of refused) rejected.push({ stream, ...record });
+    log.warn(
+      { credential: credential.name, businessId: id, stream, err: result.error },
+      'stream failed; its stored rows are left as they were',
+    );
+    return null;
+  };
+  const records = <T>(result: ListResult<T> | null, stream: string): T[] | null => {
+    if (!result) return null;
+    for (const record of result.rejected) rejected.push({ stream, ...record });
+    return result.records;
+  };
+
+  const fullValue = value(answers.full, 'businesses');
+  const reviewList = records(value(answers.reviews, 'reviews'), 'reviews');
+  const socialList = records(value(answers.socials, 'reviews'), 'social');
+  const snapshot: BusinessSnapshot = {
+    accountName: credential.name,
+    businessId: id,
+    summary: business,
+    full: fullValue,
+    listings: records(value(answers.listings, 'listings'), 'listings'),
+    reviews: reviewList && socialList ? mergeReviews(reviewList, socialList) : null,
+    rankings: records(value(answers.rankings, 'rankings'), 'rankings'),
+    keywords: records(value(answers.keywords, 'keywords'), 'keywords'),
+    rejected,
+  };
+  const written = await writeBusinessSnapshotIsolating(options.warehouse.db, snapshot, {
+    runId: context.runId,
+    observedAt,
+    ...(options.alertRules ? { alertRules: options.alertRules } : {}),
+  });
+  mergeWriteStats(stats.tables, written.stats);
+  stats.alerts += written.alerts;
+  stats.quarantined += written.quarantined;
+  stats.streamFailures += failedStreams;
+  if (failedStreams === 0) stats.businesses.synced += 1;
+  return failedStreams === 0 ? 'ok' : 'failed';
+}
+
+/** The two review categories together; a review served in both keeps its first category. */
+function mergeReviews(reviews: Review[], socials: Review[]): Review[] {
+  const seen = new Set(reviews.map((r) => r.id));
+  return [...reviews, ...socials.filter((s) => !seen.has(s.id))];
+}

@@ -1,0 +1,152 @@
+/**
+ * One credential's part of a run: list its businesses, scope them (shard, chosen ids),
+ * sync each under the per-credential and run-wide limits, poll its review response
+ * requests, and archive what the list no longer shows. An authentication failure stops
+ * this credential only.
+ */
+import pLimit from 'p-limit';
+import { ApiError } from '../api/errors.ts';
+import { listBusinesses } from '../api/index.ts';
+import { readableIdOf } from '../api/schemas.ts';
+import type { BusinessSummary, Credential, ListResult } from '../api/types.ts';
+import { markAccountSynced, upsertAccount } from '../warehouse/accounts.ts';
+import { archiveMissingBusinesses, storedBusinessSummaries } from '../warehouse/businesses.ts';
+import { describeDatabaseError, timeoutsOf } from '../warehouse/connection.ts';
+import { isWarehouseGone, WarehouseGoneError } from '../warehouse/outage.ts';
+import { syncBusiness } from './business.ts';
+import { DEFAULT_BUSINESS_CONCURRENCY } from './options.ts';
+import { pollResponseRequests } from './response-requests.ts';
+import { quarantineRejected, type RunContext } from './run-context.ts';
+import { inShard } from './shard.ts';
+import { type CredentialOutcome, errorText, recordFailure } from './stats.ts';
+
+export async function syncCredential(
+  context: RunContext,
+  credential: Credential,
+): Promise<CredentialOutcome> {
+  const { options, stats, log } = context;
+  const db = options.warehouse.db;
+  const accountLog = log.child({ credential: credential.name });
+  await upsertAccount(db, {
+    name: credential.name,
+    userEmail: credential.userEmail,
+    baseUrl: credential.baseUrl,
+  });
+
+  let listed: ListResult<BusinessSummary>;
+  try {
+    listed = await listBusinesses(options.api, credential);
+  } catch (error) {
+    accountLog.error({ err: error }, 'credential failed: could not list its businesses');
+    return { name: credential.name, status: 'failed', businesses: 0, error: errorText(error) };
+  }
+  await context.writeReferenceOnce(credential);
+
+  // An entry refused for a value the warehouse cannot store (a NUL in a name) whose id
+  // reads is still a listed business: it is synced under the summary last stored, and
+  // not archived, so its listings and their alerts go on. One never stored waits.
+  const readable = new Set(listed.records.map((business) => business.id));
+  const unreadable = [
+    ...new Set(
+      listed.rejected
+        .map((record) => readableIdOf(record.payload))
+        .filter((id): id is number => id !== null && !readable.has(id)),
+    ),
+  ];
+  const summaries = [
+    ...listed.records,
+    ...(await storedBusinessSummaries(db, credential.name, unreadable)),
+  ];
+  const only = options.businessIds ? new Set(options.businessIds) : undefined;
+  const inScope = (id: number) => inShard(options.shard, id) && (!only || only.has(id));
+  const mine = summaries.filter((business) => inScope(business.id));
+  // A refused entry is quarantined, and makes the run partial, only when it may be one of
+  // this run's businesses: a re-sync of one business is not partial for another's entry.
+  const refusedInScope = listed.rejected.filter((record) => {
+    const id = readableIdOf(record.payload);
+    return id === null ? !only : inScope(id);
+  });
+  await quarantineRejected(context, credential, 'businesses', refusedInScope);
+  stats.businesses.listed += summaries.length;
+  stats.businesses.inShard += mine.length;
+  context.progress.businessesTotal += mine.length;
+  context.report();
+  accountLog.info({ listed: listed.records.length, inShard: mine.length }, 'businesses listed');
+
+  let authFailure: ApiError | undefined;
+  let failedBusinesses = 0;
+  const limit = pLimit(options.businessConcurrency ?? DEFAULT_BUSINESS_CONCURRENCY);
+  await Promise.all(
+    mine.map((business) =>
+      limit(() =>
+        context.businessSlot(async () => {
+          if (context.isStopped() || authFailure) return;
+          try {
+            const outcome = await syncBusiness(context, credential, business);
+            if (outcome === 'failed') failedBusinesses += 1;
+          } catch (error) {
+            if (error instanceof ApiError && error.code === 'AUTH_FAILURE') {
+              authFailure ??= error;
+              return;
+            }
+            if (isWarehouseGone(error)) {
+              context.fail(new WarehouseGoneError(error, timeoutsOf(db)));
+              return;
+            }
+            failedBusinesses += 1;
+            recordFailure(stats, {
+              credential: credential.name,
+              businessId: business.id,
+              stream: 'business',
+              reason: describeDatabaseError(error, timeoutsOf(db)),
+            });
+            accountLog.error(
+              {
+                businessId: business.id,
+                err: error,
+                reason: describeDatabaseError(error, timeoutsOf(db)),
+              },
+              'business failed',
+            );
+          } finally {
+            context.progress.businessesDone += 1;
+            context.report();
+          }
+        }),
+      ),
+    ),
+  );
+  stats.businesses.failed += failedBusinesses;
+
+  if (authFailure) {
+    accountLog.error({ err: authFailure }, 'credential failed: authentication failed mid-run');
+    return {
+      name: credential.name,
+      status: 'failed',
+      businesses: mine.length,
+      error: authFailure.message,
+    };
+  }
+  if (!context.isStopped() && context.streams.has('reviews')) {
+    await pollResponseRequests(context, credential, options.businessIds);
+  }
+  const complete = !context.isStopped() && failedBusinesses === 0;
+  if (!context.isStopped() && !options.businessIds) {
+    // Only a complete list read may archive what it no longer shows; a shard archives
+    // only its own businesses.
+    const archived = await archiveMissingBusinesses(
+      db,
+      credential.name,
+      [...readable, ...unreadable],
+      context.now(credential),
+      (id) => inShard(options.shard, id),
+    );
+    stats.businesses.archived += archived;
+    if (complete) await markAccountSynced(db, credential.name, context.now(credential));
+  }
+  return {
+    name: credential.name,
+    status: complete && refusedInScope.length === 0 ? 'succeeded' : 'partial',
+    businesses: mine.length,
+  };
+}

@@ -1,0 +1,84 @@
+/** What a sync run takes: its streams, limits and hooks, and how the configuration sets them. */
+import type { AlertRules } from '../alerts/rules.ts';
+import type { ApiClient } from '../api/index.ts';
+import type { Credential } from '../api/types.ts';
+import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import type { Warehouse } from '../warehouse/connection.ts';
+import type { Shard } from './shard.ts';
+
+/** What a run can fetch. `businesses` is the full profile read; the list is always read. */
+export const STREAMS = [
+  'businesses',
+  'listings',
+  'reviews',
+  'rankings',
+  'keywords',
+  'reference',
+] as const;
+export type Stream = (typeof STREAMS)[number];
+
+/** Defaults of `businessConcurrency` and `overallBusinessConcurrency`. */
+export const DEFAULT_BUSINESS_CONCURRENCY = 8;
+export const DEFAULT_OVERALL_BUSINESS_CONCURRENCY = 16;
+
+export interface SyncProgress {
+  accountsTotal: number;
+  accountsDone: number;
+  businessesTotal: number;
+  businessesDone: number;
+  requests: number;
+  elapsedSeconds: number;
+}
+
+export interface SyncOptions {
+  warehouse: Warehouse;
+  api: ApiClient;
+  credentials: readonly Credential[];
+  logger: Logger;
+  streams?: readonly Stream[];
+  shard?: Shard;
+  /**
+   * Only these businesses (of the listed ones), e.g. the one a command just wrote. The
+   * others are neither fetched nor archived, and the account's `last_synced_at` stays.
+   */
+  businessIds?: readonly number[];
+  trigger?: string;
+  /** Stops new businesses from starting; in-flight ones finish and commit. */
+  signal?: AbortSignal;
+  /**
+   * The run's clock: observation times and rank days. By default each credential's
+   * upstream clock (its responses' `Date`), else the local clock; see
+   * src/sync/observation-clock.ts.
+   */
+  now?: () => Date;
+  /** Businesses fetched and written at once, per credential (default 8). */
+  businessConcurrency?: number;
+  /**
+   * Businesses fetched and written at once across all credentials (default 16). Each
+   * holds a database connection while it writes, so the pool is sized from it
+   * (`warehousePoolSize` in src/warehouse/open.ts).
+   */
+  overallBusinessConcurrency?: number;
+  /** The alert rules the writers raise under (`config.alertRules`); built-in defaults otherwise. */
+  alertRules?: AlertRules;
+  onProgress?: (progress: SyncProgress) => void;
+}
+
+/** The options a run takes from the configuration; every caller of runSync starts from them. */
+export type ConfiguredSyncOptions = Required<
+  Pick<SyncOptions, 'alertRules' | 'businessConcurrency' | 'overallBusinessConcurrency'>
+>;
+
+/**
+ * The configuration's part of a run: the alert rules, and the business limits from
+ * SYNC_ACCOUNT_CONCURRENCY (per credential) and SYNC_CONCURRENCY (across credentials), the
+ * same limits the API client keeps on requests (docs/operations.md).
+ */
+export function syncOptionsFromConfig(config: Config): ConfiguredSyncOptions {
+  return {
+    alertRules: config.alertRules,
+    businessConcurrency: config.syncAccountConcurrency,
+    overallBusinessConcurrency: config.syncConcurrency,
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * Operation 10 in a run: with the reviews stream, each credential's open review response
+ * requests (submitted through `listings-sync api reviews respond`) are polled and every
+ * status change recorded; a request that ends `Failed` raises a `review_response_failed`
+ * alert.
+ */
+import pLimit from 'p-limit';
+import { ApiError } from '../api/errors.ts';
+import { getResponseStatus } from '../api/index.ts';
+import type { Credential } from '../api/types.ts';
+import {
+  closeInvalidResponseRequest,
+  openResponseRequests,
+  recordResponseStatus,
+  recordResponseStatusError,
+} from '../warehouse/review-response-requests.ts';
+import { DEFAULT_BUSINESS_CONCURRENCY } from './options.ts';
+import type { RunContext } from './run-context.ts';
+import { errorText, recordFailure } from './stats.ts';
+
+/**
+ * Reads the status of each open review response request of the credential (operation
+ * 10) and records it: a change appends an event row, `Completed`/`Failed` closes the
+ * request, `Failed` raises an alert. `Invalid Request ID` closes it as `Invalid`. Any other
+ * failed read leaves the request open (polled again next run), keeps the reason in
+ * `last_error`, and makes the run partial.
+ */
+export async function pollResponseRequests(
+  context: RunContext,
+  credential: Credential,
+  businessIds: readonly number[] | undefined,
+): Promise<void> {
+  const { options, stats, log } = context;
+  const db = options.warehouse.db;
+  const open = await openResponseRequests(db, {
+    accountName: credential.name,
+    ...(businessIds ? { businessIds } : {}),
+  });
+  if (open.length === 0) return;
+  const limit = pLimit(options.businessConcurrency ?? DEFAULT_BUSINESS_CONCURRENCY);
+  await Promise.all(
+    open.map((request) =>
+      limit(async () => {
+        if (context.isStopped()) return;
+        const observedAt = context.now(credential);
+        let status: string;
+        try {
+          ({ status } = await getResponseStatus(
+            options.api,
+            credential,
+            request.business_id,
+            request.review_id,
+            request.request_id,
+          ));
+        } catch (error) {
+          if (error instanceof ApiError && error.code === 'INVALID_REQUEST_ID') {
+            // Permanent: the upstream has no such request. Closed, so no later run polls it
+            // or ends partial because of it.
+            await closeInvalidResponseRequest(db, {
+              requestId: request.request_id,
+              status: 'Invalid',
+              observedAt,
+              runId: context.runId,
+              error: errorText(error),
+            });
+            stats.responseRequests.invalid += 1;
+            log.warn(
+              { credential: credential.name, requestId: request.request_id, err: error },
+              'review response request: the upstream does not know it; closed as Invalid',
+            );
+            return;
+          }
+          stats.responseRequests.errors += 1;
+          stats.streamFailures += 1;
+          recordFailure(stats, {
+            credential: credential.name,
+            businessId: request.business_id,
+            stream: 'response-status',
+            reason: errorText(error),
+          });
+          log.warn(
+            { credential: credential.name, requestId: request.request_id, err: error },
+            'review response request: status read failed; it stays open',
+          );
+          await recordResponseStatusError(db, request.request_id, errorText(error), observedAt);
+          return;
+        }
+        const recorded = await recordResponseStatus(db, {
+          requestId: request.request_id,
+          status,
+          observedAt,
+          runId: context.runId,
+          ...(options.alertRules ? { alertRules: options.alertRules } : {}),
+        });
+        stats.responseRequests.checked += 1;
+        if (!recorded) return;
+        if (recorded.changed) stats.responseRequests.changed += 1;
+        if (recorded.finished && status === 'Completed') stats.responseRequests.completed += 1;
+        if (recorded.finished && status === 'Failed') stats.responseRequests.failed += 1;
+        if (recorded.alertRaised) stats.alerts += 1;
+        if (recorded.changed) {
+          log.info(
+            {
+              credential: credential.name,
+              requestId: request.request_id,
+              businessId: request.business_id,
+              from: recorded.previousStatus,
+              to: status,
+            },
+            'review response request changed status',
+          );
+        }
+      }),
+    ),
+  );
+}

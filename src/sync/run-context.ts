@@ -1,0 +1,51 @@
+/** What the parts of one run share: its options, counts, clock, log and stop switch. */
+import type { LimitFunction } from 'p-limit';
+import type { Credential, RejectedRecord } from '../api/types.ts';
+import type { Logger } from '../log.ts';
+import { quarantineRecords } from '../warehouse/quarantine.ts';
+import type { ObservationClock } from './observation-clock.ts';
+import type { Stream, SyncOptions, SyncProgress } from './options.ts';
+import type { RunStats } from './stats.ts';
+
+export interface RunContext {
+  options: SyncOptions;
+  runId: string;
+  stats: RunStats;
+  streams: Set<Stream>;
+  /** Observation time for a credential's records (rank day = its UTC date). */
+  now: ObservationClock;
+  log: Logger;
+  progress: SyncProgress;
+  report: () => void;
+  /** Ends the run `failed` (the first error wins): the warehouse is gone. */
+  fail(error: Error): void;
+  /** True once the run failed or its signal stopped it: no new business starts. */
+  isStopped(): boolean;
+  writeReferenceOnce(credential: Credential): Promise<void>;
+  /** The run-wide limit on businesses in flight, across credentials. */
+  businessSlot: LimitFunction;
+}
+
+/** Quarantines records a read refused, and counts them in the run's stats. */
+export async function quarantineRejected(
+  context: RunContext,
+  credential: Credential,
+  stream: string,
+  rejected: RejectedRecord[],
+  businessId: number | null = null,
+): Promise<void> {
+  if (rejected.length === 0) return;
+  const count = await quarantineRecords(
+    context.options.warehouse.db,
+    context.runId,
+    rejected.map((record) => ({
+      accountName: credential.name,
+      businessId,
+      stream,
+      location: record.location,
+      reason: record.reason,
+      payload: record.payload,
+    })),
+  );
+  context.stats.quarantined += count;
+}
