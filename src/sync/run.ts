@@ -41,6 +41,7 @@ import type {
   Review,
   State,
 } from '../api/types.ts';
+import { DEFAULTS } from '../config/index.ts';
 import { type Logger, redactText } from '../log.ts';
 import { markAccountSynced, upsertAccount } from '../warehouse/accounts.ts';
 import {
@@ -86,9 +87,12 @@ export type Stream = (typeof STREAMS)[number];
 
 export type RunStatus = 'succeeded' | 'partial' | 'failed' | 'interrupted';
 
-/** Defaults of `businessConcurrency` and `overallBusinessConcurrency`. */
-export const DEFAULT_BUSINESS_CONCURRENCY = 8;
-export const DEFAULT_OVERALL_BUSINESS_CONCURRENCY = 16;
+/**
+ * Defaults of `businessConcurrency` and `overallBusinessConcurrency`: those of
+ * SYNC_ACCOUNT_CONCURRENCY and SYNC_CONCURRENCY, which set both (docs/operations.md).
+ */
+export const DEFAULT_BUSINESS_CONCURRENCY = DEFAULTS.syncAccountConcurrency;
+export const DEFAULT_OVERALL_BUSINESS_CONCURRENCY = DEFAULTS.syncConcurrency;
 
 export interface SyncProgress {
   accountsTotal: number;

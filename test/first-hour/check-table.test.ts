@@ -3,7 +3,7 @@
  * each problem is printed on its own line below it, as every other command prints them.
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/config.ts';
+import { ConfigError } from '../../src/config/index.ts';
 import { renderChecks, runChecks } from '../../src/sync/check-command.ts';
 
 describe('check with a bad configuration', () => {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { registerReportCommand } from '../../src/report/command.ts';

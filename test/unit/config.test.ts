@@ -7,7 +7,7 @@ import {
   loadConfig,
   requireCredentials,
   requireWebhookSecrets,
-} from '../../src/config.ts';
+} from '../../src/config/index.ts';
 
 const TOKEN = 'tok_SECRET_1234567890';
 
