@@ -6,6 +6,7 @@
 import { redactText } from '../log.ts';
 import type { Config } from './load.ts';
 import {
+  COMMANDS,
   CONFIG_VARIABLES,
   type ConfigVariable,
   commandVariables,
@@ -118,13 +119,33 @@ export function credentialRows(config: Config): { header: string[]; rows: string
   };
 }
 
+const MASKING_DOCS: Record<Masking, string> = {
+  whole: 'yes: `config` shows its length only',
+  list: 'yes: `config` shows how many',
+  'url-path': 'yes: `config` shows the origin only',
+  'url-password': 'its password: never printed',
+};
+
 /** The table of docs/operations.md, "Configuration" (a test holds the two equal). */
 export function settingsMarkdown(): string {
   const cell = (text: string) => text.replace(/\|/g, '\\|');
   const rows = CONFIG_VARIABLES.map((name) => {
     const entry = setting(name);
-    const commands = entry.commands.map((c) => `\`${c}\``).join(', ');
-    return `| \`${name}\` | ${cell(entry.doc ?? entry.meaning)}${entry.secret ? ' (secret: never printed)' : ''} | ${cell(entry.defaultText ?? '—')} | ${commands} |`;
+    const fallback = entry.defaultText ?? '—';
+    // A default as it is written in the environment reads as code.
+    const shown =
+      entry.default !== undefined && fallback === String(entry.default)
+        ? `\`${fallback}\``
+        : fallback;
+    const commands = COMMANDS.filter((c) => (entry.commands as readonly string[]).includes(c))
+      .map((c) => `\`${c}\``)
+      .join(', ');
+    const secret = entry.secret ? MASKING_DOCS[entry.secret] : 'no';
+    return `| \`${name}\` | ${cell(entry.doc ?? entry.meaning)} | ${cell(shown)} | ${secret} | ${commands} |`;
   });
-  return ['| variable | meaning | default | read by |', '|---|---|---|---|', ...rows].join('\n');
+  return [
+    '| variable | meaning | default | secret | read by |',
+    '|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
 }
