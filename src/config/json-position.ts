@@ -10,7 +10,7 @@ export interface JsonErrorPosition {
   line: number;
   /** 1-based, in characters. */
   column: number;
-  /** The line, cut to about 80 characters around the column, string values masked. */
+  /** The line, cut to EXCERPT_CHARS around the column, values masked. */
   excerpt: string;
 }
 
@@ -129,6 +129,9 @@ function maskValues(line: string): string {
   });
 }
 
+/** A longer line is cut to this many characters around the error. */
+const EXCERPT_CHARS = 100;
+
 /** Where `text` (which `JSON.parse` refused) goes wrong; never quotes a secret. */
 export function jsonErrorPosition(text: string): JsonErrorPosition {
   const offset = firstErrorOffset(text);
@@ -137,10 +140,15 @@ export function jsonErrorPosition(text: string): JsonErrorPosition {
   const lineStart = before.lastIndexOf('\n') + 1;
   const column = offset - lineStart + 1;
   const end = text.indexOf('\n', lineStart);
-  const whole = maskValues(text.slice(lineStart, end === -1 ? text.length : end).trimEnd());
-  // Masking changes lengths; cut around the column of the unmasked line, roughly.
-  const from = Math.max(0, Math.min(column - 40, whole.length - 80));
-  const cut = whole.slice(from, from + 80);
-  const excerpt = `${from > 0 ? '…' : ''}${cut}${from + 80 < whole.length ? '…' : ''}`;
+  const untrimmed = text.slice(lineStart, end === -1 ? text.length : end).trimEnd();
+  const raw = untrimmed.trimStart();
+  const indent = untrimmed.length - raw.length;
+  const whole = maskValues(raw);
+  if (whole.length <= EXCERPT_CHARS) return { line, column, excerpt: whole };
+  // Masking changes lengths: find the column in the masked line by masking what precedes it.
+  const at = maskValues(raw.slice(0, Math.max(0, column - 1 - indent))).length;
+  const from = Math.max(0, Math.min(at - EXCERPT_CHARS / 2, whole.length - EXCERPT_CHARS));
+  const cut = whole.slice(from, from + EXCERPT_CHARS);
+  const excerpt = `${from > 0 ? '…' : ''}${cut}${from + EXCERPT_CHARS < whole.length ? '…' : ''}`;
   return { line, column, excerpt };
 }
