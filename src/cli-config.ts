@@ -4,8 +4,27 @@
  * variables a command reads (docs/operations.md, "Configuration"). A thin layer over
  * src/config/, kept for the callers of its old names.
  */
-import { type Config, type ConfigVariable, loadConfig, variablesHelp } from './config/index.ts';
+import {
+  CONFIG_VARIABLES,
+  type Config,
+  type ConfigVariable,
+  loadConfig,
+  SETTINGS,
+  variablesHelp,
+} from './config/index.ts';
 import { createLogger, type Logger } from './log.ts';
+
+/** One line per variable, for `--help` (the meanings of the table of settings). */
+export const VARIABLE_MEANINGS: Readonly<Record<ConfigVariable, string>> = Object.fromEntries(
+  CONFIG_VARIABLES.map((name) => [name, SETTINGS[name].meaning]),
+) as Record<ConfigVariable, string>;
+
+/** The variables every command that opens the configured warehouse reads. */
+export const WAREHOUSE_VARIABLES: ConfigVariable[] = ['DATABASE_URL', 'PGLITE_DATA_DIR'];
+/** The variables of the credentials (those that make `config.credentials`, not a field). */
+export const CREDENTIAL_VARIABLES: ConfigVariable[] = CONFIG_VARIABLES.filter(
+  (name) => SETTINGS[name].field === null,
+);
 
 /** The "Environment:" block of a command's `--help`, for these variables. */
 export function environmentHelp(names: readonly ConfigVariable[]): string {
@@ -21,7 +40,7 @@ export function loadCliConfig(
   write: (text: string) => void = (t) => process.stderr.write(t),
   command?: string,
 ): Config {
-  const config = loadConfig(process.env, command === undefined ? {} : { command });
+  const config = loadConfig(undefined, command === undefined ? {} : { command });
   for (const warning of config.warnings) write(`listings-sync: warning: ${warning}\n`);
   return config;
 }

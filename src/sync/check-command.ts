@@ -24,7 +24,7 @@ export interface CheckRow {
 const CHECK_TIMEOUT_MS = 10_000;
 
 export async function runChecks(
-  load: () => Config = () => loadConfig(process.env, { command: 'check' }),
+  load: () => Config = () => loadConfig(undefined, { command: 'check' }),
 ): Promise<CheckRow[]> {
   let config: Config;
   try {
