@@ -1,6 +1,6 @@
 /**
  * Prints docs/operations.md's "Configuration" table from the table of settings:
- * `node src/config/print-docs-table.ts`, then paste it over the old one
+ * `npx node src/config/print-docs-table.ts`, then paste it over the old one
  * (test/unit/settings-docs.test.ts holds the two equal).
  */
 import { settingsMarkdown } from './render.ts';

@@ -1,6 +1,6 @@
 /**
  * docs/operations.md's "Configuration" table is the one the table of settings generates
- * (`node src/config/print-docs-table.ts` prints it, to paste).
+ * (`npx node src/config/print-docs-table.ts` prints it, to paste).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
