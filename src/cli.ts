@@ -8,14 +8,8 @@ import { readFileSync } from 'node:fs';
  * rest committed).
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import {
-  CREDENTIAL_VARIABLES,
-  createCliLogger,
-  environmentHelp,
-  loadCliConfig,
-  WAREHOUSE_VARIABLES,
-} from './cli-config.ts';
-import { CONFIG_VARIABLES, ConfigError, type ConfigVariable } from './config.ts';
+import { createCliLogger, loadCliConfig } from './cli-config.ts';
+import { ConfigError, environmentHelp } from './config/index.ts';
 import { redactText } from './log.ts';
 import { registerReportCommand } from './report/command.ts';
 import { parseShard } from './sync/shard.ts';
@@ -144,7 +138,7 @@ function buildProgram(): Command {
       ),
     )
     .action(async (options) => {
-      const config = loadCliConfig();
+      const config = loadCliConfig(undefined, 'sandbox');
       const logger = createCliLogger(config);
       const { runSandboxCommand } = await import('./sandbox/command.ts');
       await runSandboxCommand(options, logger);
@@ -154,7 +148,7 @@ function buildProgram(): Command {
     .command('migrate')
     .description('Bring the warehouse schema up to date (safe to run from several pods at once).')
     .action(async () => {
-      const config = loadCliConfig();
+      const config = loadCliConfig(undefined, 'migrate');
       const logger = createCliLogger(config);
       const { openConfiguredWarehouse, describeWarehouse } = await import('./warehouse/open.ts');
       const { migrateToLatest } = await import('./warehouse/migrate.ts');
@@ -195,7 +189,7 @@ function buildProgram(): Command {
       }),
     )
     .action(async (options) => {
-      const config = loadCliConfig();
+      const config = loadCliConfig(undefined, 'sync');
       const logger = createCliLogger(config);
       const { runSyncCommand } = await import('./sync/command.ts');
       process.exitCode = await runSyncCommand(config, options, logger);
@@ -207,7 +201,7 @@ function buildProgram(): Command {
       'Run the sync on SYNC_SCHEDULE, take signed webhooks, send alerts; health and metrics on PORT.',
     )
     .action(async () => {
-      const config = loadCliConfig();
+      const config = loadCliConfig(undefined, 'serve');
       const logger = createCliLogger(config);
       const { runServeCommand } = await import('./serve/command.ts');
       process.exitCode = await runServeCommand(config, logger);
@@ -223,7 +217,7 @@ function buildProgram(): Command {
         .argParser(integerOption('--limit', 1, 100_000)),
     )
     .action(async (options: { pending?: boolean; limit: number }) => {
-      const config = loadCliConfig();
+      const config = loadCliConfig(undefined, 'alerts');
       const { runAlertsCommand } = await import('./alerts/alerts-command.ts');
       process.exitCode = await runAlertsCommand(config, options);
     });
@@ -234,7 +228,7 @@ function buildProgram(): Command {
       'Show the whole product on this machine: a sandbox, an embedded warehouse, a report.',
     )
     .action(async () => {
-      const config = loadCliConfig();
+      const config = loadCliConfig(undefined, 'demo');
       const logger = createCliLogger(config);
       const { runDemoCommand } = await import('./demo.ts');
       process.exitCode = await runDemoCommand(config, logger);
@@ -256,7 +250,7 @@ function buildProgram(): Command {
       'Print the effective configuration and where each value comes from (secrets masked).',
     )
     .action(async () => {
-      const config = loadCliConfig(() => {}); // its warnings are part of the output
+      const config = loadCliConfig(() => {}, 'config'); // its warnings are part of the output
       const { renderConfig } = await import('./config-command.ts');
       process.stdout.write(renderConfig(config));
     });
@@ -270,7 +264,7 @@ function buildProgram(): Command {
         .argParser(integerOption('--limit', 1, 10_000)),
     )
     .action(async (options: { limit: number }) => {
-      const config = loadCliConfig();
+      const config = loadCliConfig(undefined, 'runs');
       const { openConfiguredWarehouse, requireCurrentSchema } = await import('./warehouse/open.ts');
       const { readRecentRuns, renderRuns } = await import('./sync/runs-command.ts');
       const warehouse = await openConfiguredWarehouse(config, 'read');
@@ -290,102 +284,16 @@ function buildProgram(): Command {
   return program;
 }
 
-const LOGGING: ConfigVariable[] = ['LOG_LEVEL'];
-const DATABASE_LIMITS: ConfigVariable[] = [
-  'DATABASE_CONNECT_TIMEOUT_MS',
-  'DATABASE_STATEMENT_TIMEOUT_MS',
-  'DATABASE_LOCK_TIMEOUT_MS',
-];
-const SYNC_LIMITS: ConfigVariable[] = [
-  'SYNC_CONCURRENCY',
-  'SYNC_ACCOUNT_CONCURRENCY',
-  'SYNC_REQUESTS_PER_SECOND',
-  'LISTINGS_MAX_BODY_BYTES',
-  'LISTINGS_REQUEST_TIMEOUT_SECONDS',
-  'LISTINGS_MAX_KEYWORDS_PER_BUSINESS',
-  'LISTINGS_MAX_SITES_PER_KEYWORD',
-  'LISTINGS_MAX_REVIEWS_PER_ANSWER',
-  'LISTINGS_MAX_LISTINGS_PER_ANSWER',
-];
-const ALERT_SINKS: ConfigVariable[] = [
-  'ALERT_WEBHOOK_URL',
-  'ALERT_WEBHOOK_SECRET',
-  'ALERT_SLACK_WEBHOOK_URL',
-  'ALERT_SINK_TIMEOUT_SECONDS',
-  'ALERT_RULES_FILE',
-];
-
-/** The variables each command reads, listed under its `--help` (subcommands inherit). */
-export const COMMAND_VARIABLES: Record<string, ConfigVariable[]> = {
-  sandbox: LOGGING,
-  migrate: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS, ...LOGGING],
-  sync: [
-    ...WAREHOUSE_VARIABLES,
-    ...DATABASE_LIMITS,
-    ...CREDENTIAL_VARIABLES,
-    ...SYNC_LIMITS,
-    ...ALERT_SINKS,
-    'ALERT_SYNC_DELIVERY_SECONDS',
-    ...LOGGING,
-  ],
-  serve: [
-    ...WAREHOUSE_VARIABLES,
-    ...DATABASE_LIMITS,
-    ...CREDENTIAL_VARIABLES,
-    'SYNC_SCHEDULE',
-    'SYNC_TIMEZONE',
-    ...SYNC_LIMITS,
-    'WEBHOOK_SECRET',
-    'WEBHOOK_BODY_LIMIT_BYTES',
-    'WEBHOOK_REQUEST_TIMEOUT_MS',
-    'WEBHOOK_MAX_CONNECTIONS',
-    ...ALERT_SINKS,
-    'ALERT_DISPATCH_INTERVAL_SECONDS',
-    'PORT',
-    ...LOGGING,
-  ],
-  alerts: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS, ...ALERT_SINKS],
-  demo: ['DATABASE_URL', ...SYNC_LIMITS, ...LOGGING],
-  // check validates the whole configuration, the rules file included.
-  check: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS, ...CREDENTIAL_VARIABLES, 'ALERT_RULES_FILE'],
-  config: [],
-  runs: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS],
-  report: [...WAREHOUSE_VARIABLES, ...DATABASE_LIMITS],
-  // A write re-syncs its business, which raises alerts under the rules file.
-  api: [
-    ...WAREHOUSE_VARIABLES,
-    ...DATABASE_LIMITS,
-    ...CREDENTIAL_VARIABLES,
-    ...SYNC_LIMITS,
-    'ALERT_RULES_FILE',
-    ...LOGGING,
-  ],
-  keywords: [
-    ...WAREHOUSE_VARIABLES,
-    ...DATABASE_LIMITS,
-    ...CREDENTIAL_VARIABLES,
-    ...SYNC_LIMITS,
-    'ALERT_RULES_FILE',
-    ...LOGGING,
-  ],
-};
-
+/** Each command's `--help` lists the variables it reads (src/config/settings.ts; subcommands inherit). */
 function addEnvironmentHelp(program: Command): void {
-  const visit = (command: Command, variables: ConfigVariable[]) => {
-    command.addHelpText(
-      'after',
-      variables.length
-        ? environmentHelp(variables)
-        : '\nEnvironment: every variable listings-sync knows (the output lists them).\n',
-    );
-    for (const sub of command.commands) visit(sub, variables);
+  const visit = (command: Command, help: string) => {
+    command.addHelpText('after', help);
+    for (const sub of command.commands) visit(sub, help);
   };
-  for (const command of program.commands) {
-    visit(command, COMMAND_VARIABLES[command.name()] ?? []);
-  }
+  for (const command of program.commands) visit(command, environmentHelp(command.name()));
   program.addHelpText(
     'after',
-    `${environmentHelp(CONFIG_VARIABLES)}\n\`listings-sync config\` shows each one's value and where it came from.\n`,
+    `${environmentHelp()}\n\`listings-sync config\` shows each one's value and where it came from.\n`,
   );
 }
 

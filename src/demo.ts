@@ -15,7 +15,7 @@ import { LISTING_INACCURATE } from './alerts/kinds.ts';
 import { digestMessages } from './alerts/messages.ts';
 import { alertsOfRuns } from './alerts/outbox.ts';
 import { createConfiguredApiClient } from './api/client.ts';
-import { type Config, DEMO_PGLITE_DATA_DIR } from './config.ts';
+import { type Config, DEMO_PGLITE_DATA_DIR } from './config/index.ts';
 import { type Logger, redactText } from './log.ts';
 import { writeReport } from './report/write-report.ts';
 import { startSandbox } from './sandbox/server.ts';

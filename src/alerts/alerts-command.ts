@@ -3,7 +3,7 @@
  * business id and name, what changed, when, and per configured sink whether it took the
  * alert (`slack: sent`, `webhook: pending`), with the attempts and the last error.
  */
-import type { Config } from '../config.ts';
+import type { Config } from '../config/index.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../warehouse/open.ts';
 import { oneLine, whatChanged } from './messages.ts';
 import { type AlertForDelivery, recentAlerts } from './outbox.ts';

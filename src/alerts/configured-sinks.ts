@@ -1,5 +1,5 @@
 /** The sinks the configuration names, in the modes the rules file chooses. */
-import { type Config, ConfigError } from '../config.ts';
+import { type Config, ConfigError } from '../config/index.ts';
 import type { AlertSink } from './sinks.ts';
 import { slackSink } from './slack-sink.ts';
 import { jsonWebhookSink } from './webhook-sink.ts';

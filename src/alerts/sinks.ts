@@ -4,6 +4,7 @@
  * says; the dispatcher groups, the sink renders and posts. A sink resolves when the
  * receiver answered 2xx and throws otherwise.
  */
+import { DEFAULTS } from '../config/index.ts';
 import type { AlertForDelivery } from './outbox.ts';
 
 export type SinkName = 'slack' | 'webhook';
@@ -15,5 +16,5 @@ export interface AlertSink {
   send(alerts: readonly AlertForDelivery[], signal?: AbortSignal): Promise<void>;
 }
 
-/** 10 s: long enough for Slack on a bad day, short enough to move on. */
-export const DEFAULT_SINK_TIMEOUT_MS = 10_000;
+/** ALERT_SINK_TIMEOUT_SECONDS's default, 10 s (why: src/config/settings.ts). */
+export const DEFAULT_SINK_TIMEOUT_MS = DEFAULTS.alertSinkTimeoutMs;

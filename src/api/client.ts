@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { Pool } from 'undici';
 import { ZodError } from 'zod';
-import type { Config } from '../config.ts';
+import { type Config, DEFAULTS } from '../config/index.ts';
 import { type Logger, REDACTED, redactText, silentLogger } from '../log.ts';
 import { type AnswerBounds, AnswerOverBound, resolveAnswerBounds } from './bounds.ts';
 import {
@@ -85,19 +85,16 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-const DEFAULT_CONCURRENCY = 16;
-const DEFAULT_ACCOUNT_CONCURRENCY = 8;
+// The settings' defaults (SYNC_CONCURRENCY, SYNC_ACCOUNT_CONCURRENCY; src/config/settings.ts).
+const DEFAULT_CONCURRENCY = DEFAULTS.syncConcurrency;
+const DEFAULT_ACCOUNT_CONCURRENCY = DEFAULTS.syncAccountConcurrency;
 // Upstream reads are small JSON documents; 10 s to connect and 30 s to answer are generous
 // for a healthy upstream and short enough that a hung socket cannot stall a nightly run.
 const DEFAULT_TIMEOUTS = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000 };
-/**
- * 16 MiB: the largest real read (a business's reviews or listings) is tens of kilobytes,
- * so this is generous, and a few such bodies in flight still fit the 256 MB heap the CLI
- * runs with (a body is held as text and then parsed, about 3-5x its size in memory).
- */
-export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
-/** Two minutes: real reads take well under a second, and the run must end. */
-export const DEFAULT_REQUEST_TIMEOUT_MS = 120_000;
+/** LISTINGS_MAX_BODY_BYTES's default, 16 MiB (why: src/config/settings.ts). */
+export const DEFAULT_MAX_BODY_BYTES = DEFAULTS.upstreamMaxBodyBytes;
+/** LISTINGS_REQUEST_TIMEOUT_SECONDS's default, two minutes (why: src/config/settings.ts). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = DEFAULTS.upstreamRequestTimeoutMs;
 // Keep idle sockets for a while: a sync fires bursts of requests at one origin.
 const KEEP_ALIVE_MS = 10_000;
 /** Upstream body text quoted in errors is cut to this length. */

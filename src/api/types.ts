@@ -15,7 +15,7 @@
  * - rejected record: an element of a list payload that failed its schema; kept with its
  *   reason so the sync can quarantine it while its siblings load.
  */
-export type { Credential } from '../config.ts';
+export type { Credential } from '../config/index.ts';
 
 export interface BusinessSummary {
   id: number;

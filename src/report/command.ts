@@ -42,7 +42,7 @@ export function registerReportCommand(program: Command): void {
         .argParser(wholeNumber('--days', 1, 3660)),
     )
     .action(async (options: ReportCommandOptions) => {
-      const config = loadCliConfig();
+      const config = loadCliConfig(undefined, 'report');
       const { openConfiguredWarehouse, requireCurrentSchema } = await import(
         '../warehouse/open.ts'
       );

@@ -4,7 +4,7 @@
  * flight), close the pools, flush the log and exit 0. A second signal exits at once.
  */
 import { createConfiguredApiClient } from '../api/client.ts';
-import { type Config, requireWebhookSecrets } from '../config.ts';
+import { type Config, requireWebhookSecrets } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import { openConfiguredWarehouse } from '../warehouse/open.ts';
 import { startServe } from './server.ts';

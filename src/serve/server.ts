@@ -19,7 +19,7 @@ import type { AlertSink } from '../alerts/sinks.ts';
 import { raiseSyncHealthAlerts } from '../alerts/sync-health.ts';
 import type { ApiClient } from '../api/index.ts';
 import type { Credential } from '../api/types.ts';
-import { type Config, requireCredentials, requireWebhookSecrets } from '../config.ts';
+import { type Config, requireCredentials, requireWebhookSecrets } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import { syncOptionsFromConfig } from '../sync/options.ts';
 import { runSync, SyncLockedError } from '../sync/run.ts';

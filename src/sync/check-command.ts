@@ -6,7 +6,7 @@
  * reported, not created), and exits 1 on any failure.
  */
 import { createApiClient, listCountries } from '../api/index.ts';
-import { type Config, ConfigError, loadConfig } from '../config.ts';
+import { type Config, ConfigError, loadConfig } from '../config/index.ts';
 import { redactText, silentLogger } from '../log.ts';
 import { pendingMigrations } from '../warehouse/migrate.ts';
 import { openConfiguredWarehouse, resolveWarehouse } from '../warehouse/open.ts';
@@ -23,7 +23,9 @@ export interface CheckRow {
 /** A check must answer quickly: 10 s per credential, and no retries beyond two attempts. */
 const CHECK_TIMEOUT_MS = 10_000;
 
-export async function runChecks(load: () => Config = () => loadConfig()): Promise<CheckRow[]> {
+export async function runChecks(
+  load: () => Config = () => loadConfig(undefined, { command: 'check' }),
+): Promise<CheckRow[]> {
   let config: Config;
   try {
     config = load();
@@ -38,7 +40,8 @@ export async function runChecks(load: () => Config = () => loadConfig()): Promis
   const rows: CheckRow[] = [
     {
       check: 'configuration',
-      ok: true,
+      // A misspelt setting fails the check even where no command would fall back on it.
+      ok: config.misspellings.length === 0,
       detail: config.warnings.length ? config.warnings.join(' ') : 'valid',
     },
   ];

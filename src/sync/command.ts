@@ -3,7 +3,7 @@
 import { alertSinksFromConfig } from '../alerts/configured-sinks.ts';
 import { createAlertDispatcher } from '../alerts/dispatcher.ts';
 import { createConfiguredApiClient } from '../api/client.ts';
-import { type Config, ConfigError, type Credential, requireCredentials } from '../config.ts';
+import { type Config, ConfigError, type Credential, requireCredentials } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../warehouse/open.ts';
 import { STREAMS, type Stream, syncOptionsFromConfig } from './options.ts';

@@ -2,7 +2,7 @@
 import type { AlertRules } from '../alerts/rules.ts';
 import type { ApiClient } from '../api/index.ts';
 import type { Credential } from '../api/types.ts';
-import type { Config } from '../config.ts';
+import { type Config, DEFAULTS } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
 import type { Shard } from './shard.ts';
@@ -18,9 +18,12 @@ export const STREAMS = [
 ] as const;
 export type Stream = (typeof STREAMS)[number];
 
-/** Defaults of `businessConcurrency` and `overallBusinessConcurrency`. */
-export const DEFAULT_BUSINESS_CONCURRENCY = 8;
-export const DEFAULT_OVERALL_BUSINESS_CONCURRENCY = 16;
+/**
+ * Defaults of `businessConcurrency` and `overallBusinessConcurrency`: those of
+ * SYNC_ACCOUNT_CONCURRENCY and SYNC_CONCURRENCY, which set both (docs/operations.md).
+ */
+export const DEFAULT_BUSINESS_CONCURRENCY = DEFAULTS.syncAccountConcurrency;
+export const DEFAULT_OVERALL_BUSINESS_CONCURRENCY = DEFAULTS.syncConcurrency;
 
 export interface SyncProgress {
   accountsTotal: number;

@@ -13,6 +13,7 @@ import net from 'node:net';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { DEFAULTS } from '../config/index.ts';
 import { redactUrl, withoutDatabaseUrl } from '../log.ts';
 import type { Database } from './database.ts';
 import { lockDataDir } from './pglite-lock.ts';
@@ -60,11 +61,11 @@ export interface DatabaseTimeouts {
   lockMs: number;
 }
 
-// The values the configuration defaults to (src/config.ts).
+// The values the configuration defaults to (src/config/settings.ts).
 export const DEFAULT_DATABASE_TIMEOUTS: Readonly<DatabaseTimeouts> = Object.freeze({
-  connectMs: 10_000,
-  statementMs: 60_000,
-  lockMs: 10_000,
+  connectMs: DEFAULTS.databaseConnectTimeoutMs,
+  statementMs: DEFAULTS.databaseStatementTimeoutMs,
+  lockMs: DEFAULTS.databaseLockTimeoutMs,
 });
 
 /**

@@ -7,7 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Config, DEMO_PGLITE_DATA_DIR } from '../config.ts';
+import { type Config, DEMO_PGLITE_DATA_DIR } from '../config/index.ts';
 import { redactDatabaseUrlIn, redactUrl, withoutDatabaseUrl } from '../log.ts';
 import {
   type DatabaseTimeouts,

@@ -13,7 +13,7 @@ import { createConfiguredApiClient } from '../api/client.ts';
 import { ApiError, type ApiErrorCode } from '../api/errors.ts';
 import type { ApiClient } from '../api/index.ts';
 import { loadCliConfig } from '../cli-config.ts';
-import { type Config, ConfigError, type Credential, requireCredentials } from '../config.ts';
+import { type Config, ConfigError, type Credential, requireCredentials } from '../config/index.ts';
 import { createLogger, type Logger, redactText } from '../log.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../warehouse/open.ts';
@@ -53,8 +53,9 @@ async function readAllStdin(): Promise<string> {
 
 export function defaultWorkflowIo(): WorkflowIo {
   return {
-    // With the misspelt-variable warnings every command prints (src/cli-config.ts).
-    loadConfig: () => loadCliConfig(),
+    // With the misspelt-variable warnings every command prints (src/config/).
+    // `api` and `keywords` read the same settings (src/config/settings.ts).
+    loadConfig: () => loadCliConfig(undefined, 'api'),
     openWarehouse: (config) => openConfiguredWarehouse(config),
     createApi: (config, logger) => createConfiguredApiClient(config, logger),
     // These commands answer a person on stdout and stderr; the re-sync's info lines would

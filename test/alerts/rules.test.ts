@@ -13,7 +13,7 @@ import {
   loadAlertRulesFile,
   parseAlertRules,
 } from '../../src/alerts/rules.ts';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/index.ts';
 import { runCli } from '../helpers/cli.ts';
 
 function file(name: string, text: string): string {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ApiClient } from '../../src/api/index.ts';
-import type { Credential } from '../../src/config.ts';
+import type { Credential } from '../../src/config/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { type RunningServe, startServe } from '../../src/serve/server.ts';
 import { emptySyncRunStats, finishSyncRun, startSyncRun } from '../../src/warehouse/sync-runs.ts';

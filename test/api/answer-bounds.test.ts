@@ -19,7 +19,7 @@ import {
 } from '../../src/api/index.ts';
 import { rankingEntrySchema, reviewSchema } from '../../src/api/schemas.ts';
 import type { Credential } from '../../src/api/types.ts';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { runSync } from '../../src/sync/run.ts';

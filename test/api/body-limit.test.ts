@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createConfiguredApiClient } from '../../src/api/client.ts';
 import { ApiError, createApiClient, listBusinesses } from '../../src/api/index.ts';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/index.ts';
 import { memoryLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { runSync } from '../../src/sync/run.ts';

@@ -10,7 +10,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
@@ -108,11 +108,42 @@ describe('a fresh directory with no demo', () => {
   });
 
   it('a misspelt variable is warned about, naming the one it resembles', async () => {
-    const run = await cli(['report'], dir, { DATABSE_URL: 'postgres://u:hunter2@db/w' });
+    // `report` does not read PORT: the typo changes nothing it does, so it only warns.
+    const run = await cli(['report'], dir, { PROT: '9000' });
     expect(run.stderr).toContain(
-      'listings-sync: warning: DATABSE_URL is set, but listings-sync reads no such variable: did you mean DATABASE_URL? (DATABASE_URL is not set, so its default applies)',
+      'listings-sync: warning: PROT is set, but listings-sync reads no such variable: did you mean PORT? (PORT is not set, so its default applies)',
+    );
+  });
+
+  it('a misspelt variable that would leave the command on a default stops it, naming both', async () => {
+    const run = await cli(['report'], dir, { DATABSE_URL: 'postgres://u:hunter2@db/w' });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      'listings-sync: DATABSE_URL is set, but listings-sync reads no such variable: did you mean DATABASE_URL? `report` reads DATABASE_URL, which is not set, so it would run on its default',
     );
     expect(run.stderr).not.toContain('hunter2');
+
+    // `sync` would have written to the embedded warehouse: it creates none.
+    const fresh = await mkdtemp(join(tmpdir(), 'first-hour-typo-'));
+    try {
+      const sync = await cli(['sync'], fresh, {
+        DATABSE_URL: 'postgres://u:hunter2@db/w',
+        LISTINGS_BASE_URL: 'http://127.0.0.1:9',
+        LISTINGS_AUTH_TOKEN: 't',
+        LISTINGS_USER_EMAIL: 'a@b.c',
+      });
+      expect(sync.code).toBe(1);
+      expect(sync.stderr).toContain('did you mean DATABASE_URL? `sync` reads DATABASE_URL');
+      expect(existsSync(join(fresh, '.data'))).toBe(false);
+
+      // `config` still prints, the warning among its lines.
+      const config = await cli(['config'], fresh, { DATABSE_URL: 'postgres://u:hunter2@db/w' });
+      expect(config.code).toBe(0);
+      expect(config.stdout).toContain('warning: DATABSE_URL is set');
+      expect(config.stdout).not.toContain('hunter2');
+    } finally {
+      await rm(fresh, { recursive: true, force: true });
+    }
   });
 
   it('`config` shows each value and its source, secrets masked', async () => {

@@ -1,6 +1,6 @@
 /** Where each setting came from, and the variables that look like a misspelt setting. */
 import { describe, expect, it } from 'vitest';
-import { loadConfig, misspeltVariables } from '../../src/config.ts';
+import { loadConfig, misspeltVariables } from '../../src/config/index.ts';
 
 describe('misspelt settings', () => {
   it('finds names within an edit or two of a setting, in any case', () => {

@@ -5,7 +5,7 @@
  * ALERT_RULES_FILE, and `check` validates that file: their help must say so.
  */
 import { describe, expect, it } from 'vitest';
-import { COMMAND_VARIABLES } from '../../src/cli.ts';
+import { commandVariables } from '../../src/config/index.ts';
 
 const OPENS_CONFIGURED_WAREHOUSE = [
   'migrate',
@@ -23,7 +23,7 @@ const READ_ALERT_RULES = ['sync', 'serve', 'api', 'keywords', 'check'];
 
 describe('variables under each command’s --help', () => {
   it.each(OPENS_CONFIGURED_WAREHOUSE)('%s lists the database timeouts', (command) => {
-    expect(COMMAND_VARIABLES[command]).toEqual(
+    expect(commandVariables(command)).toEqual(
       expect.arrayContaining([
         'DATABASE_URL',
         'DATABASE_CONNECT_TIMEOUT_MS',
@@ -34,6 +34,6 @@ describe('variables under each command’s --help', () => {
   });
 
   it.each(READ_ALERT_RULES)('%s lists ALERT_RULES_FILE', (command) => {
-    expect(COMMAND_VARIABLES[command]).toContain('ALERT_RULES_FILE');
+    expect(commandVariables(command)).toContain('ALERT_RULES_FILE');
   });
 });

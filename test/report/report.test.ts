@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { legendRows, rankChart, siteColors } from '../../src/report/charts.ts';

@@ -4,7 +4,7 @@
  * server under test, honestly: its connections are refused), polling, and Prometheus text.
  */
 import net from 'node:net';
-import { type Config, loadConfig } from '../../src/config.ts';
+import { type Config, loadConfig } from '../../src/config/index.ts';
 
 export function serveConfig(env: Record<string, string> = {}): Config {
   return loadConfig({ WEBHOOK_SECRET: 'test-secret', LOG_LEVEL: 'silent', ...env });

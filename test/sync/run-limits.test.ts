@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/index.ts';
 import type { Credential } from '../../src/api/types.ts';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/index.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { poolOf } from '../../src/warehouse/connection.ts';
 import { openConfiguredWarehouse } from '../../src/warehouse/open.ts';

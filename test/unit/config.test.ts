@@ -7,7 +7,7 @@ import {
   loadConfig,
   requireCredentials,
   requireWebhookSecrets,
-} from '../../src/config.ts';
+} from '../../src/config/index.ts';
 
 const TOKEN = 'tok_SECRET_1234567890';
 
@@ -139,6 +139,48 @@ describe('loadConfig', () => {
     const message = errorOf(() => loadConfig({ LISTINGS_CREDENTIALS_FILE: file })).message;
     expect(message).toContain('is not valid JSON');
     expect(message).not.toContain(TOKEN);
+  });
+
+  it('places a JSON syntax error by line and column, quoting the line with values masked', () => {
+    const file = credentialsFile(
+      [
+        '[',
+        '  { "name": "east", "baseUrl": "https://api.example.com", "authToken": "' +
+          TOKEN +
+          '" "userEmail": "a@b.c" }',
+        ']',
+      ].join('\n'),
+    );
+    const message = errorOf(() => loadConfig({ LISTINGS_CREDENTIALS_FILE: file })).message;
+    const column = 73 + TOKEN.length + 2;
+    expect(message.split('\n')[0]).toBe(
+      `LISTINGS_CREDENTIALS_FILE "${file}" is not valid JSON: line 2, column ${column}, ` +
+        'in: { "name": "east", "baseUrl": "https://api.example.com", "authToken": "…" "userEmail": "a@b.c" }',
+    );
+    expect(message).not.toContain(TOKEN);
+
+    // A token left unquoted, or unterminated, is masked too.
+    for (const line of [`{"authToken": ${TOKEN}}`, `{"authToken": "${TOKEN}`, `"${TOKEN}" x`]) {
+      const bad = credentialsFile(`[\n${line}\n`);
+      const text = errorOf(() => loadConfig({ LISTINGS_CREDENTIALS_FILE: bad })).message;
+      expect(text).toMatch(/is not valid JSON: line 2, column \d+, in: /);
+      expect(text).not.toContain(TOKEN);
+      expect(text).not.toContain(TOKEN.slice(0, 10));
+    }
+    // A long line is cut around the error, still masked.
+    const long = credentialsFile(
+      `[${'{"name": "n", "authToken": "t"}, '.repeat(6)}{"name": "east", "authToken": "${TOKEN}",, "x": 1}]`,
+    );
+    const cut = errorOf(() => loadConfig({ LISTINGS_CREDENTIALS_FILE: long })).message;
+    const excerpt = cut.split('\n')[0]?.split(', in: ')[1] ?? '';
+    expect(excerpt).toMatch(/^….*"authToken": "…",, "x": 1}]$/);
+    expect(excerpt.length).toBeLessThanOrEqual(101);
+    expect(cut).not.toContain(TOKEN);
+    // An early end is placed at the end.
+    const early = credentialsFile('[{"name": "east"');
+    expect(errorOf(() => loadConfig({ LISTINGS_CREDENTIALS_FILE: early })).message).toContain(
+      'is not valid JSON: line 1, column 17, in: [{"name": "east"',
+    );
   });
 
   it('refuses both ways of giving credentials at once', () => {

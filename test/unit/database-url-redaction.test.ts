@@ -4,7 +4,7 @@
  * attached to them.
  */
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/index.ts';
 import { redactSecrets, redactText, redactUrl } from '../../src/log.ts';
 import { describeWarehouse, openConfiguredWarehouse } from '../../src/warehouse/open.ts';
 import { runCli } from '../helpers/cli.ts';

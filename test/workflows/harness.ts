@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { createApiClient } from '../../src/api/index.ts';
 import type { Credential } from '../../src/api/types.ts';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
 import type { WorkflowIo } from '../../src/workflows/command-context.ts';

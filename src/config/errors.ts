@@ -1,0 +1,8 @@
+/** A configuration that cannot be used: the message is a full sentence naming the variable. */
+export class ConfigError extends Error {
+  readonly code = 'CONFIG_INVALID';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ConfigError';
+  }
+}

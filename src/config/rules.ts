@@ -1,0 +1,199 @@
+/**
+ * The zod rules a setting's value follows, each with its default, so that the two are
+ * written once: a rule turns the environment's text (or its absence) into the value the
+ * code reads. Messages are full sentences naming the variable.
+ */
+import { validate as isValidCron } from 'node-cron';
+import { z } from 'zod';
+
+/** What a setting's entry takes from its rule: the schema, the default, how both read. */
+export interface RuleParts<T> {
+  /** The schema of the variable called `name`: environment text (or undefined) to value. */
+  rule: (name: string) => z.ZodType<T, string | undefined>;
+  /** The default as it would be written in the environment; undefined: none (unset). */
+  default: number | string | undefined;
+  /** The default as `--help` and docs/operations.md show it. */
+  defaultText?: string;
+  /** The value as `listings-sync config` prints it (String() otherwise). */
+  show?: (value: T) => string;
+}
+
+function trimmed(value: string | undefined): string | undefined {
+  return value?.trim() ? value.trim() : undefined;
+}
+
+export function httpUrl(what: string) {
+  return z.string().superRefine((value, ctx) => {
+    const url = URL.parse(value);
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      ctx.addIssue({ code: 'custom', message: `${what} must be an http:// or https:// URL` });
+    }
+  });
+}
+
+/** A whole number from `min` to `max`. */
+export function integer(options: {
+  default: number;
+  min: number;
+  max: number;
+  defaultText?: string;
+}): RuleParts<number> {
+  const { min, max } = options;
+  return {
+    default: options.default,
+    defaultText: options.defaultText ?? String(options.default),
+    rule: (name) =>
+      z
+        .string()
+        .optional()
+        .transform((value, ctx) => {
+          if (value === undefined || value.trim() === '') return options.default;
+          const parsed = Number(value);
+          if (!Number.isInteger(parsed) || parsed < min || parsed > max) {
+            ctx.addIssue({
+              code: 'custom',
+              message: `${name} must be a whole number from ${min} to ${max} (got "${value}")`,
+            });
+            return z.NEVER;
+          }
+          return parsed;
+        }),
+  };
+}
+
+/** A whole number of seconds in the environment, milliseconds in the code. */
+export function seconds(options: { default: number; min: number; max: number }): RuleParts<number> {
+  const parts = integer(options);
+  return {
+    ...parts,
+    rule: (name) => parts.rule(name).transform((value) => value * 1000),
+    show: (ms) => String(ms / 1000),
+  };
+}
+
+/** Free text; `fallback` when unset or blank. */
+export function text(fallback: string, defaultText = fallback): RuleParts<string> {
+  return {
+    default: fallback,
+    defaultText,
+    rule: () =>
+      z
+        .string()
+        .optional()
+        .transform((value) => trimmed(value) ?? fallback),
+  };
+}
+
+/** Free text with no default: undefined when unset or blank. */
+export function optionalText(defaultText?: string): RuleParts<string | undefined> {
+  return {
+    default: undefined,
+    ...(defaultText ? { defaultText } : {}),
+    rule: () => z.string().optional().transform(trimmed),
+  };
+}
+
+/** An http(s) URL, or undefined when unset. */
+export function optionalUrl(defaultText?: string): RuleParts<string | undefined> {
+  return {
+    default: undefined,
+    ...(defaultText ? { defaultText } : {}),
+    rule: (name) => z.string().optional().transform(trimmed).pipe(httpUrl(name).optional()),
+  };
+}
+
+/** A postgres:// URL, or undefined when unset. */
+export function postgresUrl(defaultText: string): RuleParts<string | undefined> {
+  return {
+    default: undefined,
+    defaultText,
+    rule: (name) =>
+      z
+        .string()
+        .optional()
+        .transform(trimmed)
+        .refine((value) => value === undefined || /^postgres(ql)?:\/\//.test(value), {
+          message: `${name} must start with postgres:// or postgresql://`,
+        }),
+  };
+}
+
+/** Comma-separated values (blank ones dropped); empty when unset. */
+export function list(): RuleParts<readonly string[]> {
+  return {
+    default: undefined,
+    rule: () =>
+      z
+        .string()
+        .optional()
+        .transform((value) =>
+          Object.freeze(
+            (value ?? '')
+              .split(',')
+              .map((item) => item.trim())
+              .filter(Boolean),
+          ),
+        ),
+  };
+}
+
+/** One of `values` (case aside). */
+export function oneOf<const V extends readonly [string, ...string[]]>(
+  values: V,
+  fallback: V[number],
+): RuleParts<V[number]> {
+  return {
+    default: fallback,
+    defaultText: fallback,
+    rule: (name) =>
+      z
+        .string()
+        .optional()
+        .transform((value) => trimmed(value)?.toLowerCase() ?? fallback)
+        .pipe(z.enum(values, { error: `${name} must be one of ${values.join(', ')}` })),
+  };
+}
+
+/** A cron expression of 5 or 6 fields, or `off`. */
+export function cron(fallback: string): RuleParts<string> {
+  return {
+    default: fallback,
+    defaultText: fallback,
+    rule: (name) =>
+      z
+        .string()
+        .optional()
+        .transform((value) => trimmed(value) ?? fallback)
+        .transform((value) => (value.toLowerCase() === 'off' ? 'off' : value))
+        .refine(
+          (value) => value === 'off' || (/^(\S+\s+){4,5}\S+$/.test(value) && isValidCron(value)),
+          {
+            message: `${name} must be a cron expression of 5 or 6 fields, such as "0 3 * * *", or "off"`,
+          },
+        ),
+  };
+}
+
+/** An IANA time zone. */
+export function timeZone(fallback: string): RuleParts<string> {
+  return {
+    default: fallback,
+    defaultText: fallback,
+    rule: (name) =>
+      z
+        .string()
+        .optional()
+        .transform((value) => trimmed(value) ?? fallback)
+        .refine(
+          (value) => {
+            try {
+              new Intl.DateTimeFormat('en-US', { timeZone: value });
+              return true;
+            } catch {
+              return false;
+            }
+          },
+          { message: `${name} must be an IANA time zone such as "UTC" or "Europe/Berlin"` },
+        ),
+  };
+}

@@ -1,0 +1,400 @@
+/**
+ * The table of settings: every environment variable listings-sync reads, once, with its
+ * rule and default, its meaning, whether it is a secret, and the commands that read it.
+ * The environment schema, the `Config` object, `listings-sync config`, every `--help`
+ * "Environment:" block and the table in docs/operations.md ("Configuration") derive
+ * from it. A new setting is one entry here.
+ */
+import type { z } from 'zod';
+import {
+  cron,
+  integer,
+  list,
+  oneOf,
+  optionalText,
+  optionalUrl,
+  postgresUrl,
+  type RuleParts,
+  seconds,
+  text,
+  timeZone,
+} from './rules.ts';
+
+/** The top-level commands a setting may be read by (`config` reads every one). */
+export const COMMANDS = [
+  'sandbox',
+  'migrate',
+  'sync',
+  'serve',
+  'alerts',
+  'demo',
+  'check',
+  'config',
+  'runs',
+  'report',
+  'api',
+  'keywords',
+  'replay',
+  'raw',
+] as const;
+export type CommandName = (typeof COMMANDS)[number];
+
+/**
+ * How `listings-sync config` shows a secret: `whole` as `[set, N characters]`,
+ * `list` as `[N secret(s) set]`, `url-path` as the origin alone (Slack carries its
+ * secret in the path), `url-password` with the userinfo password replaced.
+ */
+export type Masking = 'whole' | 'list' | 'url-path' | 'url-password';
+
+export interface Setting {
+  /** The `Config` field holding the parsed value; null when loadConfig derives it (credentials). */
+  field: string | null;
+  /** The schema of the variable called `name` (src/config/rules.ts). */
+  rule: (name: string) => z.ZodType;
+  /** As written in the environment; undefined: unset by default. */
+  default: number | string | undefined;
+  defaultText?: string;
+  /** One line, for `--help`. */
+  meaning: string;
+  /** The longer text of docs/operations.md, where the line is not enough. */
+  doc?: string;
+  secret?: Masking;
+  commands: readonly CommandName[];
+  show?: (value: never) => string;
+}
+
+/** Everything that opens the configured warehouse (src/warehouse/open.ts). */
+const WAREHOUSE: readonly CommandName[] = [
+  'migrate',
+  'sync',
+  'serve',
+  'alerts',
+  'check',
+  'runs',
+  'report',
+  'api',
+  'keywords',
+  'replay',
+  'raw',
+];
+/** Everything that calls the upstream with the configured credentials. */
+const CREDENTIALS: readonly CommandName[] = ['sync', 'serve', 'check', 'api', 'keywords'];
+/** Everything that runs a sync (the demo runs one against its own sandbox). */
+const SYNCS: readonly CommandName[] = ['sync', 'serve', 'demo', 'api', 'keywords'];
+/** Everything that sends alerts to the sinks. */
+const SENDS_ALERTS: readonly CommandName[] = ['sync', 'serve', 'alerts'];
+/** Everything that raises alerts under the rules, and `check`, which validates the file. */
+const RAISES_ALERTS: readonly CommandName[] = [
+  'sync',
+  'serve',
+  'alerts',
+  'check',
+  'api',
+  'keywords',
+  'replay',
+];
+const LOGS: readonly CommandName[] = [
+  'sandbox',
+  'migrate',
+  'sync',
+  'serve',
+  'demo',
+  'api',
+  'keywords',
+  'replay',
+];
+
+const syncRequestsPerSecond: RuleParts<number | undefined> = (() => {
+  const parts = integer({ default: 0, min: 0, max: 100_000, defaultText: '0: none' });
+  return {
+    ...parts,
+    rule: (name: string) => parts.rule(name).transform((value) => value || undefined),
+    show: (value: number | undefined) => (value === undefined ? '0 (no cap)' : String(value)),
+  };
+})();
+
+export const SETTINGS = {
+  DATABASE_URL: {
+    ...postgresUrl('unset: the embedded PGlite in PGLITE_DATA_DIR'),
+    field: 'databaseUrl',
+    meaning: 'postgres:// URL of the warehouse',
+    doc: '`postgres://` URL of the warehouse; its password is never printed (a password with an unencoded `/`, `#`, `?` or `@` makes the URL unparseable: then no part of it is printed; percent-encode them)',
+    secret: 'url-password',
+    commands: [...WAREHOUSE, 'demo'],
+    show: (value: string | undefined) => value ?? '(unset: embedded PGlite)',
+  },
+  PGLITE_DATA_DIR: {
+    ...text('./.data/pglite'),
+    field: 'pgliteDataDir',
+    meaning: 'where the embedded database lives',
+    doc: 'where the embedded database lives; one process at a time (the pid file `.listings-sync.pid`, created atomically, guards it; one left by a dead process is taken over by exactly one newcomer; run side-by-side commands against PostgreSQL)',
+    commands: WAREHOUSE,
+  },
+  LISTINGS_CREDENTIALS_FILE: {
+    ...optionalText(),
+    field: null,
+    meaning: 'JSON file of credentials [{name, baseUrl, authToken, userEmail}]',
+    doc: 'JSON array of `{name, baseUrl, authToken, userEmail}`; `baseUrl` is everything before `/api/v2`, with no query or fragment (refused: the token goes in `authToken`). Two credentials with the same base URL and e-mail (one account under two names) are refused, naming both. A `user:password@` in `baseUrl` is stored and printed without it. A JSON syntax error is reported with its line and column and an excerpt of the line, values masked',
+    commands: CREDENTIALS,
+  },
+  LISTINGS_BASE_URL: {
+    ...optionalText(),
+    field: null,
+    meaning: 'one credential named "default", instead of the file: everything before /api/v2',
+    secret: 'url-password',
+    commands: CREDENTIALS,
+  },
+  LISTINGS_AUTH_TOKEN: {
+    ...optionalText(),
+    field: null,
+    meaning: "that credential's auth token",
+    secret: 'whole',
+    commands: CREDENTIALS,
+  },
+  LISTINGS_USER_EMAIL: {
+    ...optionalText(),
+    field: null,
+    meaning: "that credential's user e-mail",
+    commands: CREDENTIALS,
+  },
+  SYNC_SCHEDULE: {
+    ...cron('0 3 * * *'),
+    field: 'syncSchedule',
+    meaning: 'cron of the nightly sync in `serve`, or "off" (webhooks and alerts only)',
+    commands: ['serve'],
+  },
+  SYNC_TIMEZONE: {
+    ...timeZone('UTC'),
+    field: 'syncTimezone',
+    meaning: 'time zone of SYNC_SCHEDULE',
+    commands: ['serve'],
+  },
+  SYNC_CONCURRENCY: {
+    ...integer({ default: 16, min: 1, max: 1024 }),
+    field: 'syncConcurrency',
+    meaning: 'upstream requests in flight overall, and businesses synced at once overall',
+    doc: "upstream requests in flight overall; a run (`sync`, or `serve`'s schedule) also caps businesses in flight (each writes in its own transaction) at this number. The PostgreSQL pool holds `SYNC_CONCURRENCY` + 4 connections (the sync lock, reference data, `serve`'s intake and dispatcher)",
+    commands: SYNCS,
+  },
+  SYNC_ACCOUNT_CONCURRENCY: {
+    ...integer({ default: 8, min: 1, max: 1024 }),
+    field: 'syncAccountConcurrency',
+    meaning:
+      'upstream requests in flight per credential, and businesses synced at once per credential',
+    doc: 'upstream requests in flight per credential; a run also syncs at most this many businesses of one credential at once (one number for both: a business in flight has at least one request in flight)',
+    commands: SYNCS,
+  },
+  SYNC_REQUESTS_PER_SECOND: {
+    ...syncRequestsPerSecond,
+    field: 'syncRequestsPerSecond',
+    meaning: 'cap on requests per second per credential (0: none)',
+    commands: SYNCS,
+  },
+  LISTINGS_MAX_BODY_BYTES: {
+    // 16 MiB: the largest real read (a business's reviews or listings) is tens of
+    // kilobytes, and a few such bodies in flight still fit the CLI's 256 MB heap (a body
+    // is held as text and then parsed, about 3-5x its size in memory).
+    ...integer({
+      default: 16 * 1024 * 1024,
+      min: 1024,
+      max: 1024 ** 3,
+      defaultText: '16777216 (16 MiB)',
+    }),
+    field: 'upstreamMaxBodyBytes',
+    meaning: 'largest upstream response body read, in bytes; see "Limits"',
+    commands: SYNCS,
+  },
+  LISTINGS_REQUEST_TIMEOUT_SECONDS: {
+    // Real reads take well under a second; two minutes means a body that drips, not a
+    // slow one (undici's own timeouts measure inactivity, not the whole request).
+    ...seconds({ default: 120, min: 1, max: 3_600 }),
+    field: 'upstreamRequestTimeoutMs',
+    meaning: 'longest time one upstream request may take in all, in seconds; see "Limits"',
+    commands: SYNCS,
+  },
+  // Bounds on what one answer may bring, counted before it is validated: generous for
+  // real accounts (tens of keywords, a handful of search sites, hundreds of listings and
+  // reviews); an answer over one is refused whole and quarantined (docs/operations.md).
+  LISTINGS_MAX_KEYWORDS_PER_BUSINESS: {
+    ...integer({ default: 2_000, min: 1, max: 1_000_000 }),
+    field: 'upstreamMaxKeywordsPerBusiness',
+    meaning: 'most keywords one rankings or keywords answer may bring; see "Limits"',
+    commands: SYNCS,
+  },
+  LISTINGS_MAX_SITES_PER_KEYWORD: {
+    ...integer({ default: 50, min: 1, max: 10_000 }),
+    field: 'upstreamMaxSitesPerKeyword',
+    meaning: 'most search sites one keyword of a rankings answer may bring; see "Limits"',
+    commands: SYNCS,
+  },
+  LISTINGS_MAX_REVIEWS_PER_ANSWER: {
+    ...integer({ default: 20_000, min: 1, max: 1_000_000 }),
+    field: 'upstreamMaxReviewsPerAnswer',
+    meaning: 'most reviews one reviews answer may bring; see "Limits"',
+    commands: SYNCS,
+  },
+  LISTINGS_MAX_LISTINGS_PER_ANSWER: {
+    ...integer({ default: 2_000, min: 1, max: 1_000_000 }),
+    field: 'upstreamMaxListingsPerAnswer',
+    meaning: 'most listings one listings answer may bring; see "Limits"',
+    commands: SYNCS,
+  },
+  DATABASE_CONNECT_TIMEOUT_MS: {
+    ...integer({ default: 10_000, min: 100, max: 600_000 }),
+    field: 'databaseConnectTimeoutMs',
+    meaning: 'time to open a PostgreSQL connection, in ms; see "Limits"',
+    commands: WAREHOUSE,
+  },
+  DATABASE_STATEMENT_TIMEOUT_MS: {
+    // A business is written by a few bulk statements that take milliseconds; a minute
+    // means a database that is stuck, not one that is busy. 0 turns the limit off.
+    ...integer({ default: 60_000, min: 0, max: 86_400_000 }),
+    field: 'databaseStatementTimeoutMs',
+    meaning: 'longest PostgreSQL statement, in ms, 0 for none; see "Limits"',
+    commands: WAREHOUSE,
+  },
+  DATABASE_LOCK_TIMEOUT_MS: {
+    ...integer({ default: 10_000, min: 0, max: 86_400_000 }),
+    field: 'databaseLockTimeoutMs',
+    meaning: 'longest wait for a row or table lock, in ms, 0 for none; see "Limits"',
+    commands: WAREHOUSE,
+  },
+  WEBHOOK_SECRET: {
+    ...list(),
+    field: 'webhookSecrets',
+    meaning: 'shared secret(s) for X-Service-Signature, comma-separated to rotate',
+    defaultText: 'required by `serve`',
+    secret: 'list',
+    commands: ['serve'],
+  },
+  WEBHOOK_BODY_LIMIT_BYTES: {
+    ...integer({ default: 1024 * 1024, min: 1024, max: 64 * 1024 * 1024 }),
+    field: 'webhookBodyLimitBytes',
+    meaning: 'largest webhook body taken, in bytes',
+    commands: ['serve'],
+  },
+  WEBHOOK_REQUEST_TIMEOUT_MS: {
+    // 30 s for headers and body together: a real delivery is a few hundred bytes; a
+    // sender dripping its body slowly holds a connection no longer than this.
+    ...integer({ default: 30_000, min: 100, max: 600_000 }),
+    field: 'webhookRequestTimeoutMs',
+    meaning: 'time to receive a whole webhook request, in ms; see "Limits"',
+    commands: ['serve'],
+  },
+  WEBHOOK_MAX_CONNECTIONS: {
+    // Well under the usual 1,024 open-file limit, which the database pool and the
+    // upstream client share with the server.
+    ...integer({ default: 512, min: 1, max: 65_535 }),
+    field: 'webhookMaxConnections',
+    meaning: 'connections `serve` holds open at once; see "Limits"',
+    commands: ['serve'],
+  },
+  ALERT_WEBHOOK_URL: {
+    ...optionalUrl('none: alerts stay in the table and the log'),
+    field: 'alertWebhookUrl',
+    meaning: 'alert sink: a signed JSON webhook',
+    secret: 'url-path',
+    commands: SENDS_ALERTS,
+  },
+  ALERT_WEBHOOK_SECRET: {
+    ...optionalText('required with ALERT_WEBHOOK_URL'),
+    field: 'alertWebhookSecret',
+    meaning: "that webhook's signing secret (alerts are signed)",
+    secret: 'whole',
+    commands: SENDS_ALERTS,
+  },
+  ALERT_SLACK_WEBHOOK_URL: {
+    ...optionalUrl('none: alerts stay in the table and the log'),
+    field: 'alertSlackWebhookUrl',
+    meaning: 'alert sink: a Slack incoming webhook',
+    secret: 'url-path',
+    commands: SENDS_ALERTS,
+  },
+  ALERT_DISPATCH_INTERVAL_SECONDS: {
+    // One minute: a sink that was down is retried soon after its backoff ends, and an
+    // idle `serve` costs one small query a minute.
+    ...seconds({ default: 60, min: 1, max: 86_400 }),
+    field: 'alertDispatchIntervalMs',
+    meaning: 'how often `serve` sends pending alerts, in seconds',
+    doc: 'how often `serve` checks `sync_runs` for the `sync_failed`/`sync_stale` rules and sends alerts due for (re)delivery, in seconds',
+    commands: ['serve'],
+  },
+  ALERT_SINK_TIMEOUT_SECONDS: {
+    // Ten seconds: long enough for Slack on a bad day, short enough that a hanging
+    // receiver costs little (docs/operations.md, "Alert delivery").
+    ...seconds({ default: 10, min: 1, max: 300 }),
+    field: 'alertSinkTimeoutMs',
+    meaning: 'longest wait for one alert sink to answer, in seconds',
+    commands: SENDS_ALERTS,
+  },
+  ALERT_SYNC_DELIVERY_SECONDS: {
+    // Thirty seconds: a run's digest goes out at once; a sink slower than that is left
+    // to `serve`, and the CronJob's pod ends.
+    ...seconds({ default: 30, min: 0, max: 3600 }),
+    field: 'alertSyncDeliveryMs',
+    meaning:
+      "how long `sync` spends delivering its run's alerts before leaving them to `serve`, in seconds",
+    commands: ['sync'],
+  },
+  ALERT_RULES_FILE: {
+    ...optionalText('unset: the built-in rules'),
+    field: 'alertRulesFile',
+    meaning: 'JSON or YAML file of alert rules, at most 1 MiB',
+    doc: 'alert rules, JSON or YAML ("Alert rules" below), at most 1 MiB; a bad or larger file is exit 1, an empty or `null` one a warning',
+    commands: RAISES_ALERTS,
+    show: (value: string | undefined) => value ?? '(unset: built-in rules)',
+  },
+  PORT: {
+    ...integer({ default: 8080, min: 0, max: 65535 }),
+    field: 'port',
+    meaning: '`serve` HTTP port',
+    commands: ['serve'],
+  },
+  LOG_LEVEL: {
+    ...oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
+    field: 'logLevel',
+    meaning: 'fatal, error, warn, info, debug, trace or silent',
+    commands: LOGS,
+  },
+} as const satisfies Record<string, Setting>;
+
+/** Every variable the configuration reads. */
+export type ConfigVariable = keyof typeof SETTINGS;
+export const CONFIG_VARIABLES = Object.keys(SETTINGS) as ConfigVariable[];
+
+type Settings = typeof SETTINGS;
+type FieldOf<K extends ConfigVariable> = Settings[K]['field'];
+
+/** The parsed value of every setting that has a `Config` field, by field. */
+export type SettingValues = {
+  -readonly [K in ConfigVariable as FieldOf<K> extends string ? FieldOf<K> : never]: z.output<
+    ReturnType<Settings[K]['rule']>
+  >;
+};
+
+/** The setting's entry, typed loosely: for code that walks the table. */
+export function setting(name: ConfigVariable): Setting {
+  return SETTINGS[name];
+}
+
+/**
+ * Every default, by `Config` field, as the code reads it (milliseconds where the
+ * environment says seconds). Modules that have a default of their own import it from
+ * here, so it is written once.
+ */
+export const DEFAULTS: Readonly<SettingValues> = Object.freeze(
+  Object.fromEntries(
+    CONFIG_VARIABLES.flatMap((name) => {
+      const entry = setting(name);
+      return entry.field === null ? [] : [[entry.field, entry.rule(name).parse(undefined)]];
+    }),
+  ),
+) as SettingValues;
+
+/** The variables `command` reads, in table order (`config`: every one). */
+export function commandVariables(command: string): ConfigVariable[] {
+  if (command === 'config') return [...CONFIG_VARIABLES];
+  return CONFIG_VARIABLES.filter((name) =>
+    (setting(name).commands as readonly string[]).includes(command),
+  );
+}
