@@ -8,13 +8,10 @@
  * `flapWindowHours` before this transition raises nothing, so a listing that flips
  * Inaccurate → Accurate → Inaccurate daily alerts once per window, not once per flip.
  */
-import type { Kysely, Transaction } from 'kysely';
-import type { Database } from '../warehouse/database.ts';
+import type { Db } from '../warehouse/database.ts';
 import { LISTING_INACCURATE, listingInaccurateKey } from './kinds.ts';
 import { listingsAlertedSince, raise } from './outbox.ts';
 import type { AlertRules } from './rules.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 export interface ListingTurnedInaccurate {
   accountName: string;

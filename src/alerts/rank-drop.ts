@@ -11,13 +11,10 @@
  * The rankings writer hands over, for each series it wrote, today's rank and the ranks it
  * read for the 8 days before; this decides and raises in the writer's transaction.
  */
-import type { Kysely, Transaction } from 'kysely';
-import type { Database } from '../warehouse/database.ts';
+import type { Db } from '../warehouse/database.ts';
 import { RANK_DROP, rankDropKey } from './kinds.ts';
 import { type NewAlert, raise } from './outbox.ts';
 import type { AlertRules } from './rules.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 const DAY_MS = 86_400_000;
 

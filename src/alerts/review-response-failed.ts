@@ -3,13 +3,10 @@
  * (operation 9) whose status read (operation 10) answers `Failed`. Raised by the
  * review-response writer in the transaction that records the status; once per request.
  */
-import type { Kysely, Transaction } from 'kysely';
-import type { Database } from '../warehouse/database.ts';
+import type { Db } from '../warehouse/database.ts';
 import { REVIEW_RESPONSE_FAILED, reviewResponseFailedKey } from './kinds.ts';
 import { raise } from './outbox.ts';
 import type { AlertRules } from './rules.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 export interface FailedResponse {
   requestId: string;

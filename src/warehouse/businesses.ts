@@ -9,14 +9,12 @@
  * the `*_first_synced_at` columns are set once, by the first successful read of their
  * stream (the first listings read is the alert baseline).
  */
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { sql } from 'kysely';
 import type { BusinessFull, BusinessSummary } from '../api/types.ts';
 import { contentHash } from './content-hash.ts';
-import type { BusinessRow, Database } from './database.ts';
+import type { BusinessRow, Db } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 /** The profile columns of `businesses`: what its content hash covers. */
 export interface BusinessProfile {

@@ -2,15 +2,12 @@
  * `keywords`: the business's tracked keywords. A keyword a successful read no longer
  * lists gets `deleted_at`; one that comes back has it cleared.
  */
-import type { Kysely, Transaction } from 'kysely';
 import type { Keyword } from '../api/types.ts';
 import { type BulkRow, markRowsGone, upsertRows } from './bulk-write.ts';
 import { fieldsHash } from './content-hash.ts';
-import type { Database } from './database.ts';
+import type { Db } from './database.ts';
 import { type BusinessWriteContext, isRefused } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 export function keywordToRow(keyword: Keyword) {
   return {

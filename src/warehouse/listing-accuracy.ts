@@ -9,11 +9,9 @@
  * gone keeps a row of zeros, so that a later sync does not carry old counts over the days
  * it had none; the view leaves those rows out. A business that never had a listing has no row.
  */
-import { type Kysely, sql, type Transaction } from 'kysely';
-import type { Database } from './database.ts';
+import { sql } from 'kysely';
+import type { Db } from './database.ts';
 import { observedOn } from './rankings.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 /** The statuses `v_listing_accuracy_daily` counts. */
 export interface AccuracyCounts {

@@ -9,7 +9,7 @@
  * day's row of the `listing_accuracy_days` read model (see `listing-accuracy.ts`).
  * Directory usernames and passwords never get here: only `has_site_credentials`.
  */
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { sql } from 'kysely';
 import {
   type ListingTurnedInaccurate,
   raiseListingInaccurate,
@@ -18,12 +18,10 @@ import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import type { Listing } from '../api/types.ts';
 import { type BulkRow, type ColumnTypes, markRowsGone, upsertRows } from './bulk-write.ts';
 import { fieldsHash } from './content-hash.ts';
-import type { Database } from './database.ts';
+import type { Db } from './database.ts';
 import { countStatuses, writeListingAccuracyDay } from './listing-accuracy.ts';
 import { type BusinessWriteContext, isRefused } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 const INACCURATE = 'Inaccurate';
 

@@ -12,15 +12,13 @@
  * Only a run dated before a series' latest day (a clock set back) reads history, bounded:
  * the rows around that day and the 31 days before the latest.
  */
-import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { raiseRankDrops } from '../alerts/rank-drop.ts';
 import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import type { RankObservation } from '../api/types.ts';
-import type { Database, RankLatestTable } from './database.ts';
+import type { Db, RankLatestTable } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 /** The UTC calendar day of an instant, `YYYY-MM-DD`. */
 export function observedOn(at: Date): string {

@@ -5,17 +5,16 @@
  * raises a `review_response_failed` alert through the alert outbox (`src/alerts`), in the
  * same transaction as the status change.
  */
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely } from 'kysely';
 import { raiseReviewResponseFailed } from '../alerts/review-response-failed.ts';
 import { type AlertRules, DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import { redactText } from '../log.ts';
 import type {
   Database,
+  Db,
   ReviewResponseRequestEventRow,
   ReviewResponseRequestRow,
 } from './database.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 /** The statuses after which the upstream never changes a request again. */
 export const FINAL_RESPONSE_STATUSES: ReadonlySet<string> = new Set(['Completed', 'Failed']);

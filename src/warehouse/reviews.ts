@@ -7,17 +7,15 @@
  * differs from the stored one (and for a review seen for the first time). Reviews and
  * responses that a successful read no longer lists get `removed_at`.
  */
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { sql } from 'kysely';
 import { raiseLowRatingReviews } from '../alerts/low-rating-review.ts';
 import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import type { Review, ReviewResponse } from '../api/types.ts';
 import { type BulkRow, type ColumnTypes, markRowsGone, upsertRows } from './bulk-write.ts';
 import { fieldsHash } from './content-hash.ts';
-import type { Database } from './database.ts';
+import type { Db } from './database.ts';
 import { type BusinessWriteContext, isRefused } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 export function responseToRow(response: ReviewResponse) {
   return {

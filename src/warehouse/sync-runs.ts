@@ -1,10 +1,7 @@
 /** `sync_runs`: the audit row of every run, from `running` to its outcome. */
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
 import { type Logger, redactSecrets, redactText } from '../log.ts';
-import type { Database, SyncRunStatus } from './database.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
+import type { Db, SyncRunStatus } from './database.ts';
 
 export interface SyncRunStart {
   trigger: string;
