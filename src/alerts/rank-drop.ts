@@ -11,12 +11,11 @@
  * The rankings writer hands over, for each series it wrote, today's rank and the ranks it
  * read for the 8 days before; this decides and raises in the writer's transaction.
  */
+import { addDays } from '../calendar-day.ts';
 import type { Db } from '../warehouse/database.ts';
 import { RANK_DROP, rankDropKey } from './kinds.ts';
 import { type NewAlert, raise } from './outbox.ts';
 import type { AlertRules } from './rules.ts';
-
-const DAY_MS = 86_400_000;
 
 export interface RankSeriesDay {
   keyword: string;
@@ -34,10 +33,6 @@ export interface RankDropContext {
   /** Today (UTC) as `YYYY-MM-DD`. */
   day: string;
   detectedAt: Date;
-}
-
-function dayBefore(day: string, days: number): string {
-  return new Date(Date.parse(`${day}T00:00:00Z`) - days * DAY_MS).toISOString().slice(0, 10);
 }
 
 function worsenedBy(
@@ -58,9 +53,9 @@ export function rankDrops(
   if (!rule.enabled) return [];
   const sites = new Set(rule.sites);
   const keywords = new Set(rule.keywords.map((k) => k.toLowerCase()));
-  const yesterday = dayBefore(ctx.day, 1);
-  const weekAgo = dayBefore(ctx.day, 7);
-  const eightAgo = dayBefore(ctx.day, 8);
+  const yesterday = addDays(ctx.day, -1);
+  const weekAgo = addDays(ctx.day, -7);
+  const eightAgo = addDays(ctx.day, -8);
   const alerts: NewAlert[] = [];
   for (const s of series) {
     if (sites.size && !sites.has(s.site)) continue;

@@ -10,8 +10,8 @@
  * it had none; the view leaves those rows out. A business that never had a listing has no row.
  */
 import { sql } from 'kysely';
+import { utcDay } from '../calendar-day.ts';
 import type { Db } from './database.ts';
-import { observedOn } from './rankings.ts';
 
 /** The statuses `v_listing_accuracy_daily` counts. */
 export interface AccuracyCounts {
@@ -44,7 +44,7 @@ export async function writeListingAccuracyDay(
   observedAt: Date,
   counts: AccuracyCounts,
 ): Promise<number> {
-  const day = observedOn(observedAt);
+  const day = utcDay(observedAt);
   const result = await sql`
     with last_day as (
       select day, listings, accurate, inaccurate, not_present from listing_accuracy_days

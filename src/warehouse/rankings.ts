@@ -12,18 +12,15 @@
  * Only a run dated before a series' latest day (a clock set back) reads history, bounded:
  * the rows around that day and the 31 days before the latest.
  */
+
 import { type Selectable, sql } from 'kysely';
 import { raiseRankDrops } from '../alerts/rank-drop.ts';
 import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import type { RankObservation } from '../api/types.ts';
+import { addDays, daysBetween, utcDay } from '../calendar-day.ts';
 import type { Db, RankLatestTable } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
-
-/** The UTC calendar day of an instant, `YYYY-MM-DD`. */
-export function observedOn(at: Date): string {
-  return at.toISOString().slice(0, 10);
-}
 
 /** Days in the 30-day figures: the latest day and the 30 before it. */
 const WINDOW = 31;
@@ -38,14 +35,6 @@ interface StoredSeries {
   site: string;
   keyword_id: number | null;
   latest: LatestState | null;
-}
-
-function addDays(day: string, days: number): string {
-  return new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
-}
-
-function daysBetween(from: string, to: string): number {
-  return Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000);
 }
 
 /**
@@ -139,7 +128,7 @@ export async function writeRankings(
   ctx: BusinessWriteContext,
   ranks: readonly RankObservation[],
 ): Promise<WriteStats> {
-  const day = observedOn(ctx.observedAt);
+  const day = utcDay(ctx.observedAt);
   // The last observation per keyword and site wins, as the upsert's own dedupe would have it.
   const latest = new Map(ranks.map((rank) => [rankKey(rank.keyword, rank.site), rank]));
   if (latest.size === 0) return addCounts({}, 'rank_observations', {});
