@@ -8,8 +8,9 @@
  *   rank for leaving the top N, and is not compared for K.
  * Filtered by the rule's sites and keywords; at most one alert per series and day.
  *
- * The rankings writer hands over, for each series it wrote, today's rank and the ranks it
- * read for the 8 days before; this decides and raises in the writer's transaction.
+ * The rankings writer reports, for each series it wrote, today's rank and its stored
+ * `rank_latest` window, from which `raiseForChanges` reads the 8 days before; this decides
+ * and raises in the writer's transaction.
  */
 import { addDays } from '../calendar-day.ts';
 import type { Db } from '../warehouse/database.ts';

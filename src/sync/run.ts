@@ -14,6 +14,7 @@
  * alert.
  */
 import pLimit, { type LimitFunction } from 'p-limit';
+import { alertsUnder } from '../alerts/raise-for-changes.ts';
 import type { AlertRules } from '../alerts/rules.ts';
 import { ApiError } from '../api/errors.ts';
 import {
@@ -778,7 +779,7 @@ async function syncBusiness(
   const written = await writeBusinessSnapshotIsolating(options.warehouse.db, snapshot, {
     runId: context.runId,
     observedAt,
-    ...(options.alertRules ? { alertRules: options.alertRules } : {}),
+    onChanges: alertsUnder(options.alertRules),
   });
   mergeWriteStats(stats.tables, written.stats);
   stats.alerts += written.alerts;
@@ -860,7 +861,7 @@ async function pollResponseRequests(
           status,
           observedAt,
           runId: context.runId,
-          ...(options.alertRules ? { alertRules: options.alertRules } : {}),
+          onChanges: alertsUnder(options.alertRules),
         });
         stats.responseRequests.checked += 1;
         if (!recorded) return;

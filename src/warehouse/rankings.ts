@@ -14,10 +14,9 @@
  */
 
 import { type Selectable, sql } from 'kysely';
-import { raiseRankDrops } from '../alerts/rank-drop.ts';
-import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import type { RankObservation } from '../api/types.ts';
 import { addDays, daysBetween, utcDay } from '../calendar-day.ts';
+import type { Change } from './changes.ts';
 import type { Db, RankLatestTable } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
@@ -119,6 +118,12 @@ export function nextLatest(
   };
 }
 
+export interface RankingsWriteResult {
+  stats: WriteStats;
+  /** The day's ranks, with each series' stored window, when any rank was sent; else none. */
+  changes: Change[];
+}
+
 /**
  * Writes the day's ranks of one business. Only ranks that are new for the day or differ
  * from the stored one are sent: a second run on the same day with no change writes nothing.
@@ -127,11 +132,11 @@ export async function writeRankings(
   db: Db,
   ctx: BusinessWriteContext,
   ranks: readonly RankObservation[],
-): Promise<WriteStats> {
+): Promise<RankingsWriteResult> {
   const day = utcDay(ctx.observedAt);
   // The last observation per keyword and site wins, as the upsert's own dedupe would have it.
   const latest = new Map(ranks.map((rank) => [rankKey(rank.keyword, rank.site), rank]));
-  if (latest.size === 0) return addCounts({}, 'rank_observations', {});
+  if (latest.size === 0) return { stats: addCounts({}, 'rank_observations', {}), changes: [] };
 
   const stored = await storedSeries(db, ctx.businessId);
   const byKey = new Map(stored.map((s) => [rankKey(s.keyword, s.site), s]));
@@ -168,7 +173,7 @@ export async function writeRankings(
   }
   const sent = forward.length + backdated.length;
   const unchanged = latest.size - sent;
-  if (sent === 0) return addCounts({}, 'rank_observations', { unchanged });
+  if (sent === 0) return { stats: addCounts({}, 'rank_observations', { unchanged }), changes: [] };
 
   const written = { inserted: 0, updated: 0 };
   if (forward.length > 0) {
@@ -195,24 +200,23 @@ export async function writeRankings(
     updated: written.updated,
     unchanged: unchanged + (sent - written.inserted - written.updated),
   });
-  // Alert hook (`rank_drop`, src/alerts/rank-drop.ts): today's ranks against the days
-  // before, taken from each series' stored `rank_latest` window (31 days), not from history.
-  const rules = ctx.alertRules ?? DEFAULT_ALERT_RULES;
-  if (rules.rankDrop.enabled) {
-    const raised = await raiseRankDrops(
-      db,
-      rules,
-      { ...ctx, day, detectedAt: ctx.observedAt },
-      [...latest].map(([key, rank]) => ({
-        keyword: rank.keyword,
-        site: rank.site,
-        rank: rank.rank,
-        history: daysOfWindow(byKey.get(key)?.latest ?? null, day),
-      })),
-    );
-    addCounts(stats, 'alerts', { inserted: raised });
-  }
-  return stats;
+  // Today's ranks with each series' stored `rank_latest` window (31 days), from which the
+  // rules read the days before (`daysOfWindow`), not from history.
+  const change: Change = {
+    type: 'ranks_written',
+    accountName: ctx.accountName,
+    businessId: ctx.businessId,
+    runId: ctx.runId,
+    day,
+    detectedAt: ctx.observedAt,
+    series: [...latest].map(([key, rank]) => ({
+      keyword: rank.keyword,
+      site: rank.site,
+      rank: rank.rank,
+      before: byKey.get(key)?.latest ?? null,
+    })),
+  };
+  return { stats, changes: [change] };
 }
 
 /**

@@ -5,13 +5,13 @@
  * A review's content hash covers what a reader would call the review: rating, title and
  * text, author, date, likes and its responses. A version row is appended when that hash
  * differs from the stored one (and for a review seen for the first time). Reviews and
- * responses that a successful read no longer lists get `removed_at`.
+ * responses that a successful read no longer lists get `removed_at`. The reviews seen for
+ * the first time are reported as a change (`changes.ts`) for the alert rules.
  */
 import { sql } from 'kysely';
-import { raiseLowRatingReviews } from '../alerts/low-rating-review.ts';
-import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import type { Review, ReviewResponse } from '../api/types.ts';
 import { type BulkRow, type ColumnTypes, markRowsGone, upsertRows } from './bulk-write.ts';
+import type { Change } from './changes.ts';
 import { fieldsHash } from './content-hash.ts';
 import type { Db } from './database.ts';
 import { type BusinessWriteContext, isRefused } from './write-context.ts';
@@ -130,7 +130,7 @@ export async function writeReviews(
   db: Db,
   ctx: BusinessWriteContext & { hadReviewsSync?: boolean },
   reviews: readonly Review[],
-): Promise<WriteStats> {
+): Promise<{ stats: WriteStats; changes: Change[] }> {
   const { businessId, observedAt } = ctx;
   const [storedReviews, storedResponses] = await Promise.all([
     db
@@ -228,19 +228,21 @@ export async function writeReviews(
   addCounts(stats, 'review_versions', { inserted: versionsInserted });
 
   // The first reviews read is the baseline: a business's whole history is not "new".
+  const changes: Change[] = [];
   if (ctx.hadReviewsSync && firstSeen.length) {
-    const raised = await raiseLowRatingReviews(
-      db,
-      ctx.alertRules ?? DEFAULT_ALERT_RULES,
-      { ...ctx, detectedAt: observedAt },
-      firstSeen.map((review) => ({
+    changes.push({
+      type: 'reviews_first_seen',
+      accountName: ctx.accountName,
+      businessId,
+      runId: ctx.runId,
+      detectedAt: observedAt,
+      reviews: firstSeen.map((review) => ({
         reviewId: review.id,
         siteName: review.siteName,
         rating: review.rating,
         authorName: review.authorName,
       })),
-    );
-    addCounts(stats, 'alerts', { inserted: raised });
+    });
   }
 
   const changedResponses: BulkRow<'review_responses'>[] = [];
@@ -276,7 +278,7 @@ export async function writeReviews(
     unchanged: responsesUpserted.unchanged + (responses.size - changedResponses.length),
     deleted: removedResponses,
   });
-  return stats;
+  return { stats, changes };
 }
 
 /**
