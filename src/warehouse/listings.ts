@@ -11,7 +11,7 @@
  */
 import { sql } from 'kysely';
 import type { Listing } from '../api/types.ts';
-import { type BulkRow, type ColumnTypes, markRowsGone, upsertRows } from './bulk-write.ts';
+import { type BulkRow, type ColumnTypes, writeChildRows } from './bulk-write.ts';
 import type { Change } from './changes.ts';
 import { fieldsHash } from './content-hash.ts';
 import type { Db } from './database.ts';
@@ -175,39 +175,27 @@ export async function writeListings(
     }
   }
 
-  const stats: WriteStats = {};
-  const upserted = await upsertRows(
+  const stats = await writeChildRows(
     db,
+    {},
+    { businessId, at: observedAt },
     {
       table: 'listings',
       key: ['business_id', 'listing_id'],
       columns: LISTING_COLUMNS,
       insertOnly: ['first_seen_at'],
       compare: ['content_hash', 'removed_at'],
+      id: 'listing_id',
+      stamp: 'removed_at',
     },
-    rows,
+    {
+      rows,
+      unsent: unchanged,
+      stored,
+      seen: latest,
+      refused: (row) => isRefused(ctx, 'listings', row.listing_id),
+    },
   );
-  const gone = stored
-    .filter(
-      (row) =>
-        row.removed_at === null &&
-        !latest.has(row.listing_id) &&
-        !isRefused(ctx, 'listings', row.listing_id),
-    )
-    .map((row) => row.listing_id);
-  const removed = await markRowsGone(
-    db,
-    { table: 'listings', id: 'listing_id', idType: 'bigint', stamp: 'removed_at' },
-    businessId,
-    gone,
-    observedAt,
-  );
-  addCounts(stats, 'listings', {
-    inserted: upserted.inserted,
-    updated: upserted.updated,
-    unchanged: upserted.unchanged + unchanged,
-    deleted: removed,
-  });
 
   const historyInserted = await appendStatusHistory(db, ctx, statusChanges);
   addCounts(stats, 'listing_status_history', { inserted: historyInserted });

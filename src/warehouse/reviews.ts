@@ -10,7 +10,7 @@
  */
 import { sql } from 'kysely';
 import type { Review, ReviewResponse } from '../api/types.ts';
-import { type BulkRow, type ColumnTypes, markRowsGone, upsertRows } from './bulk-write.ts';
+import { type BulkRow, type ColumnTypes, writeChildRows } from './bulk-write.ts';
 import type { Change } from './changes.ts';
 import { fieldsHash } from './content-hash.ts';
 import type { Db } from './database.ts';
@@ -191,38 +191,27 @@ export async function writeReviews(
     }
   }
 
-  const stats: WriteStats = {};
-  const upserted = await upsertRows(
+  const stats = await writeChildRows(
     db,
+    {},
+    { businessId, at: observedAt },
     {
       table: 'reviews',
       key: ['review_id'],
       columns: REVIEW_COLUMNS,
       insertOnly: ['first_seen_at'],
       compare: ['content_hash', 'business_id', 'removed_at'],
+      id: 'review_id',
+      stamp: 'removed_at',
     },
-    rows,
+    {
+      rows,
+      unsent: unchangedReviews,
+      stored: storedReviews,
+      seen: latest,
+      refused: (row) => isRefused(ctx, 'reviews', row.review_id),
+    },
   );
-  const removedReviews = await markRowsGone(
-    db,
-    { table: 'reviews', id: 'review_id', idType: 'uuid', stamp: 'removed_at' },
-    businessId,
-    storedReviews
-      .filter(
-        (row) =>
-          row.removed_at === null &&
-          !latest.has(row.review_id) &&
-          !isRefused(ctx, 'reviews', row.review_id),
-      )
-      .map((row) => row.review_id),
-    observedAt,
-  );
-  addCounts(stats, 'reviews', {
-    inserted: upserted.inserted,
-    updated: upserted.updated,
-    unchanged: upserted.unchanged + unchangedReviews,
-    deleted: removedReviews,
-  });
 
   const versionsInserted = await appendReviewVersions(db, ctx, changedIds);
   addCounts(stats, 'review_versions', { inserted: versionsInserted });
@@ -247,37 +236,28 @@ export async function writeReviews(
 
   const changedResponses: BulkRow<'review_responses'>[] = [];
   for (const row of responses.values()) if (row) changedResponses.push(row);
-  const responsesUpserted = await upsertRows(
+  await writeChildRows(
     db,
+    stats,
+    { businessId, at: observedAt },
     {
       table: 'review_responses',
       key: ['response_id'],
       columns: RESPONSE_COLUMNS,
       insertOnly: ['first_seen_at'],
       compare: ['content_hash', 'business_id', 'removed_at'],
+      id: 'response_id',
+      stamp: 'removed_at',
     },
-    changedResponses,
+    {
+      rows: changedResponses,
+      unsent: responses.size - changedResponses.length,
+      stored: storedResponses,
+      seen: responses,
+      // A response goes with its review: kept while the review is refused.
+      refused: (row) => isRefused(ctx, 'reviews', row.review_id),
+    },
   );
-  const removedResponses = await markRowsGone(
-    db,
-    { table: 'review_responses', id: 'response_id', idType: 'uuid', stamp: 'removed_at' },
-    businessId,
-    storedResponses
-      .filter(
-        (row) =>
-          row.removed_at === null &&
-          !responses.has(row.response_id) &&
-          !isRefused(ctx, 'reviews', row.review_id),
-      )
-      .map((row) => row.response_id),
-    observedAt,
-  );
-  addCounts(stats, 'review_responses', {
-    inserted: responsesUpserted.inserted,
-    updated: responsesUpserted.updated,
-    unchanged: responsesUpserted.unchanged + (responses.size - changedResponses.length),
-    deleted: removedResponses,
-  });
   return { stats, changes };
 }
 
