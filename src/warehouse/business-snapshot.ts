@@ -99,33 +99,23 @@ export async function writeBusinessSnapshot(
   });
 
   const changes: Change[] = [];
+  const take = (written: { stats: WriteStats; changes: readonly Change[] }) => {
+    mergeWriteStats(stats, written.stats);
+    changes.push(...written.changes);
+  };
   if (snapshot.listings !== null) {
-    const result = await writeListings(
-      trx,
-      { ...write, hadListingsSync: stored?.listings_first_synced_at != null },
-      snapshot.listings,
-    );
-    mergeWriteStats(stats, result.stats);
-    changes.push(...result.changes);
+    const hadListingsSync = stored?.listings_first_synced_at != null;
+    take(await writeListings(trx, { ...write, hadListingsSync }, snapshot.listings));
   }
   if (snapshot.reviews !== null) {
-    const result = await writeReviews(
-      trx,
-      { ...write, hadReviewsSync: stored?.reviews_first_synced_at != null },
-      snapshot.reviews,
-    );
-    mergeWriteStats(stats, result.stats);
-    changes.push(...result.changes);
+    const hadReviewsSync = stored?.reviews_first_synced_at != null;
+    take(await writeReviews(trx, { ...write, hadReviewsSync }, snapshot.reviews));
   }
   // Keywords first: a rank series created this run resolves its keyword id.
   if (snapshot.keywords !== null) {
     mergeWriteStats(stats, await writeKeywords(trx, write, snapshot.keywords));
   }
-  if (snapshot.rankings !== null) {
-    const result = await writeRankings(trx, write, snapshot.rankings);
-    mergeWriteStats(stats, result.stats);
-    changes.push(...result.changes);
-  }
+  if (snapshot.rankings !== null) take(await writeRankings(trx, write, snapshot.rankings));
   // Listings, then reviews, then ranks: the order the alerts were raised in before.
   const alerts = ctx.onChanges && changes.length > 0 ? await ctx.onChanges(trx, changes) : 0;
   // A listings write always counts alerts (0 included); the other streams when they raise.
