@@ -10,11 +10,13 @@
  * the same sandbox (same seed, same start date: the generated data is a function of
  * seed, business and day) at the next day, and adds only the days since.
  */
+
 import { sql } from 'kysely';
 import { LISTING_INACCURATE } from './alerts/kinds.ts';
 import { digestMessages } from './alerts/messages.ts';
 import { alertsOfRuns } from './alerts/outbox.ts';
 import { createConfiguredApiClient } from './api/client.ts';
+import { addDays, daysBetween } from './calendar-day.ts';
 import { type Config, DEMO_PGLITE_DATA_DIR } from './config/index.ts';
 import { type Logger, redactText } from './log.ts';
 import { writeReport } from './report/write-report.ts';
@@ -98,14 +100,6 @@ export interface DemoResult {
   reportPath: string;
   startDate: string;
   endDate: string;
-}
-
-function addDays(day: string, days: number): string {
-  return new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
-}
-
-function daysBetween(from: string, to: string): number {
-  return Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000);
 }
 
 /**

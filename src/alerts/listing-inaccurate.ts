@@ -1,33 +1,18 @@
 /**
  * `listing_inaccurate`: a listing whose last recorded status was not `Inaccurate` and is
  * now, or one first seen as `Inaccurate` on a business that already had a listings sync.
- * The listings writer finds the transitions; this applies the rule (enabled, flap
- * damping) and raises, in the writer's transaction.
+ * The listings writer reports the transitions (`src/warehouse/changes.ts`); this applies
+ * the rule (enabled, flap damping) and raises, in the writer's transaction.
  *
  * Flap damping: a listing with a `listing_inaccurate` alert detected within
  * `flapWindowHours` before this transition raises nothing, so a listing that flips
  * Inaccurate → Accurate → Inaccurate daily alerts once per window, not once per flip.
  */
-import type { Kysely, Transaction } from 'kysely';
-import type { Database } from '../warehouse/database.ts';
+import type { ListingTurnedInaccurate } from '../warehouse/changes.ts';
+import type { Db } from '../warehouse/database.ts';
 import { LISTING_INACCURATE, listingInaccurateKey } from './kinds.ts';
 import { listingsAlertedSince, raise } from './outbox.ts';
 import type { AlertRules } from './rules.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
-
-export interface ListingTurnedInaccurate {
-  accountName: string;
-  businessId: number;
-  listingId: number;
-  siteName: string;
-  previousStatus: string | null;
-  /** When the previous status began; null for a listing seen for the first time. */
-  previousStatusSince: Date | null;
-  status: string;
-  detectedAt: Date;
-  runId: string | null;
-}
 
 /** Raises the alerts the rule allows for these transitions of one business; returns how many. */
 export async function raiseListingInaccurate(

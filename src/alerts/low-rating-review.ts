@@ -4,20 +4,11 @@
  * baseline: a business's whole history is not "new"). Social items have no rating and
  * never match. Once per review.
  */
-import type { Kysely, Transaction } from 'kysely';
-import type { Database } from '../warehouse/database.ts';
+import type { NewReview } from '../warehouse/changes.ts';
+import type { Db } from '../warehouse/database.ts';
 import { LOW_RATING_REVIEW, lowRatingReviewKey } from './kinds.ts';
 import { raise } from './outbox.ts';
 import type { AlertRules } from './rules.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
-
-export interface NewReview {
-  reviewId: string;
-  siteName: string;
-  rating: number | null;
-  authorName: string | null;
-}
 
 export async function raiseLowRatingReviews(
   db: Db,

@@ -8,13 +8,11 @@
  * lease ends, so two dispatchers (two `serve` replicas, or `sync` and `serve`) never send
  * it at the same time. The caller sizes the lease to cover all the work it claims.
  */
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { redactText } from '../log.ts';
 import { insertRows } from '../warehouse/bulk-write.ts';
-import type { Database, JsonValue } from '../warehouse/database.ts';
+import type { Database, Db, JsonValue } from '../warehouse/database.ts';
 import { type AlertKind, LISTING_INACCURATE } from './kinds.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 /** An alert to raise. `details` holds what changed, for messages (ranks, a rating, a run). */
 export interface NewAlert {

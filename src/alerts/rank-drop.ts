@@ -8,18 +8,15 @@
  *   rank for leaving the top N, and is not compared for K.
  * Filtered by the rule's sites and keywords; at most one alert per series and day.
  *
- * The rankings writer hands over, for each series it wrote, today's rank and the ranks it
- * read for the 8 days before; this decides and raises in the writer's transaction.
+ * The rankings writer reports, for each series it wrote, today's rank and its stored
+ * `rank_latest` window, from which `raiseForChanges` reads the 8 days before; this decides
+ * and raises in the writer's transaction.
  */
-import type { Kysely, Transaction } from 'kysely';
-import type { Database } from '../warehouse/database.ts';
+import { addDays } from '../calendar-day.ts';
+import type { Db } from '../warehouse/database.ts';
 import { RANK_DROP, rankDropKey } from './kinds.ts';
 import { type NewAlert, raise } from './outbox.ts';
 import type { AlertRules } from './rules.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
-
-const DAY_MS = 86_400_000;
 
 export interface RankSeriesDay {
   keyword: string;
@@ -37,10 +34,6 @@ export interface RankDropContext {
   /** Today (UTC) as `YYYY-MM-DD`. */
   day: string;
   detectedAt: Date;
-}
-
-function dayBefore(day: string, days: number): string {
-  return new Date(Date.parse(`${day}T00:00:00Z`) - days * DAY_MS).toISOString().slice(0, 10);
 }
 
 function worsenedBy(
@@ -61,9 +54,9 @@ export function rankDrops(
   if (!rule.enabled) return [];
   const sites = new Set(rule.sites);
   const keywords = new Set(rule.keywords.map((k) => k.toLowerCase()));
-  const yesterday = dayBefore(ctx.day, 1);
-  const weekAgo = dayBefore(ctx.day, 7);
-  const eightAgo = dayBefore(ctx.day, 8);
+  const yesterday = addDays(ctx.day, -1);
+  const weekAgo = addDays(ctx.day, -7);
+  const eightAgo = addDays(ctx.day, -8);
   const alerts: NewAlert[] = [];
   for (const s of series) {
     if (sites.size && !sites.has(s.site)) continue;

@@ -1,32 +1,19 @@
 /**
  * `review_response_failed`: a review response submitted through the command line
- * (operation 9) whose status read (operation 10) answers `Failed`. Raised by the
- * review-response writer in the transaction that records the status; once per request.
+ * (operation 9) whose status read (operation 10) answers `Failed`. Raised (through
+ * `raiseForChanges`) in the transaction that records the status; once per request.
  */
-import type { Kysely, Transaction } from 'kysely';
-import type { Database } from '../warehouse/database.ts';
+import type { ResponseFailed } from '../warehouse/changes.ts';
+import type { Db } from '../warehouse/database.ts';
 import { REVIEW_RESPONSE_FAILED, reviewResponseFailedKey } from './kinds.ts';
 import { raise } from './outbox.ts';
 import type { AlertRules } from './rules.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
-
-export interface FailedResponse {
-  requestId: string;
-  accountName: string;
-  businessId: number;
-  siteName: string | null;
-  /** The status before `Failed`; null when it was already `Failed`. */
-  previousStatus: string | null;
-  detectedAt: Date;
-  runId: string | null;
-}
 
 /** Returns true when the alert was raised now (false: the rule is off, or it exists). */
 export async function raiseReviewResponseFailed(
   db: Db,
   rules: AlertRules,
-  failed: FailedResponse,
+  failed: ResponseFailed,
 ): Promise<boolean> {
   if (!rules.reviewResponseFailed.enabled) return false;
   const raised = await raise(db, [

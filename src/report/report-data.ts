@@ -5,8 +5,10 @@
  * The window ends on the latest day the warehouse holds data for (not the wall clock),
  * so a report of an old or simulated warehouse still shows its data.
  */
+
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { LISTING_INACCURATE } from '../alerts/kinds.ts';
+import { addDays, daysBetween } from '../calendar-day.ts';
 import type { Database } from '../warehouse/database.ts';
 
 export interface ReportOptions {
@@ -206,14 +208,6 @@ async function dataDays(db: Kysely<Database>): Promise<{ first: string | null; l
         ), 'YYYY-MM-DD') as last`,
   );
   return { first: row?.first ?? null, last: row?.last ?? new Date().toISOString().slice(0, 10) };
-}
-
-function addDays(day: string, days: number): string {
-  return new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
-}
-
-function daysBetween(from: string, to: string): number {
-  return Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000);
 }
 
 /**

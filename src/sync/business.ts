@@ -5,6 +5,7 @@
  * leaves that stream's stored rows untouched; a bad record goes to quarantine and its
  * siblings load; `This business doesn't exist` marks a listed business archived.
  */
+import { alertsUnder } from '../alerts/raise-for-changes.ts';
 import { ApiError } from '../api/errors.ts';
 import {
   getBusinessFull,
@@ -159,7 +160,7 @@ export async function writeBusiness(
   const written = await writeBusinessSnapshotIsolating(options.warehouse.db, snapshot, {
     runId: context.runId,
     observedAt,
-    ...(options.alertRules ? { alertRules: options.alertRules } : {}),
+    onChanges: alertsUnder(options.alertRules),
   });
   mergeWriteStats(stats.tables, written.stats);
   stats.alerts += written.alerts;

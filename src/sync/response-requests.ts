@@ -4,7 +4,9 @@
  * status change recorded; a request that ends `Failed` raises a `review_response_failed`
  * alert.
  */
+
 import pLimit from 'p-limit';
+import { alertsUnder } from '../alerts/raise-for-changes.ts';
 import { ApiError } from '../api/errors.ts';
 import { getResponseStatus } from '../api/index.ts';
 import type { Credential } from '../api/types.ts';
@@ -90,7 +92,7 @@ export async function pollResponseRequests(
           status,
           observedAt,
           runId: context.runId,
-          ...(options.alertRules ? { alertRules: options.alertRules } : {}),
+          onChanges: alertsUnder(options.alertRules),
         });
         stats.responseRequests.checked += 1;
         if (!recorded) return;

@@ -3,11 +3,8 @@
  * password inside the base URL (`http://user:pw@host`): `base_url` is kept without its
  * userinfo.
  */
-import type { Kysely, Transaction } from 'kysely';
 import { withoutUserinfo } from '../log.ts';
-import type { Database } from './database.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
+import type { Db } from './database.ts';
 
 export interface AccountInput {
   name: string;

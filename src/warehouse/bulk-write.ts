@@ -1,5 +1,7 @@
 /**
- * The two statements every writer is built from:
+ * The two statements every writer is built from, and the child-collection write
+ * (`writeChildRows`: upsert, mark gone, count) that listings, reviews, responses and
+ * keywords share:
  *
  * - `upsertRows`: one `INSERT … SELECT * FROM unnest($1::<type>[], $2::<type>[], …)
  *   ON CONFLICT (key) DO UPDATE SET … WHERE (compared columns) IS DISTINCT FROM (new)
@@ -20,6 +22,7 @@
  */
 import { type Kysely, sql } from 'kysely';
 import type { Database } from './database.ts';
+import { addCounts, type WriteStats } from './write-stats.ts';
 
 export type TableName = keyof Database & string;
 export type ColumnOf<T extends TableName> = keyof Database[T] & string;
@@ -208,4 +211,68 @@ export async function markRowsGone<T extends TableName>(
     where business_id = ${businessId} and ${stamp} is null
       and ${sql.ref(target.id)} = any(${ids}::${sql.raw(target.idType)}[])`.execute(db);
   return Number(result.numAffectedRows ?? 0);
+}
+
+/**
+ * A child collection's table (listings, reviews, responses, keywords): its upsert, and the
+ * id and soft-delete column (`removed_at`, `deleted_at`) that mark a row gone.
+ */
+export interface ChildTable<T extends TableName> extends UpsertPlan<T> {
+  id: ColumnOf<T>;
+  stamp: ColumnOf<T>;
+}
+
+/** What one business's read of a child collection left to write. */
+export interface ChildRead<T extends TableName, R> {
+  /** The new and changed rows, sent to `upsertRows`. */
+  rows: readonly BulkRow<T>[];
+  /** Rows read unchanged and not sent: counted as unchanged. */
+  unsent: number;
+  /** The business's rows as stored, read earlier in the transaction. */
+  stored: readonly R[];
+  /** Whether a stored row's id is in this read. */
+  seen: { has(id: unknown): boolean };
+  /** A stored row of a record refused this run (quarantined): kept as it is, not gone. */
+  refused: (row: R) => boolean;
+}
+
+/**
+ * The write every child collection shares: upserts the new and changed rows, marks gone
+ * (stamped `at`) the stored rows still live that the read neither listed nor refused, and
+ * counts both into `stats` under the table's name. Returns `stats`.
+ */
+export async function writeChildRows<T extends TableName, R extends object>(
+  db: Executor,
+  stats: WriteStats,
+  owner: { businessId: number; at: Date },
+  table: ChildTable<T>,
+  read: ChildRead<T, R>,
+): Promise<WriteStats> {
+  const upserted = await upsertRows(db, table, read.rows);
+  const field = (row: R, column: string) => (row as Record<string, unknown>)[column];
+  const deleted = await markRowsGone(
+    db,
+    {
+      table: table.table,
+      id: table.id,
+      idType: table.columns[table.id] as ColumnType,
+      stamp: table.stamp,
+    },
+    owner.businessId,
+    read.stored
+      .filter(
+        (row) =>
+          field(row, table.stamp) === null &&
+          !read.seen.has(field(row, table.id)) &&
+          !read.refused(row),
+      )
+      .map((row) => field(row, table.id)),
+    owner.at,
+  );
+  return addCounts(stats, table.table, {
+    inserted: upserted.inserted,
+    updated: upserted.updated,
+    unchanged: upserted.unchanged + read.unsent,
+    deleted,
+  });
 }

@@ -4,11 +4,11 @@
  *   await db.transaction().execute((trx) => writeBusinessSnapshot(trx, snapshot, ctx));
  *
  * so a reader never sees half a business, and one business's failure rolls back only
- * that business. A null stream means its read failed this run: nothing of that stream is
+ * that business. What the writers changed goes, in the same transaction, to the caller's
+ * `onChanges` (the alert rules, `src/alerts`), so the alerts commit with the data. A null stream means its read failed this run: nothing of that stream is
  * touched (no upserts, no removals, its `*_synced_at` stays).
  */
 import { type Kysely, sql, type Transaction } from 'kysely';
-import type { AlertRules } from '../alerts/rules.ts';
 import type {
   BusinessFull,
   BusinessSummary,
@@ -18,6 +18,7 @@ import type {
   Review,
 } from '../api/types.ts';
 import { lockBusiness, writeBusiness } from './businesses.ts';
+import type { Change, ChangeHandler } from './changes.ts';
 import type { Database } from './database.ts';
 import { writeKeywords } from './keywords.ts';
 import { writeListings } from './listings.ts';
@@ -58,13 +59,16 @@ export interface WriteContext {
   runId: string;
   /** The run's observation time; ranks use its UTC date as observed_on. */
   observedAt: Date;
-  /** The alert rules the writers raise under; the built-in defaults when absent. */
-  alertRules?: AlertRules;
+  /**
+   * Called with what the writers changed, in the business's transaction; returns the
+   * alerts it raised. `alertsUnder(rules)` from `src/alerts`; none raised when absent.
+   */
+  onChanges?: ChangeHandler;
 }
 
 export interface SnapshotWriteResult {
   stats: WriteStats;
-  /** Alerts raised, of every kind (`src/alerts`). */
+  /** Alerts `onChanges` raised, of every kind (`src/alerts`). */
   alerts: number;
   quarantined: number;
 }
@@ -79,7 +83,6 @@ export async function writeBusinessSnapshot(
     businessId: snapshot.businessId,
     runId: ctx.runId,
     observedAt: ctx.observedAt,
-    ...(ctx.alertRules ? { alertRules: ctx.alertRules } : {}),
     refused: refusedIds(snapshot.rejected),
   };
   const stored = await lockBusiness(trx, snapshot.businessId);
@@ -95,31 +98,28 @@ export async function writeBusinessSnapshot(
     },
   });
 
+  const changes: Change[] = [];
+  const take = (written: { stats: WriteStats; changes: readonly Change[] }) => {
+    mergeWriteStats(stats, written.stats);
+    changes.push(...written.changes);
+  };
   if (snapshot.listings !== null) {
-    const result = await writeListings(
-      trx,
-      { ...write, hadListingsSync: stored?.listings_first_synced_at != null },
-      snapshot.listings,
-    );
-    mergeWriteStats(stats, result.stats);
+    const hadListingsSync = stored?.listings_first_synced_at != null;
+    take(await writeListings(trx, { ...write, hadListingsSync }, snapshot.listings));
   }
   if (snapshot.reviews !== null) {
-    mergeWriteStats(
-      stats,
-      await writeReviews(
-        trx,
-        { ...write, hadReviewsSync: stored?.reviews_first_synced_at != null },
-        snapshot.reviews,
-      ),
-    );
+    const hadReviewsSync = stored?.reviews_first_synced_at != null;
+    take(await writeReviews(trx, { ...write, hadReviewsSync }, snapshot.reviews));
   }
   // Keywords first: a rank series created this run resolves its keyword id.
   if (snapshot.keywords !== null) {
     mergeWriteStats(stats, await writeKeywords(trx, write, snapshot.keywords));
   }
-  if (snapshot.rankings !== null) {
-    mergeWriteStats(stats, await writeRankings(trx, write, snapshot.rankings));
-  }
+  if (snapshot.rankings !== null) take(await writeRankings(trx, write, snapshot.rankings));
+  // Listings, then reviews, then ranks: the order the alerts were raised in before.
+  const alerts = ctx.onChanges && changes.length > 0 ? await ctx.onChanges(trx, changes) : 0;
+  // A listings write always counts alerts (0 included); the other streams when they raise.
+  if (snapshot.listings !== null || alerts > 0) addCounts(stats, 'alerts', { inserted: alerts });
   const quarantined = await quarantineRecords(
     trx,
     ctx.runId,
@@ -130,8 +130,6 @@ export async function writeBusinessSnapshot(
     })),
   );
   if (quarantined > 0) addCounts(stats, 'quarantine', { inserted: quarantined });
-  // Every kind the writers raised (listings, reviews, ranks) counts.
-  const alerts = stats.alerts?.inserted ?? 0;
   return { stats, alerts, quarantined };
 }
 

@@ -9,37 +9,40 @@
  * the `*_first_synced_at` columns are set once, by the first successful read of their
  * stream (the first listings read is the alert baseline).
  */
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { sql } from 'kysely';
 import type { BusinessFull, BusinessSummary } from '../api/types.ts';
 import { contentHash } from './content-hash.ts';
-import type { BusinessRow, Database } from './database.ts';
+import type { BusinessRow, Db } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
-type Db = Kysely<Database> | Transaction<Database>;
-
-/** The profile columns of `businesses`: what its content hash covers. */
-export interface BusinessProfile {
-  name: string;
-  street: string | null;
-  city: string | null;
-  state_name: string | null;
-  postal_code: string | null;
-  phone: string | null;
-  latitude: number | null;
-  longitude: number | null;
-  biz_url: string | null;
-  owner_first_name: string | null;
-  owner_last_name: string | null;
-  facebook_url: string | null;
-  twitter_url: string | null;
-  description: string | null;
-  tagline: string | null;
-  storecode: string | null;
+/**
+ * The profile columns of `businesses`: what its content hash covers. Their types are the
+ * table's (`BusinessRow`); the two jsonb columns are narrowed to what the reads give.
+ */
+export type BusinessProfile = Pick<
+  BusinessRow,
+  | 'name'
+  | 'street'
+  | 'city'
+  | 'state_name'
+  | 'postal_code'
+  | 'phone'
+  | 'latitude'
+  | 'longitude'
+  | 'biz_url'
+  | 'owner_first_name'
+  | 'owner_last_name'
+  | 'facebook_url'
+  | 'twitter_url'
+  | 'description'
+  | 'tagline'
+  | 'storecode'
+  | 'hide_address'
+> & {
   additional_categories: string[];
   business_hours: { day: string; start_time: string | null; end_time: string | null }[];
-  hide_address: boolean | null;
-}
+};
 
 function summaryFields(summary: BusinessSummary) {
   return {

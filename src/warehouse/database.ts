@@ -12,7 +12,15 @@
  * The column lists are the public warehouse contract in docs/warehouse.md plus the additions
  * documented in docs/warehouse.md.
  */
-import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type {
+  ColumnType,
+  Generated,
+  Insertable,
+  Kysely,
+  Selectable,
+  Transaction,
+  Updateable,
+} from 'kysely';
 
 export type JsonValue =
   | string
@@ -423,6 +431,9 @@ export interface Database {
   review_response_requests: ReviewResponseRequestsTable;
   review_response_request_events: ReviewResponseRequestEventsTable;
 }
+
+/** What a reader or writer runs on: the connection, or a transaction opened on it. */
+export type Db = Kysely<Database> | Transaction<Database>;
 
 export type AccountRow = Selectable<AccountsTable>;
 export type NewAccountRow = Insertable<AccountsTable>;

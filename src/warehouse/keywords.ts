@@ -2,15 +2,12 @@
  * `keywords`: the business's tracked keywords. A keyword a successful read no longer
  * lists gets `deleted_at`; one that comes back has it cleared.
  */
-import type { Kysely, Transaction } from 'kysely';
 import type { Keyword } from '../api/types.ts';
-import { type BulkRow, markRowsGone, upsertRows } from './bulk-write.ts';
+import { type BulkRow, writeChildRows } from './bulk-write.ts';
 import { fieldsHash } from './content-hash.ts';
-import type { Database } from './database.ts';
+import type { Db } from './database.ts';
 import { type BusinessWriteContext, isRefused } from './write-context.ts';
-import { addCounts, type WriteStats } from './write-stats.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
+import type { WriteStats } from './write-stats.ts';
 
 export function keywordToRow(keyword: Keyword) {
   return {
@@ -61,8 +58,10 @@ export async function writeKeywords(
       deleted_at: null,
     });
   }
-  const result = await upsertRows(
+  return writeChildRows(
     db,
+    {},
+    { businessId, at: observedAt },
     {
       table: 'keywords',
       key: ['keyword_id'],
@@ -81,27 +80,15 @@ export async function writeKeywords(
       },
       insertOnly: ['first_seen_at'],
       compare: ['content_hash', 'business_id', 'deleted_at'],
+      id: 'keyword_id',
+      stamp: 'deleted_at',
     },
-    rows,
+    {
+      rows,
+      unsent: latest.size - rows.length,
+      stored,
+      seen: latest,
+      refused: (row) => isRefused(ctx, 'keywords', row.keyword_id),
+    },
   );
-  const deleted = await markRowsGone(
-    db,
-    { table: 'keywords', id: 'keyword_id', idType: 'bigint', stamp: 'deleted_at' },
-    businessId,
-    stored
-      .filter(
-        (row) =>
-          row.deleted_at === null &&
-          !latest.has(row.keyword_id) &&
-          !isRefused(ctx, 'keywords', row.keyword_id),
-      )
-      .map((row) => row.keyword_id),
-    observedAt,
-  );
-  return addCounts({}, 'keywords', {
-    inserted: result.inserted,
-    updated: result.updated,
-    unchanged: result.unchanged + (latest.size - rows.length),
-    deleted,
-  });
 }

@@ -9,11 +9,9 @@
  * gone keeps a row of zeros, so that a later sync does not carry old counts over the days
  * it had none; the view leaves those rows out. A business that never had a listing has no row.
  */
-import { type Kysely, sql, type Transaction } from 'kysely';
-import type { Database } from './database.ts';
-import { observedOn } from './rankings.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
+import { sql } from 'kysely';
+import { utcDay } from '../calendar-day.ts';
+import type { Db } from './database.ts';
 
 /** The statuses `v_listing_accuracy_daily` counts. */
 export interface AccuracyCounts {
@@ -46,7 +44,7 @@ export async function writeListingAccuracyDay(
   observedAt: Date,
   counts: AccuracyCounts,
 ): Promise<number> {
-  const day = observedOn(observedAt);
+  const day = utcDay(observedAt);
   const result = await sql`
     with last_day as (
       select day, listings, accurate, inaccurate, not_present from listing_accuracy_days

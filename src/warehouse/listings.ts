@@ -1,29 +1,23 @@
 /**
- * `listings`, `listing_status_history` and the `alerts` they raise.
+ * `listings` and `listing_status_history`, and which listings turned Inaccurate.
  *
  * One upsert for all listings of a business, guarded by the content hash; a history row
  * for each listing whose status, sync_status, a _valid flag or claimed differs from the
- * stored row (and one for a listing seen for the first time: its starting point); an
- * alert for each listing that newly turned Inaccurate (`src/alerts/listing-inaccurate.ts`);
- * `removed_at` for stored listings that the (successful) stream no longer lists; and the
+ * stored row (and one for a listing seen for the first time: its starting point); the
+ * listings that newly turned Inaccurate, reported as changes (`changes.ts`) for the alert
+ * rules; `removed_at` for stored listings that the (successful) stream no longer lists; and the
  * day's row of the `listing_accuracy_days` read model (see `listing-accuracy.ts`).
  * Directory usernames and passwords never get here: only `has_site_credentials`.
  */
-import { type Kysely, sql, type Transaction } from 'kysely';
-import {
-  type ListingTurnedInaccurate,
-  raiseListingInaccurate,
-} from '../alerts/listing-inaccurate.ts';
-import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
+import { sql } from 'kysely';
 import type { Listing } from '../api/types.ts';
-import { type BulkRow, type ColumnTypes, markRowsGone, upsertRows } from './bulk-write.ts';
+import { type BulkRow, type ColumnTypes, writeChildRows } from './bulk-write.ts';
+import type { Change } from './changes.ts';
 import { fieldsHash } from './content-hash.ts';
-import type { Database } from './database.ts';
+import type { Db } from './database.ts';
 import { countStatuses, writeListingAccuracyDay } from './listing-accuracy.ts';
 import { type BusinessWriteContext, isRefused } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 const INACCURATE = 'Inaccurate';
 
@@ -67,7 +61,8 @@ const TRACKED = [
 
 export interface ListingsWriteResult {
   stats: WriteStats;
-  alerts: number;
+  /** The listings that newly turned Inaccurate (none on the business's first listings sync). */
+  changes: Change[];
 }
 
 /** The columns of `listings` the upsert writes, with their types. */
@@ -137,8 +132,8 @@ export async function writeListings(
 
   const latest = new Map(listings.map((listing) => [listing.id, listing]));
   const rows: BulkRow<'listings'>[] = [];
-  const changes: StatusChange[] = [];
-  const alerts: ListingTurnedInaccurate[] = [];
+  const statusChanges: StatusChange[] = [];
+  const changes: Change[] = [];
   let unchanged = 0;
   for (const listing of latest.values()) {
     const content = listingToRow(listing);
@@ -159,13 +154,14 @@ export async function writeListings(
       removed_at: null,
     });
     if (!before || TRACKED.some((field) => before[field] !== content[field])) {
-      changes.push({ listingId: listing.id, previousStatus: before?.status ?? null });
+      statusChanges.push({ listingId: listing.id, previousStatus: before?.status ?? null });
     }
     const newlyInaccurate =
       listing.status === INACCURATE &&
       (before ? before.status !== INACCURATE : ctx.hadListingsSync);
     if (newlyInaccurate) {
-      alerts.push({
+      changes.push({
+        type: 'listing_turned_inaccurate',
         accountName: ctx.accountName,
         businessId,
         listingId: listing.id,
@@ -179,45 +175,30 @@ export async function writeListings(
     }
   }
 
-  const stats: WriteStats = {};
-  const upserted = await upsertRows(
+  const stats = await writeChildRows(
     db,
+    {},
+    { businessId, at: observedAt },
     {
       table: 'listings',
       key: ['business_id', 'listing_id'],
       columns: LISTING_COLUMNS,
       insertOnly: ['first_seen_at'],
       compare: ['content_hash', 'removed_at'],
+      id: 'listing_id',
+      stamp: 'removed_at',
     },
-    rows,
+    {
+      rows,
+      unsent: unchanged,
+      stored,
+      seen: latest,
+      refused: (row) => isRefused(ctx, 'listings', row.listing_id),
+    },
   );
-  const gone = stored
-    .filter(
-      (row) =>
-        row.removed_at === null &&
-        !latest.has(row.listing_id) &&
-        !isRefused(ctx, 'listings', row.listing_id),
-    )
-    .map((row) => row.listing_id);
-  const removed = await markRowsGone(
-    db,
-    { table: 'listings', id: 'listing_id', idType: 'bigint', stamp: 'removed_at' },
-    businessId,
-    gone,
-    observedAt,
-  );
-  addCounts(stats, 'listings', {
-    inserted: upserted.inserted,
-    updated: upserted.updated,
-    unchanged: upserted.unchanged + unchanged,
-    deleted: removed,
-  });
 
-  const historyInserted = await appendStatusHistory(db, ctx, changes);
+  const historyInserted = await appendStatusHistory(db, ctx, statusChanges);
   addCounts(stats, 'listing_status_history', { inserted: historyInserted });
-
-  const raised = await raiseListingInaccurate(db, ctx.alertRules ?? DEFAULT_ALERT_RULES, alerts);
-  addCounts(stats, 'alerts', { inserted: raised });
 
   // The live listings after this write are the business's listings at the end of the day.
   await writeListingAccuracyDay(
@@ -226,7 +207,7 @@ export async function writeListings(
     observedAt,
     countStatuses([...latest.values()].map((listing) => listing.status)),
   );
-  return { stats, alerts: raised };
+  return { stats, changes };
 }
 
 /**

@@ -7,12 +7,9 @@
  * lone surrogate), so every string of the row, payload keys included, has those replaced
  * by U+FFFD: the quarantine write itself must never fail its business.
  */
-import type { Kysely, Transaction } from 'kysely';
 import { redactSecrets, redactText } from '../log.ts';
 import { insertRows } from './bulk-write.ts';
-import type { Database } from './database.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
+import type { Db } from './database.ts';
 
 export interface QuarantineInput {
   accountName: string;

@@ -12,20 +12,14 @@
  * Only a run dated before a series' latest day (a clock set back) reads history, bounded:
  * the rows around that day and the 31 days before the latest.
  */
-import { type Kysely, type Selectable, sql, type Transaction } from 'kysely';
-import { raiseRankDrops } from '../alerts/rank-drop.ts';
-import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
+
+import { type Selectable, sql } from 'kysely';
 import type { RankObservation } from '../api/types.ts';
-import type { Database, RankLatestTable } from './database.ts';
+import { addDays, daysBetween, utcDay } from '../calendar-day.ts';
+import type { Change } from './changes.ts';
+import type { Db, RankLatestTable } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
-
-/** The UTC calendar day of an instant, `YYYY-MM-DD`. */
-export function observedOn(at: Date): string {
-  return at.toISOString().slice(0, 10);
-}
 
 /** Days in the 30-day figures: the latest day and the 30 before it. */
 const WINDOW = 31;
@@ -40,14 +34,6 @@ interface StoredSeries {
   site: string;
   keyword_id: number | null;
   latest: LatestState | null;
-}
-
-function addDays(day: string, days: number): string {
-  return new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
-}
-
-function daysBetween(from: string, to: string): number {
-  return Math.round((Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / 86_400_000);
 }
 
 /**
@@ -132,6 +118,12 @@ export function nextLatest(
   };
 }
 
+export interface RankingsWriteResult {
+  stats: WriteStats;
+  /** The day's ranks, with each series' stored window, when any rank was sent; else none. */
+  changes: Change[];
+}
+
 /**
  * Writes the day's ranks of one business. Only ranks that are new for the day or differ
  * from the stored one are sent: a second run on the same day with no change writes nothing.
@@ -140,11 +132,11 @@ export async function writeRankings(
   db: Db,
   ctx: BusinessWriteContext,
   ranks: readonly RankObservation[],
-): Promise<WriteStats> {
-  const day = observedOn(ctx.observedAt);
+): Promise<RankingsWriteResult> {
+  const day = utcDay(ctx.observedAt);
   // The last observation per keyword and site wins, as the upsert's own dedupe would have it.
   const latest = new Map(ranks.map((rank) => [rankKey(rank.keyword, rank.site), rank]));
-  if (latest.size === 0) return addCounts({}, 'rank_observations', {});
+  if (latest.size === 0) return { stats: addCounts({}, 'rank_observations', {}), changes: [] };
 
   const stored = await storedSeries(db, ctx.businessId);
   const byKey = new Map(stored.map((s) => [rankKey(s.keyword, s.site), s]));
@@ -181,7 +173,7 @@ export async function writeRankings(
   }
   const sent = forward.length + backdated.length;
   const unchanged = latest.size - sent;
-  if (sent === 0) return addCounts({}, 'rank_observations', { unchanged });
+  if (sent === 0) return { stats: addCounts({}, 'rank_observations', { unchanged }), changes: [] };
 
   const written = { inserted: 0, updated: 0 };
   if (forward.length > 0) {
@@ -208,24 +200,23 @@ export async function writeRankings(
     updated: written.updated,
     unchanged: unchanged + (sent - written.inserted - written.updated),
   });
-  // Alert hook (`rank_drop`, src/alerts/rank-drop.ts): today's ranks against the days
-  // before, taken from each series' stored `rank_latest` window (31 days), not from history.
-  const rules = ctx.alertRules ?? DEFAULT_ALERT_RULES;
-  if (rules.rankDrop.enabled) {
-    const raised = await raiseRankDrops(
-      db,
-      rules,
-      { ...ctx, day, detectedAt: ctx.observedAt },
-      [...latest].map(([key, rank]) => ({
-        keyword: rank.keyword,
-        site: rank.site,
-        rank: rank.rank,
-        history: daysOfWindow(byKey.get(key)?.latest ?? null, day),
-      })),
-    );
-    addCounts(stats, 'alerts', { inserted: raised });
-  }
-  return stats;
+  // Today's ranks with each series' stored `rank_latest` window (31 days), from which the
+  // rules read the days before (`daysOfWindow`), not from history.
+  const change: Change = {
+    type: 'ranks_written',
+    accountName: ctx.accountName,
+    businessId: ctx.businessId,
+    runId: ctx.runId,
+    day,
+    detectedAt: ctx.observedAt,
+    series: [...latest].map(([key, rank]) => ({
+      keyword: rank.keyword,
+      site: rank.site,
+      rank: rank.rank,
+      before: byKey.get(key)?.latest ?? null,
+    })),
+  };
+  return { stats, changes: [change] };
 }
 
 /**

@@ -2,13 +2,10 @@
  * `countries`, `states`, `sub_categories`: reference data, upserted whole. Nothing is
  * deleted: a partial read (one country's states failing) must not erase the rest.
  */
-import type { Kysely, Transaction } from 'kysely';
 import type { Country, State, SubCategory } from '../api/types.ts';
 import { upsertRows } from './bulk-write.ts';
-import type { Database } from './database.ts';
+import type { Db } from './database.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 export interface ReferenceData {
   countries: Country[];

@@ -1,21 +1,19 @@
 /**
  * `review_response_requests` and `review_response_request_events` (migration 0004): the
  * responses submitted through the command line (operation 9) and each status operation
- * 10 answered for them, until `Completed` or `Failed`. A request that ends `Failed`
- * raises a `review_response_failed` alert through the alert outbox (`src/alerts`), in the
- * same transaction as the status change.
+ * 10 answered for them, until `Completed` or `Failed`. A request that ends `Failed` is
+ * reported as a change (`changes.ts`) to the caller's `onChanges` (the alert rules,
+ * `src/alerts`), in the same transaction as the status change.
  */
-import type { Kysely, Transaction } from 'kysely';
-import { raiseReviewResponseFailed } from '../alerts/review-response-failed.ts';
-import { type AlertRules, DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
+import type { Kysely } from 'kysely';
 import { redactText } from '../log.ts';
+import type { ChangeHandler } from './changes.ts';
 import type {
   Database,
+  Db,
   ReviewResponseRequestEventRow,
   ReviewResponseRequestRow,
 } from './database.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 /** The statuses after which the upstream never changes a request again. */
 export const FINAL_RESPONSE_STATUSES: ReadonlySet<string> = new Set(['Completed', 'Failed']);
@@ -110,8 +108,8 @@ export interface ObservedStatus {
   status: string;
   observedAt: Date;
   runId?: string | null;
-  /** The alert rules in force (the configuration's); the built-in defaults otherwise. */
-  alertRules?: AlertRules;
+  /** Told of a `Failed` answer in the transaction that records it (`alertsUnder`, `src/alerts`). */
+  onChanges?: ChangeHandler;
 }
 
 export interface StatusRecorded {
@@ -120,14 +118,14 @@ export interface StatusRecorded {
   previousStatus: string;
   /** The request reached `Completed` or `Failed` now. */
   finished: boolean;
-  /** A `review_response_failed` alert was raised now. */
+  /** `onChanges` raised an alert for this answer now. */
   alertRaised: boolean;
 }
 
 /**
  * Stores what operation 10 answered, in one transaction: the request's status and check
- * time, an event row when the status changed, `completed_at` on a final status, and the
- * alert when it is `Failed`. Returns undefined for a request id not recorded here.
+ * time, an event row when the status changed, `completed_at` on a final status, and, when
+ * it is `Failed`, the change handed to `onChanges`. Returns undefined for a request id not recorded here.
  */
 export async function recordResponseStatus(
   db: Kysely<Database>,
@@ -168,16 +166,15 @@ export async function recordResponseStatus(
         .execute();
     }
     let alertRaised = false;
-    if (observed.status === 'Failed') {
+    if (observed.status === 'Failed' && observed.onChanges) {
       const review = await trx
         .selectFrom('reviews')
         .select('site_name')
         .where('review_id', '=', stored.review_id)
         .executeTakeFirst();
-      alertRaised = await raiseReviewResponseFailed(
-        trx,
-        observed.alertRules ?? DEFAULT_ALERT_RULES,
+      const raised = await observed.onChanges(trx, [
         {
+          type: 'response_failed',
           requestId: stored.request_id,
           accountName: stored.account_name,
           businessId: stored.business_id,
@@ -186,7 +183,8 @@ export async function recordResponseStatus(
           detectedAt: observed.observedAt,
           runId: observed.runId ?? null,
         },
-      );
+      ]);
+      alertRaised = raised > 0;
     }
     return { changed, previousStatus: stored.status, finished, alertRaised };
   });

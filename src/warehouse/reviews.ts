@@ -5,19 +5,17 @@
  * A review's content hash covers what a reader would call the review: rating, title and
  * text, author, date, likes and its responses. A version row is appended when that hash
  * differs from the stored one (and for a review seen for the first time). Reviews and
- * responses that a successful read no longer lists get `removed_at`.
+ * responses that a successful read no longer lists get `removed_at`. The reviews seen for
+ * the first time are reported as a change (`changes.ts`) for the alert rules.
  */
-import { type Kysely, sql, type Transaction } from 'kysely';
-import { raiseLowRatingReviews } from '../alerts/low-rating-review.ts';
-import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
+import { sql } from 'kysely';
 import type { Review, ReviewResponse } from '../api/types.ts';
-import { type BulkRow, type ColumnTypes, markRowsGone, upsertRows } from './bulk-write.ts';
+import { type BulkRow, type ColumnTypes, writeChildRows } from './bulk-write.ts';
+import type { Change } from './changes.ts';
 import { fieldsHash } from './content-hash.ts';
-import type { Database } from './database.ts';
+import type { Db } from './database.ts';
 import { type BusinessWriteContext, isRefused } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 export function responseToRow(response: ReviewResponse) {
   return {
@@ -132,7 +130,7 @@ export async function writeReviews(
   db: Db,
   ctx: BusinessWriteContext & { hadReviewsSync?: boolean },
   reviews: readonly Review[],
-): Promise<WriteStats> {
+): Promise<{ stats: WriteStats; changes: Change[] }> {
   const { businessId, observedAt } = ctx;
   const [storedReviews, storedResponses] = await Promise.all([
     db
@@ -193,92 +191,74 @@ export async function writeReviews(
     }
   }
 
-  const stats: WriteStats = {};
-  const upserted = await upsertRows(
+  const stats = await writeChildRows(
     db,
+    {},
+    { businessId, at: observedAt },
     {
       table: 'reviews',
       key: ['review_id'],
       columns: REVIEW_COLUMNS,
       insertOnly: ['first_seen_at'],
       compare: ['content_hash', 'business_id', 'removed_at'],
+      id: 'review_id',
+      stamp: 'removed_at',
     },
-    rows,
+    {
+      rows,
+      unsent: unchangedReviews,
+      stored: storedReviews,
+      seen: latest,
+      refused: (row) => isRefused(ctx, 'reviews', row.review_id),
+    },
   );
-  const removedReviews = await markRowsGone(
-    db,
-    { table: 'reviews', id: 'review_id', idType: 'uuid', stamp: 'removed_at' },
-    businessId,
-    storedReviews
-      .filter(
-        (row) =>
-          row.removed_at === null &&
-          !latest.has(row.review_id) &&
-          !isRefused(ctx, 'reviews', row.review_id),
-      )
-      .map((row) => row.review_id),
-    observedAt,
-  );
-  addCounts(stats, 'reviews', {
-    inserted: upserted.inserted,
-    updated: upserted.updated,
-    unchanged: upserted.unchanged + unchangedReviews,
-    deleted: removedReviews,
-  });
 
   const versionsInserted = await appendReviewVersions(db, ctx, changedIds);
   addCounts(stats, 'review_versions', { inserted: versionsInserted });
 
   // The first reviews read is the baseline: a business's whole history is not "new".
+  const changes: Change[] = [];
   if (ctx.hadReviewsSync && firstSeen.length) {
-    const raised = await raiseLowRatingReviews(
-      db,
-      ctx.alertRules ?? DEFAULT_ALERT_RULES,
-      { ...ctx, detectedAt: observedAt },
-      firstSeen.map((review) => ({
+    changes.push({
+      type: 'reviews_first_seen',
+      accountName: ctx.accountName,
+      businessId,
+      runId: ctx.runId,
+      detectedAt: observedAt,
+      reviews: firstSeen.map((review) => ({
         reviewId: review.id,
         siteName: review.siteName,
         rating: review.rating,
         authorName: review.authorName,
       })),
-    );
-    addCounts(stats, 'alerts', { inserted: raised });
+    });
   }
 
   const changedResponses: BulkRow<'review_responses'>[] = [];
   for (const row of responses.values()) if (row) changedResponses.push(row);
-  const responsesUpserted = await upsertRows(
+  await writeChildRows(
     db,
+    stats,
+    { businessId, at: observedAt },
     {
       table: 'review_responses',
       key: ['response_id'],
       columns: RESPONSE_COLUMNS,
       insertOnly: ['first_seen_at'],
       compare: ['content_hash', 'business_id', 'removed_at'],
+      id: 'response_id',
+      stamp: 'removed_at',
     },
-    changedResponses,
+    {
+      rows: changedResponses,
+      unsent: responses.size - changedResponses.length,
+      stored: storedResponses,
+      seen: responses,
+      // A response goes with its review: kept while the review is refused.
+      refused: (row) => isRefused(ctx, 'reviews', row.review_id),
+    },
   );
-  const removedResponses = await markRowsGone(
-    db,
-    { table: 'review_responses', id: 'response_id', idType: 'uuid', stamp: 'removed_at' },
-    businessId,
-    storedResponses
-      .filter(
-        (row) =>
-          row.removed_at === null &&
-          !responses.has(row.response_id) &&
-          !isRefused(ctx, 'reviews', row.review_id),
-      )
-      .map((row) => row.response_id),
-    observedAt,
-  );
-  addCounts(stats, 'review_responses', {
-    inserted: responsesUpserted.inserted,
-    updated: responsesUpserted.updated,
-    unchanged: responsesUpserted.unchanged + (responses.size - changedResponses.length),
-    deleted: removedResponses,
-  });
-  return stats;
+  return { stats, changes };
 }
 
 /**

@@ -6,12 +6,10 @@
  * (docs/warehouse.md, "sync_runs").
  */
 import { randomUUID } from 'node:crypto';
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { sql } from 'kysely';
 import { type Logger, redactSecrets, redactText } from '../log.ts';
-import type { Database, SyncRunStatus } from './database.ts';
+import type { Db, SyncRunStatus } from './database.ts';
 import type { WriteStats } from './write-stats.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 /** How one credential's part of a run ended. */
 export interface CredentialOutcome {

@@ -4,11 +4,8 @@
  * The receiver verifies the signature before calling this; the payload still passes
  * through `redactSecrets` so no secret lands in the table.
  */
-import type { Kysely, Transaction } from 'kysely';
 import { redactSecrets } from '../log.ts';
-import type { Database } from './database.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
+import type { Db } from './database.ts';
 
 export interface BoostInput {
   adRunId: string;

@@ -1,5 +1,3 @@
-import type { AlertRules } from '../alerts/rules.ts';
-
 /** What every per-business writer needs to know about the write it is part of. */
 export interface BusinessWriteContext {
   accountName: string;
@@ -7,8 +5,6 @@ export interface BusinessWriteContext {
   runId: string;
   /** The run's observation time: first_seen_at/last_seen_at/history rows use it. */
   observedAt: Date;
-  /** The alert rules the writers raise under; the built-in defaults when absent. */
-  alertRules?: AlertRules;
   /**
    * Ids (as text) of records read this run but refused and quarantined, per stream. They
    * are still upstream, so their stored rows are kept as they were, not marked gone.

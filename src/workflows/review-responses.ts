@@ -4,6 +4,7 @@
  * polls it (operation 10) until `Completed` or `Failed` (src/sync/run.ts), and `api
  * reviews response-status` reads it on demand, recording a change the same way.
  */
+import { alertsUnder } from '../alerts/raise-for-changes.ts';
 import { getResponseStatus, respondToReview } from '../api/index.ts';
 import { observationTime } from '../sync/observation-clock.ts';
 import { upsertAccount } from '../warehouse/accounts.ts';
@@ -122,7 +123,7 @@ export async function showResponseStatus(
       requestId: request.requestId,
       status,
       observedAt,
-      alertRules: session.config.alertRules,
+      onChanges: alertsUnder(session.config.alertRules),
     });
     events = (await responseRequestEvents(warehouse.db, request.requestId)).map((e) => ({
       status: e.status,

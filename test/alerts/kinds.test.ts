@@ -6,6 +6,7 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { alertsUnder } from '../../src/alerts/raise-for-changes.ts';
 import { rankDrops } from '../../src/alerts/rank-drop.ts';
 import { parseAlertRules } from '../../src/alerts/rules.ts';
 import { raiseSyncHealthAlerts } from '../../src/alerts/sync-health.ts';
@@ -76,7 +77,7 @@ describe.each(testBackends)('alert kinds over simulated days (%s)', (backend) =>
     return write(wh, snapshot({ reviews: [], rankings: [], ...parts }), {
       runId: RUN_ID,
       observedAt: day(n),
-      alertRules: rules,
+      onChanges: alertsUnder(rules),
     });
   }
 
@@ -243,7 +244,7 @@ describe.each(testBackends)('alert kinds over simulated days (%s)', (backend) =>
         requestId,
         status,
         observedAt: day(n),
-        alertRules: ALL_ON,
+        onChanges: alertsUnder(ALL_ON),
       });
     }
     const raised = await alerts('review_response_failed');
@@ -264,7 +265,7 @@ describe.each(testBackends)('alert kinds over simulated days (%s)', (backend) =>
       requestId: 'rq-2',
       status: 'Failed',
       observedAt: day(5),
-      alertRules: off,
+      onChanges: alertsUnder(off),
     });
     expect(await alerts('review_response_failed')).toHaveLength(1);
   });

@@ -1,4 +1,5 @@
 /** Hand-built domain values for the warehouse suites (the shapes the API client returns). */
+import { alertsUnder } from '../../src/alerts/raise-for-changes.ts';
 import type {
   BusinessFull,
   BusinessSummary,
@@ -17,8 +18,9 @@ export const DAY1_LATER = new Date('2025-03-01T15:30:00.000Z');
 export const DAY2 = new Date('2025-03-02T03:00:00.000Z');
 export const DAY3 = new Date('2025-03-03T03:00:00.000Z');
 
+/** A run's write context, raising alerts under the built-in rules as the sync does. */
 export function ctx(observedAt: Date, runId = RUN_ID): WriteContext {
-  return { runId, observedAt };
+  return { runId, observedAt, onChanges: alertsUnder() };
 }
 
 export function summary(overrides: Partial<BusinessSummary> = {}): BusinessSummary {
