@@ -42,6 +42,7 @@ import type {
   State,
 } from '../api/types.ts';
 import { type Logger, redactText } from '../log.ts';
+import { type RawCapture, startRawCapture, writeRawReads } from '../raw/capture.ts';
 import { markAccountSynced, upsertAccount } from '../warehouse/accounts.ts';
 import {
   type BusinessSnapshot,
@@ -118,7 +119,9 @@ export interface SyncOptions {
    * The run's clock: observation times and rank days. By default each credential's
    * upstream clock (its responses' `Date`), else the local clock; see `observationClock`.
    */
-  now?: () => Date;
+  now?: (credential?: Credential) => Date;
+  /** Keep every upstream answer in the raw zone (docs/warehouse.md). Default true. */
+  keepRaw?: boolean;
   /** Businesses fetched and written at once, per credential (default 8). */
   businessConcurrency?: number;
   /**
@@ -301,6 +304,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
   const apiBefore = apiStats(api);
   const stats = emptyStats();
   let runId = '';
+  let raw: RawCapture | undefined;
   try {
     const abandoned = await interruptAbandonedRuns(db, formatShard(options.shard));
     if (abandoned)
@@ -312,6 +316,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       shard: formatShard(options.shard),
     });
     const log = logger.child({ runId });
+    if (options.keepRaw !== false) raw = startRawCapture(api, options.credentials);
     log.info(
       {
         credentials: options.credentials.length,
@@ -365,6 +370,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       stats,
       streams,
       now,
+      raw,
       log,
       progress,
       report,
@@ -408,6 +414,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
           };
           return outcome;
         });
+        await keepAccountReads(context, credential);
         stats.credentials.push(outcome);
         progress.accountsDone += 1;
         report();
@@ -443,6 +450,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     );
     return { runId, status, stats, ...(error ? { error } : {}) };
   } finally {
+    raw?.stop();
     await lock.release();
   }
 }
@@ -462,6 +470,22 @@ interface RunContext {
   writeReferenceOnce(credential: Credential): Promise<void>;
   /** The run-wide limit on businesses in flight, across credentials. */
   businessSlot: LimitFunction;
+  /** Holds the run's upstream answers until they are written (src/raw/capture.ts). */
+  raw: RawCapture | undefined;
+}
+
+/** The credential's reads not written with a business (list, reference, polls), once it is done. */
+async function keepAccountReads(context: RunContext, credential: Credential): Promise<void> {
+  const reads = context.raw?.takeAccount(credential.name) ?? [];
+  try {
+    await writeRawReads(
+      context.options.warehouse.db,
+      { runId: context.runId, observedAt: context.now(credential) },
+      reads,
+    );
+  } catch (error) {
+    context.log.warn({ credential: credential.name, err: error }, 'raw zone: reads not kept');
+  }
 }
 
 /**
@@ -473,7 +497,7 @@ interface RunContext {
  */
 function observationClock(options: SyncOptions, logger: Logger): (credential?: Credential) => Date {
   const fixed = options.now;
-  if (fixed) return () => fixed();
+  if (fixed) return (credential) => fixed(credential);
   const warned = new Set<string>();
   return (credential) => {
     if (!credential) return new Date();
@@ -718,6 +742,9 @@ async function syncBusiness(
     }
   }
   const observedAt = context.now(credential);
+  const kept = context.raw?.takeBusiness(credential.name, id) ?? [];
+  const keepReads = (trx: Parameters<typeof writeRawReads>[0]) =>
+    writeRawReads(trx, { runId: context.runId, observedAt }, kept);
   if (
     all.some(
       (r) =>
@@ -730,6 +757,7 @@ async function syncBusiness(
     if (await markBusinessMissing(options.warehouse.db, credential.name, id, observedAt)) {
       stats.businesses.archived += 1;
     }
+    await keepReads(options.warehouse.db);
     log.info(
       { credential: credential.name, businessId: id },
       'business reads as missing: archived',
@@ -779,6 +807,7 @@ async function syncBusiness(
     runId: context.runId,
     observedAt,
     ...(options.alertRules ? { alertRules: options.alertRules } : {}),
+    inTransaction: keepReads,
   });
   mergeWriteStats(stats.tables, written.stats);
   stats.alerts += written.alerts;

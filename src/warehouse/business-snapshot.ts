@@ -60,6 +60,8 @@ export interface WriteContext {
   observedAt: Date;
   /** The alert rules the writers raise under; the built-in defaults when absent. */
   alertRules?: AlertRules;
+  /** Runs last, in the business's transaction: the sync keeps its raw reads here. */
+  inTransaction?: (trx: Transaction<Database>) => Promise<void>;
 }
 
 export interface SnapshotWriteResult {
@@ -130,6 +132,7 @@ export async function writeBusinessSnapshot(
     })),
   );
   if (quarantined > 0) addCounts(stats, 'quarantine', { inserted: quarantined });
+  if (ctx.inTransaction) await ctx.inTransaction(trx);
   // Every kind the writers raised (listings, reviews, ranks) counts.
   const alerts = stats.alerts?.inserted ?? 0;
   return { stats, alerts, quarantined };
