@@ -20,6 +20,7 @@ export const VARIABLE_MEANINGS: Record<ConfigVariable, string> = {
   SYNC_ACCOUNT_CONCURRENCY: 'requests in flight per credential (default 8)',
   SYNC_REQUESTS_PER_SECOND: 'cap on requests per second per credential (default 0: none)',
   LISTINGS_MAX_BODY_BYTES: 'largest upstream response body read (default 16 MiB)',
+  RAW_RETENTION_DAYS: 'raw zone reads kept this many days, pruned after a sync (default 0: all)',
   DATABASE_CONNECT_TIMEOUT_MS: 'time to open a PostgreSQL connection (default 10000)',
   DATABASE_STATEMENT_TIMEOUT_MS: 'longest PostgreSQL statement, 0 for none (default 60000)',
   DATABASE_LOCK_TIMEOUT_MS: 'longest wait for a row or table lock (default 10000)',

@@ -51,6 +51,10 @@ function effectiveValue(config: Config, name: ConfigVariable): string {
       return String(config.webhookMaxConnections);
     case 'LISTINGS_MAX_BODY_BYTES':
       return String(config.upstreamMaxBodyBytes);
+    case 'RAW_RETENTION_DAYS':
+      return config.rawRetentionDays === undefined
+        ? '0 (keep every read)'
+        : String(config.rawRetentionDays);
     case 'DATABASE_CONNECT_TIMEOUT_MS':
       return String(config.databaseConnectTimeoutMs);
     case 'DATABASE_STATEMENT_TIMEOUT_MS':

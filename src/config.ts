@@ -42,6 +42,8 @@ export interface Config {
   syncRequestsPerSecond: number | undefined;
   /** The largest upstream response body, in bytes; a larger one fails its stream. */
   upstreamMaxBodyBytes: number;
+  /** Raw zone reads older than this many days are pruned after a sync; undefined keeps all. */
+  rawRetentionDays: number | undefined;
   /** PostgreSQL: time to open a connection, in milliseconds. */
   databaseConnectTimeoutMs: number;
   /** PostgreSQL: longest statement, in milliseconds; 0 means no limit. */
@@ -250,6 +252,8 @@ const envSchema = z.object({
   SYNC_REQUESTS_PER_SECOND: integer('SYNC_REQUESTS_PER_SECOND', 0, 0, 100_000),
   // 16 MiB: real reads are tens of kilobytes (see DEFAULT_MAX_BODY_BYTES in the client).
   LISTINGS_MAX_BODY_BYTES: integer('LISTINGS_MAX_BODY_BYTES', 16 * 1024 * 1024, 1024, 1024 ** 3),
+  // 0 keeps the raw zone whole: history that is pruned can never be replayed.
+  RAW_RETENTION_DAYS: integer('RAW_RETENTION_DAYS', 0, 0, 36_500),
   DATABASE_CONNECT_TIMEOUT_MS: integer('DATABASE_CONNECT_TIMEOUT_MS', 10_000, 100, 600_000),
   // A business is written by a few bulk statements that take milliseconds; a minute means a
   // database that is stuck, not one that is busy. 0 turns the limit off (a long migration).
@@ -461,6 +465,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     syncAccountConcurrency: e.SYNC_ACCOUNT_CONCURRENCY,
     syncRequestsPerSecond: e.SYNC_REQUESTS_PER_SECOND || undefined,
     upstreamMaxBodyBytes: e.LISTINGS_MAX_BODY_BYTES,
+    rawRetentionDays: e.RAW_RETENTION_DAYS || undefined,
     databaseConnectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
     databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
     databaseLockTimeoutMs: e.DATABASE_LOCK_TIMEOUT_MS,

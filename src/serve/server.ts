@@ -199,6 +199,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
         alertRules: config.alertRules,
         businessConcurrency: options.businessConcurrency ?? config.syncAccountConcurrency,
         overallBusinessConcurrency: config.syncConcurrency,
+        ...(config.rawRetentionDays ? { rawRetentionDays: config.rawRetentionDays } : {}),
       });
       metrics.recordRun(result.status, seconds(), result);
       const level = result.status === 'succeeded' ? 'info' : 'warn';

@@ -95,6 +95,7 @@ export async function runSyncCommand(
       overallBusinessConcurrency: config.syncConcurrency,
       signal: stop.signal,
       alertRules: config.alertRules,
+      ...(config.rawRetentionDays ? { rawRetentionDays: config.rawRetentionDays } : {}),
       onProgress: (p) => progress.update(p),
     });
     progress.stop();

@@ -42,7 +42,7 @@ import type {
   State,
 } from '../api/types.ts';
 import { type Logger, redactText } from '../log.ts';
-import { type RawCapture, startRawCapture, writeRawReads } from '../raw/capture.ts';
+import { pruneRawZone, type RawCapture, startRawCapture, writeRawReads } from '../raw/capture.ts';
 import { markAccountSynced, upsertAccount } from '../warehouse/accounts.ts';
 import {
   type BusinessSnapshot,
@@ -122,6 +122,8 @@ export interface SyncOptions {
   now?: (credential?: Credential) => Date;
   /** Keep every upstream answer in the raw zone (docs/warehouse.md). Default true. */
   keepRaw?: boolean;
+  /** Prune raw zone reads older than this many days when the run ends (RAW_RETENTION_DAYS). */
+  rawRetentionDays?: number;
   /** Businesses fetched and written at once, per credential (default 8). */
   businessConcurrency?: number;
   /**
@@ -433,6 +435,12 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     stats.retries = apiAfter.retries - apiBefore.retries;
     stats.seconds = Math.round((performance.now() - started) / 10) / 100;
 
+    // A shard leaves pruning to full runs: another shard may be writing reads of a body.
+    if (options.rawRetentionDays !== undefined && !fatal && !options.shard) {
+      await pruneRawZone(db, options.rawRetentionDays, now()).catch((error: unknown) =>
+        log.warn({ err: error }, 'raw zone: pruning failed; the next run tries again'),
+      );
+    }
     const status = decideStatus(stats, fatal, options.signal);
     const error = fatal ? fatal.message : summariseFailures(stats);
     await recordSyncRunEnd(db, runId, { status, stats, error: error ?? null }, log);

@@ -6,7 +6,9 @@
  * row was written rather than observed (`quarantined_at`), and alert delivery state.
  */
 import { type Kysely, sql } from 'kysely';
+import type { Database } from '../../src/warehouse/database.ts';
 import { CONTRACT_TABLES } from '../../src/warehouse/tables.ts';
+import type { TestWarehouse } from '../helpers/database.ts';
 import { BI_VIEWS } from '../views/view-outputs.ts';
 
 const LEFT_OUT = new Set([
@@ -52,4 +54,21 @@ export async function documentedContent(db: Kysely<any>): Promise<Record<string,
     out[relation] = rows.map((r) => r.row);
   }
   return out;
+}
+
+/** Runs `read` with the current schema set to `schema`, on one connection of the warehouse. */
+export async function inSchema<T>(
+  warehouse: TestWarehouse,
+  schema: string,
+  read: (db: Kysely<Database>) => Promise<T>,
+): Promise<T> {
+  return warehouse.db.connection().execute(async (db) => {
+    const { rows } = await sql<{ path: string }>`show search_path`.execute(db);
+    await sql`set search_path to ${sql.id(schema)}`.execute(db);
+    try {
+      return await read(db);
+    } finally {
+      await sql.raw(`set search_path to ${rows[0]?.path ?? 'public'}`).execute(db);
+    }
+  });
 }

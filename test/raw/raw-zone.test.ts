@@ -14,7 +14,7 @@ import { ReplayCoverageError, replay } from '../../src/sync/replay.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { sync, testApiClient, type WorldShape, worldTruth } from '../sync/harness.ts';
-import { documentedContent } from './documented-content.ts';
+import { documentedContent, inSchema } from './documented-content.ts';
 
 const WORLD: WorldShape = {
   seed: 23,
@@ -245,20 +245,3 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
     );
   });
 });
-
-/** Runs `read` with the current schema set to `schema`, on a connection of the warehouse's database. */
-async function inSchema<T>(
-  warehouse: TestWarehouse,
-  schema: string,
-  read: (db: Kysely<Database>) => Promise<T>,
-): Promise<T> {
-  return warehouse.db.connection().execute(async (db) => {
-    const { rows } = await sql<{ path: string }>`show search_path`.execute(db);
-    await sql`set search_path to ${sql.id(schema)}`.execute(db);
-    try {
-      return await read(db);
-    } finally {
-      await sql.raw(`set search_path to ${rows[0]?.path ?? 'public'}`).execute(db);
-    }
-  });
-}
