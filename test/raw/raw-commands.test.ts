@@ -102,7 +102,8 @@ describe('raw zone commands (pglite)', () => {
     expect(stats.stdout).toMatch(/saved by content addressing: \d+\.\d %/);
   });
 
-  it('replay builds a schema, and refuses a range the raw zone does not cover', { // Three processes, each opening the embedded database; the replay migrates a schema.
+  it('replay builds a schema, and refuses a range the raw zone does not cover', {
+    // Three processes, each opening the embedded database; the replay migrates a schema.
     timeout: 120_000,
   }, async () => {
     const done = await runCli(['replay', '--into', 'rebuilt'], env);

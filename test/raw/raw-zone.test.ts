@@ -161,6 +161,38 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
     expect(others.length).toBe(WORLD.accounts * WORLD.businessesPerAccount - 1);
   });
 
+  it('RAW_RETENTION_DAYS prunes older reads at the end of a run, and the bodies nothing refers to', async () => {
+    const first = await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) });
+    expect(first.status).toBe('succeeded');
+    const firstReads = await rowCount(warehouse.db, 'raw_reads');
+    sandbox.advanceDays(1);
+    // Ten days later by the run's clock; the sandbox's data moved on by one day.
+    const later = new Date(nightOf(sandbox).getTime() + 9 * 86_400_000);
+    const kept = await sync(warehouse, api, sandbox.credentials, { now: () => later });
+    expect(kept.status).toBe('succeeded');
+    expect(await rowCount(warehouse.db, 'raw_reads')).toBe(2 * firstReads);
+    const second = await sync(warehouse, api, sandbox.credentials, {
+      now: () => later,
+      rawRetentionDays: 5,
+    });
+    expect(second.status).toBe('succeeded');
+    const runs = await warehouse.db.selectFrom('raw_reads').select('run_id').distinct().execute();
+    expect(new Set(runs.map((r) => r.run_id))).toEqual(new Set([kept.runId, second.runId]));
+    const orphans = await sql<{ n: number }>`
+      select count(*)::int as n from raw_bodies b
+      where not exists (select 1 from raw_reads r where r.body_hash = b.body_hash)`.execute(
+      warehouse.db,
+    );
+    expect(orphans.rows[0]?.n).toBe(0);
+    // Every body of the last night is still there to show and replay.
+    const missing = await sql<{ n: number }>`
+      select count(*)::int as n from raw_reads r
+      where not exists (select 1 from raw_bodies b where b.body_hash = r.body_hash)`.execute(
+      warehouse.db,
+    );
+    expect(missing.rows[0]?.n).toBe(0);
+  });
+
   it('replays the nights into another schema: every documented table and view is equal', async () => {
     // Night 0, a night with changes, a business archived upstream, another night.
     expect(
