@@ -270,7 +270,7 @@ async function replayAccountRun(
   const rows = await raw
     .selectFrom('raw_reads as r')
     .innerJoin('raw_bodies as b', 'b.body_hash', 'r.body_hash')
-    .select(['r.request', 'r.status', 'r.observed_at', 'b.encoding', 'b.bytes'])
+    .select(['r.request', 'r.operation', 'r.status', 'r.observed_at', 'b.encoding', 'b.bytes'])
     .where('r.run_id', '=', run.run_id)
     .where('r.account_name', '=', account.name)
     .$if(options.businessId !== undefined, (q) =>
@@ -334,11 +334,15 @@ async function replayAccountRun(
     authToken: 'replay',
     userEmail: account.user_email,
   };
-  const streams = Array.isArray(run.streams)
-    ? (run.streams as string[]).filter((s): s is Stream =>
-        (STREAMS as readonly string[]).includes(s),
-      )
-    : [...STREAMS];
+  // Reference data is read once a run, by one credential: the others have none to replay.
+  const fetchedReference = rows.some((row) => row.operation === 'list_countries');
+  const streams = (
+    Array.isArray(run.streams)
+      ? (run.streams as string[]).filter((s): s is Stream =>
+          (STREAMS as readonly string[]).includes(s),
+        )
+      : [...STREAMS]
+  ).filter((stream) => stream !== 'reference' || fetchedReference);
   try {
     await runSync({
       warehouse: target,

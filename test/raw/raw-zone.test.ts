@@ -4,6 +4,8 @@
  * and a replay of those nights into another schema of the same database gives every
  * documented table and view the live nights built.
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { type Kysely, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type ApiClient, archiveBusiness, listBusinesses } from '../../src/api/index.ts';
@@ -15,6 +17,8 @@ import type { Database } from '../../src/warehouse/database.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { sync, testApiClient, type WorldShape, worldTruth } from '../sync/harness.ts';
 import { documentedContent, inSchema } from './documented-content.ts';
+
+const execFileAsync = promisify(execFile);
 
 const WORLD: WorldShape = {
   seed: 23,
@@ -124,6 +128,18 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
       expect(stored).not.toContain(credential.authToken);
     expect(stored).not.toContain('user_email=');
     expect(stored).toContain(KEPT_OUT_MARKER);
+    if (warehouse.databaseUrl) {
+      // What leaves the building in a backup: the whole database as pg_dump writes it.
+      const { stdout: dump } = await execFileAsync('pg_dump', [warehouse.databaseUrl], {
+        maxBuffer: 256 * 1024 * 1024,
+      });
+      expect(dump).toContain('raw_bodies');
+      for (const password of passwords) expect(dump).not.toContain(password);
+      for (const credential of sandbox.credentials) {
+        expect(dump).not.toContain(credential.authToken);
+      }
+      expect(dump).not.toContain('user_email=');
+    }
     // has_site_credentials still derives from what was kept.
     const withCredentials = await sql<{ n: number }>`
       select count(*)::int as n from listings where has_site_credentials`.execute(db);
