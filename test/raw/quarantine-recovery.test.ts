@@ -6,7 +6,7 @@
  * The schema of a listing is made strict for the first night (it refuses `Not Present`
  * listings) and loosened back to the real one before the second.
  */
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { ApiClient } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
