@@ -277,12 +277,117 @@ function buildProgram(): Command {
       }
     });
 
+  registerRawZoneCommands(program);
   registerReportCommand(program);
   registerWorkflowCommands(program);
   addEnvironmentHelp(program);
 
   return program;
 }
+
+// ---------------------------------------------------------------------------------------
+// The raw zone (issue 20): `replay`, `raw show`, `raw stats`. Kept together so that they
+// move into src/cli/commands/ as one piece.
+
+function calendarDate(flag: string) {
+  return (value: string): string => {
+    const at = /^\d{4}-\d{2}-\d{2}$/.test(value) ? new Date(`${value}T00:00:00Z`) : null;
+    if (!at || Number.isNaN(at.getTime()) || at.toISOString().slice(0, 10) !== value) {
+      throw new InvalidArgumentError(`${flag} must be a calendar date as YYYY-MM-DD.`);
+    }
+    return value;
+  };
+}
+
+function registerRawZoneCommands(program: Command): void {
+  program
+    .command('replay')
+    .description(
+      'Rebuild the warehouse from its raw zone into a fresh schema of the same database (alerts recomputed, never delivered).',
+    )
+    .addOption(
+      new Option('--from <date>', 'first night (UTC), YYYY-MM-DD').argParser(
+        calendarDate('--from'),
+      ),
+    )
+    .addOption(
+      new Option('--to <date>', 'last night (UTC), YYYY-MM-DD').argParser(calendarDate('--to')),
+    )
+    .option('--account <name>', 'only this credential')
+    .addOption(
+      new Option('--business <id>', 'only this business').argParser(integerOption('--business', 0)),
+    )
+    .requiredOption('--into <schema>', 'the new schema to build (must not hold tables)')
+    .action(async (options) => {
+      const config = loadCliConfig(undefined, 'replay');
+      const logger = createCliLogger(config);
+      const { runReplayCommand } = await import('./sync/replay-command.ts');
+      process.exitCode = await runReplayCommand(config, options, logger);
+    });
+
+  const raw = program
+    .command('raw')
+    .description('What the upstream answered, from the raw zone: `raw show`, `raw stats`.');
+  raw
+    .command('show')
+    .description('Print what the upstream answered about a business on a night.')
+    .addOption(
+      new Option('--business <id>', 'the business')
+        .makeOptionMandatory()
+        .argParser(integerOption('--business', 0)),
+    )
+    .addOption(
+      new Option('--date <date>', 'the night (UTC), YYYY-MM-DD; default the latest kept').argParser(
+        calendarDate('--date'),
+      ),
+    )
+    .option('--operation <name>', 'only this operation, such as list_listings')
+    .option('--raw', 'the bodies byte for byte, without headers')
+    .action(
+      async (options: { business: number; date?: string; operation?: string; raw?: boolean }) => {
+        const config = loadCliConfig(undefined, 'raw');
+        const { openConfiguredWarehouse, requireCurrentSchema } = await import(
+          './warehouse/open.ts'
+        );
+        const { renderRawShow } = await import('./raw/show-command.ts');
+        const warehouse = await openConfiguredWarehouse(config, 'read');
+        try {
+          await requireCurrentSchema(warehouse);
+          const text = await renderRawShow(warehouse.db, {
+            businessId: options.business,
+            ...(options.date ? { date: options.date } : {}),
+            ...(options.operation ? { operation: options.operation } : {}),
+            ...(options.raw ? { raw: true } : {}),
+          });
+          if (text === null) {
+            throw new ConfigError(
+              `The raw zone holds no read of business ${options.business}` +
+                `${options.date ? ` on ${options.date}` : ''}${options.operation ? ` by ${options.operation}` : ''}.`,
+            );
+          }
+          process.stdout.write(text);
+        } finally {
+          await warehouse.close();
+        }
+      },
+    );
+  raw
+    .command('stats')
+    .description("Print the raw zone's size, bytes per night and what content addressing saved.")
+    .action(async () => {
+      const config = loadCliConfig(undefined, 'raw');
+      const { openConfiguredWarehouse, requireCurrentSchema } = await import('./warehouse/open.ts');
+      const { readRawStats, renderRawStats } = await import('./raw/show-command.ts');
+      const warehouse = await openConfiguredWarehouse(config, 'read');
+      try {
+        await requireCurrentSchema(warehouse);
+        process.stdout.write(renderRawStats(await readRawStats(warehouse.db)));
+      } finally {
+        await warehouse.close();
+      }
+    });
+}
+// ---------------------------------------------------------------------------------------
 
 /** Each command's `--help` lists the variables it reads (src/config/settings.ts; subcommands inherit). */
 function addEnvironmentHelp(program: Command): void {

@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import pLimit, { type LimitFunction } from 'p-limit';
-import { Pool } from 'undici';
+import { type Dispatcher, Pool } from 'undici';
 import { ZodError } from 'zod';
 import { type Config, DEFAULTS } from '../config/index.ts';
 import { type Logger, REDACTED, redactText, silentLogger } from '../log.ts';
@@ -64,7 +64,30 @@ export interface ApiClientOptions {
   logger?: Logger;
   /** The time the limiter and backoff read and wait on; the wall clock by default. */
   clock?: Clock;
+  /**
+   * Where requests go instead of a pool per origin: `replay` answers from the raw zone
+   * (src/raw/replay.ts). Not closed by `close()`.
+   */
+  dispatcher?: Dispatcher;
 }
+
+/**
+ * One upstream answer as received, for the raw zone (src/raw/capture.ts): the operation,
+ * its path and query under /api/v2 (never `auth_token` or `user_email`, which are added
+ * after), the attempt, the HTTP status and the body text.
+ */
+export interface ObservedResponse {
+  credential: Credential;
+  operation: OperationName;
+  method: string;
+  path: string;
+  query: Readonly<Record<string, string>>;
+  attempt: number;
+  status: number;
+  text: string;
+}
+
+export type ResponseObserver = (response: ObservedResponse) => void;
 
 /** A client: pools, limiters and counters. Pass it to the operation functions. */
 export interface ApiClient {
@@ -151,6 +174,8 @@ interface ClientState {
   accounts: Map<string, AccountState>;
   stats: ApiStats;
   closed: boolean;
+  dispatcher: Dispatcher | undefined;
+  observers: Set<ResponseObserver>;
 }
 
 const clientStates = new WeakMap<ApiClient, ClientState>();
@@ -214,6 +239,8 @@ export function createApiClient(options: ApiClientOptions = {}): ApiClient {
     accounts: new Map(),
     stats: { requests: 0, retries: 0, byOperation: {} },
     closed: false,
+    dispatcher: options.dispatcher,
+    observers: new Set(),
   };
   const client: ApiClient = {
     async close() {
@@ -225,6 +252,17 @@ export function createApiClient(options: ApiClientOptions = {}): ApiClient {
   };
   clientStates.set(client, state);
   return client;
+}
+
+/**
+ * Calls `observer` with every response the client receives from now on (each attempt,
+ * error answers included); returns the function that stops it. An observer must not
+ * throw: it runs inside the exchange.
+ */
+export function observeResponses(client: ApiClient, observer: ResponseObserver): () => void {
+  const { observers } = stateOf(client);
+  observers.add(observer);
+  return () => observers.delete(observer);
 }
 
 /** A snapshot of the client's counters. */
@@ -254,7 +292,8 @@ function stateOf(client: ApiClient): ClientState {
   return state;
 }
 
-function poolFor(state: ClientState, origin: string): Pool {
+function poolFor(state: ClientState, origin: string): Dispatcher {
+  if (state.dispatcher) return state.dispatcher;
   let pool = state.pools.get(origin);
   if (!pool) {
     pool = new Pool(origin, {
@@ -527,6 +566,18 @@ async function exchangeOnce(
       signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal,
     });
     const text = await response.body.text();
+    for (const observe of state.observers) {
+      observe({
+        credential,
+        operation: call.operation,
+        method: call.method,
+        path: call.path,
+        query: call.query ?? {},
+        attempt,
+        status: response.statusCode,
+        text,
+      });
+    }
     const date = response.headers['date'];
     const upstreamMs = typeof date === 'string' ? Date.parse(date) : Number.NaN;
     if (Number.isFinite(upstreamMs)) {

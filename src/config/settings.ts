@@ -239,6 +239,14 @@ export const SETTINGS = {
     meaning: 'most listings one listings answer may bring; see "Limits"',
     commands: SYNCS,
   },
+  RAW_RETENTION_DAYS: {
+    // 0 keeps the raw zone whole: history that is pruned can never be replayed.
+    ...integer({ default: 0, min: 0, max: 36_500, defaultText: '0: keep every read' }),
+    field: 'rawRetentionDays',
+    meaning: 'raw zone reads older than this many days are pruned after a full run (0: none)',
+    doc: "raw zone reads observed more than this many days ago are deleted when a full run (`sync` or `serve`'s schedule; not a shard) ends, then the bodies no read refers to; nights pruned can no longer be replayed or shown (0: keep everything)",
+    commands: ['sync', 'serve'],
+  },
   DATABASE_CONNECT_TIMEOUT_MS: {
     ...integer({ default: 10_000, min: 100, max: 600_000 }),
     field: 'databaseConnectTimeoutMs',

@@ -5,6 +5,8 @@
  * leaves that stream's stored rows untouched; a bad record goes to quarantine and its
  * siblings load; `This business doesn't exist` marks a listed business archived.
  */
+
+import type { Transaction } from 'kysely';
 import { alertsUnder } from '../alerts/raise-for-changes.ts';
 import { ApiError } from '../api/errors.ts';
 import {
@@ -15,12 +17,14 @@ import {
   listReviews,
 } from '../api/index.ts';
 import type { BusinessSummary, Credential, ListResult, Review } from '../api/types.ts';
+import { writeRawReads } from '../raw/capture.ts';
 import {
   type BusinessSnapshot,
   mergeWriteStats,
   writeBusinessSnapshotIsolating,
 } from '../warehouse/business-snapshot.ts';
 import { markBusinessMissing } from '../warehouse/businesses.ts';
+import type { Database } from '../warehouse/database.ts';
 import type { RunContext } from './run-context.ts';
 import { errorText, recordFailure } from './stats.ts';
 
@@ -81,6 +85,10 @@ export async function syncBusiness(
     }
   }
   const observedAt = context.now(credential);
+  // The business's upstream answers, kept in its own transaction (docs/warehouse.md, "Raw zone").
+  const kept = context.raw?.takeBusiness(credential.name, id) ?? [];
+  const keepReads = (trx: Parameters<typeof writeRawReads>[0]) =>
+    writeRawReads(trx, { runId: context.runId, observedAt }, kept);
   if (
     answersOf(answers).some(
       (r) =>
@@ -93,13 +101,14 @@ export async function syncBusiness(
     if (await markBusinessMissing(options.warehouse.db, credential.name, id, observedAt)) {
       stats.businesses.archived += 1;
     }
+    await keepReads(options.warehouse.db);
     log.info(
       { credential: credential.name, businessId: id },
       'business reads as missing: archived',
     );
     return 'missing';
   }
-  return writeBusiness(context, credential, business, answers, observedAt);
+  return writeBusiness(context, credential, business, answers, observedAt, keepReads);
 }
 
 /**
@@ -114,6 +123,8 @@ export async function writeBusiness(
   business: BusinessSummary,
   answers: BusinessAnswers,
   observedAt: Date,
+  /** Runs last in the business's transaction: the raw reads of these answers. */
+  inTransaction?: (trx: Transaction<Database>) => Promise<void>,
 ): Promise<'ok' | 'failed'> {
   const { options, stats, log } = context;
   const id = business.id;
@@ -161,6 +172,7 @@ export async function writeBusiness(
     runId: context.runId,
     observedAt,
     onChanges: alertsUnder(options.alertRules),
+    ...(inTransaction ? { inTransaction } : {}),
   });
   mergeWriteStats(stats.tables, written.stats);
   stats.alerts += written.alerts;

@@ -47,10 +47,10 @@ export type ObservationClock = (credential?: Credential) => Date;
  */
 export function observationClock(
   api: ApiClient,
-  fixed: (() => Date) | undefined,
+  fixed: ((credential?: Credential) => Date) | undefined,
   logger: Logger,
 ): ObservationClock {
-  if (fixed) return () => fixed();
+  if (fixed) return (credential) => fixed(credential);
   const warned = new Set<string>();
   return (credential) => {
     if (!credential) return new Date();

@@ -54,7 +54,7 @@ export interface SyncOptions {
    * upstream clock (its responses' `Date`), else the local clock; see
    * src/sync/observation-clock.ts.
    */
-  now?: () => Date;
+  now?: (credential?: Credential) => Date;
   /** Businesses fetched and written at once, per credential (default 8). */
   businessConcurrency?: number;
   /**
@@ -65,13 +65,18 @@ export interface SyncOptions {
   overallBusinessConcurrency?: number;
   /** The alert rules the writers raise under (`config.alertRules`); built-in defaults otherwise. */
   alertRules?: AlertRules;
+  /** Keep every upstream answer in the raw zone (docs/warehouse.md). Default true. */
+  keepRaw?: boolean;
+  /** Prune raw zone reads older than this many days when the run ends (RAW_RETENTION_DAYS). */
+  rawRetentionDays?: number;
   onProgress?: (progress: SyncProgress) => void;
 }
 
 /** The options a run takes from the configuration; every caller of runSync starts from them. */
 export type ConfiguredSyncOptions = Required<
   Pick<SyncOptions, 'alertRules' | 'businessConcurrency' | 'overallBusinessConcurrency'>
->;
+> &
+  Pick<SyncOptions, 'rawRetentionDays'>;
 
 /**
  * The configuration's part of a run: the alert rules, and the business limits from
@@ -83,5 +88,7 @@ export function syncOptionsFromConfig(config: Config): ConfiguredSyncOptions {
     alertRules: config.alertRules,
     businessConcurrency: config.syncAccountConcurrency,
     overallBusinessConcurrency: config.syncConcurrency,
+    // 0 keeps every read.
+    ...(config.rawRetentionDays ? { rawRetentionDays: config.rawRetentionDays } : {}),
   };
 }

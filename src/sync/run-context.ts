@@ -2,6 +2,7 @@
 import type { LimitFunction } from 'p-limit';
 import type { Credential, RejectedRecord } from '../api/types.ts';
 import type { Logger } from '../log.ts';
+import { type RawCapture, writeRawReads } from '../raw/capture.ts';
 import { quarantineRecords } from '../warehouse/quarantine.ts';
 import type { ObservationClock } from './observation-clock.ts';
 import type { Stream, SyncOptions, SyncProgress } from './options.ts';
@@ -24,6 +25,22 @@ export interface RunContext {
   writeReferenceOnce(credential: Credential): Promise<void>;
   /** The run-wide limit on businesses in flight, across credentials. */
   businessSlot: LimitFunction;
+  /** Holds the run's upstream answers until they are written (src/raw/capture.ts). */
+  raw: RawCapture | undefined;
+}
+
+/** The credential's reads not written with a business (list, reference, polls), once it is done. */
+export async function keepAccountReads(context: RunContext, credential: Credential): Promise<void> {
+  const reads = context.raw?.takeAccount(credential.name) ?? [];
+  try {
+    await writeRawReads(
+      context.options.warehouse.db,
+      { runId: context.runId, observedAt: context.now(credential) },
+      reads,
+    );
+  } catch (error) {
+    context.log.warn({ credential: credential.name, err: error }, 'raw zone: reads not kept');
+  }
 }
 
 /** Quarantines records a read refused, and counts them in the run's stats. */

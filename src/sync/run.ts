@@ -15,6 +15,7 @@
  */
 import pLimit from 'p-limit';
 import { apiStats } from '../api/index.ts';
+import { pruneRawZone, type RawCapture, startRawCapture } from '../raw/capture.ts';
 import { timeoutsOf } from '../warehouse/connection.ts';
 import { isWarehouseGone, WarehouseGoneError } from '../warehouse/outage.ts';
 import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
@@ -29,7 +30,7 @@ import {
   type SyncProgress,
 } from './options.ts';
 import { referenceDataOnce, syncReferenceData } from './reference-data.ts';
-import type { RunContext } from './run-context.ts';
+import { keepAccountReads, type RunContext } from './run-context.ts';
 import { formatShard } from './shard.ts';
 import {
   type CredentialOutcome,
@@ -108,6 +109,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
   const apiBefore = apiStats(api);
   const stats = emptyStats();
   let runId = '';
+  let raw: RawCapture | undefined;
   try {
     const abandoned = await interruptAbandonedRuns(db, formatShard(options.shard));
     if (abandoned)
@@ -119,6 +121,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       shard: formatShard(options.shard),
     });
     const log = logger.child({ runId });
+    if (options.keepRaw !== false) raw = startRawCapture(api, options.credentials);
     log.info(
       {
         credentials: options.credentials.length,
@@ -169,6 +172,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       businessSlot: pLimit(
         options.overallBusinessConcurrency ?? DEFAULT_OVERALL_BUSINESS_CONCURRENCY,
       ),
+      raw,
     };
 
     // Credentials run side by side: each has its own request limits in the client.
@@ -186,6 +190,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
           };
           return outcome;
         });
+        await keepAccountReads(context, credential);
         stats.credentials.push(outcome);
         progress.accountsDone += 1;
         report();
@@ -205,6 +210,12 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     stats.retries = apiAfter.retries - apiBefore.retries;
     stats.seconds = Math.round((performance.now() - started) / 10) / 100;
 
+    // A shard leaves pruning to full runs: another shard may be writing reads of a body.
+    if (options.rawRetentionDays !== undefined && !fatal && !options.shard) {
+      await pruneRawZone(db, options.rawRetentionDays, now()).catch((error: unknown) =>
+        log.warn({ err: error }, 'raw zone: pruning failed; the next run tries again'),
+      );
+    }
     const status = decideStatus(stats, fatal, options.signal);
     const error = fatal ? fatal.message : summariseFailures(stats);
     await recordSyncRunEnd(db, runId, { status, stats, error: error ?? null }, log);
@@ -222,6 +233,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     );
     return { runId, status, stats, ...(error ? { error } : {}) };
   } finally {
+    raw?.stop();
     await lock.release();
   }
 }

@@ -64,6 +64,8 @@ export interface WriteContext {
    * alerts it raised. `alertsUnder(rules)` from `src/alerts`; none raised when absent.
    */
   onChanges?: ChangeHandler;
+  /** Runs last, in the business's transaction: the sync keeps its raw reads here. */
+  inTransaction?: (trx: Transaction<Database>) => Promise<void>;
 }
 
 export interface SnapshotWriteResult {
@@ -130,6 +132,7 @@ export async function writeBusinessSnapshot(
     })),
   );
   if (quarantined > 0) addCounts(stats, 'quarantine', { inserted: quarantined });
+  if (ctx.inTransaction) await ctx.inTransaction(trx);
   return { stats, alerts, quarantined };
 }
 

@@ -403,6 +403,8 @@ export interface QuarantineTable {
   reason: string;
   payload: Json | null;
   quarantined_at: TimestampWithDefault;
+  /** Set when a replay loaded the record after all (migration 0011). */
+  recovered_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export interface Database {
@@ -430,6 +432,32 @@ export interface Database {
   quarantine: QuarantineTable;
   review_response_requests: ReviewResponseRequestsTable;
   review_response_request_events: ReviewResponseRequestEventsTable;
+  raw_bodies: RawBodiesTable;
+  raw_reads: RawReadsTable;
+}
+
+/** One distinct upstream body, compressed (migration 0011; docs/warehouse.md, "Raw zone"). */
+export interface RawBodiesTable {
+  body_hash: string;
+  encoding: string;
+  size: number;
+  bytes: Uint8Array;
+  first_seen_at: ColumnType<Date, Date | undefined, never>;
+}
+
+/** One upstream read of a sync: what was asked, when, the status, and its body's hash. */
+export interface RawReadsTable {
+  read_id: Generated<number>;
+  run_id: string;
+  account_name: string;
+  business_id: number | null;
+  operation: string;
+  request: string;
+  params: ColumnType<Record<string, string>, string, string>;
+  attempt: number;
+  status: number;
+  observed_at: Date;
+  body_hash: string;
 }
 
 /** What a reader or writer runs on: the connection, or a transaction opened on it. */

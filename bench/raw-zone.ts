@@ -1,0 +1,177 @@
+/**
+ * `npm run bench:raw`: what the raw zone costs and what a replay gains (docs/operations.md,
+ * "Benchmark: the raw zone"). In one process: a sandbox, a warehouse (PostgreSQL when
+ * BENCH_DATABASE_URL is set, else an in-memory PGlite), then
+ *
+ * - a first night: the raw zone's bytes, against the warehouse tables' growth;
+ * - the same night again (an unchanged night): its raw bytes, as a share of the first's
+ *   (target ≤ 5 %);
+ * - a month of nights with the sandbox's daily changes: the raw zone's growth against the
+ *   tables' (target ≤ 25 %);
+ * - a replay of all those nights into a fresh schema: its wall time per night against the
+ *   live nights' (target ≥ 5× faster).
+ *
+ * Nothing asserts: it prints figures. `runRawZoneBench` is exported for bench/sync.ts.
+ *
+ *   npm run bench:raw                                   # 2 × 50 businesses, 30 nights
+ *   npm run bench:raw -- --businesses 20 --nights 10    # quicker
+ */
+import { sql } from 'kysely';
+import { createApiClient } from '../src/api/client.ts';
+import { silentLogger } from '../src/log.ts';
+import { startSandbox } from '../src/sandbox/server.ts';
+import { replay } from '../src/sync/replay.ts';
+import { runSync } from '../src/sync/run.ts';
+import { openWarehouse, type Warehouse } from '../src/warehouse/connection.ts';
+import { migrateToLatest } from '../src/warehouse/migrate.ts';
+import { CONTRACT_TABLES } from '../src/warehouse/tables.ts';
+
+export interface RawZoneFigures {
+  businesses: number;
+  nights: number;
+  firstNight: { rawBytes: number; tableBytes: number };
+  unchangedNight: { rawBytes: number; shareOfFirst: number };
+  month: { rawBytes: number; tableBytes: number; share: number };
+  replay: { liveSecondsPerNight: number; replaySecondsPerNight: number; speedup: number };
+}
+
+const RAW_TABLES = ['raw_bodies', 'raw_reads'] as const;
+
+async function relationBytes(warehouse: Warehouse, tables: readonly string[]): Promise<number> {
+  let total = 0;
+  for (const table of tables) {
+    const { rows } = await sql<{ n: number }>`
+      select pg_total_relation_size(${table}::regclass)::bigint as n`.execute(warehouse.db);
+    total += Number(rows[0]?.n ?? 0);
+  }
+  return total;
+}
+
+/** Raw zone bytes and warehouse table bytes now. */
+async function sizes(warehouse: Warehouse): Promise<{ raw: number; tables: number }> {
+  // Counted as stored: pages, indexes and TOAST (vacuum first, so dead rows do not count).
+  await sql`vacuum`.execute(warehouse.db);
+  return {
+    raw: await relationBytes(warehouse, RAW_TABLES),
+    tables: await relationBytes(
+      warehouse,
+      CONTRACT_TABLES.filter((t) => t !== 'sync_runs'),
+    ),
+  };
+}
+
+export async function runRawZoneBench(
+  options: { businessesPerAccount?: number; nights?: number; databaseUrl?: string } = {},
+): Promise<RawZoneFigures> {
+  const businessesPerAccount = options.businessesPerAccount ?? 50;
+  const nights = options.nights ?? 30;
+  const sandbox = await startSandbox({
+    seed: 42,
+    accounts: 2,
+    businessesPerAccount,
+    startDate: '2026-01-01',
+    port: 0,
+  });
+  const schema = `bench_raw_${process.pid}`;
+  let warehouse: Warehouse;
+  if (options.databaseUrl) {
+    const admin = await openWarehouse({ databaseUrl: options.databaseUrl });
+    await sql`create schema ${sql.id(schema)}`.execute(admin.db);
+    await admin.close();
+    warehouse = await openWarehouse({ databaseUrl: options.databaseUrl, searchPath: schema });
+  } else {
+    warehouse = await openWarehouse({ memory: true });
+  }
+  const api = createApiClient({ concurrency: 16, accountConcurrency: 8 });
+  const night = async () => {
+    const at = new Date(`${sandbox.today()}T04:00:00Z`);
+    const started = performance.now();
+    await runSync({
+      warehouse,
+      api,
+      credentials: sandbox.credentials,
+      logger: silentLogger(),
+      trigger: 'bench',
+      now: () => at,
+    });
+    return (performance.now() - started) / 1000;
+  };
+  try {
+    await migrateToLatest(warehouse.db);
+    const empty = await sizes(warehouse);
+    let liveSeconds = await night();
+    const first = await sizes(warehouse);
+    liveSeconds += await night();
+    const unchanged = await sizes(warehouse);
+    for (let n = 1; n < nights; n++) {
+      sandbox.advanceDays(1);
+      liveSeconds += await night();
+    }
+    const month = await sizes(warehouse);
+    const replayed = await replay({
+      warehouse,
+      ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+      into: `${schema}_replay`,
+      logger: silentLogger(),
+    });
+    const liveNights = nights + 1;
+    const firstRaw = first.raw - empty.raw;
+    const unchangedRaw = unchanged.raw - first.raw;
+    const liveSecondsPerNight = liveSeconds / liveNights;
+    const replaySecondsPerNight = replayed.seconds / replayed.runs;
+    return {
+      businesses: 2 * businessesPerAccount,
+      nights: liveNights,
+      firstNight: { rawBytes: firstRaw, tableBytes: first.tables - empty.tables },
+      unchangedNight: { rawBytes: unchangedRaw, shareOfFirst: unchangedRaw / firstRaw },
+      month: {
+        rawBytes: month.raw - empty.raw,
+        tableBytes: month.tables - empty.tables,
+        share: (month.raw - empty.raw) / (month.tables - empty.tables),
+      },
+      replay: {
+        liveSecondsPerNight,
+        replaySecondsPerNight,
+        speedup: liveSecondsPerNight / replaySecondsPerNight,
+      },
+    };
+  } finally {
+    await api.close();
+    if (options.databaseUrl) {
+      await sql`drop schema if exists ${sql.id(`${schema}_replay`)} cascade`.execute(warehouse.db);
+      await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(warehouse.db);
+    }
+    await warehouse.close();
+    await sandbox.close();
+  }
+}
+
+export function renderRawZoneFigures(f: RawZoneFigures): string {
+  const kib = (n: number) => `${(n / 1024).toFixed(0)} KiB`;
+  const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+  return [
+    `Raw zone (${f.businesses} businesses, ${f.nights} nights)`,
+    `  first night: raw ${kib(f.firstNight.rawBytes)}, tables grew ${kib(f.firstNight.tableBytes)} (raw = ${pct(f.firstNight.rawBytes / f.firstNight.tableBytes)})`,
+    `  unchanged night: raw ${kib(f.unchangedNight.rawBytes)} = ${pct(f.unchangedNight.shareOfFirst)} of the first (target ≤ 5 %)`,
+    `  the month: raw ${kib(f.month.rawBytes)}, tables grew ${kib(f.month.tableBytes)}: ${pct(f.month.share)} (target ≤ 25 %)`,
+    `  replay: ${f.replay.replaySecondsPerNight.toFixed(2)} s a night against ${f.replay.liveSecondsPerNight.toFixed(2)} s live: ${f.replay.speedup.toFixed(1)}× (target ≥ 5×)`,
+    '',
+  ].join('\n');
+}
+
+if (import.meta.main) {
+  const args = process.argv.slice(2);
+  const value = (flag: string) => {
+    const i = args.indexOf(flag);
+    return i >= 0 ? Number(args[i + 1]) : undefined;
+  };
+  const businesses = value('--businesses');
+  const nights = value('--nights');
+  const databaseUrl = process.env['BENCH_DATABASE_URL']?.trim() || undefined;
+  const figures = await runRawZoneBench({
+    ...(businesses ? { businessesPerAccount: businesses } : {}),
+    ...(nights ? { nights } : {}),
+    ...(databaseUrl ? { databaseUrl } : {}),
+  });
+  process.stdout.write(renderRawZoneFigures(figures));
+}

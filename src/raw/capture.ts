@@ -1,0 +1,190 @@
+/**
+ * Keeping what a sync reads (docs/warehouse.md, "Raw zone"). A capture observes the API
+ * client's responses for the run's credentials and holds them until the sync writes
+ * them: a business's reads in that business's own transaction (so the raw zone and the
+ * tables agree), the credential's other reads (its business list, reference data,
+ * operation-10 polls, a business that read as missing) when the credential is done.
+ */
+import type { Kysely, Transaction } from 'kysely';
+import { type ApiClient, type ObservedResponse, observeResponses } from '../api/client.ts';
+import type { Credential } from '../api/types.ts';
+import type { Database } from '../warehouse/database.ts';
+import {
+  BODY_ENCODING,
+  bodyHash,
+  businessIdOfPath,
+  compressBody,
+  requestKey,
+  SECRET_PARAMS,
+  withoutSecrets,
+} from './body.ts';
+
+/** One read as the raw zone keeps it, before it is written. */
+export interface KeptRead {
+  accountName: string;
+  businessId: number | null;
+  operation: string;
+  request: string;
+  params: Record<string, string>;
+  attempt: number;
+  status: number;
+  /** The body with secrets replaced, and its sha256. */
+  text: string;
+  hash: string;
+}
+
+export interface RawCapture {
+  /** The reads of one business so far, taken out of the capture. */
+  takeBusiness(accountName: string, businessId: number): KeptRead[];
+  /** Every read of the credential still held, taken out. */
+  takeAccount(accountName: string): KeptRead[];
+  stop(): void;
+}
+
+/** What the capture keeps of one response (null for a write: only reads are kept). */
+export function keptRead(response: ObservedResponse): KeptRead | null {
+  if (response.method !== 'GET') return null;
+  const { credential } = response;
+  const params = Object.fromEntries(
+    Object.entries(response.query).filter(([name]) => !SECRET_PARAMS.has(name)),
+  );
+  const text = withoutSecrets(response.text, [credential.authToken, credential.userEmail]);
+  return {
+    accountName: credential.name,
+    businessId: businessIdOfPath(response.path),
+    operation: response.operation,
+    request: requestKey(response.path, params),
+    params,
+    attempt: response.attempt,
+    status: response.status,
+    text,
+    hash: bodyHash(text),
+  };
+}
+
+/** Starts keeping the reads of these credentials made through `api`. */
+export function startRawCapture(api: ApiClient, credentials: readonly Credential[]): RawCapture {
+  // Matched by identity as well as name: another command's credential of the same name
+  // on a shared client is not this run's.
+  const mine = new Set(credentials);
+  const held = new Map<string, KeptRead[]>();
+  const stop = observeResponses(api, (response) => {
+    if (!mine.has(response.credential)) return;
+    const read = keptRead(response);
+    if (!read) return;
+    const list = held.get(read.accountName) ?? [];
+    list.push(read);
+    held.set(read.accountName, list);
+  });
+  const take = (accountName: string, keep: (read: KeptRead) => boolean): KeptRead[] => {
+    const list = held.get(accountName) ?? [];
+    const taken = list.filter(keep);
+    held.set(
+      accountName,
+      list.filter((read) => !keep(read)),
+    );
+    return taken;
+  };
+  return {
+    takeBusiness: (accountName, businessId) =>
+      // Operation-10 polls are the credential's, written when it is done.
+      take(
+        accountName,
+        (read) => read.businessId === businessId && read.operation !== 'get_response_status',
+      ),
+    takeAccount: (accountName) => take(accountName, () => true),
+    stop,
+  };
+}
+
+/**
+ * Writes reads and any of their bodies not kept yet, on `db` or inside the caller's
+ * transaction. Bodies are inserted in hash order, so two businesses' transactions that
+ * share a new body cannot deadlock on it.
+ */
+export async function writeRawReads(
+  db: Kysely<Database> | Transaction<Database>,
+  header: { runId: string; observedAt: Date },
+  reads: readonly KeptRead[],
+): Promise<void> {
+  if (reads.length === 0) return;
+  const texts = new Map<string, string>();
+  for (const read of reads) texts.set(read.hash, read.text);
+  const hashes = [...texts.keys()].sort();
+  const known = new Set(
+    (
+      await db
+        .selectFrom('raw_bodies')
+        .select('body_hash')
+        .where('body_hash', 'in', hashes)
+        .execute()
+    ).map((row) => row.body_hash),
+  );
+  const missing = hashes.filter((hash) => !known.has(hash));
+  if (missing.length > 0) {
+    await db
+      .insertInto('raw_bodies')
+      .values(
+        missing.map((hash) => {
+          const text = texts.get(hash) as string;
+          return {
+            body_hash: hash,
+            encoding: BODY_ENCODING,
+            size: Buffer.byteLength(text, 'utf8'),
+            bytes: compressBody(text),
+          };
+        }),
+      )
+      .onConflict((oc) => oc.column('body_hash').doNothing())
+      .execute();
+  }
+  await db
+    .insertInto('raw_reads')
+    .values(
+      reads.map((read) => ({
+        run_id: header.runId,
+        account_name: read.accountName,
+        business_id: read.businessId,
+        operation: read.operation,
+        request: read.request,
+        params: JSON.stringify(read.params),
+        attempt: read.attempt,
+        status: read.status,
+        observed_at: header.observedAt,
+        body_hash: read.hash,
+      })),
+    )
+    .execute();
+}
+
+/**
+ * RAW_RETENTION_DAYS: deletes reads observed more than `days` days before `now`, then the
+ * bodies no read refers to any more. Returns what went.
+ */
+export async function pruneRawZone(
+  db: Kysely<Database>,
+  days: number,
+  now: Date,
+): Promise<{ reads: number; bodies: number }> {
+  const cutoff = new Date(now.getTime() - days * 86_400_000);
+  const reads = await db
+    .deleteFrom('raw_reads')
+    .where('observed_at', '<', cutoff)
+    .executeTakeFirst();
+  const bodies = await db
+    .deleteFrom('raw_bodies')
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('raw_reads')
+            .select('read_id')
+            .whereRef('raw_reads.body_hash', '=', 'raw_bodies.body_hash'),
+        ),
+      ),
+    )
+    .executeTakeFirst();
+  return {
+    reads: Number(reads.numDeletedRows),
+    bodies: Number(bodies.numDeletedRows),
+  };
+}

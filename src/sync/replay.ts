@@ -1,0 +1,394 @@
+/**
+ * `listings-sync replay`: the warehouse rebuilt from its raw zone (docs/operations.md,
+ * "Replay"). Today's schemas and writers run over the kept bodies, run by run in their
+ * original order, each business at the observation time it was kept with, into a fresh
+ * schema of the same database. The sync code is the live one: only its transport is
+ * different (an undici mock pool that answers each request with the body kept for it),
+ * and its clock (the observation time of the read it served last).
+ *
+ * Alerts are recomputed into the new schema's `alerts` table and never delivered: no
+ * sink runs here. A record quarantined on a night that now loads has its quarantine row
+ * copied into the new schema with `recovered_at` set.
+ */
+import { type Kysely, sql } from 'kysely';
+import { MockAgent } from 'undici';
+import type { AlertRules } from '../alerts/rules.ts';
+import { createApiClient } from '../api/client.ts';
+import type { Credential } from '../api/types.ts';
+import type { Logger } from '../log.ts';
+import { decompressBody, requestKey, SECRET_PARAMS } from '../raw/body.ts';
+import { openWarehouse, type Warehouse } from '../warehouse/connection.ts';
+import type { Database } from '../warehouse/database.ts';
+import { migrateToLatest } from '../warehouse/migrate.ts';
+import { runSync, STREAMS, type Stream } from './run.ts';
+import { parseShard } from './shard.ts';
+
+export interface ReplayOptions {
+  /** The live warehouse: its raw zone is read, nothing in it is written. */
+  warehouse: Warehouse;
+  /** PostgreSQL: the live warehouse's URL, to open the new schema beside it. */
+  databaseUrl?: string;
+  /** The fresh schema to build (created; must not hold tables yet). */
+  into: string;
+  /** Observation dates, `YYYY-MM-DD`, inclusive (UTC). */
+  from?: string;
+  to?: string;
+  account?: string;
+  businessId?: number;
+  alertRules?: AlertRules;
+  /** Keep the replayed answers in the new schema's raw zone too (for `--in-place`). */
+  keepRaw?: boolean;
+  logger: Logger;
+  onProgress?: (progress: ReplayProgress) => void;
+}
+
+export interface ReplayProgress {
+  runsDone: number;
+  runsTotal: number;
+  /** The observation date of the run just replayed. */
+  day: string;
+}
+
+export interface ReplayResult {
+  runs: number;
+  reads: number;
+  recovered: number;
+  seconds: number;
+}
+
+/** A range or filter the raw zone has nothing for; the message says what it does hold. */
+export class ReplayCoverageError extends Error {
+  readonly code = 'RAW_ZONE_GAP';
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** A status no upstream sends: a request the raw zone has no answer for fails like an outage. */
+const NOT_KEPT_STATUS = 599;
+
+interface KeptRun {
+  run_id: string;
+  started_at: Date;
+  streams: unknown;
+  shard: string | null;
+  first_observed: Date;
+}
+
+interface KeptAnswer {
+  status: number;
+  text: string;
+  observedAt: Date;
+}
+
+export async function replay(options: ReplayOptions): Promise<ReplayResult> {
+  const started = performance.now();
+  const { warehouse, into, logger } = options;
+  if (!SCHEMA_NAME.test(into)) {
+    throw new Error(
+      `--into must be a plain lower-case schema name (letters, digits, _), got "${into}".`,
+    );
+  }
+  for (const [flag, value] of [
+    ['--from', options.from],
+    ['--to', options.to],
+  ] as const) {
+    if (value !== undefined && !DATE.test(value))
+      throw new Error(`${flag} must be a date, YYYY-MM-DD (got "${value}").`);
+  }
+  const source = await currentSchema(warehouse.db);
+  if (source === into) throw new Error(`--into names the live schema "${into}"; pick a new one.`);
+  const raw = warehouse.db.withSchema(source);
+
+  const runs = await keptRuns(raw, options);
+  await checkCoverage(raw, options, runs.length);
+
+  const existing = await sql<{ n: number }>`
+    select count(*)::int as n from information_schema.tables where table_schema = ${into}`.execute(
+    warehouse.db,
+  );
+  if ((existing.rows[0]?.n ?? 0) > 0) {
+    throw new Error(
+      `Schema "${into}" already holds tables; replay builds into a fresh schema. Drop it or name another.`,
+    );
+  }
+  await sql`create schema if not exists ${sql.id(into)}`.execute(warehouse.db);
+  const target = await openTarget(warehouse, into, options.databaseUrl);
+  let reads = 0;
+  let recovered = 0;
+  try {
+    await migrateToLatest(target.db);
+    const accounts = await raw
+      .selectFrom('accounts')
+      .select(['name', 'user_email', 'base_url'])
+      .execute();
+    const accountByName = new Map(accounts.map((a) => [a.name, a]));
+    for (const [index, run] of runs.entries()) {
+      const names = (
+        await raw
+          .selectFrom('raw_reads')
+          .select('account_name')
+          .distinct()
+          .where('run_id', '=', run.run_id)
+          .$if(options.account !== undefined, (q) =>
+            q.where('account_name', '=', options.account as string),
+          )
+          .orderBy('account_name')
+          .execute()
+      ).map((r) => r.account_name);
+      for (const name of names) {
+        const account = accountByName.get(name);
+        if (!account) continue;
+        reads += await replayAccountRun(target, raw, run, account, options);
+      }
+      options.onProgress?.({
+        runsDone: index + 1,
+        runsTotal: runs.length,
+        day: run.first_observed.toISOString().slice(0, 10),
+      });
+    }
+    recovered = await markRecovered(
+      target.db,
+      source,
+      runs.map((r) => r.run_id),
+    );
+  } finally {
+    await target.close();
+  }
+  const seconds = Math.round((performance.now() - started) / 10) / 100;
+  logger.info({ into, runs: runs.length, reads, recovered, seconds }, 'replay finished');
+  return { runs: runs.length, reads, recovered, seconds };
+}
+
+async function currentSchema(db: Kysely<Database>): Promise<string> {
+  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
+  const schema = rows[0]?.schema;
+  if (!schema) throw new Error('The warehouse has no current schema (check its search_path).');
+  return schema;
+}
+
+function dayStart(day: string): Date {
+  return new Date(`${day}T00:00:00Z`);
+}
+
+function dayAfter(day: string): Date {
+  return new Date(dayStart(day).getTime() + 86_400_000);
+}
+
+/** The runs with kept reads in the range and filters, in the order they ran. */
+async function keptRuns(raw: Kysely<Database>, options: ReplayOptions): Promise<KeptRun[]> {
+  const rows = await raw
+    .selectFrom('raw_reads as r')
+    .innerJoin('sync_runs as s', 's.run_id', 'r.run_id')
+    .select(['r.run_id', 's.started_at', 's.streams', 's.shard'])
+    .select((eb) => eb.fn.min('r.observed_at').as('first_observed'))
+    .$if(options.from !== undefined, (q) =>
+      q.where('r.observed_at', '>=', dayStart(options.from as string)),
+    )
+    .$if(options.to !== undefined, (q) =>
+      q.where('r.observed_at', '<', dayAfter(options.to as string)),
+    )
+    .$if(options.account !== undefined, (q) =>
+      q.where('r.account_name', '=', options.account as string),
+    )
+    .$if(options.businessId !== undefined, (q) =>
+      q.where('r.business_id', '=', options.businessId as number),
+    )
+    .groupBy(['r.run_id', 's.started_at', 's.streams', 's.shard'])
+    .orderBy('s.started_at')
+    .orderBy('r.run_id')
+    .execute();
+  return rows as unknown as KeptRun[];
+}
+
+/** Refuses a range the raw zone does not cover, naming what it does cover. */
+async function checkCoverage(
+  raw: Kysely<Database>,
+  options: ReplayOptions,
+  runs: number,
+): Promise<void> {
+  const span = await raw
+    .selectFrom('raw_reads')
+    .select((eb) => [eb.fn.min('observed_at').as('first'), eb.fn.max('observed_at').as('last')])
+    .executeTakeFirst();
+  const first = span?.first ? new Date(span.first as Date) : undefined;
+  const last = span?.last ? new Date(span.last as Date) : undefined;
+  const held =
+    first && last
+      ? `it holds reads from ${first.toISOString().slice(0, 10)} to ${last.toISOString().slice(0, 10)}`
+      : 'it holds no reads at all (syncs keep them from migration 0011 on)';
+  if (!first || !last) throw new ReplayCoverageError(`The raw zone cannot replay this: ${held}.`);
+  if (options.from && dayStart(options.from) < dayStart(first.toISOString().slice(0, 10))) {
+    throw new ReplayCoverageError(`The raw zone does not cover --from ${options.from}: ${held}.`);
+  }
+  if (options.to && dayAfter(options.to) > dayAfter(last.toISOString().slice(0, 10))) {
+    throw new ReplayCoverageError(`The raw zone does not cover --to ${options.to}: ${held}.`);
+  }
+  if (runs === 0) {
+    const filters = [
+      options.account !== undefined && `account ${options.account}`,
+      options.businessId !== undefined && `business ${options.businessId}`,
+    ].filter(Boolean);
+    throw new ReplayCoverageError(
+      `The raw zone has no reads${filters.length ? ` of ${filters.join(' and ')}` : ''} in the range asked; ${held}.`,
+    );
+  }
+}
+
+/**
+ * The new schema, on its own connections: PostgreSQL opens a pool with that search path;
+ * PGlite has one connection, whose search path is moved there and back on close.
+ */
+async function openTarget(
+  warehouse: Warehouse,
+  schema: string,
+  databaseUrl: string | undefined,
+): Promise<Warehouse> {
+  if (warehouse.kind === 'postgres') {
+    if (!databaseUrl) throw new Error('Replay on PostgreSQL needs the database URL.');
+    return openWarehouse({ databaseUrl, searchPath: schema });
+  }
+  const source = await currentSchema(warehouse.db);
+  await sql`set search_path to ${sql.id(schema)}`.execute(warehouse.db);
+  return {
+    db: warehouse.db,
+    kind: 'pglite',
+    close: async () => {
+      await sql`set search_path to ${sql.id(source)}`.execute(warehouse.db);
+    },
+  };
+}
+
+/** One credential's part of one run, through the sync, from the kept answers. */
+async function replayAccountRun(
+  target: Warehouse,
+  raw: Kysely<Database>,
+  run: KeptRun,
+  account: { name: string; user_email: string; base_url: string },
+  options: ReplayOptions,
+): Promise<number> {
+  const rows = await raw
+    .selectFrom('raw_reads as r')
+    .innerJoin('raw_bodies as b', 'b.body_hash', 'r.body_hash')
+    .select(['r.request', 'r.operation', 'r.status', 'r.observed_at', 'b.encoding', 'b.bytes'])
+    .where('r.run_id', '=', run.run_id)
+    .where('r.account_name', '=', account.name)
+    .$if(options.businessId !== undefined, (q) =>
+      q.where((eb) =>
+        eb.or([
+          eb('r.business_id', '=', options.businessId as number),
+          eb('r.business_id', 'is', null),
+        ]),
+      ),
+    )
+    .orderBy('r.read_id')
+    .execute();
+  // Retried reads: the last attempt is the answer the sync went on with.
+  const answers = new Map<string, KeptAnswer>();
+  for (const row of rows) {
+    answers.set(row.request, {
+      status: row.status,
+      text: decompressBody(row.encoding, row.bytes),
+      observedAt: new Date(row.observed_at),
+    });
+  }
+  let clock = run.first_observed;
+  const origin = new URL(account.base_url).origin;
+  const prefix = `${new URL(account.base_url).pathname.replace(/\/+$/, '')}/api/v2`;
+  const agent = new MockAgent({ connections: 1 });
+  agent.disableNetConnect();
+  const pool = agent.get(origin);
+  pool
+    .intercept({ path: () => true, method: () => true })
+    .reply((request) => {
+      const url = new URL(request.path, origin);
+      const path = url.pathname.startsWith(prefix)
+        ? url.pathname.slice(prefix.length)
+        : url.pathname;
+      const query: Record<string, string> = {};
+      for (const [name, value] of url.searchParams)
+        if (!SECRET_PARAMS.has(name)) query[name] = value;
+      const answer = answers.get(requestKey(path, query));
+      if (!answer) {
+        return { statusCode: NOT_KEPT_STATUS, data: 'not in the raw zone' };
+      }
+      clock = answer.observedAt;
+      return {
+        statusCode: answer.status,
+        data: answer.text,
+        responseOptions: { headers: { 'content-type': 'application/json' } },
+      };
+    })
+    .persist();
+  const api = createApiClient({
+    dispatcher: pool,
+    concurrency: 8,
+    accountConcurrency: 8,
+    // The kept answer is the last attempt: asking again would get the same.
+    retry: { maxAttempts: 1 },
+  });
+  const credential: Credential = {
+    name: account.name,
+    baseUrl: account.base_url,
+    // Never sent anywhere: the mock pool answers.
+    authToken: 'replay',
+    userEmail: account.user_email,
+  };
+  // Reference data is read once a run, by one credential: the others have none to replay.
+  const fetchedReference = rows.some((row) => row.operation === 'list_countries');
+  const streams = (
+    Array.isArray(run.streams)
+      ? (run.streams as string[]).filter((s): s is Stream =>
+          (STREAMS as readonly string[]).includes(s),
+        )
+      : [...STREAMS]
+  ).filter((stream) => stream !== 'reference' || fetchedReference);
+  try {
+    await runSync({
+      warehouse: target,
+      api,
+      credentials: [credential],
+      logger: options.logger,
+      trigger: 'replay',
+      streams,
+      keepRaw: options.keepRaw ?? false,
+      // One business at a time, so the clock is the one the business was kept with.
+      businessConcurrency: 1,
+      overallBusinessConcurrency: 1,
+      now: () => clock,
+      ...(run.shard ? { shard: parseShard(run.shard) } : {}),
+      ...(options.businessId !== undefined ? { businessIds: [options.businessId] } : {}),
+      ...(options.alertRules ? { alertRules: options.alertRules } : {}),
+    });
+  } finally {
+    await api.close();
+    await agent.close();
+  }
+  return rows.length;
+}
+
+/**
+ * Quarantine rows of the replayed runs whose record the replay loaded (no equal record
+ * quarantined again), copied into the new schema with `recovered_at` set.
+ */
+async function markRecovered(
+  db: Kysely<Database>,
+  source: string,
+  runIds: readonly string[],
+): Promise<number> {
+  if (runIds.length === 0) return 0;
+  const result = await sql`
+    insert into quarantine
+      (run_id, account_name, business_id, stream, location, reason, payload, quarantined_at, recovered_at)
+    select q.run_id, q.account_name, q.business_id, q.stream, q.location, q.reason, q.payload,
+           q.quarantined_at, now()
+      from ${sql.id(source, 'quarantine')} q
+     where q.run_id in (${sql.join(runIds)})
+       and not exists (
+         select 1 from quarantine t
+          where t.account_name = q.account_name
+            and t.business_id is not distinct from q.business_id
+            and t.stream = q.stream
+            and t.payload is not distinct from q.payload)`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}

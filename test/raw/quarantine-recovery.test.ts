@@ -1,0 +1,118 @@
+/**
+ * Quarantine recovers on replay (docs/operations.md, "Raw zone and replay"): a record that
+ * failed its schema on a night loads when that night is replayed with a schema that has
+ * since been loosened, and its quarantine row in the rebuilt schema says it was recovered.
+ *
+ * The schema of a listing is made strict for the first night (it refuses `Not Present`
+ * listings) and loosened back to the real one before the second.
+ */
+import type { Kysely } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { ApiClient } from '../../src/api/index.ts';
+import { silentLogger } from '../../src/log.ts';
+import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { replay } from '../../src/sync/replay.ts';
+import type { Database } from '../../src/warehouse/database.ts';
+import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { sync, testApiClient } from '../sync/harness.ts';
+import { inSchema } from './documented-content.ts';
+
+const strict = vi.hoisted(() => ({ on: true }));
+
+vi.mock('../../src/api/schemas.ts', async (importOriginal) => {
+  const schemas = await importOriginal<typeof import('../../src/api/schemas.ts')>();
+  return {
+    ...schemas,
+    listingSchema: schemas.listingSchema.refine(
+      (listing) => !(strict.on && listing.status === 'Not Present'),
+      { message: 'a strict schema refuses Not Present listings' },
+    ),
+  };
+});
+
+const WORLD = { seed: 31, accounts: 1, businessesPerAccount: 4, startDate: '2026-04-01' };
+
+function nightOf(sandbox: RunningSandbox): Date {
+  return new Date(`${sandbox.today()}T04:00:00.000Z`);
+}
+
+describe.each(testBackends)('quarantine recovery on replay (%s)', (backend) => {
+  let sandbox: RunningSandbox;
+  let warehouse: TestWarehouse;
+  let api: ApiClient;
+
+  beforeEach(async () => {
+    strict.on = true;
+    sandbox = await startSandbox({ ...WORLD, port: 0 });
+    warehouse = await createTestWarehouse(backend);
+    api = testApiClient();
+  });
+  afterEach(async () => {
+    await api?.close();
+    await warehouse?.close();
+    await sandbox?.close();
+  });
+
+  it('a record refused on a night loads on replay once its schema accepts it, and says so', async () => {
+    const first = await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) });
+    expect(first.status).toBe('partial');
+    const quarantined = await warehouse.db
+      .selectFrom('quarantine')
+      .select(['business_id', 'stream', 'payload'])
+      .where('stream', '=', 'listings')
+      .execute();
+    expect(quarantined.length).toBeGreaterThan(0);
+    const refusedIds = quarantined.map((q) => (q.payload as { id: number }).id).sort();
+
+    strict.on = false;
+    sandbox.advanceDays(1);
+    const second = await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) });
+    expect(second.status).toBe('succeeded');
+    // Live, the refused listings were first seen on the second night.
+    const liveFirstSeen = await firstSeen(warehouse.db, refusedIds);
+    expect(new Set(liveFirstSeen.map((r) => r.first_seen_at.toISOString()))).toEqual(
+      new Set(['2026-04-02T04:00:00.000Z']),
+    );
+
+    const result = await replay({
+      warehouse,
+      ...(warehouse.databaseUrl ? { databaseUrl: warehouse.databaseUrl } : {}),
+      into: 'recovered',
+      logger: silentLogger(),
+    });
+    expect(result.recovered).toBe(quarantined.length);
+
+    const rebuilt = await inSchema(warehouse, 'recovered', async (db) => ({
+      firstSeen: await firstSeen(db, refusedIds),
+      quarantine: await db
+        .selectFrom('quarantine')
+        .select(['stream', 'recovered_at', 'run_id'])
+        .execute(),
+    }));
+    // Replayed, they load on the night they were first served.
+    expect(rebuilt.firstSeen.map((r) => r.listing_id)).toEqual(
+      liveFirstSeen.map((r) => r.listing_id),
+    );
+    expect(new Set(rebuilt.firstSeen.map((r) => r.first_seen_at.toISOString()))).toEqual(
+      new Set(['2026-04-01T04:00:00.000Z']),
+    );
+    expect(rebuilt.quarantine).toHaveLength(quarantined.length);
+    expect(
+      rebuilt.quarantine.every((q) => q.recovered_at !== null && q.stream === 'listings'),
+    ).toBe(true);
+    expect(new Set(rebuilt.quarantine.map((q) => q.run_id))).toEqual(new Set([first.runId]));
+  });
+});
+
+async function firstSeen(db: Kysely<Database>, listingIds: readonly number[]) {
+  const rows = await db
+    .selectFrom('listings')
+    .select(['listing_id', 'first_seen_at'])
+    .where('listing_id', 'in', listingIds)
+    .orderBy('listing_id')
+    .execute();
+  return rows.map((r) => ({
+    listing_id: Number(r.listing_id),
+    first_seen_at: new Date(r.first_seen_at),
+  }));
+}

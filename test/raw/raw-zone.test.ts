@@ -1,0 +1,295 @@
+/**
+ * The raw zone end to end (docs/warehouse.md, "Raw zone"; docs/operations.md, "Replay"):
+ * sandbox nights over real HTTP keep every read, content-addressed and without secrets,
+ * and a replay of those nights into another schema of the same database gives every
+ * documented table and view the live nights built.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { type Kysely, sql } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type ApiClient, archiveBusiness, listBusinesses } from '../../src/api/index.ts';
+import { silentLogger } from '../../src/log.ts';
+import { decompressBody, KEPT_OUT_MARKER } from '../../src/raw/body.ts';
+import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { ReplayCoverageError, replay } from '../../src/sync/replay.ts';
+import type { Database } from '../../src/warehouse/database.ts';
+import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { sync, testApiClient, type WorldShape, worldTruth } from '../sync/harness.ts';
+import { documentedContent, inSchema } from './documented-content.ts';
+
+const execFileAsync = promisify(execFile);
+
+const WORLD: WorldShape = {
+  seed: 23,
+  accounts: 2,
+  businessesPerAccount: 4,
+  startDate: '2026-03-01',
+};
+
+/** Each night's observation time: fixed, so that the replay can be compared to the millisecond. */
+function nightOf(sandbox: RunningSandbox): Date {
+  return new Date(`${sandbox.today()}T04:00:00.000Z`);
+}
+
+async function rowCount(db: Kysely<Database>, table: 'raw_reads' | 'raw_bodies'): Promise<number> {
+  const { rows } = await sql<{
+    n: number;
+  }>`select count(*)::int as n from ${sql.table(table)}`.execute(db);
+  return rows[0]?.n ?? 0;
+}
+
+/** Every row of every table of the current schema as text, raw bodies decompressed. */
+async function everythingStored(db: Kysely<Database>): Promise<string> {
+  const { rows: tables } = await sql<{ table_name: string }>`
+    select table_name from information_schema.tables
+    where table_schema = current_schema() and table_type = 'BASE TABLE'`.execute(db);
+  const parts: string[] = [];
+  for (const { table_name } of tables) {
+    const { rows } = await sql<{ row: string }>`
+      select t::text as row from ${sql.table(table_name)} t`.execute(db);
+    parts.push(...rows.map((r) => r.row));
+  }
+  for (const body of await db.selectFrom('raw_bodies').select(['encoding', 'bytes']).execute()) {
+    parts.push(decompressBody(body.encoding, body.bytes));
+  }
+  return parts.join('\n');
+}
+
+describe.each(testBackends)('raw zone (%s)', (backend) => {
+  let sandbox: RunningSandbox;
+  let warehouse: TestWarehouse;
+  let api: ApiClient;
+
+  beforeEach(async () => {
+    sandbox = await startSandbox({ ...WORLD, port: 0 });
+    warehouse = await createTestWarehouse(backend);
+    api = testApiClient();
+  });
+  afterEach(async () => {
+    await api?.close();
+    await warehouse?.close();
+    await sandbox?.close();
+  });
+
+  it('keeps every read of a night once per body, with its run, business and time, and no secret', async () => {
+    const night = nightOf(sandbox);
+    const result = await sync(warehouse, api, sandbox.credentials, { now: () => night });
+    expect(result.status).toBe('succeeded');
+    const db = warehouse.db;
+    const reads = await db.selectFrom('raw_reads').selectAll().execute();
+    // Every answer the sync received: each request sent, less any whose socket failed
+    // before an answer came (undici may meet a keep-alive socket the server just closed;
+    // the client retries those).
+    expect(reads.length).toBeLessThanOrEqual(result.stats.requests);
+    expect(reads.length).toBeGreaterThanOrEqual(result.stats.requests - result.stats.retries);
+    expect(reads.length).toBeGreaterThanOrEqual(
+      1 + 3 + WORLD.accounts * (1 + WORLD.businessesPerAccount * 6),
+    );
+    expect(new Set(reads.map((r) => r.run_id))).toEqual(new Set([result.runId]));
+    expect(reads.every((r) => new Date(r.observed_at).getTime() === night.getTime())).toBe(true);
+    const operations = new Set(reads.map((r) => r.operation));
+    for (const op of [
+      'list_businesses',
+      'get_business_full',
+      'list_listings',
+      'list_reviews',
+      'get_rankings',
+      'list_keywords',
+      'list_countries',
+      'list_states',
+      'list_sub_categories',
+    ]) {
+      expect(operations, op).toContain(op);
+    }
+    const listingRead = reads.find((r) => r.operation === 'list_listings');
+    expect(listingRead?.business_id).toBeTypeOf('number');
+    expect(listingRead?.request).toBe(`/businesses/${listingRead?.business_id}/listings.json`);
+    expect(reads.find((r) => r.operation === 'list_businesses')?.business_id).toBeNull();
+    const reviewRead = reads.find((r) => r.operation === 'list_reviews');
+    expect(reviewRead?.params).toHaveProperty('category');
+    expect(JSON.stringify(reads.map((r) => r.params))).not.toMatch(/auth_token|user_email/);
+
+    // A body is stored once: the same day again adds read rows and no body.
+    const bodies = await rowCount(db, 'raw_bodies');
+    const again = await sync(warehouse, api, sandbox.credentials, { now: () => night });
+    expect(again.status).toBe('succeeded');
+    expect(await rowCount(db, 'raw_reads')).toBe(2 * reads.length);
+    expect(await rowCount(db, 'raw_bodies')).toBe(bodies);
+
+    // No token, no email parameter, no directory password anywhere in the warehouse.
+    const stored = await everythingStored(db);
+    const passwords = [...worldTruth(WORLD, 0).listings.values()]
+      .map((l) => l['site_password'])
+      .filter((p): p is string => typeof p === 'string' && p !== '');
+    expect(passwords.length).toBeGreaterThan(0);
+    for (const password of passwords) expect(stored).not.toContain(password);
+    for (const credential of sandbox.credentials)
+      expect(stored).not.toContain(credential.authToken);
+    expect(stored).not.toContain('user_email=');
+    expect(stored).toContain(KEPT_OUT_MARKER);
+    if (warehouse.databaseUrl) {
+      // What leaves the building in a backup: the whole database as pg_dump writes it.
+      const { stdout: dump } = await execFileAsync('pg_dump', [warehouse.databaseUrl], {
+        maxBuffer: 256 * 1024 * 1024,
+      });
+      expect(dump).toContain('raw_bodies');
+      for (const password of passwords) expect(dump).not.toContain(password);
+      for (const credential of sandbox.credentials) {
+        expect(dump).not.toContain(credential.authToken);
+      }
+      expect(dump).not.toContain('user_email=');
+    }
+    // has_site_credentials still derives from what was kept.
+    const withCredentials = await sql<{ n: number }>`
+      select count(*)::int as n from listings where has_site_credentials`.execute(db);
+    expect(withCredentials.rows[0]?.n).toBeGreaterThan(0);
+  });
+
+  it('a business that failed to write keeps none of its reads (same transaction)', async () => {
+    const night = nightOf(sandbox);
+    // A trigger that refuses one business's listings makes its transaction roll back.
+    const [first] = (await listBusinesses(api, sandbox.credentials[0]!)).records;
+    const victim = first!.id;
+    await sql
+      .raw(`create function refuse_victim() returns trigger language plpgsql as $$
+        begin if new.business_id = ${victim} then raise exception 'refused for the test'; end if;
+        return new; end $$`)
+      .execute(warehouse.db);
+    await sql
+      .raw(`create trigger refuse_victim before insert on listings
+        for each row execute function refuse_victim()`)
+      .execute(warehouse.db);
+    const result = await sync(warehouse, api, sandbox.credentials, { now: () => night });
+    expect(result.status).toBe('partial');
+    const victimReads = await warehouse.db
+      .selectFrom('raw_reads')
+      .select('operation')
+      .where('business_id', '=', victim)
+      .execute();
+    expect(victimReads).toEqual([]);
+    const others = await warehouse.db
+      .selectFrom('raw_reads')
+      .select('business_id')
+      .distinct()
+      .where('operation', '=', 'list_listings')
+      .execute();
+    expect(others.length).toBe(WORLD.accounts * WORLD.businessesPerAccount - 1);
+  });
+
+  it('RAW_RETENTION_DAYS prunes older reads at the end of a run, and the bodies nothing refers to', async () => {
+    const first = await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) });
+    expect(first.status).toBe('succeeded');
+    const firstReads = await rowCount(warehouse.db, 'raw_reads');
+    sandbox.advanceDays(1);
+    // Ten days later by the run's clock; the sandbox's data moved on by one day.
+    const later = new Date(nightOf(sandbox).getTime() + 9 * 86_400_000);
+    const kept = await sync(warehouse, api, sandbox.credentials, { now: () => later });
+    expect(kept.status).toBe('succeeded');
+    expect(await rowCount(warehouse.db, 'raw_reads')).toBe(2 * firstReads);
+    const second = await sync(warehouse, api, sandbox.credentials, {
+      now: () => later,
+      rawRetentionDays: 5,
+    });
+    expect(second.status).toBe('succeeded');
+    const runs = await warehouse.db.selectFrom('raw_reads').select('run_id').distinct().execute();
+    expect(new Set(runs.map((r) => r.run_id))).toEqual(new Set([kept.runId, second.runId]));
+    const orphans = await sql<{ n: number }>`
+      select count(*)::int as n from raw_bodies b
+      where not exists (select 1 from raw_reads r where r.body_hash = b.body_hash)`.execute(
+      warehouse.db,
+    );
+    expect(orphans.rows[0]?.n).toBe(0);
+    // Every body of the last night is still there to show and replay.
+    const missing = await sql<{ n: number }>`
+      select count(*)::int as n from raw_reads r
+      where not exists (select 1 from raw_bodies b where b.body_hash = r.body_hash)`.execute(
+      warehouse.db,
+    );
+    expect(missing.rows[0]?.n).toBe(0);
+  });
+
+  it('replays the nights into another schema: every documented table and view is equal', async () => {
+    // Night 0, a night with changes, a business archived upstream, another night.
+    expect(
+      (await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) })).status,
+    ).toBe('succeeded');
+    sandbox.advanceDays(1);
+    expect(
+      (await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) })).status,
+    ).toBe('succeeded');
+    const credential = sandbox.credentials[1]!;
+    const [gone] = (await listBusinesses(api, credential)).records;
+    await archiveBusiness(api, credential, gone!.id);
+    sandbox.advanceDays(1);
+    expect(
+      (await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) })).status,
+    ).toBe('succeeded');
+    sandbox.advanceDays(1);
+    expect(
+      (await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) })).status,
+    ).toBe('succeeded');
+
+    const live = await documentedContent(warehouse.db);
+    // The nights did change things, or the comparison would prove little.
+    expect(live['listing_status_history']!.length).toBeGreaterThan(live['listings']!.length);
+    expect(live['alerts']!.length).toBeGreaterThan(0);
+    expect(live['businesses']!.some((row) => JSON.parse(row).archived_at !== null)).toBe(true);
+    expect(new Set(live['rank_observations']!.map((row) => JSON.parse(row).observed_on)).size).toBe(
+      4,
+    );
+
+    const progress: number[] = [];
+    const result = await replay({
+      warehouse,
+      ...(warehouse.databaseUrl ? { databaseUrl: warehouse.databaseUrl } : {}),
+      into: 'replayed',
+      logger: silentLogger(),
+      onProgress: (p) => progress.push(p.runsDone),
+    });
+    expect(result.runs).toBe(4);
+    expect(progress).toEqual([1, 2, 3, 4]);
+
+    // The live schema is untouched and still current.
+    expect(await documentedContent(warehouse.db)).toEqual(live);
+    const replayed = await inSchema(warehouse, 'replayed', (db) => documentedContent(db));
+    for (const relation of Object.keys(live)) {
+      expect(replayed[relation], relation).toEqual(live[relation]);
+    }
+    // Recomputed, never delivered.
+    const delivered = await inSchema(warehouse, 'replayed', (db) =>
+      sql<{
+        n: number;
+      }>`select count(*)::int as n from alerts where delivered_at is not null`.execute(db),
+    );
+    expect(delivered.rows[0]?.n).toBe(0);
+  });
+
+  it('refuses a range the raw zone does not cover, and a schema that is not fresh', async () => {
+    await expect(
+      replay({
+        warehouse,
+        into: 'empty_zone',
+        logger: silentLogger(),
+        ...(warehouse.databaseUrl ? { databaseUrl: warehouse.databaseUrl } : {}),
+      }),
+    ).rejects.toThrow(/holds no reads at all/);
+    expect(
+      (await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) })).status,
+    ).toBe('succeeded');
+    const error = await replay({
+      warehouse,
+      into: 'too_early',
+      from: '2026-02-01',
+      logger: silentLogger(),
+      ...(warehouse.databaseUrl ? { databaseUrl: warehouse.databaseUrl } : {}),
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReplayCoverageError);
+    expect((error as Error).message).toBe(
+      'The raw zone does not cover --from 2026-02-01: it holds reads from 2026-03-01 to 2026-03-01.',
+    );
+    await expect(replay({ warehouse, into: 'public', logger: silentLogger() })).rejects.toThrow(
+      /live schema|already holds tables/,
+    );
+  });
+});
