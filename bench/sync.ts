@@ -3,8 +3,9 @@
  * in one run, against the same sandbox and the same local PostgreSQL.
  *
  * For each size (1,000 businesses, and 10,000 unless `--small`) it runs, in this order:
- * the loader's first load, the sync's first sync, the sync's unchanged sync, the loader's
- * unchanged pass; each in a process of its own, each into a fresh migrated schema of its
+ * the sync's first sync, its unchanged sync, the loader's first load and the loader's
+ * unchanged pass (`bench/plain-loader.ts`: same requests, rows built and compared with the
+ * stored content hashes, nothing written); each in a process of its own, each into a fresh migrated schema of its
  * own (loader and sync never share one). For each it measures:
  *
  * - wall seconds, start to finish of the work (not of the process);
@@ -24,6 +25,7 @@
  *
  *   npm run bench                      # 1,000 and 10,000 businesses
  *   npm run bench -- --small           # 1,000 only
+ *   npm run bench -- --small --sync-only   # the sync's figures alone (no loader)
  *   BENCH_DATABASE_URL=postgres://… npm run bench   # default: postgres://postgres@127.0.0.1:5432/postgres
  *   BENCH_NODE_FLAGS='--max-old-space-size=512' npm run bench -- --small   # other V8 flags for the sync
  */
@@ -276,6 +278,24 @@ function loaderFigures(run: Awaited<ReturnType<typeof runMeasured>>): Measured {
 
 const total = (m: Measured) => m.processCpu + m.postgresCpu + m.sandboxCpu;
 
+function figureTable(businesses: number, runs: [string, Measured][]): string {
+  const line = (label: string, f: (m: Measured) => string) => [label, ...runs.map(([, m]) => f(m))];
+  return renderTable(
+    [`${businesses} businesses`, ...runs.map(([name]) => name)],
+    [
+      line('status', (m) => m.status),
+      line('requests', (m) => String(m.requests)),
+      line('rows written', (m) => String(m.written)),
+      line('wall seconds', (m) => m.wallSeconds.toFixed(2)),
+      line('process CPU seconds', (m) => m.processCpu.toFixed(2)),
+      line('PostgreSQL backends CPU seconds', (m) => m.postgresCpu.toFixed(2)),
+      line('sandbox CPU seconds', (m) => m.sandboxCpu.toFixed(2)),
+      line('total CPU seconds', (m) => total(m).toFixed(2)),
+      line('process peak RSS MB', (m) => m.peakRssMb.toFixed(1)),
+    ],
+  );
+}
+
 async function benchSize(url: string, businesses: number, dir: string): Promise<string> {
   const stamp = `${businesses}_${process.pid}`;
   const syncSchema = `bench_sync_${stamp}`;
@@ -293,18 +313,6 @@ async function benchSize(url: string, businesses: number, dir: string): Promise<
     accountConcurrency: ACCOUNT_CONCURRENCY,
   };
   try {
-    process.stderr.write(`bench: ${businesses} businesses, plain loader …\n`);
-    const loaderArgs = { ...common, searchPath: loaderSchema };
-    const loader = loaderFigures(
-      await runMeasured(
-        url,
-        sandboxPid,
-        `bench-loader-${stamp}`,
-        [],
-        'bench/plain-loader.ts',
-        loaderArgs,
-      ),
-    );
     const syncArgs = { ...common, searchPath: syncSchema };
     process.stderr.write(
       `bench: ${businesses} businesses, sync (${SYNC_NODE_FLAGS.join(' ')}) …\n`,
@@ -330,6 +338,24 @@ async function benchSize(url: string, businesses: number, dir: string): Promise<
         syncArgs,
       ),
     );
+    if (syncOnly) {
+      return `${figureTable(businesses, [
+        ['sync first', first],
+        ['sync unchanged', second],
+      ])}\n`;
+    }
+    process.stderr.write(`bench: ${businesses} businesses, plain loader (after the sync) …\n`);
+    const loaderArgs = { ...common, searchPath: loaderSchema };
+    const loader = loaderFigures(
+      await runMeasured(
+        url,
+        sandboxPid,
+        `bench-loader-${stamp}`,
+        [],
+        'bench/plain-loader.ts',
+        loaderArgs,
+      ),
+    );
     process.stderr.write(`bench: ${businesses} businesses, plain loader unchanged …\n`);
     const loaderUnchanged = loaderFigures(
       await runMeasured(url, sandboxPid, `bench-loader2-${stamp}`, [], 'bench/plain-loader.ts', {
@@ -341,28 +367,12 @@ async function benchSize(url: string, businesses: number, dir: string): Promise<
       await rowCounts(url, syncSchema),
       await rowCounts(url, loaderSchema),
     ];
-    const runs = [first, loader, second, loaderUnchanged];
-    const line = (label: string, f: (m: Measured) => string) => [label, ...runs.map(f)];
-    const figures = renderTable(
-      [
-        `${businesses} businesses`,
-        'sync first',
-        'loader first',
-        'sync unchanged',
-        'loader unchanged',
-      ],
-      [
-        line('status', (m) => m.status),
-        line('requests', (m) => String(m.requests)),
-        line('rows written', (m) => String(m.written)),
-        line('wall seconds', (m) => m.wallSeconds.toFixed(2)),
-        line('process CPU seconds', (m) => m.processCpu.toFixed(2)),
-        line('PostgreSQL backends CPU seconds', (m) => m.postgresCpu.toFixed(2)),
-        line('sandbox CPU seconds', (m) => m.sandboxCpu.toFixed(2)),
-        line('total CPU seconds', (m) => total(m).toFixed(2)),
-        line('process peak RSS MB', (m) => m.peakRssMb.toFixed(1)),
-      ],
-    );
+    const figures = figureTable(businesses, [
+      ['sync first', first],
+      ['loader first', loader],
+      ['sync unchanged', second],
+      ['loader unchanged', loaderUnchanged],
+    ]);
     const apiFloor = (first.requests * LATENCY_MS) / 1000 / CONCURRENCY;
     const ratios = renderTable(
       ['ratio', 'first', 'unchanged'],
@@ -418,6 +428,7 @@ if (!(await postgresAnswers(url))) {
   process.exit(1);
 }
 const small = process.argv.includes('--small');
+const syncOnly = process.argv.includes('--sync-only');
 const dir = mkdtempSync(join(tmpdir(), 'listings-sync-bench-'));
 try {
   process.stdout.write(`sync node flags: ${SYNC_NODE_FLAGS.join(' ') || '(none)'}\n\n`);
