@@ -140,7 +140,8 @@ async function startSandboxProcess(
       env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'warn' },
     },
   );
-  for (let i = 0; i < 400 && !existsSync(credentialsFile); i++) {
+  // Up to two minutes: it builds its world first, slowly on a loaded machine.
+  for (let i = 0; i < 2400 && !existsSync(credentialsFile); i++) {
     await new Promise((r) => setTimeout(r, 50));
   }
   await new Promise((r) => setTimeout(r, 200));
@@ -300,11 +301,11 @@ async function benchSize(url: string, businesses: number, dir: string): Promise<
   const stamp = `${businesses}_${process.pid}`;
   const syncSchema = `bench_sync_${stamp}`;
   const loaderSchema = `bench_loader_${stamp}`;
+  const sandbox = await startSandboxProcess(businesses, dir);
   await withAdmin(url, async (c) => {
     await c.query(`create schema ${syncSchema}`);
     await c.query(`create schema ${loaderSchema}`);
   });
-  const sandbox = await startSandboxProcess(businesses, dir);
   const sandboxPid = sandbox.child.pid as number;
   const common = {
     credentialsFile: sandbox.credentialsFile,
