@@ -1,7 +1,7 @@
 /**
  * One sync in a process of its own, so that its peak RSS is the sync's alone (the
  * sandbox serving it runs in another process). Prints one JSON line: the run's result
- * and the process's peak resident set.
+ * and the process's peak resident set and CPU seconds (the whole process, start to exit).
  *
  *   node bench/run-sync.ts '{"credentialsFile": "…", "databaseUrl": "…" | "pgliteDataDir": "…"}'
  */
@@ -9,9 +9,10 @@ import { readFileSync } from 'node:fs';
 import { createApiClient } from '../src/api/client.ts';
 import type { Credential } from '../src/api/types.ts';
 import { silentLogger } from '../src/log.ts';
-import { runSync } from '../src/sync/run.ts';
+import { DEFAULT_OVERALL_BUSINESS_CONCURRENCY, runSync } from '../src/sync/run.ts';
 import { openWarehouse } from '../src/warehouse/connection.ts';
 import { migrateToLatest } from '../src/warehouse/migrate.ts';
+import { POOL_RESERVE } from '../src/warehouse/open.ts';
 
 interface Args {
   credentialsFile: string;
@@ -20,13 +21,19 @@ interface Args {
   pgliteDataDir?: string;
   concurrency: number;
   accountConcurrency: number;
+  /** Connections of the warehouse pool; by default what the CLI opens (`warehousePoolSize`). */
+  poolSize?: number;
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 const credentials = JSON.parse(readFileSync(args.credentialsFile, 'utf8')) as Credential[];
 const warehouse = await openWarehouse(
   args.databaseUrl
-    ? { databaseUrl: args.databaseUrl, ...(args.searchPath ? { searchPath: args.searchPath } : {}) }
+    ? {
+        databaseUrl: args.databaseUrl,
+        poolSize: args.poolSize ?? DEFAULT_OVERALL_BUSINESS_CONCURRENCY + POOL_RESERVE,
+        ...(args.searchPath ? { searchPath: args.searchPath } : {}),
+      }
     : { pgliteDataDir: args.pgliteDataDir ?? './.data/bench' },
 );
 await migrateToLatest(warehouse.db);
@@ -46,10 +53,12 @@ const result = await runSync({
 const wallSeconds = (performance.now() - started) / 1000;
 await api.close();
 await warehouse.close();
+const cpu = process.cpuUsage();
 process.stdout.write(
   `${JSON.stringify({
     status: result.status,
     wallSeconds,
+    cpuSeconds: (cpu.user + cpu.system) / 1e6,
     stats: result.stats,
     peakRssMb: process.resourceUsage().maxRSS / 1024,
   })}\n`,

@@ -1,69 +1,89 @@
 /**
- * `npm run bench`: how close a full sync comes to the floors it cannot beat.
+ * `npm run bench`: the sync side by side with a plain loader (`bench/plain-loader.ts`),
+ * in one run, against the same sandbox and the same local PostgreSQL.
  *
- * - API floor: requests × added latency ÷ requests in flight. The sandbox adds 20 ms to
- *   every request, so no client can finish faster than this at the given concurrency.
- * - COPY floor: the time PostgreSQL's COPY takes to load the same rows into tables of the
- *   same shape (indexes and foreign keys included: the sync pays for both on every row),
- *   measured here, in the same run, on the same database.
+ * For each size (1,000 businesses, and 10,000 unless `--small`) it runs, in this order:
+ * the sync's first sync, its unchanged sync, the loader's first load and the loader's
+ * unchanged pass (`bench/plain-loader.ts`: same requests, rows built and compared with the
+ * stored content hashes, nothing written); each in a process of its own, each into a fresh migrated schema of its
+ * own (loader and sync never share one). For each it measures:
  *
- * The ratio of the sync's wall time to the larger floor is the figure to watch (target
- * ≤ 1.5). Then a second sync with no upstream change (target: 0 rows written) and a
- * 10,000-business sync (target: peak RSS ≤ 256 MB). The sandbox runs in its own process
- * so that the sync's peak RSS is its own. Nothing here asserts: it prints figures.
+ * - wall seconds, start to finish of the work (not of the process);
+ * - the process's CPU (`process.cpuUsage()` at exit: the whole process, module loading
+ *   and migrations included) and its peak RSS;
+ * - PostgreSQL's CPU: utime + stime of the backends that served the process, read from
+ *   `/proc/<pid>/stat`; the pids come from `pg_stat_activity`, polled every 100 ms for
+ *   the process's `application_name` (set through `PGAPPNAME`). Background processes
+ *   (WAL writer, checkpointer, autovacuum) are not counted, nor is anyone else's work on
+ *   a shared server;
+ * - the sandbox's CPU: it runs in its own process, whose `/proc/<pid>/stat` is read
+ *   before and after.
+ *
+ * The figures to watch: the sync's total CPU (process + PostgreSQL + sandbox) ÷ the
+ * loader's, and wall ÷ wall (target ≤ 1.5), and the sync's peak RSS (target ≤ 256 MB at
+ * 10,000 businesses). Nothing here asserts: it prints figures.
  *
  *   npm run bench                      # 1,000 and 10,000 businesses
  *   npm run bench -- --small           # 1,000 only
- *   BENCH_DATABASE_URL=postgres://… npm run bench   # default: local PostgreSQL if it answers, else PGlite
+ *   npm run bench -- --small --sync-only   # the sync's figures alone (no loader)
+ *   BENCH_DATABASE_URL=postgres://… npm run bench   # default: postgres://postgres@127.0.0.1:5432/postgres
+ *   BENCH_NODE_FLAGS='--max-old-space-size=512' npm run bench -- --small   # other V8 flags for the sync
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { renderTable } from '../src/sync/summary.ts';
-import { CONTRACT_TABLES } from '../src/warehouse/tables.ts';
 
-const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '..');
 const CLI = join(ROOT, 'src/cli.ts');
 const LATENCY_MS = 20;
 const CONCURRENCY = 16;
 const ACCOUNT_CONCURRENCY = 8;
 const ACCOUNTS = 2;
+/** Clock ticks per second of /proc's utime and stime (`getconf CLK_TCK`; 100 on Linux). */
+const CLK_TCK = 100;
 /**
- * The V8 flags production runs the sync with (the Dockerfile's ENTRYPOINT), so that the
- * peak RSS measured here is the one a pod sees. The sync's live heap stays near 30 MB, but
- * it allocates fast, and unbounded V8 let the young generation grow to 128 MB and the old
- * one to about as much again before collecting. An 8 MB semi-space measured no slower
- * (peak RSS 250 MB at 1,000 businesses, 300 MB at 10,000); the 256 MB old-space limit,
- * eight times the live heap, makes V8 collect the old generation sooner: peak RSS about
- * 160 MB, for about 1.5 s more CPU in a first sync of 1,000 businesses.
+ * The V8 flags production runs the sync with (the Dockerfile, `npm start`, the CLI's
+ * shebang), so that the peak RSS measured here is the one a pod sees; docs/operations.md
+ * has the measurements behind them. `BENCH_NODE_FLAGS` replaces them.
  */
-const SYNC_NODE_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=256'];
+const SYNC_NODE_FLAGS = process.env['BENCH_NODE_FLAGS']?.split(/\s+/).filter(Boolean) ?? [
+  '--max-semi-space-size=8',
+  '--max-old-space-size=256',
+];
+/** The tables both write, for the row-count comparison. */
+const TABLES = [
+  'accounts',
+  'businesses',
+  'business_versions',
+  'listings',
+  'listing_status_history',
+  'listing_accuracy_days',
+  'reviews',
+  'review_versions',
+  'review_responses',
+  'keywords',
+  'rank_series',
+  'rank_history',
+  'rank_latest',
+  'countries',
+  'states',
+  'sub_categories',
+  'alerts',
+  'quarantine',
+];
 
-interface SyncFigures {
-  status: string;
+interface Measured {
   wallSeconds: number;
+  processCpu: number;
+  postgresCpu: number;
+  sandboxCpu: number;
   peakRssMb: number;
-  stats: {
-    requests: number;
-    retries: number;
-    tables: Record<
-      string,
-      { inserted: number; updated: number; unchanged: number; deleted: number }
-    >;
-  };
-}
-
-interface Target {
-  kind: 'postgres' | 'pglite';
-  describe: string;
-  args: Record<string, string>;
-  cleanup(): Promise<void>;
+  requests: number;
+  written: number;
+  status: string;
 }
 
 function freePort(): Promise<number> {
@@ -78,6 +98,17 @@ function freePort(): Promise<number> {
       });
     });
   });
+}
+
+/** utime + stime of a process, in seconds; undefined once it has gone. */
+function cpuSecondsOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+  } catch {
+    return undefined;
+  }
 }
 
 async function startSandboxProcess(
@@ -109,7 +140,8 @@ async function startSandboxProcess(
       env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'warn' },
     },
   );
-  for (let i = 0; i < 200 && !existsSync(credentialsFile); i++) {
+  // Up to two minutes: it builds its world first, slowly on a loaded machine.
+  for (let i = 0; i < 2400 && !existsSync(credentialsFile); i++) {
     await new Promise((r) => setTimeout(r, 50));
   }
   await new Promise((r) => setTimeout(r, 200));
@@ -117,22 +149,65 @@ async function startSandboxProcess(
   return { child, credentialsFile };
 }
 
-async function runSyncProcess(target: Target, credentialsFile: string): Promise<SyncFigures> {
-  const { stdout } = await run(
-    process.execPath,
-    [
-      ...SYNC_NODE_FLAGS,
-      join(ROOT, 'bench/run-sync.ts'),
-      JSON.stringify({
-        ...target.args,
-        credentialsFile,
-        concurrency: CONCURRENCY,
-        accountConcurrency: ACCOUNT_CONCURRENCY,
-      }),
-    ],
-    { maxBuffer: 64 * 1024 * 1024 },
-  );
-  return JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as SyncFigures;
+/**
+ * Runs `script` in a process of its own under `applicationName` and returns its last
+ * stdout line (JSON) with the CPU its PostgreSQL backends and the sandbox spent meanwhile.
+ */
+async function runMeasured(
+  url: string,
+  sandboxPid: number,
+  applicationName: string,
+  nodeFlags: string[],
+  script: string,
+  args: object,
+): Promise<{ out: Record<string, unknown>; postgresCpu: number; sandboxCpu: number }> {
+  const monitor = new pg.Client({ connectionString: url });
+  await monitor.connect();
+  const backends = new Map<number, number>();
+  let polling = true;
+  const poll = (async () => {
+    while (polling) {
+      const { rows } = await monitor.query<{ pid: number }>(
+        'select pid from pg_stat_activity where application_name = $1',
+        [applicationName],
+      );
+      for (const { pid } of rows) {
+        const seconds = cpuSecondsOf(pid);
+        if (seconds !== undefined) backends.set(pid, seconds);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  const sandboxBefore = cpuSecondsOf(sandboxPid) ?? 0;
+  const stdout = await new Promise<string>((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [...nodeFlags, join(ROOT, script), JSON.stringify(args)],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { ...process.env, PGAPPNAME: applicationName },
+      },
+    );
+    let text = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      text += chunk;
+    });
+    child.on('error', reject);
+    child.on('exit', (code) =>
+      code === 0 ? resolve(text) : reject(new Error(`${script} exited with ${code}`)),
+    );
+  });
+  const sandboxCpu = (cpuSecondsOf(sandboxPid) ?? 0) - sandboxBefore;
+  polling = false;
+  await poll;
+  await monitor.end();
+  const postgresCpu = [...backends.values()].reduce((a, b) => a + b, 0);
+  return {
+    out: JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>,
+    postgresCpu,
+    sandboxCpu,
+  };
 }
 
 async function postgresAnswers(url: string): Promise<boolean> {
@@ -146,165 +221,220 @@ async function postgresAnswers(url: string): Promise<boolean> {
   }
 }
 
-async function chooseTarget(dir: string, name: string): Promise<Target> {
-  const url = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  if (await postgresAnswers(url)) {
-    const schema = `bench_${name}_${Date.now()}`;
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    await admin.query(`create schema ${schema}`);
-    await admin.end();
-    return {
-      kind: 'postgres',
-      describe: `PostgreSQL (${new URL(url).host}, schema ${schema})`,
-      args: { databaseUrl: url, searchPath: schema },
-      async cleanup() {
-        const client = new pg.Client({ connectionString: url });
-        await client.connect();
-        await client.query(`drop schema if exists ${schema} cascade`);
-        await client.end();
-      },
-    };
+async function withAdmin<T>(url: string, f: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await f(client);
+  } finally {
+    await client.end();
   }
-  const pgliteDataDir = join(dir, `pglite-${name}`);
+}
+
+async function rowCounts(url: string, schema: string): Promise<Record<string, number>> {
+  return withAdmin(url, async (client) => {
+    const counts: Record<string, number> = {};
+    for (const table of TABLES) {
+      const { rows } = await client.query<{ n: number }>(
+        `select count(*)::int as n from ${schema}.${table}`,
+      );
+      counts[table] = rows[0]?.n ?? 0;
+    }
+    return counts;
+  });
+}
+
+type SyncTables = Record<string, { inserted: number; updated: number; deleted: number }>;
+
+function syncFigures(run: Awaited<ReturnType<typeof runMeasured>>): Measured {
+  const stats = run.out['stats'] as { requests: number; tables: SyncTables };
   return {
-    kind: 'pglite',
-    describe: `PGlite (${pgliteDataDir})`,
-    args: { pgliteDataDir },
-    async cleanup() {
-      rmSync(pgliteDataDir, { recursive: true, force: true });
-    },
+    status: String(run.out['status']),
+    wallSeconds: run.out['wallSeconds'] as number,
+    processCpu: run.out['cpuSeconds'] as number,
+    postgresCpu: run.postgresCpu,
+    sandboxCpu: run.sandboxCpu,
+    peakRssMb: run.out['peakRssMb'] as number,
+    requests: stats.requests,
+    written: Object.values(stats.tables).reduce(
+      (sum, c) => sum + c.inserted + c.updated + c.deleted,
+      0,
+    ),
   };
 }
 
-/**
- * The foreign keys of `table`, re-pointed at the `copy_` tables: `LIKE … INCLUDING ALL`
- * copies indexes and checks but not foreign keys, and the sync pays for its foreign keys
- * on every row it writes, so a fair floor pays for them too.
- */
-async function copyForeignKeys(
-  query: (text: string) => Promise<{ rows: { def: string }[] }>,
-  table: string,
-): Promise<string[]> {
-  const { rows } = await query(
-    `select pg_get_constraintdef(oid) as def from pg_constraint
-     where conrelid = '${table}'::regclass and contype = 'f'`,
-  );
-  return rows.map(
-    ({ def }) =>
-      `alter table copy_${table} add ${def.replace(/REFERENCES (\w+)\(/, 'REFERENCES copy_$1(')}`,
-  );
+function loaderFigures(run: Awaited<ReturnType<typeof runMeasured>>): Measured {
+  return {
+    status:
+      run.out['changedRows'] === undefined ? 'loaded' : `${run.out['changedRows']} rows changed`,
+    wallSeconds: run.out['wallSeconds'] as number,
+    processCpu: run.out['cpuSeconds'] as number,
+    postgresCpu: run.postgresCpu,
+    sandboxCpu: run.sandboxCpu,
+    peakRssMb: run.out['peakRssMb'] as number,
+    requests: run.out['requests'] as number,
+    written: run.out['written'] as number,
+  };
 }
 
-/**
- * Seconds COPY takes to load every data table's rows into an empty table of the same
- * shape, parents before children (CONTRACT_TABLES is in dependency order).
- */
-async function copyFloorSeconds(target: Target): Promise<{ seconds: number; rows: number }> {
-  const tables = CONTRACT_TABLES.filter((t) => t !== 'sync_runs');
-  let seconds = 0;
-  let rows = 0;
-  if (target.kind === 'postgres') {
-    const client = new pg.Client({ connectionString: target.args['databaseUrl'] });
-    await client.connect();
-    await client.query(`set search_path = ${target.args['searchPath']}`);
-    for (const table of tables) {
-      const chunks: Buffer[] = [];
-      const out = client.query(copyTo(`copy ${table} to stdout`));
-      for await (const chunk of out) chunks.push(chunk as Buffer);
-      const data = Buffer.concat(chunks);
-      rows += (await client.query(`select count(*)::int as n from ${table}`)).rows[0].n as number;
-      await client.query(`create table copy_${table} (like ${table} including all)`);
-      for (const statement of await copyForeignKeys((text) => client.query(text), table)) {
-        await client.query(statement);
-      }
-      const started = performance.now();
-      await new Promise<void>((resolve, reject) => {
-        const input = client.query(copyFrom(`copy copy_${table} from stdin`));
-        input.on('finish', resolve);
-        input.on('error', reject);
-        input.end(data);
-      });
-      seconds += (performance.now() - started) / 1000;
-    }
-    await client.end();
-  } else {
-    const db = await PGlite.create(target.args['pgliteDataDir']);
-    for (const table of tables) {
-      const exported = await db.query(`copy ${table} to '/dev/blob'`);
-      rows +=
-        (await db.query<{ n: number }>(`select count(*)::int as n from ${table}`)).rows[0]?.n ?? 0;
-      await db.query(`create table copy_${table} (like ${table} including all)`);
-      for (const statement of await copyForeignKeys((text) => db.query(text), table)) {
-        await db.query(statement);
-      }
-      const started = performance.now();
-      if (exported.blob)
-        await db.query(`copy copy_${table} from '/dev/blob'`, [], { blob: exported.blob });
-      seconds += (performance.now() - started) / 1000;
-    }
-    await db.close();
-  }
-  return { seconds, rows };
-}
+const total = (m: Measured) => m.processCpu + m.postgresCpu + m.sandboxCpu;
 
-function written(figures: SyncFigures): number {
-  return Object.values(figures.stats.tables).reduce(
-    (sum, c) => sum + c.inserted + c.updated + c.deleted,
-    0,
+function figureTable(businesses: number, runs: [string, Measured][]): string {
+  const line = (label: string, f: (m: Measured) => string) => [label, ...runs.map(([, m]) => f(m))];
+  return renderTable(
+    [`${businesses} businesses`, ...runs.map(([name]) => name)],
+    [
+      line('status', (m) => m.status),
+      line('requests', (m) => String(m.requests)),
+      line('rows written', (m) => String(m.written)),
+      line('wall seconds', (m) => m.wallSeconds.toFixed(2)),
+      line('process CPU seconds', (m) => m.processCpu.toFixed(2)),
+      line('PostgreSQL backends CPU seconds', (m) => m.postgresCpu.toFixed(2)),
+      line('sandbox CPU seconds', (m) => m.sandboxCpu.toFixed(2)),
+      line('total CPU seconds', (m) => total(m).toFixed(2)),
+      line('process peak RSS MB', (m) => m.peakRssMb.toFixed(1)),
+    ],
   );
 }
 
-async function benchSize(
-  businesses: number,
-  dir: string,
-  withFloors: boolean,
-): Promise<string[][]> {
-  const target = await chooseTarget(dir, String(businesses));
+async function benchSize(url: string, businesses: number, dir: string): Promise<string> {
+  const stamp = `${businesses}_${process.pid}`;
+  const syncSchema = `bench_sync_${stamp}`;
+  const loaderSchema = `bench_loader_${stamp}`;
   const sandbox = await startSandboxProcess(businesses, dir);
-  const rows: string[][] = [];
+  await withAdmin(url, async (c) => {
+    await c.query(`create schema ${syncSchema}`);
+    await c.query(`create schema ${loaderSchema}`);
+  });
+  const sandboxPid = sandbox.child.pid as number;
+  const common = {
+    credentialsFile: sandbox.credentialsFile,
+    databaseUrl: url,
+    concurrency: CONCURRENCY,
+    accountConcurrency: ACCOUNT_CONCURRENCY,
+  };
   try {
-    process.stderr.write(`bench: ${businesses} businesses into ${target.describe} …\n`);
-    const first = await runSyncProcess(target, sandbox.credentialsFile);
-    const apiFloor = (first.stats.requests * LATENCY_MS) / 1000 / CONCURRENCY;
-    const rowsWritten = written(first);
-    rows.push([`${businesses} businesses: full sync`, first.status]);
-    rows.push(['  requests', String(first.stats.requests)]);
-    rows.push(['  wall seconds', first.wallSeconds.toFixed(2)]);
-    rows.push(['  API floor seconds (requests × 20 ms ÷ 16)', apiFloor.toFixed(2)]);
-    if (withFloors) {
-      const copy = await copyFloorSeconds(target);
-      const floor = Math.max(apiFloor, copy.seconds);
-      rows.push([
-        '  COPY floor seconds (same rows, same-shaped tables, indexes and foreign keys)',
-        copy.seconds.toFixed(2),
-      ]);
-      rows.push([
-        '  ratio wall ÷ max(floors) (target ≤ 1.5)',
-        (first.wallSeconds / floor).toFixed(2),
-      ]);
-      rows.push(['  rows in the warehouse', String(copy.rows)]);
+    const syncArgs = { ...common, searchPath: syncSchema };
+    process.stderr.write(
+      `bench: ${businesses} businesses, sync (${SYNC_NODE_FLAGS.join(' ')}) …\n`,
+    );
+    const first = syncFigures(
+      await runMeasured(
+        url,
+        sandboxPid,
+        `bench-sync-${stamp}`,
+        SYNC_NODE_FLAGS,
+        'bench/run-sync.ts',
+        syncArgs,
+      ),
+    );
+    process.stderr.write(`bench: ${businesses} businesses, unchanged sync …\n`);
+    const second = syncFigures(
+      await runMeasured(
+        url,
+        sandboxPid,
+        `bench-sync2-${stamp}`,
+        SYNC_NODE_FLAGS,
+        'bench/run-sync.ts',
+        syncArgs,
+      ),
+    );
+    if (syncOnly) {
+      return `${figureTable(businesses, [
+        ['sync first', first],
+        ['sync unchanged', second],
+      ])}\n`;
     }
-    rows.push(['  rows written per second', (rowsWritten / first.wallSeconds).toFixed(0)]);
-    rows.push(['  peak RSS MB (target ≤ 256)', first.peakRssMb.toFixed(1)]);
-    if (withFloors) {
-      const second = await runSyncProcess(target, sandbox.credentialsFile);
-      rows.push(['  unchanged sync: rows written (target 0)', String(written(second))]);
-      rows.push(['  unchanged sync: wall seconds', second.wallSeconds.toFixed(2)]);
-    }
+    process.stderr.write(`bench: ${businesses} businesses, plain loader (after the sync) …\n`);
+    const loaderArgs = { ...common, searchPath: loaderSchema };
+    const loader = loaderFigures(
+      await runMeasured(
+        url,
+        sandboxPid,
+        `bench-loader-${stamp}`,
+        [],
+        'bench/plain-loader.ts',
+        loaderArgs,
+      ),
+    );
+    process.stderr.write(`bench: ${businesses} businesses, plain loader unchanged …\n`);
+    const loaderUnchanged = loaderFigures(
+      await runMeasured(url, sandboxPid, `bench-loader2-${stamp}`, [], 'bench/plain-loader.ts', {
+        ...loaderArgs,
+        unchanged: true,
+      }),
+    );
+    const [syncRows, loaderRows] = [
+      await rowCounts(url, syncSchema),
+      await rowCounts(url, loaderSchema),
+    ];
+    const figures = figureTable(businesses, [
+      ['sync first', first],
+      ['loader first', loader],
+      ['sync unchanged', second],
+      ['loader unchanged', loaderUnchanged],
+    ]);
+    const apiFloor = (first.requests * LATENCY_MS) / 1000 / CONCURRENCY;
+    const ratios = renderTable(
+      ['ratio', 'first', 'unchanged'],
+      [
+        [
+          'sync total CPU ÷ loader total CPU',
+          (total(first) / total(loader)).toFixed(2),
+          (total(second) / total(loaderUnchanged)).toFixed(2),
+        ],
+        [
+          'sync wall ÷ loader wall (target ≤ 1.5)',
+          (first.wallSeconds / loader.wallSeconds).toFixed(2),
+          (second.wallSeconds / loaderUnchanged.wallSeconds).toFixed(2),
+        ],
+        [
+          `sync wall ÷ API floor (${apiFloor.toFixed(2)} s: requests × 20 ms ÷ 16)`,
+          (first.wallSeconds / apiFloor).toFixed(2),
+          (second.wallSeconds / apiFloor).toFixed(2),
+        ],
+        [
+          'sync peak RSS MB (target ≤ 256)',
+          first.peakRssMb.toFixed(1),
+          second.peakRssMb.toFixed(1),
+        ],
+      ],
+    );
+    const rows = renderTable(
+      ['table', 'rows (sync)', 'rows (loader)'],
+      [
+        ...TABLES.map((t) => [t, String(syncRows[t]), String(loaderRows[t])]),
+        [
+          'all',
+          String(Object.values(syncRows).reduce((a, b) => a + b, 0)),
+          String(Object.values(loaderRows).reduce((a, b) => a + b, 0)),
+        ],
+      ],
+    );
+    return `${figures}\n\n${ratios}\n\n${rows}\n`;
   } finally {
     sandbox.child.kill('SIGTERM');
-    await target.cleanup();
+    await withAdmin(url, async (c) => {
+      await c.query(`drop schema if exists ${syncSchema} cascade`);
+      await c.query(`drop schema if exists ${loaderSchema} cascade`);
+    });
   }
-  return rows;
 }
 
+const url = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+if (!(await postgresAnswers(url))) {
+  process.stderr.write(
+    `bench: PostgreSQL does not answer at ${new URL(url).host}; the plain loader needs it (set BENCH_DATABASE_URL)\n`,
+  );
+  process.exit(1);
+}
 const small = process.argv.includes('--small');
+const syncOnly = process.argv.includes('--sync-only');
 const dir = mkdtempSync(join(tmpdir(), 'listings-sync-bench-'));
 try {
-  const rows = await benchSize(1000, dir, true);
-  if (!small) rows.push(...(await benchSize(10_000, dir, false)));
-  process.stdout.write(`${renderTable(['figure', 'value'], rows)}\n`);
+  process.stdout.write(`sync node flags: ${SYNC_NODE_FLAGS.join(' ') || '(none)'}\n\n`);
+  process.stdout.write(`${await benchSize(url, 1000, dir)}\n`);
+  if (!small) process.stdout.write(`${await benchSize(url, 10_000, dir)}\n`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

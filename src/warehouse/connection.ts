@@ -167,6 +167,54 @@ const pgliteParsers = {
   [DATE]: (value: string) => value,
 };
 
+/**
+ * Named prepared statements: PostgreSQL parses and plans an unnamed statement every time
+ * it runs, and the sync runs the same few dozen statement texts for every business (about
+ * 20 per business in a first sync, 9 in an unchanged one; docs/operations.md,
+ * "Benchmark"). A statement with parameters whose text was seen before runs under a name,
+ * so each connection parses it once. The names are bounded: a text seen once is only
+ * remembered (in a set cleared when full), and past `MAX_NAMED_STATEMENTS` texts the rest
+ * run unnamed, so statements whose text varies cannot grow the server's memory.
+ * Statements without parameters (migrations' DDL, multi-statement scripts) never do.
+ */
+const MAX_NAMED_STATEMENTS = 200;
+const MAX_SEEN_ONCE = 2000;
+const statementNames = new Map<string, string>();
+const seenOnce = new Set<string>();
+
+function statementName(text: string): string | undefined {
+  const name = statementNames.get(text);
+  if (name !== undefined || statementNames.size >= MAX_NAMED_STATEMENTS) return name;
+  if (!seenOnce.has(text)) {
+    if (seenOnce.size >= MAX_SEEN_ONCE) seenOnce.clear();
+    seenOnce.add(text);
+    return undefined;
+  }
+  seenOnce.delete(text);
+  const named = `ls_${statementNames.size + 1}`;
+  statementNames.set(text, named);
+  return named;
+}
+
+/** A pg client that runs repeated parameterised statements as named prepared ones. */
+class PreparingClient extends pg.Client {
+  // biome-ignore lint/suspicious/noExplicitAny: pg's query() is a dozen overloads
+  override query(...args: any[]): any {
+    const [text, values, callback] = args;
+    if (
+      typeof text === 'string' &&
+      Array.isArray(values) &&
+      values.length > 0 &&
+      callback === undefined
+    ) {
+      const name = statementName(text);
+      if (name !== undefined) return super.query({ name, text, values });
+    }
+    // biome-ignore lint/suspicious/noExplicitAny: as above
+    return (super.query as any)(...args);
+  }
+}
+
 const SEARCH_PATH = /^[A-Za-z_][A-Za-z0-9_$]*(,[A-Za-z_][A-Za-z0-9_$]*)*$/;
 
 function checkSearchPath(searchPath: string): string {
@@ -204,6 +252,7 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
     // answer the goodbye (a frozen server never closes its side).
     const sockets = new Set<net.Socket>();
     const pool = new pg.Pool({
+      Client: PreparingClient,
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 10,
       types: pgTypes,

@@ -1,0 +1,79 @@
+/**
+ * PostgreSQL runs a parameterised statement it has seen before as a named prepared
+ * statement on each connection (src/warehouse/connection.ts), so it parses and plans it
+ * once per connection instead of on every business; statements without parameters
+ * (DDL, scripts of several statements) are never prepared.
+ *
+ * PostgreSQL only: PGlite has no pg driver and no wire protocol in between.
+ */
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import {
+  createTestWarehouse,
+  skipOnPglite,
+  type TestWarehouse,
+  testBackends,
+} from '../helpers/database.ts';
+
+describe.each(testBackends)('named prepared statements (%s)', (backend) => {
+  const opened: (Warehouse | TestWarehouse)[] = [];
+  afterEach(async () => {
+    for (const w of opened.splice(0).reverse()) await w.close();
+  });
+
+  /** A warehouse of one connection, so that what it prepared is visible to its next query. */
+  async function oneConnection(): Promise<Warehouse> {
+    const test = await createTestWarehouse(backend);
+    opened.push(test);
+    const warehouse = await openWarehouse({
+      databaseUrl: test.databaseUrl as string,
+      searchPath: 'public',
+      poolSize: 1,
+    });
+    opened.push(warehouse);
+    return warehouse;
+  }
+
+  async function prepared(w: Warehouse): Promise<string[]> {
+    const { rows } = await sql<{ statement: string }>`
+      select statement from pg_prepared_statements order by statement`.execute(w.db);
+    return rows.map((r) => r.statement);
+  }
+
+  it('prepares a parameterised statement the second time its text runs, and answers each run with its own values', async (context) => {
+    skipOnPglite(context, backend, 'no pg driver, no wire protocol');
+    const w = await oneConnection();
+    const run = async (n: number) =>
+      (await sql<{ n: number }>`select ${n}::int + 1000 as n`.execute(w.db)).rows[0]?.n;
+    expect(await run(1)).toBe(1001);
+    expect(await prepared(w)).toEqual([]);
+    expect(await run(2)).toBe(1002);
+    expect(await run(3)).toBe(1003);
+    expect(await prepared(w)).toEqual(['select $1::int + 1000 as n']);
+  });
+
+  it('never prepares a statement without parameters, nor a script of several', async (context) => {
+    skipOnPglite(context, backend, 'no pg driver, no wire protocol');
+    const w = await oneConnection();
+    for (let i = 0; i < 3; i++) {
+      await sql`select 2000 as n`.execute(w.db);
+      await sql.raw('create temporary table if not exists t (n int); select 1').execute(w.db);
+    }
+    expect(await prepared(w)).toEqual([]);
+  });
+
+  it('writes and reads through the Kysely builders as before on a prepared statement', async (context) => {
+    skipOnPglite(context, backend, 'no pg driver, no wire protocol');
+    const w = await oneConnection();
+    for (const name of ['a', 'b', 'c']) {
+      await w.db
+        .insertInto('accounts')
+        .values({ name, user_email: `${name}@example.com`, base_url: 'http://x' })
+        .execute();
+    }
+    const names = await w.db.selectFrom('accounts').select('name').orderBy('name').execute();
+    expect(names.map((r) => r.name)).toEqual(['a', 'b', 'c']);
+    expect((await prepared(w)).some((s) => s.startsWith('insert into "accounts"'))).toBe(true);
+  });
+});
