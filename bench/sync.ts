@@ -24,12 +24,12 @@ import { promisify } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
-import { renderTable } from '../src/sync/summary.ts';
+import { renderTable } from '../src/cli/table.ts';
 import { CONTRACT_TABLES } from '../src/warehouse/tables.ts';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '..');
-const CLI = join(ROOT, 'src/cli.ts');
+const CLI = join(ROOT, 'src/cli/main.ts');
 const LATENCY_MS = 20;
 const CONCURRENCY = 16;
 const ACCOUNT_CONCURRENCY = 8;

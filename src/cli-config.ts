@@ -1,10 +1,9 @@
 /**
- * The configuration as the command line uses it: loaded once per command, with a warning
- * for every variable that looks like a misspelt setting, and the help text that lists the
- * variables a command reads (docs/operations.md, "Configuration").
+ * What each variable means, as the command line shows it: the help text that lists the
+ * variables a command reads (docs/operations.md, "Configuration"). The command line reaches
+ * it through src/cli/settings-bridge.ts.
  */
-import { type Config, type ConfigVariable, loadConfig } from './config.ts';
-import { createLogger, type Logger } from './log.ts';
+import type { ConfigVariable } from './config.ts';
 
 /** One line per variable, for `--help` and `listings-sync config`. */
 export const VARIABLE_MEANINGS: Record<ConfigVariable, string> = {
@@ -52,21 +51,4 @@ export function environmentHelp(names: readonly ConfigVariable[]): string {
   return `\nEnvironment:\n${names
     .map((name) => `  ${name.padEnd(width)}  ${VARIABLE_MEANINGS[name]}`)
     .join('\n')}\n`;
-}
-
-/**
- * Load the configuration and print its warnings (misspelt variables) on standard error,
- * before the command does anything a typo would change.
- */
-export function loadCliConfig(
-  write: (text: string) => void = (t) => process.stderr.write(t),
-): Config {
-  const config = loadConfig();
-  for (const warning of config.warnings) write(`listings-sync: warning: ${warning}\n`);
-  return config;
-}
-
-/** The command's logger: human lines on a terminal, JSON lines otherwise (log collectors). */
-export function createCliLogger(config: Config): Logger {
-  return createLogger({ level: config.logLevel, human: process.stderr.isTTY === true });
 }

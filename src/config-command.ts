@@ -1,11 +1,11 @@
 /**
  * `listings-sync config`: the effective configuration, and where each value came from
  * (the environment, the credentials file, or the default). Secrets are masked: a set
- * secret shows as `[set, N characters]`, a URL with its password replaced.
+ * secret shows as `[set, N characters]`, a URL with its password replaced. The command
+ * itself is src/cli/commands/config.ts.
  */
 import { CONFIG_VARIABLES, type Config, type ConfigVariable } from './config.ts';
 import { redactText } from './log.ts';
-import { renderTable } from './sync/summary.ts';
 
 function effectiveValue(config: Config, name: ConfigVariable): string {
   switch (name) {
@@ -91,31 +91,24 @@ function maskedUrl(url: string): string {
   }
 }
 
-export function renderConfig(config: Config): string {
-  const rows = CONFIG_VARIABLES.map((name) => {
+/** Variable, effective value (secrets masked), source: one row per variable. */
+export function configVariableRows(config: Config): string[][] {
+  return CONFIG_VARIABLES.map((name) => {
     const value = effectiveValue(config, name);
     // The URL's password, whatever the case above printed.
     return [name, name === 'DATABASE_URL' ? redactText(value) : value, config.sources[name]];
   });
-  const parts = [renderTable(['variable', 'value', 'source'], rows)];
-  if (config.credentials.length) {
-    const from =
-      config.credentialsSource === 'environment' ? 'env' : `file ${config.credentialsSource}`;
-    parts.push(
-      renderTable(
-        ['credential', 'baseUrl', 'userEmail', 'authToken', 'source'],
-        config.credentials.map((c) => [
-          c.name,
-          redactText(c.baseUrl),
-          c.userEmail,
-          masked(c.authToken),
-          from,
-        ]),
-      ),
-    );
-  } else {
-    parts.push('No credentials configured.');
-  }
-  if (config.warnings.length) parts.push(config.warnings.map((w) => `warning: ${w}`).join('\n'));
-  return `${parts.join('\n\n')}\n`;
+}
+
+/** Name, base URL, e-mail, masked token and source: one row per credential. */
+export function credentialRows(config: Config): string[][] {
+  const from =
+    config.credentialsSource === 'environment' ? 'env' : `file ${config.credentialsSource}`;
+  return config.credentials.map((c) => [
+    c.name,
+    redactText(c.baseUrl),
+    c.userEmail,
+    masked(c.authToken),
+    from,
+  ]);
 }

@@ -4,9 +4,9 @@
  * run's listed failures, docs/warehouse.md "sync_runs"). Reads only.
  */
 import type { Kysely } from 'kysely';
+import { renderTable } from '../cli/table.ts';
 import type { Database } from '../warehouse/database.ts';
 import type { RunStats, SyncFailure } from './run.ts';
-import { renderTable } from './summary.ts';
 
 export interface RunLine {
   runId: string;

@@ -5,7 +5,7 @@
  * ALERT_RULES_FILE, and `check` validates that file: their help must say so.
  */
 import { describe, expect, it } from 'vitest';
-import { COMMAND_VARIABLES } from '../../src/cli.ts';
+import { COMMAND_VARIABLES } from '../../src/cli/settings-bridge.ts';
 
 const OPENS_CONFIGURED_WAREHOUSE = [
   'migrate',
