@@ -43,6 +43,24 @@ export interface Running {
   waitForStderr(text: string): Promise<void>;
 }
 
+/**
+ * In-process commands share the process's working directory: commands that overlap (a
+ * sandbox serving while others run) must be given the same one. The test's own directory
+ * comes back when the last of them ends, whatever order they end in.
+ */
+let inDirectory = 0;
+let home = process.cwd();
+
+function enterDirectory(cwd: string | undefined): void {
+  if (!cwd) return;
+  if (inDirectory++ === 0) home = process.cwd();
+  process.chdir(cwd);
+}
+
+function leaveDirectory(cwd: string | undefined): void {
+  if (cwd && --inDirectory === 0) process.chdir(home);
+}
+
 export function startCli(
   args: string[],
   env: Record<string, string>,
@@ -82,16 +100,13 @@ export function startCli(
     readStdin: async () => options.stdin ?? '',
     ...(options.services ? { services: options.services } : {}),
   };
-  // In-process commands share the process's working directory: commands that overlap
-  // (a sandbox serving while others run) must be given the same one.
   const run = async (): Promise<Finished> => {
-    const previous = process.cwd();
-    if (options.cwd) process.chdir(options.cwd);
+    enterDirectory(options.cwd);
     try {
       const code = await main(['node', 'listings-sync', ...args], io);
       return { code, signal: null, stdout, stderr };
     } finally {
-      if (options.cwd) process.chdir(previous);
+      leaveDirectory(options.cwd);
     }
   };
   const done = run();
