@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { runCli, spawnCli as start, waitForStdout } from '../helpers/cli.ts';
+import { spawnCli as start, waitForStdout } from '../helpers/cli.ts';
+import { createPgliteDataDir } from '../helpers/database.ts';
 
 describe('serve as a process', () => {
   let sandbox: RunningSandbox;
@@ -20,8 +21,8 @@ describe('serve as a process', () => {
     const credentialsFile = join(dir, 'credentials.json');
     writeFileSync(credentialsFile, JSON.stringify(sandbox.credentials));
     env = { PGLITE_DATA_DIR: join(dir, 'pglite'), LISTINGS_CREDENTIALS_FILE: credentialsFile };
-    const migrated = await runCli(['migrate'], env);
-    expect(migrated.code, migrated.stderr).toBe(0);
+    // The migrated template, not a fresh initdb: the process under test is serve.
+    await createPgliteDataDir(join(dir, 'pglite'));
   });
   afterAll(() => sandbox?.close());
 
