@@ -32,7 +32,11 @@ export interface CliIo {
   readStdin(): Promise<string>;
   /** Set by a command; `main` returns it (0 when unset). */
   exitCode?: number;
-  /** What a test substitutes: its own warehouse, a faster API client, a quiet logger. */
+  /**
+   * What a test substitutes: its own warehouse and a faster API client (the `api` and
+   * `keywords` commands, which act on a test's in-memory warehouse), a quiet logger (every
+   * command). Unset in a process.
+   */
   readonly services?: Partial<CliServices>;
 }
 

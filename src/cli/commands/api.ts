@@ -12,7 +12,7 @@
  *
  * Every command takes `--account NAME` and `--format json|table`. Output is the client's
  * normalised values on stdout; warnings, notes and errors go to stderr. A write re-syncs
- * the business it touched (resync.ts). Exit codes: 0 ok, 1 upstream or fatal error,
+ * the business it touched (src/workflows/resync.ts). Exit codes: 0 ok, 1 upstream or fatal error,
  * 2 usage, 3 partial (a record failed its schema, or the warehouse could not follow a
  * write).
  */
