@@ -177,7 +177,11 @@ describe('demo', () => {
     expect(leadingNumber(printed(later.lines, 'alerts raised'))).toBe(after.alerts);
   });
 
-  it('`listings-sync demo` runs in-process and, stopped as by SIGTERM, ends after the day in flight with exit 3', async () => {
+  // The command's own demo: a fresh embedded warehouse (initdb, migrations) and a first
+  // day of 50 businesses before the stop, over the 30 s default on a loaded machine.
+  it('`listings-sync demo` runs in-process and, stopped as by SIGTERM, ends after the day in flight with exit 3', {
+    timeout: 90_000,
+  }, async () => {
     const demo = startCli(['demo'], {}, { cwd: dir, now: () => new Date(`${END}T12:00:00Z`) });
     await demo.waitForStderr('"msg":"demo day synced"');
     demo.stop('SIGTERM');
