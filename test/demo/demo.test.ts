@@ -191,7 +191,9 @@ describe('demo', () => {
     // The stop lands after day 1's line, as day 2 may already have begun: one or two of the
     // 31 days, never all.
     expect(ended.stdout).toMatch(/^[12] day\(s\) synced in/m);
-    expect(ended.stdout).toContain('Report: report.html');
+    // The report, in the command's working directory.
+    expect(ended.stdout).toContain(`Report: ${join(dir, 'report.html')}`);
+    expect(existsSync(join(dir, 'report.html'))).toBe(true);
     // The demo's own warehouse, under the command's working directory.
     const days = (await warehouseCounts(join(dir, '.data/demo'))).days;
     expect(days[0]).toBe('2026-02-08');
