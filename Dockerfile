@@ -73,5 +73,5 @@ STOPSIGNAL SIGTERM
 # kernel ignores a signal the process has no handler for: `sync` (and `serve`) handle
 # SIGTERM; `migrate` does not and is killed at the end of the grace period, which is
 # safe because Kysely applies Postgres migrations in a transaction.
-ENTRYPOINT ["node", "src/cli.ts"]
+ENTRYPOINT ["node", "src/cli/main.ts"]
 CMD ["serve"]

@@ -9,6 +9,12 @@ const UNIT = [
   'test/k8s/manifests.test.ts',
 ];
 
+/**
+ * Where a real process is the point: signals, kill -9, a process's exit code. Everything
+ * else runs commands in-process through `main(argv, io)` (test/helpers/cli.ts).
+ */
+const E2E = ['test/e2e/**/*.test.ts'];
+
 export default defineConfig({
   test: {
     // A hang fails within 30 s with the test's name; speed itself is for `npm run bench`.
@@ -27,8 +33,16 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...UNIT],
+          exclude: [...configDefaults.exclude, ...UNIT, ...E2E],
           // Builds the migrated warehouse templates once, before any worker starts.
+          globalSetup: ['test/helpers/global-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: E2E,
           globalSetup: ['test/helpers/global-setup.ts'],
         },
       },

@@ -34,10 +34,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { renderTable } from '../src/sync/summary.ts';
+import { renderTable } from '../src/cli/table.ts';
 
 const ROOT = join(import.meta.dirname, '..');
-const CLI = join(ROOT, 'src/cli.ts');
+const CLI = join(ROOT, 'src/cli/main.ts');
 const LATENCY_MS = 20;
 const CONCURRENCY = 16;
 const ACCOUNT_CONCURRENCY = 8;

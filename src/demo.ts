@@ -65,10 +65,12 @@ export interface DemoOptions {
   endDate?: string;
   /** The wall clock (tests fix it); `new Date()` by default. */
   clock?: () => Date;
-  /** The summary's lines; standard output by default. */
+  /** The summary's lines (the command's standard output); none by default. */
   write?: (line: string) => void;
-  /** Where the progress bar goes when it is a terminal; standard error by default. */
-  progressStream?: NodeJS.WriteStream;
+  /** A terminal to draw the days' progress bar on (the command's `io.terminal`); none: a log line per day. */
+  terminal?: NodeJS.WriteStream;
+  /** Stops the simulation between days (and the running sync between businesses). */
+  signal?: AbortSignal;
 }
 
 export interface DemoSummary {
@@ -198,8 +200,8 @@ export function renderDemoSummary(summary: DemoSummary): string[] {
 }
 
 /** A bar over the simulated days on a terminal; a log line per day otherwise (after each sync's own lines). */
-function dayProgress(stream: NodeJS.WriteStream, logger: Logger, total: number) {
-  if (stream.isTTY && total > 0) {
+function dayProgress(stream: NodeJS.WriteStream | undefined, logger: Logger, total: number) {
+  if (stream?.isTTY && total > 0) {
     const bar = startTerminalBar(
       stream,
       'simulating [{bar}] {value}/{total} days | {day} | {alerts} new alerts',
@@ -223,7 +225,7 @@ export async function runDemo(
   logger: Logger,
   options: DemoOptions = {},
 ): Promise<DemoResult> {
-  const out = options.write ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const out = options.write ?? (() => {});
   const days = options.days ?? DEMO_DAYS;
   const clock = options.clock ?? (() => new Date());
   // Not today: the sandbox dates today's reviews at any time of the day, ahead of the clock.
@@ -277,15 +279,14 @@ export async function runDemo(
       const wall = clock();
       return endOfDay < wall ? endOfDay : wall;
     };
-    const progressStream = options.progressStream ?? process.stderr;
-    const progress = dayProgress(progressStream, logger, toSimulate);
+    const progress = dayProgress(options.terminal, logger, toSimulate);
     // Under the bar, each run's 'sync started/finished' lines would tear it: warnings only.
-    const syncLogger = progressStream.isTTY ? logger.child({}, { level: 'warn' }) : logger;
+    const syncLogger = options.terminal?.isTTY ? logger.child({}, { level: 'warn' }) : logger;
     const syncs: SyncResult[] = [];
     let alerts = 0;
     const started = performance.now();
     try {
-      for (let i = 0; i < toSimulate; i++) {
+      for (let i = 0; i < toSimulate && !options.signal?.aborted; i++) {
         if (i > 0) running.advanceDays(1);
         const result = await runSync({
           warehouse,
@@ -294,6 +295,7 @@ export async function runDemo(
           logger: syncLogger,
           trigger: 'demo',
           now,
+          ...(options.signal ? { signal: options.signal } : {}),
         });
         syncs.push(result);
         alerts += result.stats.alerts;
@@ -303,7 +305,7 @@ export async function runDemo(
       progress.stop();
     }
     const seconds = (performance.now() - started) / 1000;
-    if (toSimulate) out(`${toSimulate} day(s) synced in ${seconds.toFixed(0)}s.`);
+    if (toSimulate) out(`${syncs.length} day(s) synced in ${seconds.toFixed(0)}s.`);
     const digests = digestMessages(
       await alertsOfRuns(
         warehouse.db,
@@ -344,7 +346,7 @@ export async function runDemo(
     );
     out('  npx listings-sync migrate && npx listings-sync sync && npx listings-sync report');
     return {
-      daysSimulated: toSimulate,
+      daysSimulated: syncs.length,
       syncs,
       summary,
       reportPath: report.path,
@@ -356,9 +358,4 @@ export async function runDemo(
     await warehouse.close();
     await sandbox?.close();
   }
-}
-
-export async function runDemoCommand(config: Config, logger: Logger): Promise<number> {
-  const result = await runDemo(config, logger);
-  return result.syncs.every((s) => s.status === 'succeeded') ? 0 : 3;
 }

@@ -3,14 +3,15 @@
  * each credential answers one cheap authenticated read (operation 16, the country list:
  * a few hundred bytes whatever the account's size), and the warehouse is reachable and
  * migrated. Prints a table, touches no data (an embedded database that does not exist is
- * reported, not created), and exits 1 on any failure.
+ * reported, not created), and exits 1 on any failure. The command itself is
+ * src/cli/commands/check.ts.
  */
 import { createApiClient, listCountries } from '../api/index.ts';
-import { type Config, ConfigError, loadConfig } from '../config/index.ts';
+import { renderTable } from '../cli/table.ts';
+import { type Config, ConfigError } from '../config/index.ts';
 import { redactText, silentLogger } from '../log.ts';
 import { pendingMigrations } from '../warehouse/migrate.ts';
 import { openConfiguredWarehouse, resolveWarehouse } from '../warehouse/open.ts';
-import { renderTable } from './summary.ts';
 
 export interface CheckRow {
   check: string;
@@ -23,9 +24,8 @@ export interface CheckRow {
 /** A check must answer quickly: 10 s per credential, and no retries beyond two attempts. */
 const CHECK_TIMEOUT_MS = 10_000;
 
-export async function runChecks(
-  load: () => Config = () => loadConfig(undefined, { command: 'check' }),
-): Promise<CheckRow[]> {
+/** The checks, in order; `load` loads the configuration (its error is the first failed row). */
+export async function runChecks(load: () => Config): Promise<CheckRow[]> {
   let config: Config;
   try {
     config = load();
@@ -115,11 +115,4 @@ export function renderChecks(rows: readonly CheckRow[]): string {
   );
   const notes = rows.flatMap((row) => row.notes ?? []);
   return notes.length ? `${table}\n\n${notes.join('\n')}\n` : `${table}\n`;
-}
-
-/** Runs the command; returns the exit code. */
-export async function runCheckCommand(write: (text: string) => void): Promise<number> {
-  const rows = await runChecks();
-  write(renderChecks(rows));
-  return rows.every((row) => row.ok) ? 0 : 1;
 }

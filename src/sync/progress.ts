@@ -26,11 +26,12 @@ function eta(progress: SyncProgress): number | null {
 }
 
 export function createProgressReporter(options: {
-  stream: NodeJS.WriteStream;
+  /** The terminal to draw a bar on (the command's `io.terminal`); none: log lines. */
+  terminal: NodeJS.WriteStream | undefined;
   logger: Logger;
   label?: string;
 }): ProgressReporter {
-  if (options.stream.isTTY) return barReporter(options.stream, options.label ?? 'sync');
+  if (options.terminal?.isTTY) return barReporter(options.terminal, options.label ?? 'sync');
   return logReporter(options.logger);
 }
 

@@ -3,8 +3,8 @@
  * first: status, duration, counts, and for a run that was not clean, what failed (the
  * run's listed failures, docs/warehouse.md "sync_runs"). Reads only.
  */
+import { renderTable } from '../cli/table.ts';
 import type { SyncFailure, SyncRunLine } from '../warehouse/sync-runs.ts';
-import { renderTable } from './summary.ts';
 
 // The SQL is the warehouse's (src/warehouse/sync-runs.ts); the command reads through it.
 export { readRecentRuns } from '../warehouse/sync-runs.ts';

@@ -1,26 +1,6 @@
 /** The table printed at the end of a sync: what happened to each credential and table. */
+import { renderTable } from '../cli/table.ts';
 import type { SyncResult } from './run.ts';
-
-/**
- * A plain-text table. Numbers align right, text left (the first column always left).
- */
-export function renderTable(headers: string[], rows: (string | number)[][]): string {
-  const cells = [headers, ...rows.map((row) => row.map(String))];
-  const widths = headers.map((_, i) => Math.max(...cells.map((row) => (row[i] ?? '').length)));
-  const numeric = headers.map(
-    (_, i) =>
-      i > 0 &&
-      rows.every((row) => typeof row[i] === 'number' || /^[\d.,–-]*$/.test(String(row[i] ?? ''))),
-  );
-  const line = (row: string[]) =>
-    row
-      .map((cell, i) => (numeric[i] ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
-      .join('  ')
-      .trimEnd();
-  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...cells.slice(1).map(line)].join(
-    '\n',
-  );
-}
 
 export interface SummaryContext {
   /** The warehouse written to, password removed (`WarehouseTarget.description`). */

@@ -1,7 +1,8 @@
 /**
  * What the workflow commands (`api …`, `keywords apply`) share: where they read and
- * write (injectable, so tests run them in-process through commander), which credential
- * they act for, how an upstream error is printed, and the exit codes of README.md ("Commands").
+ * write (derived from the command line's one I/O context, src/cli/io.ts, so tests run them
+ * in-process through `main(argv, io)`), which credential they act for, how an upstream
+ * error is printed, and the exit codes of README.md ("Commands").
  *
  * An upstream error prints as `listings-sync: <CODE>: <the upstream's message, verbatim>`
  * and exits 1. Nothing here ever prints a token: credentials are named, never shown, and
@@ -12,24 +13,21 @@ import type { Command } from 'commander';
 import { createConfiguredApiClient } from '../api/client.ts';
 import { ApiError, type ApiErrorCode } from '../api/errors.ts';
 import type { ApiClient } from '../api/index.ts';
-import { loadCliConfig } from '../cli-config.ts';
-import { type Config, ConfigError, type Credential, requireCredentials } from '../config/index.ts';
-import { createLogger, type Logger, redactText } from '../log.ts';
+import { EXIT } from '../cli/exit-codes.ts';
+import type { CliIo } from '../cli/io.ts';
+import { createCommandLogger } from '../cli/logger.ts';
+import { printError } from '../cli/print-error.ts';
+import { loadCommandConfig } from '../cli/settings-bridge.ts';
+import { UsageError } from '../cli/usage-error.ts';
+import { type Config, type Credential, requireCredentials } from '../config/index.ts';
+import { type Logger, redactText } from '../log.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../warehouse/open.ts';
 
-export const EXIT = { ok: 0, fatal: 1, usage: 2, partial: 3 } as const;
+export { EXIT } from '../cli/exit-codes.ts';
+export { UsageError } from '../cli/usage-error.ts';
 
-/** A mistake in how the command was called: exit 2. */
-export class UsageError extends Error {
-  readonly code = 'USAGE';
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
-
-/** Where a workflow command reads, writes and prints. `defaultWorkflowIo()` is the real one. */
+/** Where a workflow command reads, writes and prints: `workflowIo(io, command)` derives it from the command's `CliIo`. */
 export interface WorkflowIo {
   loadConfig(): Config;
   openWarehouse(config: Config): Promise<Warehouse>;
@@ -41,33 +39,33 @@ export interface WorkflowIo {
   readStdin(): Promise<string>;
   readFile(path: string): Promise<string>;
   setExitCode(code: number): void;
-  /** The clock of re-syncs (observation times); the current time by default. */
+  /**
+   * The clock of re-syncs (observation times). Unset, they take the upstream's own time
+   * of each answer, which is what keeps the sandbox's moved clock and the warehouse in step.
+   */
   now?: () => Date;
 }
 
-async function readAllStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk));
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-export function defaultWorkflowIo(): WorkflowIo {
+/** The workflow view of a command's I/O context; a test's `io.services` replace the warehouse, client and logger. */
+export function workflowIo(io: CliIo, command: string): WorkflowIo {
   return {
-    // With the misspelt-variable warnings every command prints (src/config/).
-    // `api` and `keywords` read the same settings (src/config/settings.ts).
-    loadConfig: () => loadCliConfig(undefined, 'api'),
-    openWarehouse: (config) => openConfiguredWarehouse(config),
-    createApi: (config, logger) => createConfiguredApiClient(config, logger),
-    // These commands answer a person on stdout and stderr; the re-sync's info lines would
-    // bury the answer, so below `warn` only an explicit debug/trace level is honoured.
-    createLogger: (config) =>
-      createLogger({ level: config.logLevel === 'info' ? 'warn' : config.logLevel }),
-    stdout: (text) => process.stdout.write(text),
-    stderr: (text) => process.stderr.write(text),
-    readStdin: readAllStdin,
+    // With the misspelt-variable warnings every command prints.
+    loadConfig: () => loadCommandConfig(io, command),
+    openWarehouse: (config) =>
+      io.services?.openWarehouse
+        ? io.services.openWarehouse(config)
+        : openConfiguredWarehouse(config),
+    createApi: (config, logger) =>
+      io.services?.createApi
+        ? io.services.createApi(config, logger)
+        : createConfiguredApiClient(config, logger),
+    createLogger: (config) => createCommandLogger(io, config, { quiet: true }),
+    stdout: (text) => io.stdout(text),
+    stderr: (text) => io.stderr(text),
+    readStdin: () => io.readStdin(),
     readFile: (path) => readFile(path, 'utf8'),
     setExitCode: (code) => {
-      process.exitCode = code;
+      io.exitCode = code;
     },
   };
 }
@@ -129,17 +127,7 @@ export function reportError(io: WorkflowIo, error: unknown): number {
     if (advice) io.stderr(`  ${advice}\n`);
     return EXIT.fatal;
   }
-  if (error instanceof UsageError || (error as { code?: unknown } | null)?.code === 'USAGE') {
-    io.stderr(`listings-sync: ${(error as Error).message}\n`);
-    return EXIT.usage;
-  }
-  if (error instanceof ConfigError) {
-    io.stderr(`listings-sync: ${error.message}\n`);
-    return EXIT.fatal;
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  io.stderr(`listings-sync: ${redactText(message)}\n`);
-  return EXIT.fatal;
+  return printError(io, error);
 }
 
 /** A command's action: runs `body`, prints any error, sets the exit code. */

@@ -13,16 +13,13 @@
  * The plan is printed first; `--dry-run` stops there. Additions run before deletions, so
  * a business never goes without keywords on the way. Writes are never retried (the
  * client refuses): the first failure stops the apply, which reports what was done and
- * what was not, and exits 3. A second apply of the same file plans nothing.
+ * what was not, and exits 3. A second apply of the same file plans nothing. The command
+ * is src/cli/commands/keywords.ts.
  */
-import type { Command } from 'commander';
 import { z } from 'zod';
 import { ApiError } from '../api/errors.ts';
 import { addKeyword, deleteKeyword, type Keyword, listKeywords } from '../api/index.ts';
 import {
-  accountOption,
-  action,
-  defaultWorkflowIo,
   describeApiError,
   EXIT,
   readJsonBody,
@@ -193,7 +190,7 @@ export async function applyKeywordPlans(
   return outcome;
 }
 
-interface ApplyOptions {
+export interface ApplyOptions {
   file: string;
   dryRun?: boolean;
   account?: string;
@@ -244,24 +241,4 @@ export async function runKeywordsApply(io: WorkflowIo, options: ApplyOptions): P
     io.stdout(`Applied: ${outcome.added} added, ${outcome.deleted} deleted.\n`);
     return synced ? EXIT.ok : EXIT.partial;
   });
-}
-
-/** Adds `keywords apply` to the program. */
-export function registerKeywordsCommand(
-  program: Command,
-  io: WorkflowIo = defaultWorkflowIo(),
-): Command {
-  const keywords = program
-    .command('keywords')
-    .description('Keywords as code: make businesses’ keywords match a file.');
-  accountOption(
-    keywords
-      .command('apply')
-      .description(
-        'Add the keywords the file lists and delete the others, per listed business; prints the plan first.',
-      )
-      .requiredOption('--file <file>', 'the keywords file (`-`: standard input)')
-      .option('--dry-run', 'print the plan and change nothing'),
-  ).action(action(io, async (options: ApplyOptions) => runKeywordsApply(io, options)));
-  return keywords;
 }

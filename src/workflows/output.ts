@@ -3,7 +3,8 @@
  * default, for scripts and `jq`), or with `--format table` a table for a person: a list
  * of records as rows, one record as field/value lines. Dates print as ISO strings.
  */
-import { UsageError } from './command-context.ts';
+import { renderTable } from '../cli/table.ts';
+import { UsageError } from '../cli/usage-error.ts';
 
 export type OutputFormat = 'json' | 'table';
 
@@ -11,20 +12,6 @@ export function parseFormat(value: string | undefined): OutputFormat {
   if (value === undefined || value === 'json') return 'json';
   if (value === 'table') return 'table';
   throw new UsageError(`--format takes json or table (got "${value}").`);
-}
-
-/** Columns left-aligned, except those holding only numbers (right-aligned). */
-function renderTable(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const numeric = headers.map((_, i) =>
-    rows.every((r) => r[i] === '' || /^-?\d+(\.\d+)?$/.test(r[i] ?? '')),
-  );
-  const line = (row: string[]) =>
-    row
-      .map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
 /** Widest cell of a table before it is cut short with `…`. */
@@ -61,12 +48,14 @@ export function renderValueTable(value: unknown): string {
     return renderTable(
       columns,
       value.map((record) => columns.map((column) => cell(record[column]))),
+      { numericFirstColumn: true },
     );
   }
   if (isPlainObject(value)) {
     return renderTable(
       ['field', 'value'],
       Object.entries(value).map(([key, inner]) => [key, cell(inner)]),
+      { numericFirstColumn: true },
     );
   }
   return cell(value);

@@ -17,8 +17,8 @@ import {
   type State,
   type SubCategory,
 } from '../api/index.ts';
+import { UsageError } from '../cli/usage-error.ts';
 import type { Database } from '../warehouse/database.ts';
-import { UsageError } from './command-context.ts';
 
 export interface ReferenceCatalog {
   countries: Country[];

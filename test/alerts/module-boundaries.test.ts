@@ -50,7 +50,9 @@ describe('module boundaries', () => {
   it('all alert SQL and sinks live in src/alerts: no alert module is left elsewhere', () => {
     const stray = sourceFiles(SRC)
       .map((file) => relative(SRC, file))
-      .filter((file) => /alert/.test(file) && !file.startsWith('alerts/'));
+      // The `alerts` command's own file (src/cli/commands) holds no SQL: the check below says so.
+      .filter((file) => /alert/.test(file) && !file.startsWith('alerts/'))
+      .filter((file) => file !== 'cli/commands/alerts.ts');
     expect(stray).toEqual([]);
     const inserts = sourceFiles(SRC)
       .filter((file) => !relative(SRC, file).startsWith('alerts/'))
@@ -63,8 +65,8 @@ describe('module boundaries', () => {
   });
 
   it('sync, serve and the CLI reach alerts through src/alerts', () => {
-    expect(importsOf('sync').get('sync/command.ts')).toContain('alerts');
+    expect(importsOf('cli').get('cli/commands/sync.ts')).toContain('alerts');
     expect(importsOf('serve').get('serve/server.ts')).toContain('alerts');
-    expect(importedFolders(join(SRC, 'cli.ts'))).toContain('alerts');
+    expect(importedFolders(join(SRC, 'cli/commands/alerts.ts'))).toContain('alerts');
   });
 });

@@ -85,7 +85,8 @@ describe.each(testBackends)('sync delivers its own alerts within a bound (%s)', 
   }
 
   it('leaves alerts it cannot finish sending within its delivery time to serve, untried', async () => {
-    expect((await runCli(['migrate'], env)).code).toBe(0);
+    const migrated = await runCli(['migrate'], env);
+    expect(migrated.code, migrated.stderr).toBe(0);
     const baseline = await runCli(['sync'], env);
     expect(baseline.code, baseline.stderr).toBe(0);
     // An alert from before this run: `serve`'s to send, not this run's.

@@ -12,6 +12,7 @@ import { loadConfig } from '../../src/config/index.ts';
 import { type DemoOptions, type DemoResult, runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { openWarehouse } from '../../src/warehouse/connection.ts';
+import { startCli } from '../helpers/cli.ts';
 
 const END = '2026-03-10';
 
@@ -205,5 +206,28 @@ describe('demo', () => {
     expect(after).toEqual(await warehouseCounts(join(dir, 'continuous')));
     // And the printed numbers still match.
     expect(leadingNumber(printed(later.lines, 'alerts raised'))).toBe(after.alerts);
+  });
+
+  // The command's own demo: a fresh embedded warehouse (initdb, migrations) and a first
+  // day of 50 businesses before the stop, over the 30 s default on a loaded machine.
+  it('`listings-sync demo` runs in-process and, stopped as by SIGTERM, ends after the day in flight with exit 3', {
+    timeout: 90_000,
+  }, async () => {
+    const demo = startCli(['demo'], {}, { cwd: dir, now: () => new Date(`${END}T12:00:00Z`) });
+    await demo.waitForStderr('"msg":"demo day synced"');
+    demo.stop('SIGTERM');
+    const ended = await demo.done;
+    expect(ended.code, ended.stderr).toBe(3);
+    expect(ended.stdout).toMatch(/Sandbox of the upstream API \(seed \d+, from 2026-02-08\)/);
+    // The stop lands after day 1's line, as day 2 may already have begun: one or two of the
+    // 31 days, never all.
+    expect(ended.stdout).toMatch(/^[12] day\(s\) synced in/m);
+    // The report, in the command's working directory.
+    expect(ended.stdout).toContain(`Report: ${join(dir, 'report.html')}`);
+    expect(existsSync(join(dir, 'report.html'))).toBe(true);
+    // The demo's own warehouse, under the command's working directory.
+    const days = (await warehouseCounts(join(dir, '.data/demo'))).days;
+    expect(days[0]).toBe('2026-02-08');
+    expect(days.length).toBeLessThanOrEqual(2);
   });
 });

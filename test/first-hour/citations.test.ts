@@ -1,7 +1,7 @@
 /**
  * The repository cites only what it contains: no source file points at a design document
  * or a spec that is not in the repository, and the documented commands run on the
- * project's Node (`npx listings-sync …`), not the machine's (`node src/cli.ts …`).
+ * project's Node (`npx listings-sync …`), not the machine's (`node src/cli/main.ts …`).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -30,7 +30,7 @@ describe('citations', () => {
     expect(offending).toEqual([]);
   });
 
-  it('documented shell commands use npx listings-sync, never node src/cli.ts', () => {
+  it('documented shell commands use npx listings-sync, never node src/cli/main.ts', () => {
     const docs = [join(ROOT, 'README.md'), ...files(join(ROOT, 'docs'), /\.md$/)];
     const offending = docs.flatMap((path) => {
       const text = readFileSync(path, 'utf8');
@@ -39,7 +39,7 @@ describe('citations', () => {
       );
       return blocks
         .flatMap((block) => block.split('\n'))
-        .filter((line) => /\bnode\s+src\/cli\.ts\b/.test(line))
+        .filter((line) => /\bnode\s+src\/cli(\/main)?\.ts\b/.test(line))
         .map((line) => `${relative(ROOT, path)}: ${line.trim()}`);
     });
     expect(offending).toEqual([]);

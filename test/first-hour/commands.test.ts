@@ -1,6 +1,6 @@
 /**
- * The first hour of a new user, command by command, as child processes in a directory of
- * their own: `report` after the demo reads the demo's warehouse (and creates nothing),
+ * The first hour of a new user, command by command, run in-process (`main(argv, io)`) in
+ * a directory of their own: `report` after the demo reads the demo's warehouse (and creates nothing),
  * an empty warehouse says so, `check`, `config`, `runs` and `--version` do what their help
  * says, a misspelt variable is warned about, and a partial sync names what failed and
  * the warehouse it wrote to.
@@ -16,7 +16,7 @@ import { silentLogger } from '../../src/log.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { type Finished, runCli } from '../helpers/cli.ts';
 
-/** `listings-sync …` in `cwd`, with only the environment given (and PATH). */
+/** `listings-sync …` in `cwd`, with only the environment given. */
 function cli(args: string[], cwd: string, env: Record<string, string> = {}): Promise<Finished> {
   return runCli(args, env, { cwd });
 }

@@ -4,11 +4,12 @@
  * second sync after `clock/advance` adds a day), and every command of the command table
  * answers `--help` with its usage and the environment variables it reads.
  *
- * Substitutions, kept few and explicit: `npx listings-sync` runs src/cli.ts on this Node;
- * the sandbox listens on a free port instead of 4010 (tests run side by side), and the
- * curl line is pointed at it.
+ * Substitutions, kept few and explicit: `npx listings-sync` runs `main(argv, io)` of
+ * src/cli/main.ts in this process, in the line's directory and with only the line's
+ * environment; the sandbox listens on a free port instead of 4010 (tests run side by
+ * side), and the curl line is pointed at it.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -20,10 +21,9 @@ import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { openWarehouse } from '../../src/warehouse/connection.ts';
-import { type Finished, runCli } from '../helpers/cli.ts';
+import { type Finished, type Running, runCli, startCli } from '../helpers/cli.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const CLI = join(ROOT, 'src/cli.ts');
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 
 /** The fenced shell blocks of the README, in order. */
@@ -71,7 +71,7 @@ function parseCliLine(line: string): { env: Record<string, string>; args: string
   return { env, args: words.slice(2) };
 }
 
-/** `listings-sync …` in `cwd`, with only the environment given (and PATH). */
+/** `listings-sync …` in `cwd`, with only the environment given. */
 function cli(args: string[], cwd: string, env: Record<string, string> = {}): Promise<Finished> {
   return runCli(args, env, { cwd });
 }
@@ -89,7 +89,7 @@ describe('README: quick start', () => {
     const lines = (shellBlocks()[0] ?? '').trim().split('\n');
     expect(shellWords(lines[0] ?? '')).toEqual(['npm', 'ci', '&&', 'npm', 'start']);
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
-    expect(pkg.scripts.start).toMatch(/src\/cli\.ts demo$/);
+    expect(pkg.scripts.start).toMatch(/src\/cli\/main\.ts demo$/);
   });
 
   it('line 2 works right after the demo, as written', async () => {
@@ -115,21 +115,19 @@ describe('README: quick start', () => {
 
 describe('README: the sandbox tutorial, line by line', () => {
   let dir: string;
-  let sandbox: ChildProcess | undefined;
+  let sandbox: Running | undefined;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'readme-sandbox-'));
   });
   afterAll(async () => {
-    sandbox?.kill('SIGTERM');
-    if (sandbox && sandbox.exitCode === null) {
-      await new Promise((resolve) => sandbox?.once('close', resolve));
-    }
+    sandbox?.stop('SIGTERM');
+    await sandbox?.done;
     await rm(dir, { recursive: true, force: true });
   });
 
-  // Six CLI processes in a row, each a Node start and most a PGlite open: about 20 s on an
-  // idle 2-core machine, so this one test may take longer than the suite's 30 s.
+  // Six commands in a row, most a PGlite open: on a loaded 2-core machine this one test
+  // may take longer than the suite's 30 s.
   it('every line exits 0, and the sync after clock/advance records the next day', async () => {
     const block = shellBlocks().find((b) => b.includes('npx listings-sync sandbox'));
     expect(block).toBeDefined();
@@ -155,20 +153,9 @@ describe('README: the sandbox tutorial, line by line', () => {
       if (args[0] === 'sandbox') {
         const port = args.indexOf('--port');
         if (port >= 0) args[port + 1] = '0';
-        const child = spawn(process.execPath, [CLI, ...args], {
-          cwd: dir,
-          env: { PATH: process.env['PATH'] ?? '', ...env },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        sandbox = child;
-        let out = '';
-        await new Promise<void>((resolve, reject) => {
-          child.stdout?.on('data', (chunk) => {
-            out += chunk;
-            if (out.includes('Serving;')) resolve();
-          });
-          child.once('close', () => reject(new Error(`sandbox ended early: ${out}`)));
-        });
+        sandbox = startCli(args, env, { cwd: dir });
+        await sandbox.waitForStdout(/Serving;/);
+        const out = sandbox.stdout();
         origin = /base URL: (http:\/\/\S+)/.exec(out)?.[1] ?? '';
         expect(origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
         expect(JSON.parse(await readFile(join(dir, 'credentials.json'), 'utf8'))).toHaveLength(2);

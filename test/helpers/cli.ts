@@ -1,11 +1,16 @@
 /**
- * Running `listings-sync` as a user does: a child process on this Node, with only the
- * environment a test gives it, its output collected.
+ * Running `listings-sync` from a test. In-process by default: `runCli`/`startCli` call
+ * `main(argv, io)` with an I/O context that holds only the environment a test gives it
+ * and collects standard output and error; `stop()` aborts the command's signal as
+ * SIGTERM would. `spawnCli` runs a real child process, for the tests where a process is
+ * the point (signals, kill -9, a real exit code): those live in test/e2e.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import type { CliIo, CliServices } from '../../src/cli/io.ts';
+import { main } from '../../src/cli/main.ts';
 
-const CLI = join(import.meta.dirname, '../../src/cli.ts');
+const CLI = join(import.meta.dirname, '../../src/cli/main.ts');
 
 export interface Finished {
   code: number | null;
@@ -14,23 +19,148 @@ export interface Finished {
   stderr: string;
 }
 
-export interface Started {
-  child: ChildProcess;
-  done: Promise<Finished>;
-  /** Standard output so far. */
-  stdout(): string;
-}
-
 export interface CliOptions {
   /** The working directory (default: this process's), for commands that read `./.data`. */
   cwd?: string;
+  /** Standard input, for `--file -`. */
+  stdin?: string;
+  /** The command's clock (default: the wall clock). */
+  now?: () => Date;
+  /** What the test substitutes for the configured warehouse, client or logger. */
+  services?: Partial<CliServices>;
+}
+
+/** A command running in-process. */
+export interface Running {
+  done: Promise<Finished>;
+  stdout(): string;
+  stderr(): string;
+  /** What SIGTERM does to the process: aborts the command's signal. */
+  stop(signal?: NodeJS.Signals): void;
+  /** Resolves with the first match of `pattern` in standard output. */
+  waitForStdout(pattern: RegExp): Promise<RegExpExecArray>;
+  /** Resolves once standard error contains `text`. */
+  waitForStderr(text: string): Promise<void>;
+}
+
+/**
+ * In-process commands share the process's working directory: commands that overlap (a
+ * sandbox serving while others run) must be given the same one. The test's own directory
+ * comes back when the last of them ends, whatever order they end in.
+ */
+let inDirectory = 0;
+let home = process.cwd();
+
+function enterDirectory(cwd: string | undefined): void {
+  if (!cwd) return;
+  if (inDirectory++ === 0) home = process.cwd();
+  process.chdir(cwd);
+}
+
+function leaveDirectory(cwd: string | undefined): void {
+  if (cwd && --inDirectory === 0) process.chdir(home);
 }
 
 export function startCli(
   args: string[],
   env: Record<string, string>,
   options: CliOptions = {},
-): Started {
+): Running {
+  let stdout = '';
+  let stderr = '';
+  const waiters: {
+    stream: 'stdout' | 'stderr';
+    pattern: RegExp;
+    resolve(match: RegExpExecArray): void;
+    reject(error: Error): void;
+  }[] = [];
+  const notify = () => {
+    for (const waiter of [...waiters]) {
+      const match = waiter.pattern.exec(waiter.stream === 'stdout' ? stdout : stderr);
+      if (match) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(match);
+      }
+    }
+  };
+  const stop = new AbortController();
+  const io: CliIo = {
+    stdout: (text) => {
+      stdout += text;
+      notify();
+    },
+    stderr: (text) => {
+      stderr += text;
+      notify();
+    },
+    isTTY: { stdout: false, stderr: false },
+    env: { LOG_LEVEL: 'info', ...env },
+    now: options.now ?? (() => new Date()),
+    signal: stop.signal,
+    readStdin: async () => options.stdin ?? '',
+    ...(options.services ? { services: options.services } : {}),
+  };
+  const run = async (): Promise<Finished> => {
+    enterDirectory(options.cwd);
+    try {
+      const code = await main(['node', 'listings-sync', ...args], io);
+      return { code, signal: null, stdout, stderr };
+    } finally {
+      leaveDirectory(options.cwd);
+    }
+  };
+  const done = run();
+  let ended = false;
+  const ending = () => {
+    ended = true;
+    for (const waiter of waiters.splice(0)) {
+      waiter.reject(
+        new Error(`the command ended before printing ${waiter.pattern} on ${waiter.stream}`),
+      );
+    }
+  };
+  done.then(ending, ending);
+  const waitFor = (stream: 'stdout' | 'stderr', pattern: RegExp) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const match = pattern.exec(stream === 'stdout' ? stdout : stderr);
+      if (match) resolve(match);
+      else if (ended)
+        reject(new Error(`the command ended before printing ${pattern} on ${stream}`));
+      else waiters.push({ stream, pattern, resolve, reject });
+    });
+  return {
+    done,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    stop: (signal = 'SIGTERM') => stop.abort(signal),
+    waitForStdout: (pattern) => waitFor('stdout', pattern),
+    waitForStderr: async (text) => {
+      await waitFor('stderr', new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+    },
+  };
+}
+
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  options: CliOptions = {},
+): Promise<Finished> {
+  return startCli(args, env, options).done;
+}
+
+/** A real `listings-sync` process on this Node, with only the environment a test gives it. */
+export interface Spawned {
+  child: ChildProcess;
+  done: Promise<Finished>;
+  /** Standard output so far. */
+  stdout(): string;
+}
+
+export function spawnCli(
+  args: string[],
+  env: Record<string, string>,
+  options: { cwd?: string } = {},
+): Spawned {
   const child = spawn(process.execPath, [CLI, ...args], {
     ...(options.cwd ? { cwd: options.cwd } : {}),
     env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'info', ...env },
@@ -48,14 +178,6 @@ export function startCli(
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
   return { child, done, stdout: () => stdout };
-}
-
-export function runCli(
-  args: string[],
-  env: Record<string, string>,
-  options: CliOptions = {},
-): Promise<Finished> {
-  return startCli(args, env, options).done;
 }
 
 /** Resolves with the first match of `pattern` in the child's standard output. */

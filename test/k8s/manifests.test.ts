@@ -37,7 +37,7 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const K8S = join(ROOT, 'k8s');
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 
-/** The commands a workload may run; each must be a command of src/cli.ts. */
+/** The commands a workload may run; each must be a command of src/cli (one file each in src/cli/commands). */
 const DEPLOYABLE_COMMANDS = ['migrate', 'sync', 'serve'];
 const PLACEHOLDER = 'REPLACE_ME';
 const CREDENTIALS_KEY = 'credentials.json';
@@ -260,7 +260,10 @@ describe('k8s manifests: kustomization', () => {
 });
 
 describe('k8s manifests: what the program needs', () => {
-  const cli = read('src/cli.ts');
+  const cli = readdirSync(join(ROOT, 'src/cli/commands'))
+    .filter((name) => name.endsWith('.ts'))
+    .map((name) => read(`src/cli/commands/${name}`))
+    .join('\n');
   const cliCommands = [...cli.matchAll(/\.command\('([a-z-]+)/g)].map((m) => m[1]);
 
   it('every deployable command is a command of the CLI', () => {
@@ -607,7 +610,7 @@ describe('Dockerfile and .dockerignore', () => {
     expect(has(/^ENV NODE_ENV=production$/)).toBe(true);
     expect(has(/^WORKDIR \/app$/)).toBe(true);
     expect(has(/^HEALTHCHECK .*CMD node .*\/healthz/)).toBe(true);
-    expect(has(/^ENTRYPOINT \["node", "src\/cli\.ts"\]$/)).toBe(true);
+    expect(has(/^ENTRYPOINT \["node", "src\/cli\/main\.ts"\]$/)).toBe(true);
     expect(has(/^CMD \["serve"\]$/)).toBe(true);
     expect(has(/^EXPOSE 8080$/)).toBe(true);
     expect(has(/^STOPSIGNAL SIGTERM$/)).toBe(true);

@@ -10,16 +10,15 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Command } from 'commander';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { legendRows, rankChart, siteColors } from '../../src/report/charts.ts';
-import { registerReportCommand } from '../../src/report/command.ts';
 import { siteLabel } from '../../src/report/site-names.ts';
 import { findChromium } from '../helpers/chromium.ts';
+import { runCli } from '../helpers/cli.ts';
 
 const CHROMIUM_ARGS = [
   '--headless',
@@ -210,37 +209,15 @@ describe('report', () => {
 
   it('`report --business ID --days 7` charts every keyword of one business', async () => {
     const out = join(dir, 'one.html');
-    const previous = process.env['PGLITE_DATA_DIR'];
-    process.env['PGLITE_DATA_DIR'] = join(dir, 'warehouse');
-    const written: string[] = [];
-    const write = process.stdout.write;
-    process.stdout.write = ((chunk: string) => {
-      written.push(String(chunk));
-      return true;
-    }) as typeof process.stdout.write;
-    try {
-      const program = new Command().exitOverride();
-      registerReportCommand(program);
-      await program.parseAsync([
-        'node',
-        'listings-sync',
-        'report',
-        '--out',
-        out,
-        '--business',
-        String(businessId),
-        '--days',
-        '7',
-      ]);
-    } finally {
-      process.stdout.write = write;
-      if (previous === undefined) delete process.env['PGLITE_DATA_DIR'];
-      else process.env['PGLITE_DATA_DIR'] = previous;
-    }
+    const ran = await runCli(
+      ['report', '--out', out, '--business', String(businessId), '--days', '7'],
+      { PGLITE_DATA_DIR: join(dir, 'warehouse') },
+    );
+    expect(ran.code, ran.stderr).toBe(0);
     const weekBefore = new Date(Date.parse(`${lastDay}T00:00:00Z`) - 6 * 86_400_000)
       .toISOString()
       .slice(0, 10);
-    expect(written.join('')).toContain(`(${weekBefore} to ${lastDay}) written to ${out}`);
+    expect(ran.stdout).toContain(`(${weekBefore} to ${lastDay}) written to ${out}`);
     if (!updateScreenshot) expect(lastDay).toBe('2026-06-30');
     const html = await readFile(out, 'utf8');
     expect(html).toContain(`(#${businessId})`);
@@ -290,28 +267,11 @@ describe('report', () => {
   });
 
   it('`report --business` names a business that does not exist', async () => {
-    const previous = process.env['PGLITE_DATA_DIR'];
-    process.env['PGLITE_DATA_DIR'] = join(dir, 'warehouse');
-    try {
-      const program = new Command().exitOverride();
-      registerReportCommand(program);
-      await expect(
-        program.parseAsync([
-          'node',
-          'x',
-          'report',
-          '--out',
-          join(dir, 'x.html'),
-          '--business',
-          '999',
-        ]),
-      ).rejects.toMatchObject({
-        code: 'USAGE',
-        message: expect.stringContaining('No business with id 999'),
-      });
-    } finally {
-      if (previous === undefined) delete process.env['PGLITE_DATA_DIR'];
-      else process.env['PGLITE_DATA_DIR'] = previous;
-    }
+    const ran = await runCli(['report', '--out', join(dir, 'x.html'), '--business', '999'], {
+      PGLITE_DATA_DIR: join(dir, 'warehouse'),
+    });
+    // A usage error: exit 2, the sentence on standard error.
+    expect(ran.code).toBe(2);
+    expect(ran.stderr).toContain('No business with id 999');
   });
 });

@@ -1,6 +1,7 @@
 /**
- * `serve` and `sync` as processes: SIGTERM ends serve cleanly with exit 0, and a CLI sync
- * hands the alerts it raised to the configured sink before it exits.
+ * `serve` and `sync` from the command line, in-process through `main(argv, io)`: stopping
+ * serve (what SIGTERM does) ends it cleanly with exit 0, and a CLI sync hands the alerts it
+ * raised to the configured sink before it exits. The real signal: test/e2e/serve-signal.test.ts.
  */
 import { createHmac } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -10,11 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { startCli as start, waitForStdout } from '../helpers/cli.ts';
+import { startCli as start } from '../helpers/cli.ts';
 
 const ALERT_SECRET = 'alert-secret-for-cli-test';
 
-describe('serve and sync as processes', () => {
+describe('serve and sync from the command line', () => {
   let sandbox: RunningSandbox;
   let dir: string;
   let env: Record<string, string>;
@@ -30,18 +31,18 @@ describe('serve and sync as processes', () => {
   });
   afterAll(() => sandbox?.close());
 
-  it('serve answers on its port and exits 0 on SIGTERM', async () => {
+  it('serve answers on its port and exits 0 when stopped (SIGTERM)', async () => {
     const serve = start(['serve'], {
       ...env,
       WEBHOOK_SECRET: 's1',
       SYNC_SCHEDULE: 'off',
       PORT: '0',
     });
-    const url = (await waitForStdout(serve.child, /serve on (http:\/\/\S+):/))[1];
+    const url = (await serve.waitForStdout(/serve on (http:\/\/\S+):/))[1];
     expect(url).toMatch(/^http:\/\/\S+:\d+$/);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
-    serve.child.kill('SIGTERM');
+    serve.stop('SIGTERM');
     const ended = await serve.done;
     expect(ended.code, ended.stderr).toBe(0);
     expect(ended.stderr).toContain('signal received: shutting down');

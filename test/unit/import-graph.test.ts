@@ -30,15 +30,6 @@ function nodeOf(file: string): string {
   return node === 'config/' ? 'config' : node;
 }
 
-/**
- * An edge the configuration's old layout still has: `src/config.ts` imports the alert
- * rules' schema. Moving the configuration into `src/config/` removes it; the new layout
- * gets no such allowance.
- */
-function isOldLayoutEdge(from: string, to: string): boolean {
-  return relative(SRC, from) === 'config.ts' && relative(SRC, to) === join('alerts', 'rules.ts');
-}
-
 /** Folder-level edges, each with the file imports that make it (static, dynamic, re-export). */
 function importGraph(): Graph {
   const graph: Graph = new Map();
@@ -46,7 +37,7 @@ function importGraph(): Graph {
     const text = readFileSync(file, 'utf8');
     for (const match of text.matchAll(/(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g)) {
       const target = resolve(file, '..', match[1] as string);
-      if (!target.startsWith(SRC + sep) || isOldLayoutEdge(file, target)) continue;
+      if (!target.startsWith(SRC + sep)) continue;
       const from = nodeOf(file);
       const to = nodeOf(target);
       if (from === to) continue;

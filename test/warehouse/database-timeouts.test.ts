@@ -11,10 +11,10 @@
 import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { EXIT_FOR_STATUS } from '../../src/cli/exit-codes.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { EXIT_FOR_STATUS } from '../../src/sync/command.ts';
 import {
   describeDatabaseError,
   isDatabaseTimeout,
@@ -271,12 +271,12 @@ postgresOnly('a frozen database (postgres)', () => {
       LISTINGS_AUTH_TOKEN: credential.authToken,
       LISTINGS_USER_EMAIL: credential.userEmail,
     });
-    let stderr = '';
-    cli.child.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      if (stderr.includes('"msg":"businesses listed"')) proxy.freeze();
-    });
+    void cli.waitForStderr('"msg":"businesses listed"').then(
+      () => proxy.freeze(),
+      () => {},
+    );
     const finished = await cli.done;
+    const { stderr } = finished;
     expect(finished.code).toBe(1);
     expect(stderr).toContain('"msg":"the run stops: the warehouse failed"');
     expect(stderr).toContain('DATABASE_STATEMENT_TIMEOUT_MS');

@@ -1,19 +1,17 @@
 /**
  * What the workflow suites share: the `api` and `keywords` commands run in-process
- * through commander, against a sandbox over HTTP and a test warehouse, with their
+ * through `main(argv, io)`, against a sandbox over HTTP and a test warehouse, with their
  * standard output, standard error and exit code collected.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Command, CommanderError } from 'commander';
 import { createApiClient } from '../../src/api/index.ts';
 import type { Credential } from '../../src/api/types.ts';
-import { loadConfig } from '../../src/config/index.ts';
+import type { CliServices } from '../../src/cli/io.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
-import type { WorkflowIo } from '../../src/workflows/command-context.ts';
-import { registerWorkflowCommands } from '../../src/workflows/register.ts';
+import { runCli } from '../helpers/cli.ts';
 
 export interface CommandRun {
   code: number;
@@ -34,7 +32,7 @@ export interface WorkflowRunner {
 export function workflowRunner(
   warehouse: Warehouse,
   credentials: readonly Credential[],
-  extra: Partial<WorkflowIo> = {},
+  services: Partial<CliServices> = {},
 ): WorkflowRunner {
   const dir = mkdtempSync(join(tmpdir(), 'ls-workflows-'));
   const credentialsFile = join(dir, 'credentials.json');
@@ -47,53 +45,27 @@ export function workflowRunner(
   return {
     file,
     async run(args, options = {}) {
-      let stdout = '';
-      let stderr = '';
-      let code = 0;
-      const io: WorkflowIo = {
-        loadConfig: () =>
-          loadConfig({ LISTINGS_CREDENTIALS_FILE: credentialsFile, LOG_LEVEL: 'silent' }),
-        // The test owns the warehouse: a command's close() leaves it open.
-        openWarehouse: async () => ({ ...warehouse, close: async () => {} }),
-        createApi: () =>
-          createApiClient({
-            timeouts: { connectMs: 2000, headersMs: 2000, bodyMs: 2000 },
-            retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 10, maxRetryAfterMs: 2000 },
-            logger: silentLogger(),
-          }),
-        createLogger: () => silentLogger(),
-        stdout: (text) => {
-          stdout += text;
-        },
-        stderr: (text) => {
-          stderr += text;
-        },
-        readStdin: async () => options.stdin ?? '',
-        readFile: async (path) => (await import('node:fs/promises')).readFile(path, 'utf8'),
-        setExitCode: (value) => {
-          code = value;
-        },
-        ...extra,
-      };
-      const program = new Command()
-        .name('listings-sync')
-        .exitOverride()
-        .configureOutput({
-          writeOut: (text) => {
-            stdout += text;
+      // `io.env` holds only the credentials file: the test owns the warehouse and client.
+      const ran = await runCli(
+        args,
+        { LISTINGS_CREDENTIALS_FILE: credentialsFile, LOG_LEVEL: 'silent' },
+        {
+          ...(options.stdin === undefined ? {} : { stdin: options.stdin }),
+          services: {
+            // A command's close() leaves the test's warehouse open.
+            openWarehouse: async () => ({ ...warehouse, close: async () => {} }),
+            createApi: () =>
+              createApiClient({
+                timeouts: { connectMs: 2000, headersMs: 2000, bodyMs: 2000 },
+                retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 10, maxRetryAfterMs: 2000 },
+                logger: silentLogger(),
+              }),
+            createLogger: () => silentLogger(),
+            ...services,
           },
-          writeErr: (text) => {
-            stderr += text;
-          },
-        });
-      registerWorkflowCommands(program, io);
-      try {
-        await program.parseAsync(['node', 'listings-sync', ...args]);
-      } catch (error) {
-        if (!(error instanceof CommanderError)) throw error;
-        code = error.exitCode === 0 ? 0 : 2;
-      }
-      return { code, stdout, stderr };
+        },
+      );
+      return { code: ran.code ?? 1, stdout: ran.stdout, stderr: ran.stderr };
     },
   };
 }

@@ -3,10 +3,15 @@
  * (docs/operations.md, "Raw zone and replay"): rebuilds the warehouse from its raw zone
  * into a fresh schema of the same database. Progress goes to stderr, one line per run.
  */
-import { type Config, ConfigError } from '../config/index.ts';
-import type { Logger } from '../log.ts';
-import { openConfiguredWarehouse, requireCurrentSchema } from '../warehouse/open.ts';
-import { ReplayCoverageError, replay } from './replay.ts';
+import { type Command, Option } from 'commander';
+import { type Config, ConfigError } from '../../config/index.ts';
+import type { Logger } from '../../log.ts';
+import { ReplayCoverageError, replay } from '../../sync/replay.ts';
+import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
+import type { CliIo } from '../io.ts';
+import { createCommandLogger } from '../logger.ts';
+import { dateOption, integerOption } from '../options.ts';
+import { loadCommandConfig } from '../settings-bridge.ts';
 
 export interface ReplayCommandOptions {
   from?: string;
@@ -20,10 +25,7 @@ export async function runReplayCommand(
   config: Config,
   options: ReplayCommandOptions,
   logger: Logger,
-  io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream & { isTTY?: boolean } } = {
-    stdout: process.stdout,
-    stderr: process.stderr,
-  },
+  io: Pick<CliIo, 'stdout' | 'stderr' | 'isTTY'>,
 ): Promise<number> {
   const warehouse = await openConfiguredWarehouse(config);
   try {
@@ -41,12 +43,12 @@ export async function runReplayCommand(
       logger: logger.child({ replay: options.into }, { level: 'warn' }),
       onProgress: (p) => {
         const line = `replay: run ${p.runsDone}/${p.runsTotal} (${p.day})`;
-        io.stderr.write(
-          io.stderr.isTTY ? `\r${line}${p.runsDone === p.runsTotal ? '\n' : ''}` : `${line}\n`,
+        io.stderr(
+          io.isTTY.stderr ? `\r${line}${p.runsDone === p.runsTotal ? '\n' : ''}` : `${line}\n`,
         );
       },
     });
-    io.stdout.write(
+    io.stdout(
       `Replayed ${result.runs} run(s), ${result.reads} kept reads, into schema "${options.into}" ` +
         `of ${warehouse.target.description} in ${result.seconds} s` +
         `${result.recovered ? `; ${result.recovered} quarantined record(s) recovered` : ''}.\n` +
@@ -59,4 +61,27 @@ export async function runReplayCommand(
   } finally {
     await warehouse.close();
   }
+}
+
+export function registerReplayCommand(program: Command, io: CliIo): void {
+  program
+    .command('replay')
+    .description(
+      'Rebuild the warehouse from its raw zone into a fresh schema of the same database (alerts recomputed, never delivered).',
+    )
+    .addOption(
+      new Option('--from <date>', 'first night (UTC), YYYY-MM-DD').argParser(dateOption('--from')),
+    )
+    .addOption(
+      new Option('--to <date>', 'last night (UTC), YYYY-MM-DD').argParser(dateOption('--to')),
+    )
+    .option('--account <name>', 'only this credential')
+    .addOption(
+      new Option('--business <id>', 'only this business').argParser(integerOption('--business', 0)),
+    )
+    .requiredOption('--into <schema>', 'the new schema to build (must not hold tables)')
+    .action(async (options: ReplayCommandOptions) => {
+      const config = loadCommandConfig(io, 'replay');
+      io.exitCode = await runReplayCommand(config, options, createCommandLogger(io, config), io);
+    });
 }

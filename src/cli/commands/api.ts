@@ -12,7 +12,7 @@
  *
  * Every command takes `--account NAME` and `--format json|table`. Output is the client's
  * normalised values on stdout; warnings, notes and errors go to stderr. A write re-syncs
- * the business it touched (resync.ts). Exit codes: 0 ok, 1 upstream or fatal error,
+ * the business it touched (src/workflows/resync.ts). Exit codes: 0 ok, 1 upstream or fatal error,
  * 2 usage, 3 partial (a record failed its schema, or the warehouse could not follow a
  * write).
  */
@@ -35,12 +35,11 @@ import {
   listStates,
   listSubCategories,
   updateBusiness,
-} from '../api/index.ts';
-import { needsReferenceNames, prepareBusinessInput } from './business-input.ts';
+} from '../../api/index.ts';
+import { needsReferenceNames, prepareBusinessInput } from '../../workflows/business-input.ts';
 import {
   accountOption,
   action,
-  defaultWorkflowIo,
   EXIT,
   parseId,
   readJsonBody,
@@ -48,17 +47,19 @@ import {
   UsageError,
   type WorkflowIo,
   withSession,
-} from './command-context.ts';
-import { foldKeyword } from './keywords-apply.ts';
-import { type OutputFormat, parseFormat, renderOutput } from './output.ts';
-import { loadReferenceCatalog, resolveCountry } from './reference-names.ts';
-import { markArchived, resyncBusinesses, storeCategory } from './resync.ts';
+  workflowIo,
+} from '../../workflows/command-context.ts';
+import { foldKeyword } from '../../workflows/keywords-apply.ts';
+import { type OutputFormat, parseFormat, renderOutput } from '../../workflows/output.ts';
+import { loadReferenceCatalog, resolveCountry } from '../../workflows/reference-names.ts';
+import { markArchived, resyncBusinesses, storeCategory } from '../../workflows/resync.ts';
 import {
   parseReviewId,
   responseContent,
   showResponseStatus,
   submitReviewResponse,
-} from './review-responses.ts';
+} from '../../workflows/review-responses.ts';
+import type { CliIo } from '../io.ts';
 
 interface CommonOptions {
   account?: string;
@@ -467,10 +468,8 @@ function registerReference(api: Command, io: WorkflowIo): void {
 }
 
 /** Adds `api` and its subcommands to the program. */
-export function registerApiCommands(
-  program: Command,
-  io: WorkflowIo = defaultWorkflowIo(),
-): Command {
+export function registerApiCommand(program: Command, cliIo: CliIo): Command {
+  const io = workflowIo(cliIo, 'api');
   const api = program
     .command('api')
     .description('Call any operation of the upstream API; writes re-sync the business they touch.');

@@ -1,0 +1,31 @@
+/** `listings-sync migrate`: bring the warehouse schema up to date (safe from several pods at once). */
+import type { Command } from 'commander';
+import { describeWarehouse, openConfiguredWarehouse } from '../../warehouse/open.ts';
+import type { CliIo } from '../io.ts';
+import { createCommandLogger } from '../logger.ts';
+import { loadCommandConfig } from '../settings-bridge.ts';
+
+export function registerMigrateCommand(program: Command, io: CliIo): void {
+  program
+    .command('migrate')
+    .description('Bring the warehouse schema up to date (safe to run from several pods at once).')
+    .action(async () => {
+      const config = loadCommandConfig(io, 'migrate');
+      const logger = createCommandLogger(io, config);
+      const { migrateToLatest } = await import('../../warehouse/migrate.ts');
+      // A migration may rewrite a year of history (0005): no statement timeout here. The
+      // connect and lock timeouts still hold.
+      const warehouse = await openConfiguredWarehouse({ ...config, databaseStatementTimeoutMs: 0 });
+      try {
+        const { applied } = await migrateToLatest(warehouse.db);
+        logger.info({ applied }, 'migrations applied');
+        io.stdout(
+          applied.length
+            ? `Applied ${applied.length} migration(s) to ${describeWarehouse(config)}: ${applied.join(', ')}\n`
+            : `${describeWarehouse(config)} is already up to date.\n`,
+        );
+      } finally {
+        await warehouse.close();
+      }
+    });
+}

@@ -1,0 +1,75 @@
+/**
+ * `listings-sync raw show --business ID [--date D] [--operation NAME] [--raw]` and `raw stats`:
+ * what the upstream answered, from the raw zone (docs/operations.md, "Raw zone and replay").
+ */
+import { type Command, Option } from 'commander';
+import { ConfigError } from '../../config/index.ts';
+import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
+import type { CliIo } from '../io.ts';
+import { dateOption, integerOption } from '../options.ts';
+import { loadCommandConfig } from '../settings-bridge.ts';
+
+interface ShowOptions {
+  business: number;
+  date?: string;
+  operation?: string;
+  raw?: boolean;
+}
+
+export function registerRawCommand(program: Command, io: CliIo): void {
+  const raw = program
+    .command('raw')
+    .description('What the upstream answered, from the raw zone: `raw show`, `raw stats`.');
+  raw
+    .command('show')
+    .description('Print what the upstream answered about a business on a night.')
+    .addOption(
+      new Option('--business <id>', 'the business')
+        .makeOptionMandatory()
+        .argParser(integerOption('--business', 0)),
+    )
+    .addOption(
+      new Option('--date <date>', 'the night (UTC), YYYY-MM-DD; default the latest kept').argParser(
+        dateOption('--date'),
+      ),
+    )
+    .option('--operation <name>', 'only this operation, such as list_listings')
+    .option('--raw', 'the bodies byte for byte, without headers')
+    .action(async (options: ShowOptions) => {
+      const config = loadCommandConfig(io, 'raw');
+      const { renderRawShow } = await import('../../raw/show-command.ts');
+      const warehouse = await openConfiguredWarehouse(config, 'read');
+      try {
+        await requireCurrentSchema(warehouse);
+        const text = await renderRawShow(warehouse.db, {
+          businessId: options.business,
+          ...(options.date ? { date: options.date } : {}),
+          ...(options.operation ? { operation: options.operation } : {}),
+          ...(options.raw ? { raw: true } : {}),
+        });
+        if (text === null) {
+          throw new ConfigError(
+            `The raw zone holds no read of business ${options.business}` +
+              `${options.date ? ` on ${options.date}` : ''}${options.operation ? ` by ${options.operation}` : ''}.`,
+          );
+        }
+        io.stdout(text);
+      } finally {
+        await warehouse.close();
+      }
+    });
+  raw
+    .command('stats')
+    .description("Print the raw zone's size, bytes per night and what content addressing saved.")
+    .action(async () => {
+      const config = loadCommandConfig(io, 'raw');
+      const { readRawStats, renderRawStats } = await import('../../raw/show-command.ts');
+      const warehouse = await openConfiguredWarehouse(config, 'read');
+      try {
+        await requireCurrentSchema(warehouse);
+        io.stdout(renderRawStats(await readRawStats(warehouse.db)));
+      } finally {
+        await warehouse.close();
+      }
+    });
+}

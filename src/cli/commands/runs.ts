@@ -1,0 +1,29 @@
+/** `listings-sync runs [--limit N]`: recent sync runs (src/sync/runs-command.ts). */
+import { type Command, Option } from 'commander';
+import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
+import type { CliIo } from '../io.ts';
+import { integerOption } from '../options.ts';
+import { loadCommandConfig } from '../settings-bridge.ts';
+
+export function registerRunsCommand(program: Command, io: CliIo): void {
+  program
+    .command('runs')
+    .description('List recent sync runs: status, duration, counts and what failed.')
+    .addOption(
+      new Option('--limit <n>', 'how many, most recent first')
+        .default(20)
+        .argParser(integerOption('--limit', 1, 10_000)),
+    )
+    .action(async (options: { limit: number }) => {
+      const config = loadCommandConfig(io, 'runs');
+      const { readRecentRuns, renderRuns } = await import('../../sync/runs-command.ts');
+      const warehouse = await openConfiguredWarehouse(config, 'read');
+      try {
+        await requireCurrentSchema(warehouse);
+        io.stdout(`Sync runs in ${warehouse.target.description}:\n`);
+        io.stdout(renderRuns(await readRecentRuns(warehouse.db, options.limit)));
+      } finally {
+        await warehouse.close();
+      }
+    });
+}

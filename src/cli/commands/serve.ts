@@ -1,0 +1,55 @@
+/**
+ * `listings-sync serve`: open the warehouse and an API client, start the server, and when
+ * `io.signal` is aborted (the process entry does so on SIGTERM/SIGINT) close it: no new
+ * webhooks, the running sync finishes its businesses in flight, the pools close, the log
+ * is flushed, exit 0. A second signal is the process entry's: it exits at once.
+ */
+import type { Command } from 'commander';
+import { createConfiguredApiClient } from '../../api/client.ts';
+import { requireWebhookSecrets } from '../../config/index.ts';
+import { openConfiguredWarehouse } from '../../warehouse/open.ts';
+import { EXIT } from '../exit-codes.ts';
+import { type CliIo, untilAborted } from '../io.ts';
+import { createCommandLogger } from '../logger.ts';
+import { loadCommandConfig } from '../settings-bridge.ts';
+import { signalName } from './sync.ts';
+
+export function registerServeCommand(program: Command, io: CliIo): void {
+  program
+    .command('serve')
+    .description(
+      'Run the sync on SYNC_SCHEDULE, take signed webhooks, send alerts; health and metrics on PORT.',
+    )
+    .action(async () => {
+      io.exitCode = await runServeCommand(io);
+    });
+}
+
+async function runServeCommand(io: CliIo): Promise<number> {
+  const config = loadCommandConfig(io, 'serve');
+  const logger = createCommandLogger(io, config);
+  // Configuration errors first, before anything is opened.
+  requireWebhookSecrets(config);
+  const { startServe } = await import('../../serve/server.ts');
+  const warehouse = await openConfiguredWarehouse(config);
+  const api = createConfiguredApiClient(config, logger);
+  let serve: Awaited<ReturnType<typeof startServe>>;
+  try {
+    serve = await startServe({ config, warehouse, api, logger });
+  } catch (error) {
+    await api.close();
+    await warehouse.close();
+    throw error;
+  }
+  io.stdout(
+    `listings-sync serve on ${serve.url}: POST /webhooks, GET /healthz, /readyz, /metrics\n`,
+  );
+  await untilAborted(io.signal);
+  logger.info({ signal: signalName(io.signal) }, 'signal received: shutting down');
+  await serve.close();
+  await api.close();
+  await warehouse.close();
+  logger.info('bye');
+  logger.flush();
+  return EXIT.ok;
+}

@@ -1,0 +1,148 @@
+/** `listings-sync sync`: one run from the command line, with progress, a summary and exit codes. */
+import { type Command, Option } from 'commander';
+import { alertSinksFromConfig } from '../../alerts/configured-sinks.ts';
+import { createAlertDispatcher } from '../../alerts/dispatcher.ts';
+import { createConfiguredApiClient } from '../../api/client.ts';
+import { ConfigError, type Credential, requireCredentials } from '../../config/index.ts';
+import { syncOptionsFromConfig } from '../../sync/options.ts';
+import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
+import { EXIT_FOR_STATUS } from '../exit-codes.ts';
+import type { CliIo } from '../io.ts';
+import { createCommandLogger } from '../logger.ts';
+import { shardOption } from '../options.ts';
+import { loadCommandConfig } from '../settings-bridge.ts';
+import { UsageError } from '../usage-error.ts';
+
+// The sync modules load only when the command runs: `--help` stays quick.
+type SyncModule = typeof import('../../sync/run.ts');
+type Stream = import('../../sync/options.ts').Stream;
+
+export interface SyncCommandOptions {
+  streams?: string;
+  account?: string[];
+  shard?: import('../../sync/shard.ts').Shard;
+}
+
+export function parseStreams(
+  text: string | undefined,
+  streams: readonly string[],
+): Stream[] | undefined {
+  if (text === undefined) return undefined;
+  const names = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const unknown = names.filter((name) => !streams.includes(name));
+  if (unknown.length || names.length === 0) {
+    throw new UsageError(
+      `--streams takes a comma-separated list of ${streams.join(', ')} (unknown: ${unknown.join(', ') || 'none given'}).`,
+    );
+  }
+  return names as Stream[];
+}
+
+export function selectCredentials(
+  all: readonly Credential[],
+  names: string[] | undefined,
+): readonly Credential[] {
+  if (!names?.length) return all;
+  const missing = names.filter((name) => !all.some((c) => c.name === name));
+  if (missing.length) {
+    throw new UsageError(
+      `--account ${missing.join(', ')}: no such credential. Configured: ${all.map((c) => c.name).join(', ')}.`,
+    );
+  }
+  return all.filter((c) => names.includes(c.name));
+}
+
+export function registerSyncCommand(program: Command, io: CliIo): void {
+  program
+    .command('sync')
+    .description('Pull every configured credential into the warehouse once.')
+    .option(
+      '--streams <list>',
+      'comma-separated streams: businesses, listings, reviews, rankings, keywords, reference',
+    )
+    .option('--account <name...>', 'only these credentials (by name)')
+    .addOption(
+      new Option(
+        '--shard <I/N>',
+        'only businesses in shard I of N (0-based), for parallel pods',
+      ).argParser(shardOption),
+    )
+    .action(async (options: SyncCommandOptions) => {
+      io.exitCode = await runSyncCommand(io, options, await import('../../sync/run.ts'));
+    });
+}
+
+/** Runs one sync; returns the exit code. `io.signal` stops it between businesses. */
+async function runSyncCommand(
+  io: CliIo,
+  options: SyncCommandOptions,
+  { runSync, STREAMS, SyncLockedError }: SyncModule,
+): Promise<number> {
+  const config = loadCommandConfig(io, 'sync');
+  const logger = createCommandLogger(io, config);
+  const streams = parseStreams(options.streams, STREAMS);
+  const credentials = selectCredentials(requireCredentials(config), options.account);
+  // Before opening anything: a sink misconfiguration is a configuration error.
+  const alertSinks = alertSinksFromConfig(config);
+  const { createProgressReporter } = await import('../../sync/progress.ts');
+  const { renderSyncSummary } = await import('../../sync/summary.ts');
+  const warehouse = await openConfiguredWarehouse(config);
+  const api = createConfiguredApiClient(config, logger);
+  const onAbort = () =>
+    logger.warn(
+      { signal: signalName(io.signal) },
+      'stopping: businesses in flight will commit, no new ones start',
+    );
+  io.signal.addEventListener('abort', onAbort, { once: true });
+  const progress = createProgressReporter({ terminal: io.terminal, logger });
+  try {
+    await requireCurrentSchema(warehouse);
+    const result = await runSync({
+      warehouse,
+      api,
+      credentials,
+      logger,
+      ...(streams ? { streams } : {}),
+      ...(options.shard ? { shard: options.shard } : {}),
+      trigger: 'cli',
+      ...syncOptionsFromConfig(config),
+      signal: io.signal,
+      onProgress: (p) => progress.update(p),
+    });
+    progress.stop();
+    io.stdout(renderSyncSummary(result, { warehouse: warehouse.target.description }));
+    // This run's alerts go out now, within ALERT_SYNC_DELIVERY_SECONDS; older ones, and
+    // what a slow or failing sink leaves, are `serve`'s (or the next run's). Delivery never
+    // changes the exit code.
+    await createAlertDispatcher({
+      db: warehouse.db,
+      sinks: alertSinks,
+      logger,
+      sinkTimeoutMs: config.alertSinkTimeoutMs,
+    })
+      .dispatch({
+        runId: result.runId,
+        deadline: new Date(io.now().getTime() + config.alertSyncDeliveryMs),
+      })
+      .catch((error: unknown) => {
+        logger.error({ err: error }, 'alert dispatch failed; pending alerts stay queued');
+      });
+    return EXIT_FOR_STATUS[result.status];
+  } catch (error) {
+    progress.stop();
+    if (error instanceof SyncLockedError) throw new ConfigError(error.message);
+    throw error;
+  } finally {
+    io.signal.removeEventListener('abort', onAbort);
+    await api.close();
+    await warehouse.close();
+  }
+}
+
+/** The signal that stopped a command (the process entry aborts with its name), for the log. */
+export function signalName(signal: AbortSignal): string {
+  return typeof signal.reason === 'string' ? signal.reason : 'abort';
+}

@@ -1,0 +1,16 @@
+/**
+ * The exit codes of every command (README.md, "Commands"): 0 success, 1 fatal (bad
+ * configuration, database unreachable, an upstream error), 2 usage, 3 partial (some
+ * credentials, businesses or records failed; the rest committed).
+ */
+import type { SyncResult } from '../sync/run.ts';
+
+export const EXIT = { ok: 0, fatal: 1, usage: 2, partial: 3 } as const;
+
+/** A sync run's status as an exit code: an interrupted run committed what it finished. */
+export const EXIT_FOR_STATUS: Record<SyncResult['status'], number> = {
+  succeeded: EXIT.ok,
+  partial: EXIT.partial,
+  interrupted: EXIT.partial,
+  failed: EXIT.fatal,
+};

@@ -1,0 +1,102 @@
+#!/usr/bin/env -S node --max-semi-space-size=8 --max-old-space-size=256
+/**
+ * The command line: migrate | sync | serve | alerts | sandbox | demo | report | check |
+ * config | runs | api | keywords, one file each under src/cli/commands/.
+ *
+ * `main(argv, io)` runs a command with the I/O context it is given (src/cli/io.ts) and
+ * returns its exit code (README.md, "Commands": 0 success, 1 fatal, 2 usage, 3 partial);
+ * tests call it in-process. Only the process entry at the bottom touches `process`.
+ */
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { registerAlertsCommand } from './commands/alerts.ts';
+import { registerApiCommand } from './commands/api.ts';
+import { registerCheckCommand } from './commands/check.ts';
+import { registerConfigCommand } from './commands/config.ts';
+import { registerDemoCommand } from './commands/demo.ts';
+import { registerKeywordsCommand } from './commands/keywords.ts';
+import { registerMigrateCommand } from './commands/migrate.ts';
+import { registerRawCommand } from './commands/raw.ts';
+import { registerReplayCommand } from './commands/replay.ts';
+import { registerReportCommand } from './commands/report.ts';
+import { registerRunsCommand } from './commands/runs.ts';
+import { registerSandboxCommand } from './commands/sandbox.ts';
+import { registerServeCommand } from './commands/serve.ts';
+import { registerSyncCommand } from './commands/sync.ts';
+import { EXIT } from './exit-codes.ts';
+import type { CliIo } from './io.ts';
+import { printError } from './print-error.ts';
+import { environmentHelp } from './settings-bridge.ts';
+
+/** The commands, in the order `--help` lists them. */
+const COMMANDS = [
+  registerSandboxCommand,
+  registerMigrateCommand,
+  registerSyncCommand,
+  registerServeCommand,
+  registerAlertsCommand,
+  registerDemoCommand,
+  registerCheckCommand,
+  registerConfigCommand,
+  registerRunsCommand,
+  registerReportCommand,
+  registerApiCommand,
+  registerKeywordsCommand,
+  registerReplayCommand,
+  registerRawCommand,
+];
+
+export function buildProgram(io: CliIo): Command {
+  const program = new Command()
+    .name('listings-sync')
+    .description(
+      'Keeps a PostgreSQL warehouse in step with the Business Listings Management Service API v2.',
+    )
+    .version(packageVersion(), '-V, --version', 'print the version')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => io.stdout(text),
+      writeErr: (text) => io.stderr(text),
+      getOutHelpWidth: () => 80,
+      getErrHelpWidth: () => 80,
+      getOutHasColors: () => false,
+      getErrHasColors: () => false,
+    })
+    .showHelpAfterError('(run with --help for usage)');
+  for (const register of COMMANDS) register(program, io);
+  addEnvironmentHelp(program);
+  return program;
+}
+
+/** Each command's `--help` ends with the variables it reads (subcommands inherit). */
+function addEnvironmentHelp(program: Command): void {
+  const visit = (command: Command, name: string) => {
+    command.addHelpText('after', environmentHelp(name));
+    for (const sub of command.commands) visit(sub, name);
+  };
+  for (const command of program.commands) visit(command, command.name());
+  program.addHelpText('after', environmentHelp());
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+  return String(pkg.version);
+}
+
+/**
+ * Runs `argv` (as `process.argv`: node, script, then the arguments) and returns the exit
+ * code; every error is printed on `io.stderr`, none escapes.
+ */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    await buildProgram(io).parseAsync([...argv]);
+    return io.exitCode ?? EXIT.ok;
+  } catch (error) {
+    return printError(io, error);
+  }
+}
+
+if (import.meta.main) {
+  const { runProcess } = await import('./process-io.ts');
+  await runProcess(main);
+}
