@@ -15,6 +15,7 @@ export const LOW_RATING_REVIEW = 'low_rating_review';
 export const REVIEW_RESPONSE_FAILED = 'review_response_failed';
 export const SYNC_FAILED = 'sync_failed';
 export const SYNC_STALE = 'sync_stale';
+export const VOLUME_DROP = 'volume_drop';
 
 export const ALERT_KINDS = [
   LISTING_INACCURATE,
@@ -23,6 +24,7 @@ export const ALERT_KINDS = [
   REVIEW_RESPONSE_FAILED,
   SYNC_FAILED,
   SYNC_STALE,
+  VOLUME_DROP,
 ] as const;
 
 export type AlertKind = (typeof ALERT_KINDS)[number];
@@ -34,10 +36,12 @@ export type AlertKind = (typeof ALERT_KINDS)[number];
 export const KIND_SEVERITY: Readonly<Record<AlertKind, number>> = {
   [SYNC_FAILED]: 0,
   [SYNC_STALE]: 1,
-  [REVIEW_RESPONSE_FAILED]: 2,
-  [LISTING_INACCURATE]: 3,
-  [LOW_RATING_REVIEW]: 4,
-  [RANK_DROP]: 5,
+  // Rows the warehouse would have lost: BI is wrong tomorrow unless someone looks.
+  [VOLUME_DROP]: 2,
+  [REVIEW_RESPONSE_FAILED]: 3,
+  [LISTING_INACCURATE]: 4,
+  [LOW_RATING_REVIEW]: 5,
+  [RANK_DROP]: 6,
 };
 
 export function isAlertKind(kind: string): kind is AlertKind {
@@ -84,4 +88,12 @@ export function syncFailedKey(runId: string): string {
  */
 export function syncStaleKey(accountName: string, lastSuccess: Date | null): string {
   return `${SYNC_STALE}:${accountName}:${lastSuccess ? lastSuccess.toISOString() : 'never'}`;
+}
+
+/**
+ * A held volume drop: once per business, stream and UTC day (`YYYY-MM-DD`), so a second
+ * run the same night that still holds the drop does not raise it again.
+ */
+export function volumeDropKey(businessId: number, stream: string, day: string): string {
+  return `${VOLUME_DROP}:${businessId}:${stream}:${day}`;
 }

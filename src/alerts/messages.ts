@@ -14,6 +14,7 @@ import {
   REVIEW_RESPONSE_FAILED,
   SYNC_FAILED,
   SYNC_STALE,
+  VOLUME_DROP,
 } from './kinds.ts';
 import type { AlertForDelivery } from './outbox.ts';
 
@@ -95,6 +96,13 @@ export function whatChanged(alert: AlertForDelivery): string {
       const last = detail(alert, 'lastSuccessAt');
       return `no successful run since ${typeof last === 'string' ? last : 'serve started (never)'}`;
     }
+    case VOLUME_DROP: {
+      const stream = detail(alert, 'stream');
+      return (
+        `${typeof stream === 'string' ? stream : 'a stream'}: ${detail(alert, 'stored') ?? alert.previousStatus} stored, ` +
+        `${detail(alert, 'answered') ?? alert.status} answered; removals held until the next run confirms them`
+      );
+    }
     default:
       return `${alert.previousStatus ?? ''} → ${alert.status}`;
   }
@@ -160,6 +168,7 @@ const KIND_ICON: Record<string, string> = {
   [REVIEW_RESPONSE_FAILED]: ':x:',
   [SYNC_FAILED]: ':rotating_light:',
   [SYNC_STALE]: ':hourglass:',
+  [VOLUME_DROP]: ':arrow_down_small:',
 };
 
 /** The Slack message of one alert (the `each` mode). */
@@ -222,6 +231,7 @@ const KIND_LABEL: Record<string, [string, string]> = {
   [REVIEW_RESPONSE_FAILED]: ['failed review response', 'failed review responses'],
   [SYNC_FAILED]: ['failed sync', 'failed syncs'],
   [SYNC_STALE]: ['stale account', 'stale accounts'],
+  [VOLUME_DROP]: ['held volume drop', 'held volume drops'],
 };
 
 /**
@@ -341,6 +351,16 @@ export function alertWebhookBody(alert: AlertForDelivery): Record<string, unknow
   }
   if (alert.kind === RANK_DROP) {
     return { ...base, rank: { keyword: alert.keyword, site: alert.siteName } };
+  }
+  if (alert.kind === VOLUME_DROP) {
+    return {
+      ...base,
+      volume_drop: {
+        stream: detail(alert, 'stream') ?? null,
+        stored: detail(alert, 'stored') ?? null,
+        answered: detail(alert, 'answered') ?? null,
+      },
+    };
   }
   if (alert.kind === LOW_RATING_REVIEW) {
     return {

@@ -2,7 +2,8 @@
  * The one entry point from what the warehouse changed to the alerts it raises: the writers
  * report their changes (`src/warehouse/changes.ts`), and this applies each kind's rule to
  * them, in the writer's transaction, so the outbox rows commit with the data. The kinds
- * are raised in the order the changes come: listings, then reviews, then ranks.
+ * are raised in the order the changes come: listings, then reviews, then ranks, then the
+ * held volume drops.
  */
 import type { Change, ChangeHandler, ListingTurnedInaccurate } from '../warehouse/changes.ts';
 import type { Db } from '../warehouse/database.ts';
@@ -12,6 +13,7 @@ import { raiseLowRatingReviews } from './low-rating-review.ts';
 import { raiseRankDrops } from './rank-drop.ts';
 import { raiseReviewResponseFailed } from './review-response-failed.ts';
 import { type AlertRules, DEFAULT_ALERT_RULES } from './rules.ts';
+import { raiseVolumeDrop } from './volume-drop.ts';
 
 /** Raises what `rules` allow for these changes; returns how many alerts were raised. */
 export async function raiseForChanges(
@@ -56,6 +58,9 @@ export async function raiseForChanges(
         if (await raiseReviewResponseFailed(db, rules, failed)) raised += 1;
         break;
       }
+      case 'removals_held':
+        raised += await raiseVolumeDrop(db, rules, change);
+        break;
     }
   }
   await flushListings();

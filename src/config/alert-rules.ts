@@ -5,8 +5,9 @@
  * anything, with one line per problem naming the rule and the field.
  *
  * The built-in defaults keep the behaviour from before rules existed: listings newly
- * Inaccurate (no damping) and failed review responses, each sent to Slack; the other kinds
- * are off until a rules file turns them on. docs/operations.md ("Alert rules") has a full
+ * Inaccurate (no damping) and failed review responses, each sent to Slack, plus
+ * `volume_drop` (a read that would remove most of a business's rows is held a night); the
+ * other kinds are off until a rules file turns them on. docs/operations.md ("Alert rules") has a full
  * example and each kind's exact trigger.
  *
  * The file's schema and loading live with the configuration (the base imports nothing of
@@ -41,6 +42,13 @@ function hours(min: number, max: number) {
     .max(max, { error: `must be a number of hours from ${min} to ${max}` });
 }
 
+function percent() {
+  return z
+    .number({ error: 'must be a percentage from 0 to 100' })
+    .min(0, { error: 'must be a percentage from 0 to 100' })
+    .max(100, { error: 'must be a percentage from 0 to 100' });
+}
+
 const enabled = z.boolean({ error: 'must be true or false' });
 
 /** A rule's or sink's settings: an unknown field (a typo) is an error, not ignored. */
@@ -59,6 +67,7 @@ export const ALERT_RULE_KINDS = [
   'review_response_failed',
   'sync_failed',
   'sync_stale',
+  'volume_drop',
 ] as const;
 
 const rulesSchema = z.strictObject(
@@ -106,6 +115,14 @@ const rulesSchema = z.strictObject(
       /** No successful run of an account for this long. */
       hours: hours(1, 24 * 30).default(26),
     }).default({ enabled: false, hours: 26 }),
+    volume_drop: settings({
+      /** Off: every removal a read implies applies at once, as before issue 19. */
+      enabled: enabled.default(true),
+      /** A read is held when it would remove more than this percentage of the stored rows… */
+      removedPercent: percent().default(50),
+      /** …and at least this many rows (so losing one or two of three still applies at once). */
+      minRows: whole(1, 1_000_000).default(3),
+    }).default({ enabled: true, removedPercent: 50, minRows: 3 }),
   },
   { error: (issue) => unknownKeyMessage(issue, 'rule', ALERT_RULE_KINDS) },
 );
@@ -157,6 +174,11 @@ export interface AlertRules {
   reviewResponseFailed: { enabled: boolean };
   syncFailed: { enabled: boolean; statuses: readonly string[]; consecutive: number };
   syncStale: { enabled: boolean; afterMs: number };
+  /**
+   * Removals held when a stream's read would mark gone more than `share` (0 to 1) of the
+   * business's live stored rows of that stream, and at least `minRows` of them.
+   */
+  volumeDrop: { enabled: boolean; share: number; minRows: number };
   sinks: {
     slack: { mode: 'digest' | 'each'; worst: number };
     webhook: { mode: 'each' | 'batch' };
@@ -177,6 +199,11 @@ function toRules(file: AlertRulesFile, source: string): AlertRules {
     reviewResponseFailed: { ...r.review_response_failed },
     syncFailed: { ...r.sync_failed },
     syncStale: { enabled: r.sync_stale.enabled, afterMs: r.sync_stale.hours * HOUR_MS },
+    volumeDrop: {
+      enabled: r.volume_drop.enabled,
+      share: r.volume_drop.removedPercent / 100,
+      minRows: r.volume_drop.minRows,
+    },
     sinks: { slack: { ...file.sinks.slack }, webhook: { ...file.sinks.webhook } },
     source,
   });

@@ -8,6 +8,8 @@
 
 import type { Transaction } from 'kysely';
 import { alertsUnder } from '../alerts/raise-for-changes.ts';
+import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
+import { removalLimitUnder } from '../alerts/volume-drop.ts';
 import { ApiError } from '../api/errors.ts';
 import {
   getBusinessFull,
@@ -172,8 +174,17 @@ export async function writeBusiness(
     runId: context.runId,
     observedAt,
     onChanges: alertsUnder(options.alertRules),
+    removalLimit: removalLimitUnder(options.alertRules ?? DEFAULT_ALERT_RULES),
     ...(inTransaction ? { inTransaction } : {}),
   });
+  for (const held of written.removalsHeld) {
+    // Not a failure: the read loaded; only its removals wait for the next run (docs/warehouse.md).
+    stats.removalsHeld = (stats.removalsHeld ?? 0) + 1;
+    log.warn(
+      { credential: credential.name, businessId: id, ...held },
+      'volume drop: the read would remove most of the stored rows; removals held until the next run confirms them',
+    );
+  }
   mergeWriteStats(stats.tables, written.stats);
   stats.alerts += written.alerts;
   stats.quarantined += written.quarantined;

@@ -40,6 +40,14 @@ export function renderSyncSummary(result: SyncResult, context: SummaryContext): 
   }
   const failures = renderFailures(result);
   if (failures) parts.push(failures);
+  const held = stats.removalsHeld ?? 0;
+  if (held > 0) {
+    // Not a failure (the status says so); said here so that "succeeded" is not read as "all applied".
+    parts.push(
+      `${held} stream read(s) held on a volume drop: what they answered is stored, but the rows they no longer list ` +
+        'stay until the next run confirms the drop (alerts of kind volume_drop; docs/warehouse.md, "How removals work").',
+    );
+  }
   if (result.error) parts.push(`Problems: ${result.error}`);
   return `${parts.join('\n\n')}\n`;
 }

@@ -234,12 +234,19 @@ export interface ChildRead<T extends TableName, R> {
   seen: { has(id: unknown): boolean };
   /** A stored row of a record refused this run (quarantined): kept as it is, not gone. */
   refused: (row: R) => boolean;
+  /**
+   * Asked once, with the live stored rows and how many of them the read no longer lists;
+   * false holds them all (none marked gone: a volume drop, held-removals.ts). Absent: the
+   * rows are marked gone.
+   */
+  removeGone?: (live: number, gone: number) => boolean;
 }
 
 /**
  * The write every child collection shares: upserts the new and changed rows, marks gone
- * (stamped `at`) the stored rows still live that the read neither listed nor refused, and
- * counts both into `stats` under the table's name. Returns `stats`.
+ * (stamped `at`) the stored rows still live that the read neither listed nor refused
+ * (unless `read.removeGone` holds them), and counts both into `stats` under the table's
+ * name. Returns `stats`.
  */
 export async function writeChildRows<T extends TableName, R extends object>(
   db: Executor,
@@ -250,6 +257,11 @@ export async function writeChildRows<T extends TableName, R extends object>(
 ): Promise<WriteStats> {
   const upserted = await upsertRows(db, table, read.rows);
   const field = (row: R, column: string) => (row as Record<string, unknown>)[column];
+  const live = read.stored.filter((row) => field(row, table.stamp) === null);
+  const gone = live
+    .filter((row) => !read.seen.has(field(row, table.id)) && !read.refused(row))
+    .map((row) => field(row, table.id));
+  const remove = read.removeGone?.(live.length, gone.length) ?? true;
   const deleted = await markRowsGone(
     db,
     {
@@ -259,14 +271,7 @@ export async function writeChildRows<T extends TableName, R extends object>(
       stamp: table.stamp,
     },
     owner.businessId,
-    read.stored
-      .filter(
-        (row) =>
-          field(row, table.stamp) === null &&
-          !read.seen.has(field(row, table.id)) &&
-          !read.refused(row),
-      )
-      .map((row) => field(row, table.id)),
+    remove ? gone : [],
     owner.at,
   );
   return addCounts(stats, table.table, {

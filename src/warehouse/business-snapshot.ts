@@ -5,8 +5,10 @@
  *
  * so a reader never sees half a business, and one business's failure rolls back only
  * that business. What the writers changed goes, in the same transaction, to the caller's
- * `onChanges` (the alert rules, `src/alerts`), so the alerts commit with the data. A null stream means its read failed this run: nothing of that stream is
- * touched (no upserts, no removals, its `*_synced_at` stays).
+ * `onChanges` (the alert rules, `src/alerts`), so the alerts commit with the data. A null
+ * stream means its read failed this run: nothing of that stream is touched (no upserts,
+ * no removals, its `*_synced_at` stays). A read that would remove most of a stream's rows
+ * is held instead (`removalLimit`, held-removals.ts).
  */
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type {
@@ -20,6 +22,7 @@ import type {
 import { lockBusiness, writeBusiness } from './businesses.ts';
 import type { Change, ChangeHandler } from './changes.ts';
 import type { Database } from './database.ts';
+import { type RemovalLimit, type RemovalsHeld, removalDecisions } from './held-removals.ts';
 import { writeKeywords } from './keywords.ts';
 import { writeListings } from './listings.ts';
 import { quarantineRecords } from './quarantine.ts';
@@ -66,6 +69,11 @@ export interface WriteContext {
   onChanges?: ChangeHandler;
   /** Runs last, in the business's transaction: the sync keeps its raw reads here. */
   inTransaction?: (trx: Transaction<Database>) => Promise<void>;
+  /**
+   * When a read is a volume drop whose removals are held until the next run confirms them
+   * (held-removals.ts); absent: every removal applies at once.
+   */
+  removalLimit?: RemovalLimit;
 }
 
 export interface SnapshotWriteResult {
@@ -73,6 +81,8 @@ export interface SnapshotWriteResult {
   /** Alerts `onChanges` raised, of every kind (`src/alerts`). */
   alerts: number;
   quarantined: number;
+  /** The streams whose removals this write held (a volume drop), with their counts. */
+  removalsHeld: RemovalsHeld[];
 }
 
 export async function writeBusinessSnapshot(
@@ -88,6 +98,8 @@ export async function writeBusinessSnapshot(
     refused: refusedIds(snapshot.rejected),
   };
   const stored = await lockBusiness(trx, snapshot.businessId);
+  const removals = removalDecisions(stored?.removals_held, ctx.removalLimit, ctx);
+  write.removals = removals.check;
   const stats = await writeBusiness(trx, write, {
     summary: snapshot.summary,
     full: snapshot.full,
@@ -118,6 +130,21 @@ export async function writeBusinessSnapshot(
     mergeWriteStats(stats, await writeKeywords(trx, write, snapshot.keywords));
   }
   if (snapshot.rankings !== null) take(await writeRankings(trx, write, snapshot.rankings));
+  const removalsHeld = await removals.finish(trx, snapshot.businessId, {
+    ...(snapshot.listings ? { listings: snapshot.listings.length } : {}),
+    ...(snapshot.reviews ? { reviews: snapshot.reviews.length } : {}),
+    ...(snapshot.keywords ? { keywords: snapshot.keywords.length } : {}),
+  });
+  for (const held of removalsHeld) {
+    changes.push({
+      type: 'removals_held',
+      accountName: snapshot.accountName,
+      businessId: snapshot.businessId,
+      runId: ctx.runId,
+      detectedAt: ctx.observedAt,
+      ...held,
+    });
+  }
   // Listings, then reviews, then ranks: the order the alerts were raised in before.
   const alerts = ctx.onChanges && changes.length > 0 ? await ctx.onChanges(trx, changes) : 0;
   // A listings write always counts alerts (0 included); the other streams when they raise.
@@ -133,7 +160,7 @@ export async function writeBusinessSnapshot(
   );
   if (quarantined > 0) addCounts(stats, 'quarantine', { inserted: quarantined });
   if (ctx.inTransaction) await ctx.inTransaction(trx);
-  return { stats, alerts, quarantined };
+  return { stats, alerts, quarantined, removalsHeld };
 }
 
 /** The ids of the refused records whose id reads, per stream, as `isRefused` compares them. */

@@ -1,12 +1,14 @@
 /**
  * What a write changed, as the writers report it: listings that turned Inaccurate, reviews
- * seen for the first time, the day's ranks, review response requests that failed. The
+ * seen for the first time, the day's ranks, review response requests that failed, reads
+ * whose removals were held (a volume drop). The
  * warehouse stores and reports these; it does not decide what they mean. The alert rules
  * (`src/alerts`, docs/operations.md "Alert rules") decide that, through a `ChangeHandler`
  * the caller hands in and the writer calls inside its transaction, so the alerts a change
  * raises commit with it or not at all.
  */
 import type { Db } from './database.ts';
+import type { RemovalsHeld } from './held-removals.ts';
 import type { LatestState } from './rankings.ts';
 
 /** A listing whose last recorded status was not `Inaccurate` and is now (or a new one). */
@@ -73,7 +75,15 @@ export type Change =
       detectedAt: Date;
       series: RankWritten[];
     }
-  | ({ type: 'response_failed' } & ResponseFailed);
+  | ({ type: 'response_failed' } & ResponseFailed)
+  | ({
+      /** A read that would have removed most of a stream's rows: held (held-removals.ts). */
+      type: 'removals_held';
+      accountName: string;
+      businessId: number;
+      runId: string | null;
+      detectedAt: Date;
+    } & RemovalsHeld);
 
 /**
  * Called by a writer with what it changed, in its transaction (`db`); returns how many

@@ -90,6 +90,11 @@ export interface BusinessesTable {
    * leaves it as it is. Null for businesses not created through listings-sync.
    */
   sub_category_name: string | null;
+  /**
+   * Added (0012): the removals held on a volume drop, per stream (`HeldRemovals` in
+   * held-removals.ts, docs/warehouse.md "How removals work"); null when none is held.
+   */
+  removals_held: Json | null;
 }
 
 export interface BusinessVersionsTable {

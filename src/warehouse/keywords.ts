@@ -1,6 +1,7 @@
 /**
  * `keywords`: the business's tracked keywords. A keyword a successful read no longer
- * lists gets `deleted_at`; one that comes back has it cleared.
+ * lists gets `deleted_at` (held instead on a volume drop, held-removals.ts); one that
+ * comes back has it cleared.
  */
 import type { Keyword } from '../api/types.ts';
 import { type BulkRow, writeChildRows } from './bulk-write.ts';
@@ -89,6 +90,7 @@ export async function writeKeywords(
       stored,
       seen: latest,
       refused: (row) => isRefused(ctx, 'keywords', row.keyword_id),
+      removeGone: (live, gone) => ctx.removals?.('keywords', live, gone) ?? true,
     },
   );
 }

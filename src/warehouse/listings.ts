@@ -5,7 +5,8 @@
  * for each listing whose status, sync_status, a _valid flag or claimed differs from the
  * stored row (and one for a listing seen for the first time: its starting point); the
  * listings that newly turned Inaccurate, reported as changes (`changes.ts`) for the alert
- * rules; `removed_at` for stored listings that the (successful) stream no longer lists; and the
+ * rules; `removed_at` for stored listings that the (successful) stream no longer lists
+ * (held instead on a volume drop, held-removals.ts); and the
  * day's row of the `listing_accuracy_days` read model (see `listing-accuracy.ts`).
  * Directory usernames and passwords never get here: only `has_site_credentials`.
  */
@@ -175,6 +176,8 @@ export async function writeListings(
     }
   }
 
+  // Whether the read is a volume drop whose removals are held (held-removals.ts).
+  let held = false;
   const stats = await writeChildRows(
     db,
     {},
@@ -194,19 +197,25 @@ export async function writeListings(
       stored,
       seen: latest,
       refused: (row) => isRefused(ctx, 'listings', row.listing_id),
+      removeGone: (live, gone) => {
+        held = !(ctx.removals?.('listings', live, gone) ?? true);
+        return !held;
+      },
     },
   );
 
   const historyInserted = await appendStatusHistory(db, ctx, statusChanges);
   addCounts(stats, 'listing_status_history', { inserted: historyInserted });
 
-  // The live listings after this write are the business's listings at the end of the day.
-  await writeListingAccuracyDay(
-    db,
-    businessId,
-    observedAt,
-    countStatuses([...latest.values()].map((listing) => listing.status)),
-  );
+  // The live listings after this write are the business's listings at the end of the day;
+  // on a held drop, the listings it kept live count too (BI's accuracy must not drop).
+  const statuses: string[] = [...latest.values()].map((listing) => listing.status);
+  if (held) {
+    for (const row of stored) {
+      if (row.removed_at === null && !latest.has(row.listing_id)) statuses.push(row.status);
+    }
+  }
+  await writeListingAccuracyDay(db, businessId, observedAt, countStatuses(statuses));
   return { stats, changes };
 }
 

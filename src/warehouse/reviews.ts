@@ -5,7 +5,8 @@
  * A review's content hash covers what a reader would call the review: rating, title and
  * text, author, date, likes and its responses. A version row is appended when that hash
  * differs from the stored one (and for a review seen for the first time). Reviews and
- * responses that a successful read no longer lists get `removed_at`. The reviews seen for
+ * responses that a successful read no longer lists get `removed_at` (unless the read is a
+ * volume drop: then both are held, held-removals.ts). The reviews seen for
  * the first time are reported as a change (`changes.ts`) for the alert rules.
  */
 import { sql } from 'kysely';
@@ -191,6 +192,8 @@ export async function writeReviews(
     }
   }
 
+  // Responses go with their reviews: held together on a volume drop (held-removals.ts).
+  let removeGone = true;
   const stats = await writeChildRows(
     db,
     {},
@@ -210,6 +213,10 @@ export async function writeReviews(
       stored: storedReviews,
       seen: latest,
       refused: (row) => isRefused(ctx, 'reviews', row.review_id),
+      removeGone: (live, gone) => {
+        removeGone = ctx.removals?.('reviews', live, gone) ?? true;
+        return removeGone;
+      },
     },
   );
 
@@ -256,6 +263,7 @@ export async function writeReviews(
       seen: responses,
       // A response goes with its review: kept while the review is refused.
       refused: (row) => isRefused(ctx, 'reviews', row.review_id),
+      removeGone: () => removeGone,
     },
   );
   return { stats, changes };

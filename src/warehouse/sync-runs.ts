@@ -45,6 +45,12 @@ export interface SyncRunStats {
   tables: WriteStats;
   quarantined: number;
   alerts: number;
+  /**
+   * Streams of a business whose removals were held (a volume drop, docs/warehouse.md "How
+   * removals work"). Not a failure: the run's status does not change. Absent in runs
+   * recorded before it existed.
+   */
+  removalsHeld?: number;
   /** Review response requests polled (operation 10), and what they showed. */
   responseRequests: {
     checked: number;
@@ -70,6 +76,7 @@ export function emptySyncRunStats(): SyncRunStats {
     tables: {},
     quarantined: 0,
     alerts: 0,
+    removalsHeld: 0,
     responseRequests: { checked: 0, changed: 0, completed: 0, failed: 0, invalid: 0, errors: 0 },
     seconds: 0,
   };

@@ -1,3 +1,5 @@
+import type { RemovalCheck } from './held-removals.ts';
+
 /** What every per-business writer needs to know about the write it is part of. */
 export interface BusinessWriteContext {
   accountName: string;
@@ -10,6 +12,8 @@ export interface BusinessWriteContext {
    * are still upstream, so their stored rows are kept as they were, not marked gone.
    */
   refused?: RefusedIds;
+  /** Whether a stream's gone rows are marked gone now or held (held-removals.ts); absent: now. */
+  removals?: RemovalCheck;
 }
 
 export interface RefusedIds {

@@ -4,6 +4,10 @@
  * waiting for the nightly run. The write itself is already done upstream: a re-sync that
  * cannot run (another sync holds the lock, the database is gone) is reported as a
  * warning and makes the command's outcome partial (exit 3), never undoes the write.
+ *
+ * The re-sync holds no volume drop (docs/warehouse.md, "How removals work"): the rows it
+ * finds gone are the ones the command just deleted upstream (`keywords apply` deleting most
+ * of a business's keywords), not an answer to doubt.
  */
 import { syncOptionsFromConfig } from '../sync/options.ts';
 import { runSync, type Stream, SyncLockedError } from '../sync/run.ts';
@@ -24,6 +28,12 @@ const RESYNC_STREAMS: readonly Stream[] = [
 ];
 
 /** Re-syncs `businessIds` of the session's credential; false when the warehouse could not follow. */
+/** The session's alert rules with `volume_drop` off: removals apply at once. */
+function rulesWithoutHold(session: Session) {
+  const rules = session.config.alertRules;
+  return { ...rules, volumeDrop: { ...rules.volumeDrop, enabled: false } };
+}
+
 export async function resyncBusinesses(
   io: WorkflowIo,
   session: Session,
@@ -42,6 +52,7 @@ export async function resyncBusinesses(
       businessIds,
       trigger: 'api',
       ...syncOptionsFromConfig(session.config),
+      alertRules: rulesWithoutHold(session),
       ...(io.now ? { now: io.now } : {}),
     });
     if (result.status === 'succeeded') {

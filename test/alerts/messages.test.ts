@@ -10,8 +10,10 @@ import {
   RANK_DROP,
   SYNC_FAILED,
   SYNC_STALE,
+  VOLUME_DROP,
 } from '../../src/alerts/kinds.ts';
 import {
+  alertWebhookBody,
   digestMessages,
   SLACK_TEXT_LIMIT,
   slackDigest,
@@ -159,6 +161,31 @@ describe('alert messages', () => {
       ':bell: *1 alert* for account *west*, run 0b9d6a52: 1 listing newly Inaccurate.',
       ':bell: *1 alert* for account *east*: 1 listing newly Inaccurate.',
     ]);
+  });
+
+  it('a held volume drop is in the digest with its counts, ahead of the listing alerts', () => {
+    const drop = listingAlert(50, {
+      kind: VOLUME_DROP,
+      dedupeKey: 'volume_drop:1250:listings:2025-03-01',
+      listingId: null,
+      siteName: null,
+      listing: null,
+      previousStatus: '4',
+      status: '0',
+      details: { stream: 'listings', stored: 4, answered: 0, removing: 4 },
+    });
+    const text = slackDigest([listingAlert(1), listingAlert(2), drop], { worst: 10 }).text;
+    expect(text.split('\n')).toEqual([
+      ':bell: *3 alerts* for account *east*, run 0b9d6a52: 1 held volume drop, 2 listings newly Inaccurate.',
+      '• :arrow_down_small: Harbor Dental 50: listings: 4 stored, 0 answered; removals held until the next run confirms them',
+      '• :warning: <https://yelp.example/biz/2|Harbor Dental 2: Yelp: Accurate → Inaccurate (wrong: phone, address)>',
+      '• :warning: <https://yelp.example/biz/1|Harbor Dental 1: Yelp: Accurate → Inaccurate (wrong: phone, address)>',
+    ]);
+    expect(alertWebhookBody(drop)).toMatchObject({
+      kind: 'volume_drop',
+      business: { id: 1250, name: 'Harbor Dental 50' },
+      volume_drop: { stream: 'listings', stored: 4, answered: 0 },
+    });
   });
 
   it('says what changed for every kind', () => {

@@ -42,8 +42,28 @@ describe('alert rules', () => {
       lowRatingReview: { enabled: false },
       syncFailed: { enabled: false },
       syncStale: { enabled: false },
+      // Issue 19: an empty answer is held, not believed, unless the file turns it off.
+      volumeDrop: { enabled: true, share: 0.5, minRows: 3 },
       sinks: { slack: { mode: 'digest', worst: 10 }, webhook: { mode: 'each' } },
     });
+  });
+
+  it('volume_drop: its thresholds come from the file, in percent, and are checked', () => {
+    const rules = parseAlertRules(
+      { rules: { volume_drop: { removedPercent: 80, minRows: 10 } } },
+      'rules.json',
+    );
+    expect(rules.volumeDrop).toEqual({ enabled: true, share: 0.8, minRows: 10 });
+    expect(
+      parseAlertRules({ rules: { volume_drop: { enabled: false } } }, 'rules.json').volumeDrop,
+    ).toEqual({ enabled: false, share: 0.5, minRows: 3 });
+    expect(
+      problems({ rules: { volume_drop: { removedPercent: 150, minRows: 0, share: 0.5 } } }),
+    ).toEqual([
+      '- rule "volume_drop", field "removedPercent": must be a percentage from 0 to 100',
+      '- rule "volume_drop", field "minRows": must be a whole number from 1 to 1000000',
+      '- rule "volume_drop": unknown field share',
+    ]);
   });
 
   it('reads YAML and JSON files, filling what they leave out', () => {
@@ -103,7 +123,7 @@ describe('alert rules', () => {
       '- sink "slack", field "mode": must be digest or each',
     ]);
     expect(problems({ rules: { rank_dorp: { enabled: true } } })).toEqual([
-      '- "rules": unknown rule rank_dorp (known: listing_inaccurate, rank_drop, low_rating_review, review_response_failed, sync_failed, sync_stale)',
+      '- "rules": unknown rule rank_dorp (known: listing_inaccurate, rank_drop, low_rating_review, review_response_failed, sync_failed, sync_stale, volume_drop)',
     ]);
     expect(problems({ rulez: {} })).toEqual([
       '- the file: unknown section rulez (known: rules, sinks)',

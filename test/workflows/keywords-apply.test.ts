@@ -1,7 +1,8 @@
 /**
  * `listings-sync keywords apply`: the file's validation (errors name the path), the plan,
- * a dry run, the apply and the warehouse after it, the idempotent second apply, and a
- * failure midway (writes are not retried) that reports what was done and exits 3.
+ * a dry run, the apply and the warehouse after it, the idempotent second apply, a
+ * failure midway (writes are not retried) that reports what was done and exits 3, and a
+ * re-sync after deleting most keywords, which no volume-drop hold delays.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient, type Keyword, listKeywords } from '../../src/api/index.ts';
@@ -197,5 +198,39 @@ describe.each(testBackends)('keywords apply (%s)', (backend) => {
     expect(rerun.code).toBe(0);
     expect(rerun.stdout).not.toContain('+ partial');
     expect(rerun.stdout).toContain(`Applied: 0 added, ${live.length} deleted.`);
+  });
+
+  it('deleting most of a business keywords shows them deleted at once: the re-sync holds no volume drop', async () => {
+    const id = 10000002;
+    const live = (await upstream(id)).filter((k) => !k.archived).map((k) => k.keyword);
+    expect(live.length).toBeGreaterThanOrEqual(3);
+    // Adding one stores the business's keywords (the re-sync reads them all)…
+    const grow = cli.file(
+      'grow.json',
+      JSON.stringify({ businesses: [{ id, keywords: [...live, 'volume one'] }] }),
+    );
+    expect((await cli.run(['keywords', 'apply', '--file', grow])).code).toBe(0);
+    // …then every other one is deleted: more than half, and at least 3, of the stored rows.
+    const shrink = cli.file(
+      'shrink.json',
+      JSON.stringify({ businesses: [{ id, keywords: ['volume one'] }] }),
+    );
+    const applied = await cli.run(['keywords', 'apply', '--file', shrink]);
+    expect(applied.code).toBe(0);
+    expect(applied.stdout).toContain(`Applied: 0 added, ${live.length} deleted.`);
+    const stored = await warehouse.db
+      .selectFrom('keywords')
+      .select('keyword')
+      .where('business_id', '=', id)
+      .where('deleted_at', 'is', null)
+      .where('archived', '=', false)
+      .execute();
+    expect(stored.map((k) => k.keyword)).toEqual(['volume one']);
+    const drops = await warehouse.db
+      .selectFrom('alerts')
+      .select('alert_id')
+      .where('kind', '=', 'volume_drop')
+      .execute();
+    expect(drops).toEqual([]);
   });
 });

@@ -1,0 +1,52 @@
+/**
+ * `volume_drop`: a successful read that would have removed more than the rule's share of
+ * a business's live rows of a stream (and at least `minRows`), so the warehouse held its
+ * removals until the next run confirms them (docs/warehouse.md, "How removals work"). The
+ * writers decide and report the held reads (`src/warehouse/held-removals.ts`); this raises
+ * one alert per business, stream and UTC day, in the writer's transaction.
+ *
+ * The rule's `enabled` governs the hold itself as well as the alert: a hold nobody hears
+ * of would be a silent failure of its own.
+ */
+import { utcDay } from '../calendar-day.ts';
+import type { Change } from '../warehouse/changes.ts';
+import type { Db } from '../warehouse/database.ts';
+import type { RemovalLimit } from '../warehouse/held-removals.ts';
+import { VOLUME_DROP, volumeDropKey } from './kinds.ts';
+import { raise } from './outbox.ts';
+import type { AlertRules } from './rules.ts';
+
+type RemovalsHeldChange = Extract<Change, { type: 'removals_held' }>;
+
+/** The removal limit the writers hold drops under; undefined (never hold) when the rule is off. */
+export function removalLimitUnder(rules: AlertRules): RemovalLimit | undefined {
+  const rule = rules.volumeDrop;
+  return rule.enabled ? { share: rule.share, minRows: rule.minRows } : undefined;
+}
+
+/** Raises the `volume_drop` alert of one held read; returns how many were raised (0 or 1). */
+export async function raiseVolumeDrop(
+  db: Db,
+  rules: AlertRules,
+  held: RemovalsHeldChange,
+): Promise<number> {
+  if (!rules.volumeDrop.enabled) return 0;
+  return raise(db, [
+    {
+      kind: VOLUME_DROP,
+      dedupeKey: volumeDropKey(held.businessId, held.stream, utcDay(held.detectedAt)),
+      accountName: held.accountName,
+      businessId: held.businessId,
+      previousStatus: String(held.stored),
+      status: String(held.answered),
+      details: {
+        stream: held.stream,
+        stored: held.stored,
+        answered: held.answered,
+        removing: held.removing,
+      },
+      detectedAt: held.detectedAt,
+      runId: held.runId,
+    },
+  ]);
+}
