@@ -52,7 +52,10 @@ describe('module boundaries', () => {
       .map((file) => relative(SRC, file))
       // The `alerts` command's own file (src/cli/commands) holds no SQL: the check below says so.
       .filter((file) => /alert/.test(file) && !file.startsWith('alerts/'))
-      .filter((file) => file !== 'cli/commands/alerts.ts');
+      .filter((file) => file !== 'cli/commands/alerts.ts')
+      // The rules file's schema is configuration, read by the base (src/config imports
+      // nothing of ours); the rules that raise from it are src/alerts'.
+      .filter((file) => file !== 'config/alert-rules.ts');
     expect(stray).toEqual([]);
     const inserts = sourceFiles(SRC)
       .filter((file) => !relative(SRC, file).startsWith('alerts/'))
