@@ -34,7 +34,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { renderTable } from '../src/cli/table.ts';
+import { renderTable } from '../src/command/table.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const CLI = join(ROOT, 'src/cli/main.ts');

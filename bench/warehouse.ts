@@ -36,7 +36,7 @@ import { sql } from 'kysely';
 import pLimit from 'p-limit';
 import pg from 'pg';
 import type { Keyword, Listing, ListingStatus, RankObservation } from '../src/api/types.ts';
-import { renderTable } from '../src/cli/table.ts';
+import { renderTable } from '../src/command/table.ts';
 import {
   type BusinessSnapshot,
   writeBusinessSnapshot,

@@ -4,7 +4,7 @@
  * alert (`slack: sent`, `webhook: pending`), with the attempts and the last error. The
  * command itself is src/cli/commands/alerts.ts.
  */
-import { renderTable } from '../cli/table.ts';
+import { renderTable } from '../command/table.ts';
 import type { Config } from '../config/index.ts';
 import { oneLine, whatChanged } from './messages.ts';
 import type { AlertForDelivery } from './outbox.ts';

@@ -3,12 +3,16 @@
  * The command line: migrate | sync | serve | alerts | sandbox | demo | report | check |
  * config | runs | api | keywords, one file each under src/cli/commands/.
  *
- * `main(argv, io)` runs a command with the I/O context it is given (src/cli/io.ts) and
+ * `main(argv, io)` runs a command with the I/O context it is given (src/command/io.ts) and
  * returns its exit code (README.md, "Commands": 0 success, 1 fatal, 2 usage, 3 partial);
  * tests call it in-process. Only the process entry at the bottom touches `process`.
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
+import { EXIT } from '../command/exit-codes.ts';
+import type { CliIo } from '../command/io.ts';
+import { printError } from '../command/print-error.ts';
+import { environmentHelp } from '../command/settings-bridge.ts';
 import { registerAlertsCommand } from './commands/alerts.ts';
 import { registerApiCommand } from './commands/api.ts';
 import { registerCheckCommand } from './commands/check.ts';
@@ -23,10 +27,6 @@ import { registerRunsCommand } from './commands/runs.ts';
 import { registerSandboxCommand } from './commands/sandbox.ts';
 import { registerServeCommand } from './commands/serve.ts';
 import { registerSyncCommand } from './commands/sync.ts';
-import { EXIT } from './exit-codes.ts';
-import type { CliIo } from './io.ts';
-import { printError } from './print-error.ts';
-import { environmentHelp } from './settings-bridge.ts';
 
 /** The commands, in the order `--help` lists them. */
 const COMMANDS = [

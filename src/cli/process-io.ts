@@ -5,7 +5,7 @@
  * command stops cleanly (a sync lets the businesses in flight commit); a second one exits
  * at once with 1, and businesses in flight roll back.
  */
-import type { CliIo } from './io.ts';
+import type { CliIo } from '../command/io.ts';
 
 async function readAllStdin(): Promise<string> {
   const chunks: Buffer[] = [];

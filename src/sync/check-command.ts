@@ -7,7 +7,7 @@
  * src/cli/commands/check.ts.
  */
 import { createApiClient, listCountries } from '../api/index.ts';
-import { renderTable } from '../cli/table.ts';
+import { renderTable } from '../command/table.ts';
 import { type Config, ConfigError } from '../config/index.ts';
 import { redactText, silentLogger } from '../log.ts';
 import { pendingMigrations } from '../warehouse/migrate.ts';

@@ -3,7 +3,7 @@
  * first: status, duration, counts, and for a run that was not clean, what failed (the
  * run's listed failures, docs/warehouse.md "sync_runs"). Reads only.
  */
-import { renderTable } from '../cli/table.ts';
+import { renderTable } from '../command/table.ts';
 import type { SyncFailure, SyncRunLine } from '../warehouse/sync-runs.ts';
 
 // The SQL is the warehouse's (src/warehouse/sync-runs.ts); the command reads through it.

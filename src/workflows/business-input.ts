@@ -14,7 +14,7 @@
  */
 import { z } from 'zod';
 import type { BusinessHoursDay, BusinessInput, Weekday } from '../api/index.ts';
-import { UsageError } from '../cli/usage-error.ts';
+import { UsageError } from '../command/usage-error.ts';
 import {
   type ReferenceCatalog,
   resolveCountry,

@@ -1,6 +1,6 @@
 /**
  * What the workflow commands (`api …`, `keywords apply`) share: where they read and
- * write (derived from the command line's one I/O context, src/cli/io.ts, so tests run them
+ * write (derived from the command line's one I/O context, src/command/io.ts, so tests run them
  * in-process through `main(argv, io)`), which credential they act for, how an upstream
  * error is printed, and the exit codes of README.md ("Commands").
  *
@@ -13,19 +13,19 @@ import type { Command } from 'commander';
 import { createConfiguredApiClient } from '../api/client.ts';
 import { ApiError, type ApiErrorCode } from '../api/errors.ts';
 import type { ApiClient } from '../api/index.ts';
-import { EXIT } from '../cli/exit-codes.ts';
-import type { CliIo } from '../cli/io.ts';
-import { createCommandLogger } from '../cli/logger.ts';
-import { printError } from '../cli/print-error.ts';
-import { loadCommandConfig } from '../cli/settings-bridge.ts';
-import { UsageError } from '../cli/usage-error.ts';
+import { EXIT } from '../command/exit-codes.ts';
+import type { CliIo } from '../command/io.ts';
+import { createCommandLogger } from '../command/logger.ts';
+import { printError } from '../command/print-error.ts';
+import { loadCommandConfig } from '../command/settings-bridge.ts';
+import { UsageError } from '../command/usage-error.ts';
 import { type Config, type Credential, requireCredentials } from '../config/index.ts';
 import { type Logger, redactText } from '../log.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../warehouse/open.ts';
 
-export { EXIT } from '../cli/exit-codes.ts';
-export { UsageError } from '../cli/usage-error.ts';
+export { EXIT } from '../command/exit-codes.ts';
+export { UsageError } from '../command/usage-error.ts';
 
 /** Where a workflow command reads, writes and prints: `workflowIo(io, command)` derives it from the command's `CliIo`. */
 export interface WorkflowIo {

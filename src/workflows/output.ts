@@ -3,8 +3,8 @@
  * default, for scripts and `jq`), or with `--format table` a table for a person: a list
  * of records as rows, one record as field/value lines. Dates print as ISO strings.
  */
-import { renderTable } from '../cli/table.ts';
-import { UsageError } from '../cli/usage-error.ts';
+import { renderTable } from '../command/table.ts';
+import { UsageError } from '../command/usage-error.ts';
 
 export type OutputFormat = 'json' | 'table';
 

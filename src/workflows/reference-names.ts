@@ -17,7 +17,7 @@ import {
   type State,
   type SubCategory,
 } from '../api/index.ts';
-import { UsageError } from '../cli/usage-error.ts';
+import { UsageError } from '../command/usage-error.ts';
 import type { Database } from '../warehouse/database.ts';
 
 export interface ReferenceCatalog {

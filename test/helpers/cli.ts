@@ -7,8 +7,8 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import type { CliIo, CliServices } from '../../src/cli/io.ts';
 import { main } from '../../src/cli/main.ts';
+import type { CliIo, CliServices } from '../../src/command/io.ts';
 
 const CLI = join(import.meta.dirname, '../../src/cli/main.ts');
 

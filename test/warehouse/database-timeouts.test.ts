@@ -11,7 +11,7 @@
 import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { EXIT_FOR_STATUS } from '../../src/cli/exit-codes.ts';
+import { EXIT_FOR_STATUS } from '../../src/command/exit-codes.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';

@@ -1,10 +1,10 @@
 /** `listings-sync alerts [--pending] [--limit N]`: recent alerts as a table (src/alerts/alerts-command.ts). */
 import { type Command, Option } from 'commander';
+import { EXIT } from '../../command/exit-codes.ts';
+import type { CliIo } from '../../command/io.ts';
+import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
-import { EXIT } from '../exit-codes.ts';
-import type { CliIo } from '../io.ts';
 import { integerOption } from '../options.ts';
-import { loadCommandConfig } from '../settings-bridge.ts';
 
 export function registerAlertsCommand(program: Command, io: CliIo): void {
   program

@@ -36,6 +36,7 @@ import {
   listSubCategories,
   updateBusiness,
 } from '../../api/index.ts';
+import type { CliIo } from '../../command/io.ts';
 import { needsReferenceNames, prepareBusinessInput } from '../../workflows/business-input.ts';
 import {
   accountOption,
@@ -59,7 +60,6 @@ import {
   showResponseStatus,
   submitReviewResponse,
 } from '../../workflows/review-responses.ts';
-import type { CliIo } from '../io.ts';
 
 interface CommonOptions {
   account?: string;

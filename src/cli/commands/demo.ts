@@ -1,9 +1,9 @@
 /** `listings-sync demo` (`npm start`): the whole product on this machine (src/demo.ts). */
 import type { Command } from 'commander';
-import { EXIT } from '../exit-codes.ts';
-import type { CliIo } from '../io.ts';
-import { createCommandLogger } from '../logger.ts';
-import { loadCommandConfig } from '../settings-bridge.ts';
+import { EXIT } from '../../command/exit-codes.ts';
+import type { CliIo } from '../../command/io.ts';
+import { createCommandLogger } from '../../command/logger.ts';
+import { loadCommandConfig } from '../../command/settings-bridge.ts';
 
 export function registerDemoCommand(program: Command, io: CliIo): void {
   program

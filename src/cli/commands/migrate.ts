@@ -1,9 +1,9 @@
 /** `listings-sync migrate`: bring the warehouse schema up to date (safe from several pods at once). */
 import type { Command } from 'commander';
+import type { CliIo } from '../../command/io.ts';
+import { createCommandLogger } from '../../command/logger.ts';
+import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { describeWarehouse, openConfiguredWarehouse } from '../../warehouse/open.ts';
-import type { CliIo } from '../io.ts';
-import { createCommandLogger } from '../logger.ts';
-import { loadCommandConfig } from '../settings-bridge.ts';
 
 export function registerMigrateCommand(program: Command, io: CliIo): void {
   program

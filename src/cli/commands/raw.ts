@@ -3,11 +3,11 @@
  * what the upstream answered, from the raw zone (docs/operations.md, "Raw zone and replay").
  */
 import { type Command, Option } from 'commander';
+import type { CliIo } from '../../command/io.ts';
+import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { ConfigError } from '../../config/index.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
-import type { CliIo } from '../io.ts';
 import { dateOption, integerOption } from '../options.ts';
-import { loadCommandConfig } from '../settings-bridge.ts';
 
 interface ShowOptions {
   business: number;

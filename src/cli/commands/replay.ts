@@ -4,14 +4,14 @@
  * into a fresh schema of the same database. Progress goes to stderr, one line per run.
  */
 import { type Command, Option } from 'commander';
+import type { CliIo } from '../../command/io.ts';
+import { createCommandLogger } from '../../command/logger.ts';
+import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { type Config, ConfigError } from '../../config/index.ts';
 import type { Logger } from '../../log.ts';
 import { ReplayCoverageError, replay } from '../../sync/replay.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
-import type { CliIo } from '../io.ts';
-import { createCommandLogger } from '../logger.ts';
 import { dateOption, integerOption } from '../options.ts';
-import { loadCommandConfig } from '../settings-bridge.ts';
 
 export interface ReplayCommandOptions {
   from?: string;

@@ -3,11 +3,11 @@
  * of the configured warehouse (`DATABASE_URL`, or the embedded PGlite).
  */
 import { type Command, Option } from 'commander';
+import { EXIT } from '../../command/exit-codes.ts';
+import type { CliIo } from '../../command/io.ts';
+import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
-import { EXIT } from '../exit-codes.ts';
-import type { CliIo } from '../io.ts';
 import { integerOption } from '../options.ts';
-import { loadCommandConfig } from '../settings-bridge.ts';
 
 export interface ReportCommandOptions {
   out: string;

@@ -1,9 +1,9 @@
 /** `listings-sync runs [--limit N]`: recent sync runs (src/sync/runs-command.ts). */
 import { type Command, Option } from 'commander';
+import type { CliIo } from '../../command/io.ts';
+import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
-import type { CliIo } from '../io.ts';
 import { integerOption } from '../options.ts';
-import { loadCommandConfig } from '../settings-bridge.ts';
 
 export function registerRunsCommand(program: Command, io: CliIo): void {
   program

@@ -4,10 +4,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import { type Command, Option } from 'commander';
-import { type CliIo, untilAborted } from '../io.ts';
-import { createCommandLogger } from '../logger.ts';
+import { type CliIo, untilAborted } from '../../command/io.ts';
+import { createCommandLogger } from '../../command/logger.ts';
+import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { dateOption, integerOption, numberOption } from '../options.ts';
-import { loadCommandConfig } from '../settings-bridge.ts';
 
 export interface SandboxCommandOptions {
   port: number;

@@ -3,15 +3,15 @@ import { type Command, Option } from 'commander';
 import { alertSinksFromConfig } from '../../alerts/configured-sinks.ts';
 import { createAlertDispatcher } from '../../alerts/dispatcher.ts';
 import { createConfiguredApiClient } from '../../api/client.ts';
+import { EXIT_FOR_STATUS } from '../../command/exit-codes.ts';
+import type { CliIo } from '../../command/io.ts';
+import { createCommandLogger } from '../../command/logger.ts';
+import { loadCommandConfig } from '../../command/settings-bridge.ts';
+import { UsageError } from '../../command/usage-error.ts';
 import { ConfigError, type Credential, requireCredentials } from '../../config/index.ts';
 import { syncOptionsFromConfig } from '../../sync/options.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
-import { EXIT_FOR_STATUS } from '../exit-codes.ts';
-import type { CliIo } from '../io.ts';
-import { createCommandLogger } from '../logger.ts';
 import { shardOption } from '../options.ts';
-import { loadCommandConfig } from '../settings-bridge.ts';
-import { UsageError } from '../usage-error.ts';
 
 // The sync modules load only when the command runs: `--help` stays quick.
 type SyncModule = typeof import('../../sync/run.ts');
