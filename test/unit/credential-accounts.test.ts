@@ -6,10 +6,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/index.ts';
-import { upsertAccount } from '../../src/warehouse/accounts.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 
 const TOKEN = 'tok_Vb81mQ2xZr';
 
@@ -76,29 +74,5 @@ describe('one account, one credential', () => {
       { name: 'c', baseUrl: 'https://one.example.com', authToken: TOKEN, userEmail: 'p@x.io' },
     ])() as { credentials: unknown[] };
     expect(config.credentials).toHaveLength(3);
-  });
-});
-
-describe.each(testBackends)('accounts.base_url (%s)', (backend) => {
-  let warehouse: TestWarehouse;
-  beforeAll(async () => {
-    warehouse = await createTestWarehouse(backend);
-  });
-  afterAll(async () => {
-    await warehouse?.close();
-  });
-
-  it('is stored without the userinfo of the configured base URL', async () => {
-    await upsertAccount(warehouse.db, {
-      name: 'basic-auth',
-      userEmail: 'o@x.io',
-      baseUrl: 'http://proxy-user:Hid3Me%2F@upstream.example:8443/tenant',
-    });
-    const row = await warehouse.db
-      .selectFrom('accounts')
-      .select('base_url')
-      .where('name', '=', 'basic-auth')
-      .executeTakeFirstOrThrow();
-    expect(row.base_url).toBe('http://upstream.example:8443/tenant');
   });
 });
