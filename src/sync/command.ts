@@ -58,6 +58,9 @@ export const EXIT_FOR_STATUS: Record<SyncResult['status'], number> = {
   failed: 1,
 };
 
+/** After a second signal, how long recording the run `interrupted` may take before the process exits regardless. */
+const SECOND_SIGNAL_EXIT_MS = 10_000;
+
 /** Runs the command; returns the process exit code. */
 export async function runSyncCommand(
   config: Config,
@@ -71,12 +74,16 @@ export async function runSyncCommand(
   const warehouse = await openConfiguredWarehouse(config);
   const api = createConfiguredApiClient(config, logger);
   const stop = new AbortController();
+  const stopNow = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     if (stop.signal.aborted) {
-      logger.warn({ signal }, 'second signal: exiting now; businesses in flight roll back');
-      process.exit(1);
+      // The run still records `interrupted`; only if even that hangs does the process go.
+      logger.warn({ signal }, 'second signal: the run ends now; businesses in flight roll back');
+      stopNow.abort();
+      setTimeout(() => process.exit(EXIT_FOR_STATUS.interrupted), SECOND_SIGNAL_EXIT_MS).unref();
+      return;
     }
-    logger.warn({ signal }, 'stopping: businesses in flight will commit, no new ones start');
+    logger.warn({ signal }, 'stopping: businesses in flight may commit, no new ones start');
     stop.abort();
   };
   process.on('SIGTERM', onSignal);
@@ -94,6 +101,7 @@ export async function runSyncCommand(
       ...syncOptionsFromConfig(config),
       trigger: 'cli',
       signal: stop.signal,
+      stopNow: stopNow.signal,
       onProgress: (p) => progress.update(p),
     });
     progress.stop();

@@ -1,8 +1,10 @@
 /** What the parts of one run share: its options, counts, clock, log and stop switch. */
 import type { LimitFunction } from 'p-limit';
+import type { CallOptions } from '../api/client.ts';
 import type { Credential, RejectedRecord } from '../api/types.ts';
 import type { Logger } from '../log.ts';
 import { quarantineRecords } from '../warehouse/quarantine.ts';
+import type { InFlight } from './in-flight.ts';
 import type { ObservationClock } from './observation-clock.ts';
 import type { Stream, SyncOptions, SyncProgress } from './options.ts';
 import type { RunStats } from './stats.ts';
@@ -24,6 +26,10 @@ export interface RunContext {
   writeReferenceOnce(credential: Credential): Promise<void>;
   /** The run-wide limit on businesses in flight, across credentials. */
   businessSlot: LimitFunction;
+  /** Every upstream call of the run takes these: its signal aborts them when the run stops. */
+  call: CallOptions;
+  /** Upstream calls in flight (`track` each), for the `still working` line. */
+  inFlight: InFlight;
 }
 
 /** Quarantines records a read refused, and counts them in the run's stats. */
