@@ -15,7 +15,6 @@ import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/san
 import type { Ticker } from '../../src/sync/in-flight.ts';
 import { renderSyncSummary } from '../../src/sync/summary.ts';
 import { BusinessLockTimeoutError, lockBusiness } from '../../src/warehouse/businesses.ts';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
 import {
   createTestWarehouse,
   skipOnPglite,
@@ -112,5 +111,152 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
     expect(lines().filter((line) => line.includes('stream failed'))).toEqual([]);
     // The line stops with the run.
     expect(manual.running()).toBe(0);
+  });
+
+  it('a Retry-After longer than a run waits ends that credential at once: one line, one error, the run partial', async () => {
+    warehouse = await createTestWarehouse(backend);
+    const { logger, lines } = memoryLogger('info');
+    sandbox.setFaults({
+      script: [{ kind: '429', operation: 'list_reviews', retryAfterSeconds: 86_400 }],
+    });
+    // A client of its own: the pause it learns lasts a day.
+    const paused86400 = testApiClient();
+    const result = await sync(warehouse, paused86400, sandbox.credentials, { logger }).finally(() =>
+      paused86400.close(),
+    );
+    expect(result.status).toBe('partial');
+    const stopped = result.stats.credentials.filter((c) => c.error !== undefined);
+    expect(stopped).toHaveLength(1);
+    const [paused] = stopped;
+    expect(paused?.status).toBe('partial');
+    expect(paused?.error).toContain(`credential "${paused?.name}" stopped`);
+    expect(paused?.error).toContain('86400 s');
+    // The other credential is whole.
+    expect(result.stats.credentials.find((c) => c !== paused)?.status).toBe('succeeded');
+    expect(result.error).toBe(paused?.error);
+    // One failure, one line: not one per business or stream.
+    expect(result.stats.failures).toEqual([
+      expect.objectContaining({ credential: paused?.name, businessId: null, stream: 'credential' }),
+    ]);
+    expect(result.stats.failureCount).toBe(1);
+    expect(lines().filter((line) => line.includes('stream failed'))).toEqual([]);
+    expect(lines().filter((line) => line.includes('pause longer than a run waits'))).toHaveLength(
+      1,
+    );
+    // Recorded as it ended.
+    expect(await runRow(warehouse, result.runId)).toMatchObject({
+      status: 'partial',
+      error: paused?.error,
+    });
+    // The summary names it once, with no phantom "more failures".
+    const summary = renderSyncSummary(result, { warehouse: 'test' });
+    expect(summary).toContain('86400 s');
+    expect(summary).not.toContain('more failure');
+  });
+
+  it('counts identical copies collapsed from the business list and the streams', async () => {
+    warehouse = await createTestWarehouse(backend);
+    sandbox.setFaults({
+      script: [
+        { kind: 'duplicate', operation: 'list_businesses', copies: 'identical' },
+        { kind: 'duplicate', operation: 'list_listings', copies: 'identical' },
+      ],
+    });
+    const result = await sync(warehouse, api, sandbox.credentials.slice(0, 1));
+    expect(result.status).toBe('succeeded');
+    expect(result.stats.duplicates).toBe(2);
+    expect(result.stats.businesses).toMatchObject({ listed: 6, inShard: 6, synced: 6 });
+    expect(renderSyncSummary(result, { warehouse: 'test' })).toContain(
+      '6 of 6 businesses synced, 2 duplicate record(s) collapsed,',
+    );
+    const stored = await runRow(warehouse, result.runId);
+    expect(stored.status).toBe('succeeded');
+    const row = await warehouse.db
+      .selectFrom('sync_runs')
+      .select('stats')
+      .where('run_id', '=', result.runId)
+      .executeTakeFirstOrThrow();
+    const stats = typeof row.stats === 'string' ? JSON.parse(row.stats) : row.stats;
+    expect(stats).toMatchObject({ duplicates: 2, failureCount: 0 });
+  });
+
+  it('a business with a failed stream is one failure in the summary, not two', async () => {
+    warehouse = await createTestWarehouse(backend);
+    const bounded = createApiClient({
+      retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5, maxRetryAfterMs: 5000 },
+      // Above any sandbox business's keywords, below the oversized answer's.
+      bounds: { keywordsPerBusiness: 100 },
+      logger: silentLogger(),
+    });
+    try {
+      sandbox.setFaults({
+        script: [{ kind: 'oversized', operation: 'get_rankings', count: 200, sitesPerKeyword: 1 }],
+      });
+      const result = await sync(warehouse, bounded, sandbox.credentials.slice(0, 1));
+      expect(result.status).toBe('partial');
+      expect(result.stats.streamFailures).toBe(1);
+      expect(result.stats.businesses.failed).toBe(1);
+      expect(result.stats.failures).toHaveLength(1);
+      expect(result.stats.failureCount).toBe(1);
+      const summary = renderSyncSummary(result, { warehouse: 'test' });
+      expect(summary).toContain('What failed');
+      expect(summary).not.toContain('more failure');
+    } finally {
+      await bounded.close();
+    }
+  });
+
+  it('shards of different counts side by side write each business once', async () => {
+    warehouse = await createTestWarehouse(backend);
+    const [half, quarter] = await Promise.all([
+      sync(warehouse, api, sandbox.credentials, { shard: { index: 0, count: 2 } }),
+      sync(warehouse, api, sandbox.credentials, { shard: { index: 0, count: 4 } }),
+    ]);
+    expect(half.status).toBe('succeeded');
+    expect(quarter.status).toBe('succeeded');
+    // Shard 0/4 is inside shard 0/2: every one of its businesses was written by both runs.
+    expect(quarter.stats.businesses.inShard).toBeGreaterThan(0);
+    const doubled = await sql<{ business_id: number; n: number }>`
+      select business_id, count(*)::int as n from business_versions
+      group by business_id, content_hash having count(*) > 1`.execute(warehouse.db);
+    expect(doubled.rows).toEqual([]);
+    expect(await count(warehouse, 'business_versions')).toBe(half.stats.businesses.inShard);
+  });
+
+  it('the business lock covers a business with no row yet, and its wait is bounded', async (context) => {
+    skipOnPglite(context, backend, 'one connection: no two transactions at once');
+    warehouse = await createTestWarehouse(backend);
+    // Two connections of the pool: two runs' business transactions.
+    const db = warehouse.db;
+    {
+      let release = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let locked = () => {};
+      const isLocked = new Promise<void>((resolve) => {
+        locked = resolve;
+      });
+      const first = db.transaction().execute(async (trx) => {
+        expect(await lockBusiness(trx, 987_654_321)).toBeUndefined();
+        locked();
+        await held;
+      });
+      await isLocked;
+      const waited = await db
+        .transaction()
+        .execute(async (trx) => {
+          await sql`set local lock_timeout = 200`.execute(trx);
+          return lockBusiness(trx, 987_654_321);
+        })
+        .catch((error: unknown) => error);
+      release();
+      await first;
+      expect(waited).toBeInstanceOf(BusinessLockTimeoutError);
+      expect((waited as Error).message).toContain('business 987654321');
+      expect((waited as Error).message).toContain('DATABASE_LOCK_TIMEOUT_MS');
+      // Once the first commits, the lock is free again.
+      await db.transaction().execute((trx) => lockBusiness(trx, 987_654_321));
+    }
   });
 });
