@@ -83,7 +83,7 @@ export async function runSyncCommand(
       setTimeout(() => process.exit(EXIT_FOR_STATUS.interrupted), SECOND_SIGNAL_EXIT_MS).unref();
       return;
     }
-    logger.warn({ signal }, 'stopping: businesses in flight may commit, no new ones start');
+    logger.warn({ signal }, 'stopping: businesses in flight will commit, no new ones start');
     stop.abort();
   };
   process.on('SIGTERM', onSignal);
