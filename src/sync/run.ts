@@ -230,7 +230,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     if (!ended) {
       log.warn(
         { requestsInFlight: inFlight.count, businessesDone: progress.businessesDone },
-        'stopped: work still in flight after the grace is abandoned (its transactions roll back)',
+        'stopped: work still in flight after the grace is not waited for (a process that exits now rolls its transactions back)',
       );
       // What is still in flight is not waited for; an error it ends with is not the run's.
       work.catch(() => {});

@@ -259,4 +259,67 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
       await db.transaction().execute((trx) => lockBusiness(trx, 987_654_321));
     }
   });
+
+  it('a stopped run waits for a business transaction in flight only its grace, and a second stop ends the grace at once', async (context) => {
+    skipOnPglite(
+      context,
+      backend,
+      'one connection: no transaction can hold a business beside the run',
+    );
+    warehouse = await createTestWarehouse(backend);
+    const db = warehouse.db;
+    const [first] = (
+      await sync(warehouse, api, sandbox.credentials.slice(0, 1), { streams: ['businesses'] })
+    ).stats.credentials;
+    expect(first?.status).toBe('succeeded');
+    const ids = (await db.selectFrom('businesses').select('business_id').execute()).map(
+      (r) => r.business_id,
+    );
+
+    for (const ending of ['grace', 'second stop'] as const) {
+      // Another transaction holds every business: the run's writes wait on their locks.
+      let release = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let locked = () => {};
+      const isLocked = new Promise<void>((resolve) => {
+        locked = resolve;
+      });
+      const holder = db.transaction().execute(async (trx) => {
+        for (const id of ids) await lockBusiness(trx, id);
+        locked();
+        await held;
+      });
+      await isLocked;
+      const stop = new AbortController();
+      const stopNow = new AbortController();
+      const running = sync(warehouse, api, sandbox.credentials.slice(0, 1), {
+        streams: ['businesses'],
+        signal: stop.signal,
+        stopNow: stopNow.signal,
+        stopGraceMs: ending === 'grace' ? 300 : 600_000,
+      });
+      // A business transaction of the run is waiting for its lock.
+      await vi.waitFor(
+        async () => {
+          const waiting = await sql<{ n: number }>`
+            select count(*)::int as n from pg_locks
+            where locktype = 'advisory' and not granted`.execute(db);
+          expect(waiting.rows[0]?.n).toBeGreaterThan(0);
+        },
+        { timeout: 20_000, interval: 20 },
+      );
+      const stoppedAt = performance.now();
+      stop.abort();
+      if (ending === 'second stop') stopNow.abort();
+      const result = await running;
+      // Well before the lock timeout (DATABASE_LOCK_TIMEOUT_MS) would end the wait.
+      expect(performance.now() - stoppedAt, ending).toBeLessThan(5_000);
+      expect(result.status).toBe('interrupted');
+      expect(await runRow(warehouse, result.runId)).toMatchObject({ status: 'interrupted' });
+      release();
+      await holder;
+    }
+  });
 });
