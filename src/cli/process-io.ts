@@ -2,9 +2,12 @@
  * The process entry's side of the command line, the one place that touches `process`:
  * the real I/O context (standard streams, the environment, the wall clock) and the
  * signal handling. The first SIGTERM or SIGINT aborts `io.signal`, so a long-running
- * command stops cleanly (a sync lets the businesses in flight commit); a second one exits
- * at once with 1, and businesses in flight roll back.
+ * command stops cleanly (a sync lets the businesses in flight commit, within a bounded
+ * grace); a second one aborts `io.stopNow`: the run ends now, businesses in flight roll
+ * back, and it is still recorded `interrupted`. Should even that hang, the process exits
+ * with 3 after SECOND_SIGNAL_EXIT_MS.
  */
+import { EXIT } from '../command/exit-codes.ts';
 import type { CliIo } from '../command/io.ts';
 
 async function readAllStdin(): Promise<string> {
@@ -13,7 +16,10 @@ async function readAllStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-export function processIo(signal: AbortSignal): CliIo {
+/** After a second signal, how long recording the run `interrupted` may take before the process exits regardless. */
+const SECOND_SIGNAL_EXIT_MS = 10_000;
+
+export function processIo(signal: AbortSignal, stopNow?: AbortSignal): CliIo {
   return {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
@@ -22,6 +28,7 @@ export function processIo(signal: AbortSignal): CliIo {
     env: process.env,
     now: () => new Date(),
     signal,
+    ...(stopNow ? { stopNow } : {}),
     readStdin: readAllStdin,
   };
 }
@@ -31,18 +38,21 @@ export async function runProcess(
   main: (argv: readonly string[], io: CliIo) => Promise<number>,
 ): Promise<void> {
   const stop = new AbortController();
+  const stopNow = new AbortController();
   const onSignal = (name: NodeJS.Signals) => {
     if (stop.signal.aborted) {
       process.stderr.write(
-        `listings-sync: second ${name}: exiting now; businesses in flight roll back\n`,
+        `listings-sync: second ${name}: ending now; businesses in flight roll back\n`,
       );
-      process.exit(1);
+      stopNow.abort(name);
+      setTimeout(() => process.exit(EXIT.partial), SECOND_SIGNAL_EXIT_MS).unref();
+      return;
     }
     stop.abort(name);
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  const code = await main(process.argv, processIo(stop.signal));
+  const code = await main(process.argv, processIo(stop.signal, stopNow.signal));
   process.off('SIGTERM', onSignal);
   process.off('SIGINT', onSignal);
   process.exitCode = code;

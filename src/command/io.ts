@@ -28,6 +28,8 @@ export interface CliIo {
    * process entry aborts it on SIGTERM/SIGINT, a test by hand.
    */
   readonly signal: AbortSignal;
+  /** A second stop: the run ends now (a sync rolls back the businesses in flight). */
+  readonly stopNow?: AbortSignal;
   /** The whole of standard input (for `--file -`). */
   readStdin(): Promise<string>;
   /** Set by a command; `main` returns it (0 when unset). */

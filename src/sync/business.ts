@@ -30,6 +30,17 @@ import type { Database } from '../warehouse/database.ts';
 import type { RunContext } from './run-context.ts';
 import { errorText, recordFailure } from './stats.ts';
 
+/**
+ * An error that ends the credential's remaining work rather than one stream: its token was
+ * refused (`AUTH_FAILURE`), or the upstream asked it to pause longer than a run waits
+ * (`PAUSE_TOO_LONG`: every later call of the credential would fail the same way).
+ */
+export function isCredentialStop(error: unknown): error is ApiError {
+  return (
+    error instanceof ApiError && (error.code === 'AUTH_FAILURE' || error.code === 'PAUSE_TOO_LONG')
+  );
+}
+
 /** A read's outcome, kept rather than thrown, so one failed stream spares the others. */
 export type Fetched<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
@@ -47,16 +58,19 @@ export async function fetchBusinessAnswers(
   credential: Credential,
   id: number,
 ) {
-  const { streams } = context;
+  const { streams, call } = context;
   const { api } = context.options;
   const skip = Promise.resolve(null);
+  // Each call counted in flight, and aborted by the run's stop.
+  const read = <T>(wanted: boolean, start: () => Promise<T>) =>
+    settle(wanted ? context.inFlight.track(start()) : skip);
   const [full, listings, reviews, socials, rankings, keywords] = await Promise.all([
-    settle(streams.has('businesses') ? getBusinessFull(api, credential, id) : skip),
-    settle(streams.has('listings') ? listListings(api, credential, id) : skip),
-    settle(streams.has('reviews') ? listReviews(api, credential, id, 'review') : skip),
-    settle(streams.has('reviews') ? listReviews(api, credential, id, 'social') : skip),
-    settle(streams.has('rankings') ? getRankings(api, credential, id) : skip),
-    settle(streams.has('keywords') ? listKeywords(api, credential, id) : skip),
+    read(streams.has('businesses'), () => getBusinessFull(api, credential, id, call)),
+    read(streams.has('listings'), () => listListings(api, credential, id, call)),
+    read(streams.has('reviews'), () => listReviews(api, credential, id, 'review', call)),
+    read(streams.has('reviews'), () => listReviews(api, credential, id, 'social', call)),
+    read(streams.has('rankings'), () => getRankings(api, credential, id, call)),
+    read(streams.has('keywords'), () => listKeywords(api, credential, id, call)),
   ]);
   return { full, listings, reviews, socials, rankings, keywords };
 }
@@ -71,20 +85,22 @@ function answersOf(answers: BusinessAnswers): Fetched<unknown>[] {
 /**
  * Fetch every stream of one business concurrently and write them in one transaction.
  * Returns `failed` when any stream failed (what did load is still written); throws an
- * authentication failure for the credential to stop on.
+ * authentication failure or a too-long pause (`isCredentialStop`) for the credential to
+ * stop on, writing nothing of this business.
  */
 export async function syncBusiness(
   context: RunContext,
   credential: Credential,
   business: BusinessSummary,
-): Promise<'ok' | 'failed' | 'missing'> {
+): Promise<'ok' | 'failed' | 'missing' | 'stopped'> {
   const { options, stats, log } = context;
   const id = business.id;
   const answers = await fetchBusinessAnswers(context, credential, id);
+  // The run stopped while this business was being read: a read cut short by the stop is
+  // not the upstream's failure, so nothing of it is written (a later run reads it whole).
+  if (context.call.signal?.aborted && answersOf(answers).some((r) => !r.ok)) return 'stopped';
   for (const result of answersOf(answers)) {
-    if (!result.ok && result.error instanceof ApiError && result.error.code === 'AUTH_FAILURE') {
-      throw result.error;
-    }
+    if (!result.ok && isCredentialStop(result.error)) throw result.error;
   }
   const observedAt = context.now(credential);
   // The business's upstream answers, kept in its own transaction (docs/warehouse.md, "Raw zone").
@@ -152,6 +168,7 @@ export async function writeBusiness(
   };
   const records = <T>(result: ListResult<T> | null, stream: string): T[] | null => {
     if (!result) return null;
+    stats.duplicates += result.duplicates ?? 0;
     for (const record of result.rejected) rejected.push({ stream, ...record });
     return result.records;
   };

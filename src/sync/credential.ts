@@ -5,7 +5,7 @@
  * this credential only.
  */
 import pLimit from 'p-limit';
-import { ApiError } from '../api/errors.ts';
+import type { ApiError } from '../api/errors.ts';
 import { listBusinesses } from '../api/index.ts';
 import { readableIdOf } from '../api/schemas.ts';
 import type { BusinessSummary, Credential, ListResult } from '../api/types.ts';
@@ -13,7 +13,7 @@ import { markAccountSynced, upsertAccount } from '../warehouse/accounts.ts';
 import { archiveMissingBusinesses, storedBusinessSummaries } from '../warehouse/businesses.ts';
 import { describeDatabaseError, timeoutsOf } from '../warehouse/connection.ts';
 import { isWarehouseGone, WarehouseGoneError } from '../warehouse/outage.ts';
-import { syncBusiness } from './business.ts';
+import { isCredentialStop, syncBusiness } from './business.ts';
 import { DEFAULT_BUSINESS_CONCURRENCY } from './options.ts';
 import { pollResponseRequests } from './response-requests.ts';
 import { quarantineRejected, type RunContext } from './run-context.ts';
@@ -35,7 +35,7 @@ export async function syncCredential(
 
   let listed: ListResult<BusinessSummary>;
   try {
-    listed = await listBusinesses(options.api, credential);
+    listed = await context.inFlight.track(listBusinesses(options.api, credential, context.call));
   } catch (error) {
     accountLog.error({ err: error }, 'credential failed: could not list its businesses');
     return { name: credential.name, status: 'failed', businesses: 0, error: errorText(error) };
@@ -67,26 +67,29 @@ export async function syncCredential(
     return id === null ? !only : inScope(id);
   });
   await quarantineRejected(context, credential, 'businesses', refusedInScope);
+  // Identical copies in the list are one business: synced once, counted here.
+  stats.duplicates += listed.duplicates ?? 0;
   stats.businesses.listed += summaries.length;
   stats.businesses.inShard += mine.length;
   context.progress.businessesTotal += mine.length;
   context.report();
   accountLog.info({ listed: listed.records.length, inShard: mine.length }, 'businesses listed');
 
-  let authFailure: ApiError | undefined;
+  // The first error that ends this credential's remaining work (isCredentialStop).
+  let stopped: ApiError | undefined;
   let failedBusinesses = 0;
   const limit = pLimit(options.businessConcurrency ?? DEFAULT_BUSINESS_CONCURRENCY);
   await Promise.all(
     mine.map((business) =>
       limit(() =>
         context.businessSlot(async () => {
-          if (context.isStopped() || authFailure) return;
+          if (context.isStopped() || stopped) return;
           try {
             const outcome = await syncBusiness(context, credential, business);
             if (outcome === 'failed') failedBusinesses += 1;
           } catch (error) {
-            if (error instanceof ApiError && error.code === 'AUTH_FAILURE') {
-              authFailure ??= error;
+            if (isCredentialStop(error)) {
+              stopped ??= error;
               return;
             }
             if (isWarehouseGone(error)) {
@@ -118,14 +121,31 @@ export async function syncCredential(
   );
   stats.businesses.failed += failedBusinesses;
 
-  if (authFailure) {
-    accountLog.error({ err: authFailure }, 'credential failed: authentication failed mid-run');
+  if (stopped?.code === 'AUTH_FAILURE') {
+    accountLog.error({ err: stopped }, 'credential failed: authentication failed mid-run');
     return {
       name: credential.name,
       status: 'failed',
       businesses: mine.length,
-      error: authFailure.message,
+      error: stopped.message,
     };
+  }
+  if (stopped) {
+    // One line and one failure for the whole credential, however many businesses were in
+    // flight or waiting: what committed stays, nothing else of it is read, polled or
+    // archived this run (docs/operations.md, "Limits").
+    const error = `credential "${credential.name}" stopped: ${stopped.message}`;
+    accountLog.error(
+      { err: stopped, synced: context.progress.businessesDone },
+      'credential stopped: the upstream asked it to pause longer than a run waits',
+    );
+    recordFailure(stats, {
+      credential: credential.name,
+      businessId: null,
+      stream: 'credential',
+      reason: stopped.message,
+    });
+    return { name: credential.name, status: 'partial', businesses: mine.length, error };
   }
   if (!context.isStopped() && context.streams.has('reviews')) {
     await pollResponseRequests(context, credential, options.businessIds);

@@ -5,6 +5,7 @@ import type { Credential } from '../api/types.ts';
 import { type Config, DEFAULTS } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
+import type { Ticker } from './in-flight.ts';
 import type { Shard } from './shard.ts';
 
 /** What a run can fetch. `businesses` is the full profile read; the list is always read. */
@@ -24,6 +25,13 @@ export type Stream = (typeof STREAMS)[number];
  */
 export const DEFAULT_BUSINESS_CONCURRENCY = DEFAULTS.syncAccountConcurrency;
 export const DEFAULT_OVERALL_BUSINESS_CONCURRENCY = DEFAULTS.syncConcurrency;
+
+/**
+ * How long a stopped run (SIGTERM) lets the business transactions in flight commit before
+ * it records itself `interrupted` and returns. A business's write takes well under a
+ * second; 15 s fits in Kubernetes' default 30 s termination grace with room to record.
+ */
+export const DEFAULT_STOP_GRACE_MS = 15_000;
 
 export interface SyncProgress {
   accountsTotal: number;
@@ -47,8 +55,20 @@ export interface SyncOptions {
    */
   businessIds?: readonly number[];
   trigger?: string;
-  /** Stops new businesses from starting; in-flight ones finish and commit. */
+  /**
+   * Stops the run: no new business starts, upstream requests in flight are aborted (their
+   * businesses are not written), business transactions in flight get `stopGraceMs` to
+   * commit, and the run is recorded `interrupted`.
+   */
   signal?: AbortSignal;
+  /** Ends the grace at once (a second SIGTERM): the run is still recorded `interrupted`. */
+  stopNow?: AbortSignal;
+  /** Default DEFAULT_STOP_GRACE_MS. */
+  stopGraceMs?: number;
+  /** The clock and timer of the `still working` line (src/sync/in-flight.ts); the system's by default. */
+  ticker?: Ticker;
+  /** Milliseconds between `still working` lines; default STILL_WORKING_EVERY_MS. */
+  stillWorkingEveryMs?: number;
   /**
    * The run's clock: observation times and rank days. By default each credential's
    * upstream clock (its responses' `Date`), else the local clock; see

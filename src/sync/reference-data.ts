@@ -22,14 +22,15 @@ export async function syncReferenceData(
   credential: Credential,
 ): Promise<void> {
   const { api } = context.options;
+  const { call, inFlight } = context;
   const [countries, subCategories] = await Promise.all([
-    listCountries(api, credential),
-    listSubCategories(api, credential),
+    inFlight.track(listCountries(api, credential, call)),
+    inFlight.track(listSubCategories(api, credential, call)),
   ]);
   const stateLists = await Promise.all(
     countries.records.map(async (country: Country) => ({
       country,
-      result: await listStates(api, credential, country.id),
+      result: await inFlight.track(listStates(api, credential, country.id, call)),
     })),
   );
   const states: State[] = stateLists.flatMap(({ result }) => result.records);

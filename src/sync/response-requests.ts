@@ -40,21 +40,28 @@ export async function pollResponseRequests(
   });
   if (open.length === 0) return;
   const limit = pLimit(options.businessConcurrency ?? DEFAULT_BUSINESS_CONCURRENCY);
+  // A too-long pause ends the polling of this credential: one failure, one line.
+  let paused: ApiError | undefined;
   await Promise.all(
     open.map((request) =>
       limit(async () => {
-        if (context.isStopped()) return;
+        if (context.isStopped() || paused) return;
         const observedAt = context.now(credential);
         let status: string;
         try {
-          ({ status } = await getResponseStatus(
-            options.api,
-            credential,
-            request.business_id,
-            request.review_id,
-            request.request_id,
+          ({ status } = await context.inFlight.track(
+            getResponseStatus(
+              options.api,
+              credential,
+              request.business_id,
+              request.review_id,
+              request.request_id,
+              context.call,
+            ),
           ));
         } catch (error) {
+          // Cut short by the run's stop: not the upstream's failure; polled next run.
+          if (context.isStopped()) return;
           if (error instanceof ApiError && error.code === 'INVALID_REQUEST_ID') {
             // Permanent: the upstream has no such request. Closed, so no later run polls it
             // or ends partial because of it.
@@ -69,6 +76,22 @@ export async function pollResponseRequests(
             log.warn(
               { credential: credential.name, requestId: request.request_id, err: error },
               'review response request: the upstream does not know it; closed as Invalid',
+            );
+            return;
+          }
+          if (error instanceof ApiError && error.code === 'PAUSE_TOO_LONG') {
+            if (paused) return;
+            paused = error;
+            stats.streamFailures += 1;
+            recordFailure(stats, {
+              credential: credential.name,
+              businessId: null,
+              stream: 'response-status',
+              reason: errorText(error),
+            });
+            log.error(
+              { credential: credential.name, err: error },
+              'review response requests: the upstream asked the credential to pause longer than a run waits; the rest stay open',
             );
             return;
           }

@@ -1,9 +1,11 @@
 /** What the parts of one run share: its options, counts, clock, log and stop switch. */
 import type { LimitFunction } from 'p-limit';
+import type { CallOptions } from '../api/client.ts';
 import type { Credential, RejectedRecord } from '../api/types.ts';
 import type { Logger } from '../log.ts';
 import { type RawCapture, writeRawReads } from '../raw/capture.ts';
 import { quarantineRecords } from '../warehouse/quarantine.ts';
+import type { InFlight } from './in-flight.ts';
 import type { ObservationClock } from './observation-clock.ts';
 import type { Stream, SyncOptions, SyncProgress } from './options.ts';
 import type { RunStats } from './stats.ts';
@@ -27,6 +29,10 @@ export interface RunContext {
   businessSlot: LimitFunction;
   /** Holds the run's upstream answers until they are written (src/raw/capture.ts). */
   raw: RawCapture | undefined;
+  /** Every upstream call of the run takes these: its signal aborts them when the run stops. */
+  call: CallOptions;
+  /** Upstream calls in flight (`track` each), for the `still working` line. */
+  inFlight: InFlight;
 }
 
 /** The credential's reads not written with a business (list, reference, polls), once it is done. */

@@ -10,8 +10,10 @@
  * `This business doesn't exist` on a listed business marks it archived; a stream that
  * fails leaves that stream's stored rows untouched (no soft deletes from a failed read);
  * a bad record goes to quarantine and its siblings load. SIGTERM (the `signal`) stops new
- * businesses from starting, lets the ones in flight commit, and ends the run
- * `interrupted`. A warehouse outage (src/warehouse/outage.ts) ends it `failed`.
+ * work from starting, aborts the upstream requests in flight, gives the business
+ * transactions in flight a bounded grace (`stopGraceMs`, cut short by `stopNow`) to
+ * commit, and ends the run `interrupted`. A warehouse outage (src/warehouse/outage.ts)
+ * ends it `failed`.
  */
 import pLimit from 'p-limit';
 import { apiStats } from '../api/index.ts';
@@ -21,9 +23,11 @@ import { isWarehouseGone, WarehouseGoneError } from '../warehouse/outage.ts';
 import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
 import { interruptAbandonedRuns, recordSyncRunEnd, startSyncRun } from '../warehouse/sync-runs.ts';
 import { syncCredential } from './credential.ts';
+import { InFlight, STILL_WORKING_EVERY_MS, startStillWorking, systemTicker } from './in-flight.ts';
 import { observationClock } from './observation-clock.ts';
 import {
   DEFAULT_OVERALL_BUSINESS_CONCURRENCY,
+  DEFAULT_STOP_GRACE_MS,
   STREAMS,
   type Stream,
   type SyncOptions,
@@ -46,6 +50,7 @@ import {
 export {
   DEFAULT_BUSINESS_CONCURRENCY,
   DEFAULT_OVERALL_BUSINESS_CONCURRENCY,
+  DEFAULT_STOP_GRACE_MS,
   STREAMS,
   type Stream,
   type SyncOptions,
@@ -110,6 +115,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
   const stats = emptyStats();
   let runId = '';
   let raw: RawCapture | undefined;
+  let stopStillWorking = () => {};
   try {
     const abandoned = await interruptAbandonedRuns(db, formatShard(options.shard));
     if (abandoned)
@@ -147,6 +153,31 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     };
 
     let fatal: Error | undefined;
+    // Aborted when the run stops: every upstream call of the run takes its signal.
+    const requests = new AbortController();
+    const ticker = options.ticker ?? systemTicker;
+    const inFlight = new InFlight(ticker);
+    stopStillWorking = startStillWorking(
+      ticker,
+      options.stillWorkingEveryMs ?? STILL_WORKING_EVERY_MS,
+      inFlight,
+      progress,
+      log,
+    );
+    const graceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
+    const stopped = whenAborted(options.signal).then(() => {
+      log.warn(
+        { graceSeconds: graceMs / 1000, requestsInFlight: inFlight.count },
+        'stopping: no new work starts, upstream requests in flight are aborted, business ' +
+          'transactions in flight may commit',
+      );
+      requests.abort(new Error('the sync run was stopped'));
+    });
+    // Resolves once the stopped run has waited its grace (or a second stop cut it short).
+    const grace = new AbortController();
+    const graceOver = stopped.then(() =>
+      Promise.race([delay(graceMs, grace.signal), whenAborted(options.stopNow)]),
+    );
     const reference = referenceDataOnce(
       streams.has('reference'),
       (credential) => syncReferenceData(context, credential),
@@ -173,10 +204,12 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
         options.overallBusinessConcurrency ?? DEFAULT_OVERALL_BUSINESS_CONCURRENCY,
       ),
       raw,
+      call: { signal: requests.signal },
+      inFlight,
     };
 
     // Credentials run side by side: each has its own request limits in the client.
-    await Promise.all(
+    const work = Promise.all(
       options.credentials.map(async (credential) => {
         const outcome = await syncCredential(context, credential).catch((error: unknown) => {
           if (error instanceof WarehouseGoneError) context.fail(error);
@@ -196,6 +229,17 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
         report();
       }),
     );
+    const ended = await Promise.race([work.then(() => true), graceOver.then(() => false)]);
+    grace.abort();
+    stopStillWorking();
+    if (!ended) {
+      log.warn(
+        { requestsInFlight: inFlight.count, businessesDone: progress.businessesDone },
+        'stopped: work still in flight after the grace is not waited for (a process that exits now rolls its transactions back)',
+      );
+      // What is still in flight is not waited for; an error it ends with is not the run's.
+      work.catch(() => {});
+    }
     stats.credentials.sort((a, b) => a.name.localeCompare(b.name));
     const referenceFailure = reference.failure();
     if (!reference.done() && stats.credentials.some((c) => c.status !== 'failed')) {
@@ -234,6 +278,31 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     return { runId, status, stats, ...(error ? { error } : {}) };
   } finally {
     raw?.stop();
+    stopStillWorking();
     await lock.release();
   }
+}
+
+/** Resolves when `signal` aborts (at once if it has); never without one. */
+function whenAborted(signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return new Promise(() => {});
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) =>
+    signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
+}
+
+/** Resolves after `ms`, or at once when `cancel` aborts (the timer is cleared). */
+function delay(ms: number, cancel: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    cancel.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
 }

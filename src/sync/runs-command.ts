@@ -51,8 +51,8 @@ export function renderRuns(runs: readonly RunLine[]): string {
         stats.alerts ?? '–',
         // A refused credential fails its whole account: it counts too, or a partial run
         // would read 0 failures.
-        (stats.streamFailures ?? 0) +
-          (stats.businesses?.failed ?? 0) +
+        // Each failure once (`failureCount`); runs recorded before it, as they were counted.
+        (stats.failureCount ?? (stats.streamFailures ?? 0) + (stats.businesses?.failed ?? 0)) +
           (stats.credentials ?? []).filter((c) => c.status === 'failed').length,
       ];
     }),

@@ -15,11 +15,15 @@ export type RunStats = SyncRunStats;
 
 export type RunStatus = 'succeeded' | 'partial' | 'failed' | 'interrupted';
 
-/** Failures listed one by one in a run's stats; the count beyond is `streamFailures`. */
+/** Failures listed one by one in a run's stats; `failureCount` counts them all. */
 export const MAX_FAILURES_LISTED = 50;
 
-/** Lists `failure` (redacted, its reason cut to 300 characters) while there is room. */
+/**
+ * Counts `failure` in `failureCount`, and lists it (redacted, its reason cut to 300
+ * characters) while there is room. Every failure of a run goes through here, once.
+ */
 export function recordFailure(stats: RunStats, failure: SyncFailure): void {
+  stats.failureCount += 1;
   if (stats.failures.length < MAX_FAILURES_LISTED) {
     stats.failures.push({ ...failure, reason: redactText(failure.reason).slice(0, 300) });
   }
@@ -54,9 +58,20 @@ export function decideStatus(
   return partial ? 'partial' : 'succeeded';
 }
 
-/** The run's error text when credentials failed (one clause each), else undefined. */
+/**
+ * The run's error text when credentials failed or were stopped (one clause each), else
+ * undefined.
+ */
 export function summariseFailures(stats: RunStats): string | undefined {
-  const failed = stats.credentials.filter((c: CredentialOutcome) => c.status === 'failed');
+  const failed = stats.credentials.filter(
+    (c: CredentialOutcome) => c.status === 'failed' || c.error !== undefined,
+  );
   if (failed.length === 0) return undefined;
-  return failed.map((c) => `credential "${c.name}": ${c.error ?? 'failed'}`).join('; ');
+  return failed
+    .map((c) =>
+      c.error?.startsWith(`credential "${c.name}"`)
+        ? c.error
+        : `credential "${c.name}": ${c.error ?? 'failed'}`,
+    )
+    .join('; ');
 }

@@ -18,6 +18,7 @@ export function renderSyncSummary(result: SyncResult, context: SummaryContext): 
   parts.push(
     `Sync ${result.status} in ${stats.seconds}s (run ${result.runId}) into ${context.warehouse}: ` +
       `${stats.businesses.synced} of ${stats.businesses.inShard} businesses synced, ` +
+      (stats.duplicates ? `${stats.duplicates} duplicate record(s) collapsed, ` : '') +
       `${stats.requests} requests, ${stats.retries} retries, ` +
       `${stats.quarantined} quarantined, ${stats.alerts} alerts.`,
   );
@@ -66,7 +67,8 @@ export function renderFailures(result: Pick<SyncResult, 'runId' | 'stats'>): str
       ),
     );
   }
-  const failedCount = stats.streamFailures + stats.businesses.failed;
+  // Runs recorded before `failureCount` existed: only what is listed is known exactly.
+  const failedCount = stats.failureCount ?? listed.length;
   if (failedCount > listed.length && listed.length > 0) {
     lines.push(`… and ${failedCount - listed.length} more failure(s), in the log.`);
   }

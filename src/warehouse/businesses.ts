@@ -16,6 +16,9 @@ import type { BusinessRow, Db } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
+/** The advisory lock key of a business (with the schema): src/warehouse/sync-lock.ts's keys differ. */
+const BUSINESS_LOCK_PREFIX = 'listings-sync:business:';
+
 /**
  * The profile columns of `businesses`: what its content hash covers. Their types are the
  * table's (`BusinessRow`); the two jsonb columns are narrowed to what the reads give.
@@ -104,7 +107,44 @@ export function summaryOverProfile(
 }
 
 /** The stored row, locked for the rest of the transaction (one writer per business). */
+/**
+ * Thrown when another transaction held a business's lock past `lock_timeout`: another
+ * run (a shard of another count, say) writing the same business for that long.
+ */
+export class BusinessLockTimeoutError extends Error {
+  readonly businessId: number;
+  constructor(businessId: number, cause: unknown) {
+    super(
+      `business ${businessId} is being written by another sync run (a shard of another ` +
+        'count, or a run beside it), and its lock was not granted within the lock timeout ' +
+        '(DATABASE_LOCK_TIMEOUT_MS); it is written by that run, or by the next one',
+      { cause },
+    );
+    this.name = 'BusinessLockTimeoutError';
+    this.businessId = businessId;
+  }
+}
+
+/**
+ * Locks one business for the transaction and reads its stored row. First a
+ * transaction-level advisory lock on the business id (held to commit or rollback), which
+ * covers a business that has no row yet: two runs that can hold the same business (shards
+ * of different counts, `--shard 0/2` beside `--shard 0/4`) write it one after the other,
+ * and the second sees the first's row, so no version is appended twice. Then the row
+ * itself, `for update`. Waits at most `lock_timeout` (DATABASE_LOCK_TIMEOUT_MS), then
+ * throws `BusinessLockTimeoutError`.
+ */
 export async function lockBusiness(db: Db, businessId: number): Promise<BusinessRow | undefined> {
+  try {
+    await sql`select pg_advisory_xact_lock(hashtextextended(${`${BUSINESS_LOCK_PREFIX}${businessId}`}::text || ':' || current_schema(), 0))`.execute(
+      db,
+    );
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code === '55P03') {
+      throw new BusinessLockTimeoutError(businessId, error);
+    }
+    throw error;
+  }
   return db
     .selectFrom('businesses')
     .selectAll()

@@ -4,7 +4,9 @@
  * A lock is a set of keys, each taken exclusively or shared. A full run takes the nightly
  * key (`listings-sync:sync`) exclusively; a shard takes that key shared plus its own
  * shard key exclusively. So shards run together, the same shard never twice, and a full
- * run and any shard exclude each other (docs/deploy.md, "Sharding").
+ * run and any shard exclude each other (docs/deploy.md, "Sharding"). Shards of different
+ * counts (0/2 beside 0/4) can hold the same business: each business is written under its
+ * own transaction-level lock (`lockBusiness` in src/warehouse/businesses.ts).
  *
  * PostgreSQL: session-level `pg_try_advisory_lock` / `pg_try_advisory_lock_shared` on a
  * connection taken from the pool and held until release, so the lock dies with the

@@ -35,6 +35,17 @@ export interface SyncRunStats {
   businesses: { listed: number; inShard: number; synced: number; failed: number; archived: number };
   streamFailures: number;
   /**
+   * Every failure of the run, counted once: a failed stream, a failed business, a failed
+   * operation 10 poll, a credential-wide failure (what `failures` lists, and what it had
+   * no room for). A business with a failed stream is one failure, not two.
+   */
+  failureCount: number;
+  /**
+   * Identical copies of a record an answer repeated, collapsed into one by the client
+   * (`ListResult.duplicates`): the business list's and every stream's.
+   */
+  duplicates: number;
+  /**
    * What failed, for the summary and `listings-sync runs`: the first `MAX_FAILURES_LISTED`
    * of src/sync/stats.ts (a run against a broken upstream must not grow `sync_runs.stats`
    * without bound).
@@ -70,6 +81,8 @@ export function emptySyncRunStats(): SyncRunStats {
     credentials: [],
     businesses: { listed: 0, inShard: 0, synced: 0, failed: 0, archived: 0 },
     streamFailures: 0,
+    failureCount: 0,
+    duplicates: 0,
     failures: [],
     requests: 0,
     retries: 0,

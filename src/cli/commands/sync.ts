@@ -110,6 +110,7 @@ async function runSyncCommand(
       trigger: 'cli',
       ...syncOptionsFromConfig(config),
       signal: io.signal,
+      ...(io.stopNow ? { stopNow: io.stopNow } : {}),
       onProgress: (p) => progress.update(p),
     });
     progress.stop();

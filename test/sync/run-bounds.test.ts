@@ -1,0 +1,325 @@
+/**
+ * A run that ends and counts honestly (issue 19), against the sandbox over real HTTP:
+ * - a `still working` line while nothing completes, and a stop that aborts a dripped
+ *   answer and records the run `interrupted`;
+ * - a `Retry-After` longer than a run waits ends that credential's work with one line and
+ *   one error, the run partial;
+ * - shards of different counts side by side write each business once;
+ * - identical copies collapsed by the client are counted, and failures counted once.
+ */
+import { sql } from 'kysely';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type ApiClient, createApiClient } from '../../src/api/index.ts';
+import { memoryLogger, silentLogger } from '../../src/log.ts';
+import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import type { Ticker } from '../../src/sync/in-flight.ts';
+import { renderSyncSummary } from '../../src/sync/summary.ts';
+import { BusinessLockTimeoutError, lockBusiness } from '../../src/warehouse/businesses.ts';
+import {
+  createTestWarehouse,
+  skipOnPglite,
+  type TestWarehouse,
+  testBackends,
+} from '../helpers/database.ts';
+import { count, sync, testApiClient } from './harness.ts';
+
+/** A ticker that moves and ticks only when the test says so. */
+function manualTicker() {
+  let now = 0;
+  const ticks = new Set<() => void>();
+  const ticker: Ticker = {
+    now: () => now,
+    every(_ms, tick) {
+      ticks.add(tick);
+      return () => ticks.delete(tick);
+    },
+  };
+  return {
+    ticker,
+    advance(ms: number) {
+      now += ms;
+      for (const tick of ticks) tick();
+    },
+    running: () => ticks.size,
+  };
+}
+
+async function runRow(warehouse: TestWarehouse, runId: string) {
+  return warehouse.db
+    .selectFrom('sync_runs')
+    .select(['status', 'error', 'finished_at'])
+    .where('run_id', '=', runId)
+    .executeTakeFirstOrThrow();
+}
+
+describe.each(testBackends)('run bounds (%s)', (backend) => {
+  let sandbox: RunningSandbox;
+  let api: ApiClient;
+  let warehouse: TestWarehouse | undefined;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 41, accounts: 2, businessesPerAccount: 6, port: 0 });
+    api = testApiClient();
+  });
+  afterEach(async () => {
+    sandbox.setFaults({ ...DEFAULT_FAULTS, script: [] });
+    await warehouse?.close();
+    warehouse = undefined;
+  });
+  afterAll(async () => {
+    await api?.close();
+    await sandbox?.close();
+  });
+
+  it('says it is still working while a dripped answer holds the run; a stop aborts it and records interrupted', async () => {
+    warehouse = await createTestWarehouse(backend);
+    const { logger, lines } = memoryLogger('info');
+    const manual = manualTicker();
+    // A body of 100000 bytes, a byte a second: only the stop can end this run soon.
+    sandbox.setFaults({
+      script: [{ kind: 'drip', operation: 'list_listings', dripBytes: 100_000 }],
+    });
+    const stop = new AbortController();
+    const running = sync(warehouse, api, sandbox.credentials.slice(0, 1), {
+      logger,
+      businessConcurrency: 1,
+      overallBusinessConcurrency: 1,
+      ticker: manual.ticker,
+      signal: stop.signal,
+    });
+    await vi.waitFor(() => expect(sandbox.stats().byOperation['list_listings']?.['drip']).toBe(1), {
+      timeout: 20_000,
+      interval: 20,
+    });
+    manual.advance(14_000);
+    const still = lines().filter((line) => line.includes('still working'));
+    expect(still).toHaveLength(1);
+    expect(still[0]).toMatch(
+      /still working: 0 of 6 businesses done, [1-6] requests in flight, oldest for 14 s/,
+    );
+
+    const stoppedAt = performance.now();
+    stop.abort();
+    const result = await running;
+    // The dripped body would take 100000 s; the stop aborts it at once.
+    expect(performance.now() - stoppedAt).toBeLessThan(10_000);
+    expect(result.status).toBe('interrupted');
+    expect(await runRow(warehouse, result.runId)).toMatchObject({ status: 'interrupted' });
+    // The business whose read was cut short is not written, nor counted as failed.
+    expect(await count(warehouse, 'businesses')).toBe(0);
+    expect(result.stats.businesses.failed).toBe(0);
+    expect(lines().filter((line) => line.includes('stream failed'))).toEqual([]);
+    // The line stops with the run.
+    expect(manual.running()).toBe(0);
+  });
+
+  it('a Retry-After longer than a run waits ends that credential at once: one line, one error, the run partial', async () => {
+    warehouse = await createTestWarehouse(backend);
+    const { logger, lines } = memoryLogger('info');
+    sandbox.setFaults({
+      script: [{ kind: '429', operation: 'list_reviews', retryAfterSeconds: 86_400 }],
+    });
+    // A client of its own: the pause it learns lasts a day.
+    const paused86400 = testApiClient();
+    const result = await sync(warehouse, paused86400, sandbox.credentials, { logger }).finally(() =>
+      paused86400.close(),
+    );
+    expect(result.status).toBe('partial');
+    const stopped = result.stats.credentials.filter((c) => c.error !== undefined);
+    expect(stopped).toHaveLength(1);
+    const [paused] = stopped;
+    expect(paused?.status).toBe('partial');
+    expect(paused?.error).toContain(`credential "${paused?.name}" stopped`);
+    expect(paused?.error).toContain('86400 s');
+    // The other credential is whole.
+    expect(result.stats.credentials.find((c) => c !== paused)?.status).toBe('succeeded');
+    expect(result.error).toBe(paused?.error);
+    // One failure, one line: not one per business or stream.
+    expect(result.stats.failures).toEqual([
+      expect.objectContaining({ credential: paused?.name, businessId: null, stream: 'credential' }),
+    ]);
+    expect(result.stats.failureCount).toBe(1);
+    expect(lines().filter((line) => line.includes('stream failed'))).toEqual([]);
+    expect(lines().filter((line) => line.includes('pause longer than a run waits'))).toHaveLength(
+      1,
+    );
+    // Recorded as it ended.
+    expect(await runRow(warehouse, result.runId)).toMatchObject({
+      status: 'partial',
+      error: paused?.error,
+    });
+    // The summary names it once, with no phantom "more failures".
+    const summary = renderSyncSummary(result, { warehouse: 'test' });
+    expect(summary).toContain('86400 s');
+    expect(summary).not.toContain('more failure');
+  });
+
+  it('counts identical copies collapsed from the business list and the streams', async () => {
+    warehouse = await createTestWarehouse(backend);
+    sandbox.setFaults({
+      script: [
+        { kind: 'duplicate', operation: 'list_businesses', copies: 'identical' },
+        { kind: 'duplicate', operation: 'list_listings', copies: 'identical' },
+      ],
+    });
+    const result = await sync(warehouse, api, sandbox.credentials.slice(0, 1));
+    expect(result.status).toBe('succeeded');
+    expect(result.stats.duplicates).toBe(2);
+    expect(result.stats.businesses).toMatchObject({ listed: 6, inShard: 6, synced: 6 });
+    expect(renderSyncSummary(result, { warehouse: 'test' })).toContain(
+      '6 of 6 businesses synced, 2 duplicate record(s) collapsed,',
+    );
+    const stored = await runRow(warehouse, result.runId);
+    expect(stored.status).toBe('succeeded');
+    const row = await warehouse.db
+      .selectFrom('sync_runs')
+      .select('stats')
+      .where('run_id', '=', result.runId)
+      .executeTakeFirstOrThrow();
+    const stats = typeof row.stats === 'string' ? JSON.parse(row.stats) : row.stats;
+    expect(stats).toMatchObject({ duplicates: 2, failureCount: 0 });
+  });
+
+  it('a business with a failed stream is one failure in the summary, not two', async () => {
+    warehouse = await createTestWarehouse(backend);
+    const bounded = createApiClient({
+      retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5, maxRetryAfterMs: 5000 },
+      // Above any sandbox business's keywords, below the oversized answer's.
+      bounds: { keywordsPerBusiness: 100 },
+      logger: silentLogger(),
+    });
+    try {
+      sandbox.setFaults({
+        script: [{ kind: 'oversized', operation: 'get_rankings', count: 200, sitesPerKeyword: 1 }],
+      });
+      const result = await sync(warehouse, bounded, sandbox.credentials.slice(0, 1));
+      expect(result.status).toBe('partial');
+      expect(result.stats.streamFailures).toBe(1);
+      expect(result.stats.businesses.failed).toBe(1);
+      expect(result.stats.failures).toHaveLength(1);
+      expect(result.stats.failureCount).toBe(1);
+      const summary = renderSyncSummary(result, { warehouse: 'test' });
+      expect(summary).toContain('What failed');
+      expect(summary).not.toContain('more failure');
+    } finally {
+      await bounded.close();
+    }
+  });
+
+  it('shards of different counts side by side write each business once', async () => {
+    warehouse = await createTestWarehouse(backend);
+    const [half, quarter] = await Promise.all([
+      sync(warehouse, api, sandbox.credentials, { shard: { index: 0, count: 2 } }),
+      sync(warehouse, api, sandbox.credentials, { shard: { index: 0, count: 4 } }),
+    ]);
+    expect(half.status).toBe('succeeded');
+    expect(quarter.status).toBe('succeeded');
+    // Shard 0/4 is inside shard 0/2: every one of its businesses was written by both runs.
+    expect(quarter.stats.businesses.inShard).toBeGreaterThan(0);
+    const doubled = await sql<{ business_id: number; n: number }>`
+      select business_id, count(*)::int as n from business_versions
+      group by business_id, content_hash having count(*) > 1`.execute(warehouse.db);
+    expect(doubled.rows).toEqual([]);
+    expect(await count(warehouse, 'business_versions')).toBe(half.stats.businesses.inShard);
+  });
+
+  it('the business lock covers a business with no row yet, and its wait is bounded', async (context) => {
+    skipOnPglite(context, backend, 'one connection: no two transactions at once');
+    warehouse = await createTestWarehouse(backend);
+    // Two connections of the pool: two runs' business transactions.
+    const db = warehouse.db;
+    {
+      let release = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let locked = () => {};
+      const isLocked = new Promise<void>((resolve) => {
+        locked = resolve;
+      });
+      const first = db.transaction().execute(async (trx) => {
+        expect(await lockBusiness(trx, 987_654_321)).toBeUndefined();
+        locked();
+        await held;
+      });
+      await isLocked;
+      const waited = await db
+        .transaction()
+        .execute(async (trx) => {
+          await sql`set local lock_timeout = 200`.execute(trx);
+          return lockBusiness(trx, 987_654_321);
+        })
+        .catch((error: unknown) => error);
+      release();
+      await first;
+      expect(waited).toBeInstanceOf(BusinessLockTimeoutError);
+      expect((waited as Error).message).toContain('business 987654321');
+      expect((waited as Error).message).toContain('DATABASE_LOCK_TIMEOUT_MS');
+      // Once the first commits, the lock is free again.
+      await db.transaction().execute((trx) => lockBusiness(trx, 987_654_321));
+    }
+  });
+
+  it('a stopped run waits for a business transaction in flight only its grace, and a second stop ends the grace at once', async (context) => {
+    skipOnPglite(
+      context,
+      backend,
+      'one connection: no transaction can hold a business beside the run',
+    );
+    warehouse = await createTestWarehouse(backend);
+    const db = warehouse.db;
+    const [first] = (
+      await sync(warehouse, api, sandbox.credentials.slice(0, 1), { streams: ['businesses'] })
+    ).stats.credentials;
+    expect(first?.status).toBe('succeeded');
+    const ids = (await db.selectFrom('businesses').select('business_id').execute()).map(
+      (r) => r.business_id,
+    );
+
+    for (const ending of ['grace', 'second stop'] as const) {
+      // Another transaction holds every business: the run's writes wait on their locks.
+      let release = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let locked = () => {};
+      const isLocked = new Promise<void>((resolve) => {
+        locked = resolve;
+      });
+      const holder = db.transaction().execute(async (trx) => {
+        for (const id of ids) await lockBusiness(trx, id);
+        locked();
+        await held;
+      });
+      await isLocked;
+      const stop = new AbortController();
+      const stopNow = new AbortController();
+      const running = sync(warehouse, api, sandbox.credentials.slice(0, 1), {
+        streams: ['businesses'],
+        signal: stop.signal,
+        stopNow: stopNow.signal,
+        stopGraceMs: ending === 'grace' ? 300 : 600_000,
+      });
+      // A business transaction of the run is waiting for its lock.
+      await vi.waitFor(
+        async () => {
+          const waiting = await sql<{ n: number }>`
+            select count(*)::int as n from pg_locks
+            where locktype = 'advisory' and not granted`.execute(db);
+          expect(waiting.rows[0]?.n).toBeGreaterThan(0);
+        },
+        { timeout: 20_000, interval: 20 },
+      );
+      const stoppedAt = performance.now();
+      stop.abort();
+      if (ending === 'second stop') stopNow.abort();
+      const result = await running;
+      // Well before the lock timeout (DATABASE_LOCK_TIMEOUT_MS) would end the wait.
+      expect(performance.now() - stoppedAt, ending).toBeLessThan(5_000);
+      expect(result.status).toBe('interrupted');
+      expect(await runRow(warehouse, result.runId)).toMatchObject({ status: 'interrupted' });
+      release();
+      await holder;
+    }
+  });
+});
