@@ -132,7 +132,7 @@ describe('README: the sandbox tutorial, line by line', () => {
   // Six commands in a row, most a PGlite open: on a loaded 2-core machine this one test
   // may take longer than the suite's 30 s.
   it('every line exits 0, and the sync after clock/advance records the next day', async () => {
-    const block = shellBlocks().find((b) => b.includes('npx listings-sync sandbox'));
+    const block = shellBlocks().find((b) => b.includes('node src/cli/main.ts sandbox'));
     expect(block).toBeDefined();
     const lines = (block ?? '')
       .split('\n')
