@@ -42,8 +42,8 @@ export const DEMO_SCHEMA = 'listings_demo';
 export const DEMO_DAYS = 30;
 export const DEMO_ACCOUNTS = 2;
 /**
- * The sandbox default: 2 accounts × 25 businesses × 31 syncs on PGlite take about 30
- * seconds here (a day's sync about 0.7 s), well inside the two minutes a first look allows.
+ * The sandbox default: 2 accounts × 25 businesses × 31 syncs on PGlite take about 85
+ * seconds of CPU, report included (README.md, "Quick start", says what was measured).
  */
 export const DEMO_BUSINESSES_PER_ACCOUNT = 25;
 
