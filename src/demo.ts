@@ -18,7 +18,7 @@ import { alertsOfRuns } from './alerts/outbox.ts';
 import { createConfiguredApiClient } from './api/client.ts';
 import { addDays, daysBetween } from './calendar-day.ts';
 import { type Config, DEMO_PGLITE_DATA_DIR } from './config/index.ts';
-import { type Logger, redactText } from './log.ts';
+import { type Logger, redactUrl } from './log.ts';
 import { writeReport } from './report/write-report.ts';
 import { startSandbox } from './sandbox/server.ts';
 import { startTerminalBar } from './sync/progress.ts';
@@ -42,8 +42,8 @@ export const DEMO_SCHEMA = 'listings_demo';
 export const DEMO_DAYS = 30;
 export const DEMO_ACCOUNTS = 2;
 /**
- * The sandbox default: 2 accounts × 25 businesses × 31 syncs on PGlite take about 30
- * seconds here (a day's sync about 0.7 s), well inside the two minutes a first look allows.
+ * The sandbox default: 2 accounts × 25 businesses × 31 syncs on PGlite take about 85
+ * seconds of CPU, report included (README.md, "Quick start", says what was measured).
  */
 export const DEMO_BUSINESSES_PER_ACCOUNT = 25;
 
@@ -238,7 +238,7 @@ export async function runDemo(
     ? await openDemoSchema(databaseUrl, schema)
     : await openWarehouse({ pgliteDataDir: dataDir });
   const where = databaseUrl
-    ? `PostgreSQL at ${redactText(databaseUrl)}, schema ${schema}`
+    ? `PostgreSQL at ${redactUrl(databaseUrl)}, schema ${schema}`
     : `embedded PGlite in ${dataDir}`;
   const api = createConfiguredApiClient(config, logger);
   let sandbox: Awaited<ReturnType<typeof startSandbox>> | undefined;
@@ -326,7 +326,7 @@ export async function runDemo(
     out(`Report: ${report.path}  (open it in a browser; it needs no network)`);
     if (databaseUrl) {
       out(
-        `BI: connect to ${redactText(databaseUrl)} and \`set search_path to ${schema}\` ` +
+        `BI: connect to ${redactUrl(databaseUrl)} and \`set search_path to ${schema}\` ` +
           '(views: docs/warehouse.md, "Views"). Run `npm start` again to add the days since.',
       );
     } else {

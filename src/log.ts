@@ -55,7 +55,9 @@ export function redactText(text: string): string {
 
 /**
  * A URL fit to print: scheme, host, port, path and query, with the password (and any
- * userinfo it may hide in) replaced. A URL that does not parse cleanly, or whose path or
+ * userinfo it may hide in) replaced. The one redaction of every URL that reaches output
+ * (`check`, `config`, summaries, errors, the demo's lines); `withoutUserinfo` is what
+ * `accounts.base_url` stores. A URL that does not parse cleanly, or whose path or
  * query still holds an `@` (the sign of a password with an unencoded `/`, `#` or `?`),
  * prints no part of itself.
  */

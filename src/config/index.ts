@@ -14,6 +14,7 @@ export type { Credential } from './credentials.ts';
 export { ConfigError } from './errors.ts';
 export {
   type Config,
+  credentialOrigin,
   DEMO_PGLITE_DATA_DIR,
   type LoadOptions,
   loadConfig,

@@ -175,3 +175,20 @@ export function requireWebhookSecrets(config: Config): readonly string[] {
   }
   return config.webhookSecrets;
 }
+
+/**
+ * Where credential `name` came from, for an error telling the user what to check:
+ * `LISTINGS_AUTH_TOKEN and LISTINGS_USER_EMAIL`, or the credentials file's entry by index
+ * (0-based, as the file's validation errors count) and name. Never a value.
+ */
+export function credentialOrigin(
+  config: Pick<Config, 'credentials' | 'credentialsSource'>,
+  name: string,
+): string {
+  if (config.credentialsSource === 'environment') {
+    return 'LISTINGS_AUTH_TOKEN and LISTINGS_USER_EMAIL';
+  }
+  const index = config.credentials.findIndex((c) => c.name === name);
+  if (config.credentialsSource === 'none' || index < 0) return `credential "${name}"`;
+  return `entry ${index} ("${name}") of ${config.credentialsSource}`;
+}

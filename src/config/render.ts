@@ -3,7 +3,7 @@
  * rows of `listings-sync config` (secrets masked) and the table in docs/operations.md
  * ("Configuration"). The rows are plain strings: the command renders them.
  */
-import { redactText } from '../log.ts';
+import { redactUrl } from '../log.ts';
 import type { Config } from './load.ts';
 import {
   COMMANDS,
@@ -63,7 +63,7 @@ function mask(how: Masking, value: unknown): string {
     case 'url-path':
       return maskedUrl(String(value));
     case 'url-password':
-      return redactText(String(value));
+      return redactUrl(String(value));
   }
 }
 
@@ -111,7 +111,7 @@ export function credentialRows(config: Config): { header: string[]; rows: string
     header: ['credential', 'baseUrl', 'userEmail', 'authToken', 'source'],
     rows: config.credentials.map((c) => [
       c.name,
-      redactText(c.baseUrl),
+      redactUrl(c.baseUrl),
       c.userEmail,
       masked(c.authToken),
       from,

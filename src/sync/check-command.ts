@@ -9,7 +9,7 @@
 import { createApiClient, listCountries } from '../api/index.ts';
 import { renderTable } from '../command/table.ts';
 import { type Config, ConfigError } from '../config/index.ts';
-import { redactText, silentLogger } from '../log.ts';
+import { redactText, redactUrl, silentLogger } from '../log.ts';
 import { pendingMigrations } from '../warehouse/migrate.ts';
 import { openConfiguredWarehouse, resolveWarehouse } from '../warehouse/open.ts';
 
@@ -73,7 +73,7 @@ export async function runChecks(load: () => Config): Promise<CheckRow[]> {
           return {
             check,
             ok: true,
-            detail: `${credential.baseUrl} answers (${countries.records.length} countries)`,
+            detail: `${redactUrl(credential.baseUrl)} answers (${countries.records.length} countries)`,
           };
         } catch (error) {
           return { check, ok: false, detail: redactText((error as Error).message) };

@@ -5,7 +5,7 @@
  * this credential only.
  */
 import pLimit from 'p-limit';
-import type { ApiError } from '../api/errors.ts';
+import { ApiError } from '../api/errors.ts';
 import { listBusinesses } from '../api/index.ts';
 import { readableIdOf } from '../api/schemas.ts';
 import type { BusinessSummary, Credential, ListResult } from '../api/types.ts';
@@ -14,11 +14,28 @@ import { archiveMissingBusinesses, storedBusinessSummaries } from '../warehouse/
 import { describeDatabaseError, timeoutsOf } from '../warehouse/connection.ts';
 import { isWarehouseGone, WarehouseGoneError } from '../warehouse/outage.ts';
 import { isCredentialStop, syncBusiness } from './business.ts';
-import { DEFAULT_BUSINESS_CONCURRENCY } from './options.ts';
+import { DEFAULT_BUSINESS_CONCURRENCY, type SyncOptions } from './options.ts';
 import { pollResponseRequests } from './response-requests.ts';
 import { quarantineRejected, type RunContext } from './run-context.ts';
 import { inShard } from './shard.ts';
 import { type CredentialOutcome, errorText, recordFailure } from './stats.ts';
+
+function isAuthFailure(error: unknown): error is ApiError {
+  return error instanceof ApiError && error.code === 'AUTH_FAILURE';
+}
+
+/**
+ * A refused credential's error: the upstream's refusal, and what to check, the token and
+ * e-mail, named by where they came from (the variables, or the file's entry). Never the token.
+ */
+export function authFailureText(
+  options: Pick<SyncOptions, 'credentialOrigin'>,
+  credential: Credential,
+  error: ApiError,
+): string {
+  const origin = options.credentialOrigin?.(credential.name) ?? `credential "${credential.name}"`;
+  return `${error.message}. Check the auth token and user e-mail of ${origin}.`;
+}
 
 export async function syncCredential(
   context: RunContext,
@@ -38,7 +55,12 @@ export async function syncCredential(
     listed = await context.inFlight.track(listBusinesses(options.api, credential, context.call));
   } catch (error) {
     accountLog.error({ err: error }, 'credential failed: could not list its businesses');
-    return { name: credential.name, status: 'failed', businesses: 0, error: errorText(error) };
+    return {
+      name: credential.name,
+      status: 'failed',
+      businesses: 0,
+      error: isAuthFailure(error) ? authFailureText(options, credential, error) : errorText(error),
+    };
   }
   await context.writeReferenceOnce(credential);
 
@@ -127,7 +149,7 @@ export async function syncCredential(
       name: credential.name,
       status: 'failed',
       businesses: mine.length,
-      error: stopped.message,
+      error: authFailureText(options, credential, stopped),
     };
   }
   if (stopped) {

@@ -2,7 +2,7 @@
 import type { AlertRules } from '../alerts/rules.ts';
 import type { ApiClient } from '../api/index.ts';
 import type { Credential } from '../api/types.ts';
-import { type Config, DEFAULTS } from '../config/index.ts';
+import { type Config, credentialOrigin, DEFAULTS } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
 import type { Ticker } from './in-flight.ts';
@@ -90,13 +90,18 @@ export interface SyncOptions {
   /** Prune raw zone reads older than this many days when the run ends (RAW_RETENTION_DAYS). */
   rawRetentionDays?: number;
   onProgress?: (progress: SyncProgress) => void;
+  /**
+   * Where a credential came from (`credentialOrigin` in src/config/load.ts): a credential
+   * whose token is refused names it, so the user knows what to fix.
+   */
+  credentialOrigin?: (name: string) => string;
 }
 
 /** The options a run takes from the configuration; every caller of runSync starts from them. */
 export type ConfiguredSyncOptions = Required<
   Pick<SyncOptions, 'alertRules' | 'businessConcurrency' | 'overallBusinessConcurrency'>
 > &
-  Pick<SyncOptions, 'rawRetentionDays'>;
+  Pick<SyncOptions, 'rawRetentionDays' | 'credentialOrigin'>;
 
 /**
  * The configuration's part of a run: the alert rules, and the business limits from
@@ -108,6 +113,7 @@ export function syncOptionsFromConfig(config: Config): ConfiguredSyncOptions {
     alertRules: config.alertRules,
     businessConcurrency: config.syncAccountConcurrency,
     overallBusinessConcurrency: config.syncConcurrency,
+    credentialOrigin: (name) => credentialOrigin(config, name),
     // 0 keeps every read.
     ...(config.rawRetentionDays ? { rawRetentionDays: config.rawRetentionDays } : {}),
   };

@@ -17,7 +17,7 @@ export function renderSyncSummary(result: SyncResult, context: SummaryContext): 
   const parts: string[] = [];
   parts.push(
     `Sync ${result.status} in ${stats.seconds}s (run ${result.runId}) into ${context.warehouse}: ` +
-      `${stats.businesses.synced} of ${stats.businesses.inShard} businesses synced, ` +
+      `${businessesLine(stats)}, ` +
       (stats.duplicates ? `${stats.duplicates} duplicate record(s) collapsed, ` : '') +
       `${stats.requests} requests, ${stats.retries} retries, ` +
       `${stats.quarantined} quarantined, ${stats.alerts} alerts.`,
@@ -51,6 +51,23 @@ export function renderSyncSummary(result: SyncResult, context: SummaryContext): 
   }
   if (result.error) parts.push(`Problems: ${result.error}`);
   return `${parts.join('\n\n')}\n`;
+}
+
+/**
+ * "12 of 12 businesses synced", or, when a credential failed, whose businesses a refused
+ * list never counted: "12 of 12 businesses of 1 of 2 credentials synced (credential
+ * "east" failed)", never a whole that is not.
+ */
+function businessesLine(stats: SyncResult['stats']): string {
+  const { synced, inShard } = stats.businesses;
+  const failed = stats.credentials.filter((c) => c.status === 'failed');
+  if (failed.length === 0) return `${synced} of ${inShard} businesses synced`;
+  const total = stats.credentials.length;
+  const names = failed.map((c) => `"${c.name}"`).join(', ');
+  return (
+    `${synced} of ${inShard} businesses of ${total - failed.length} of ${total} credentials synced ` +
+    `(credential${failed.length === 1 ? '' : 's'} ${names} failed)`
+  );
 }
 
 /** The failures of a run as a table, with a line for what was not listed and for quarantine. */

@@ -1,0 +1,523 @@
+/**
+ * Every fenced command line of README.md and docs/*.md, accounted for: each is walked
+ * (run in-process through `main(argv, io)`, here or in test/first-hour/readme.test.ts),
+ * or listed as skipped with the reason. The inventory is asserted whole, so a new line
+ * cannot slip in unwalked and unlisted.
+ *
+ * Substitutions, kept few and explicit: `npx listings-sync` and `node src/cli/main.ts`
+ * run `main(argv, io)` in this process, in the walk's directory and with only the line's
+ * environment; the sandbox listens on a free port instead of 4010, and curl is pointed at
+ * it. The lines of docs/operations.md that act on a configured account run against the
+ * sandbox, with its credentials renamed as the docs name them (`agency-east`,
+ * `agency-west`) in the file LISTINGS_CREDENTIALS_FILE names.
+ */
+import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { openWarehouse } from '../../src/warehouse/connection.ts';
+import { type Running, runCli, startCli } from '../helpers/cli.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const DOCS = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => `docs/${f}`),
+];
+
+interface DocLine {
+  file: string;
+  /** The fenced block's first line number in the file. */
+  block: number;
+  text: string;
+}
+
+/**
+ * The command lines of `file`: every line of a ```sh/bash/shell block (continuations
+ * joined, comments and blank lines left out), and the `$ ` lines of any other block.
+ */
+function commandLines(file: string): DocLine[] {
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  const out: DocLine[] = [];
+  for (const match of text.matchAll(/^```([\w-]*)\n([\s\S]*?)^```/gm)) {
+    const lang = match[1] ?? '';
+    const block = text.slice(0, match.index).split('\n').length;
+    const body = (match[2] ?? '').replace(/\\\n\s*/g, '');
+    for (const raw of body.split('\n')) {
+      const line = raw.trim();
+      if (['sh', 'bash', 'shell'].includes(lang)) {
+        if (line && !line.startsWith('#')) out.push({ file, block, text: line });
+      } else if (line.startsWith('$ ')) {
+        out.push({ file, block, text: line.slice(2) });
+      }
+    }
+  }
+  return out;
+}
+
+/** Split a command line as sh would (quotes, `#` comments), for the docs' simple lines. */
+function shellWords(line: string): string[] {
+  const words: string[] = [];
+  let word = '';
+  let quote: '"' | "'" | null = null;
+  let started = false;
+  for (const ch of line) {
+    if (quote) {
+      if (ch === quote) quote = null;
+      else word += ch;
+    } else if (ch === '"' || ch === "'") {
+      quote = ch;
+      started = true;
+    } else if (/\s/.test(ch)) {
+      if (started) words.push(word);
+      word = '';
+      started = false;
+    } else if (ch === '#' && !started) {
+      break;
+    } else {
+      word += ch;
+      started = true;
+    }
+  }
+  if (started) words.push(word);
+  return words;
+}
+
+/** `A=1 npx listings-sync sync` or `node src/cli/main.ts sync` → environment and arguments. */
+function parseCliLine(line: string): { env: Record<string, string>; args: string[] } | null {
+  const words = shellWords(line);
+  const env: Record<string, string> = {};
+  while (words[0] && /^[A-Z_]+=/.test(words[0])) {
+    const [name, ...value] = (words.shift() as string).split('=');
+    env[name as string] = value.join('=');
+  }
+  if (words[0] === 'npx' && words[1] === 'listings-sync') return { env, args: words.slice(2) };
+  if (words[0] === 'node' && words[1] === 'src/cli/main.ts') return { env, args: words.slice(2) };
+  return null;
+}
+
+const README_WALK = 'walked: test/first-hour/readme.test.ts';
+const WALKED = 'walked here';
+const REAL_ACCOUNT = 'skipped: a real account and warehouse (values to fill in)';
+const DOCKER = 'skipped: docker (the image: test/k8s renders what it deploys)';
+const KUBECTL = 'skipped: kubectl against a cluster (test/k8s renders and validates k8s/)';
+const PLACEHOLDER = 'skipped: ids to fill in (…), from a real review and request';
+const BENCH = 'skipped: the benchmark, minutes of CPU (bench/ runs it)';
+const SUITE = 'skipped: the test suite itself';
+const QUICK_START = 'walked: test/first-hour/readme.test.ts (npm start is the demo: test/demo)';
+const SECRETS_ENV = 'skipped: the contents of overlays/prod/secrets.env (test/k8s reads them)';
+const SERVE = 'skipped: a secret to fill in (…); test/e2e/serve-signal.test.ts runs serve';
+const BACKGROUND =
+  'skipped: job control (&, kill %1) in a real shell: test/e2e/long-running-commands.test.ts';
+
+/** Every command line of the docs, in order, and what becomes of it. */
+const INVENTORY: [file: string, line: string, verdict: string][] = [
+  [
+    'README.md',
+    'npm ci && npm start        # the whole product on this machine, nothing to configure',
+    QUICK_START,
+  ],
+  [
+    'README.md',
+    "npx listings-sync report   # the report again, from the demo's warehouse (or yours, below)",
+    README_WALK,
+  ],
+  [
+    'README.md',
+    'export DATABASE_URL=postgres://user:password@host:5432/warehouse   # unset: embedded PGlite in ./.data/pglite',
+    REAL_ACCOUNT,
+  ],
+  [
+    'README.md',
+    'export LISTINGS_BASE_URL=https://listings.example.com               # everything before /api/v2',
+    REAL_ACCOUNT,
+  ],
+  ['README.md', 'export LISTINGS_AUTH_TOKEN=…  LISTINGS_USER_EMAIL=you@example.com', REAL_ACCOUNT],
+  ['README.md', 'npx listings-sync migrate', REAL_ACCOUNT],
+  ['README.md', 'npx listings-sync sync', REAL_ACCOUNT],
+  [
+    'README.md',
+    'npx listings-sync report --out report.html   # [--business ID] [--days 90]',
+    REAL_ACCOUNT,
+  ],
+  [
+    'README.md',
+    'node src/cli/main.ts sandbox --seed 7 --port 4010 --credentials-out credentials.json',
+    README_WALK,
+  ],
+  [
+    'README.md',
+    'LISTINGS_CREDENTIALS_FILE=credentials.json npx listings-sync migrate',
+    README_WALK,
+  ],
+  [
+    'README.md',
+    'LISTINGS_CREDENTIALS_FILE=credentials.json npx listings-sync check     # credentials, warehouse',
+    README_WALK,
+  ],
+  ['README.md', 'LISTINGS_CREDENTIALS_FILE=credentials.json npx listings-sync sync', README_WALK],
+  [
+    'README.md',
+    "curl -X POST localhost:4010/__sandbox/clock/advance -H 'content-type: application/json' -d '{\"days\":1}'",
+    README_WALK,
+  ],
+  [
+    'README.md',
+    "LISTINGS_CREDENTIALS_FILE=credentials.json npx listings-sync sync     # the sandbox's next day",
+    README_WALK,
+  ],
+  ['README.md', 'npx listings-sync runs', README_WALK],
+  ['docs/deploy.md', 'docker build -t registry.example.com/listings-sync:0.1.0 .', DOCKER],
+  ['docs/deploy.md', 'docker push registry.example.com/listings-sync:0.1.0', DOCKER],
+  [
+    'docs/deploy.md',
+    'docker buildx imagetools inspect node:24-slim     # Digest: sha256:…',
+    DOCKER,
+  ],
+  [
+    'docs/deploy.md',
+    'docker build --build-arg NODE_IMAGE=node:24-slim@sha256:<digest> -t registry.example.com/listings-sync:0.1.0 .',
+    DOCKER,
+  ],
+  ['docs/deploy.md', 'DATABASE_URL=postgres://USER:PASSWORD@HOST:5432/listings', SECRETS_ENV],
+  ['docs/deploy.md', 'WEBHOOK_SECRET=REPLACE_ME', SECRETS_ENV],
+  ['docs/deploy.md', 'ALERT_WEBHOOK_URL=https://alerts.example.com/listings', SECRETS_ENV],
+  ['docs/deploy.md', 'ALERT_WEBHOOK_SECRET=REPLACE_ME', SECRETS_ENV],
+  [
+    'docs/deploy.md',
+    'ALERT_SLACK_WEBHOOK_URL=https://hooks.slack.com/services/REPLACE_ME',
+    SECRETS_ENV,
+  ],
+  ['docs/deploy.md', 'kubectl apply -k overlays/prod', KUBECTL],
+  ['docs/deploy.md', 'kubectl -n listings get pods -w', KUBECTL],
+  [
+    'docs/deploy.md',
+    'kubectl -n listings create job --from=cronjob/listings-sync-nightly listings-sync-now',
+    KUBECTL,
+  ],
+  ['docs/deploy.md', 'kubectl -n listings logs -f job/listings-sync-now -c sync', KUBECTL],
+  [
+    'docs/deploy.md',
+    'kubectl -n listings delete job listings-sync-migrate --ignore-not-found',
+    KUBECTL,
+  ],
+  [
+    'docs/deploy.md',
+    'kubectl apply -k overlays/prod -l app.kubernetes.io/component=migrate',
+    KUBECTL,
+  ],
+  [
+    'docs/deploy.md',
+    'kubectl -n listings wait --for=condition=complete job/listings-sync-migrate --timeout=15m',
+    KUBECTL,
+  ],
+  ['docs/deploy.md', 'kubectl apply -k overlays/prod', KUBECTL],
+  ['docs/deploy.md', 'kubectl -n listings rollout status deployment/listings-sync-serve', KUBECTL],
+  ['docs/operations.md', 'npx listings-sync api businesses get 99 --account agency-east', WALKED],
+  [
+    'docs/operations.md',
+    'npx listings-sync keywords apply --file keywords.json --account agency-east --dry-run   # the plan only',
+    WALKED,
+  ],
+  [
+    'docs/operations.md',
+    'npx listings-sync keywords apply --file keywords.json --account agency-east',
+    WALKED,
+  ],
+  [
+    'docs/operations.md',
+    'npx listings-sync api reviews respond 10000003 9b2c…-uuid --content "Thank you, Ana!" --account agency-east',
+    PLACEHOLDER,
+  ],
+  [
+    'docs/operations.md',
+    'echo \'{"content": "Thank you!"}\' | npx listings-sync api reviews respond 10000003 9b2c… --file - --account agency-east',
+    PLACEHOLDER,
+  ],
+  [
+    'docs/operations.md',
+    'npx listings-sync api reviews response-status 1042 --account agency-east   # status now, and its history',
+    PLACEHOLDER,
+  ],
+  [
+    'docs/operations.md',
+    'node src/cli/main.ts sandbox --seed 7 --port 4010 --credentials-out credentials.json',
+    WALKED,
+  ],
+  [
+    'docs/operations.md',
+    'LISTINGS_CREDENTIALS_FILE=credentials.json npx listings-sync migrate',
+    WALKED,
+  ],
+  [
+    'docs/operations.md',
+    'LISTINGS_CREDENTIALS_FILE=credentials.json npx listings-sync sync',
+    WALKED,
+  ],
+  [
+    'docs/operations.md',
+    "curl -X POST localhost:4010/__sandbox/clock/advance -H 'content-type: application/json' -d '{\"days\":1}'",
+    WALKED,
+  ],
+  [
+    'docs/operations.md',
+    'LISTINGS_CREDENTIALS_FILE=credentials.json npx listings-sync sync   # history and alerts',
+    WALKED,
+  ],
+  [
+    'docs/operations.md',
+    'npx listings-sync migrate                  # once per release (a k8s Job or init container)',
+    SERVE,
+  ],
+  [
+    'docs/operations.md',
+    'WEBHOOK_SECRET=… LISTINGS_CREDENTIALS_FILE=credentials.json node src/cli/main.ts serve',
+    SERVE,
+  ],
+  [
+    'docs/operations.md',
+    'node src/cli/main.ts sandbox --port 4010 --credentials-out /tmp/creds.json &',
+    BACKGROUND,
+  ],
+  [
+    'docs/operations.md',
+    'WEBHOOK_SECRET=s1 LISTINGS_CREDENTIALS_FILE=/tmp/creds.json PORT=8080 node src/cli/main.ts serve &',
+    BACKGROUND,
+  ],
+  [
+    'docs/operations.md',
+    'curl -s -X POST -H \'content-type: application/json\' -d \'{"url":"http://127.0.0.1:8080/webhooks","secret":"s1","count":3}\' http://127.0.0.1:4010/__sandbox/webhooks/emit',
+    BACKGROUND,
+  ],
+  ['docs/operations.md', 'curl -s http://127.0.0.1:8080/readyz', BACKGROUND],
+  ['docs/operations.md', 'curl -s http://127.0.0.1:8080/metrics | grep listings_sync_', BACKGROUND],
+  [
+    'docs/operations.md',
+    'kill -TERM %2 %1   # serve, then the sandbox: each closes its port and exits 0',
+    BACKGROUND,
+  ],
+  [
+    'docs/operations.md',
+    'npm run bench -- --small                # 1,000 businesses: the figures below (minutes on a busy machine)',
+    BENCH,
+  ],
+  [
+    'docs/operations.md',
+    'npm run bench                           # also 10,000 businesses (peak RSS)',
+    BENCH,
+  ],
+  [
+    'docs/operations.md',
+    'npm run bench -- --small --sync-only    # the sync alone, e.g. to try V8 flags:',
+    BENCH,
+  ],
+  [
+    'docs/operations.md',
+    "BENCH_NODE_FLAGS='--max-semi-space-size=8' npm run bench -- --small --sync-only",
+    BENCH,
+  ],
+  [
+    'docs/operations.md',
+    'BENCH_DATABASE_URL=postgres://… npm run bench   # default: postgres://postgres@127.0.0.1:5432/postgres',
+    BENCH,
+  ],
+  [
+    'docs/operations.md',
+    'npm test                      # everything, on PGlite (and PostgreSQL when TEST_DATABASE_URL is set)',
+    SUITE,
+  ],
+  [
+    'docs/operations.md',
+    'npm run test:unit             # unit suites only: no database, sandbox or child process, seconds',
+    SUITE,
+  ],
+  [
+    'docs/operations.md',
+    'npm run test:integration      # the rest but test/e2e: commands run in-process, main(argv, io)',
+    SUITE,
+  ],
+  [
+    'docs/operations.md',
+    'npm run test:e2e              # real processes, where a process is the point: signals, kill -9, exit codes',
+    SUITE,
+  ],
+  [
+    'docs/operations.md',
+    'npx vitest run test/sync/sync.test.ts -t "writes no row"   # one test alone',
+    SUITE,
+  ],
+  [
+    'docs/operations.md',
+    'npx vitest run --sequence.shuffle                           # any order',
+    SUITE,
+  ],
+  [
+    'docs/operations.md',
+    'TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm test   # both backends',
+    SUITE,
+  ],
+  [
+    'docs/operations.md',
+    'npm run bench:warehouse                                   # 1,000 businesses, 365 nights',
+    BENCH,
+  ],
+  ['docs/operations.md', 'npm run bench:warehouse -- --businesses 300 --days 365 [--keep]', BENCH],
+  [
+    'docs/operations.md',
+    'BENCH_DATABASE_URL=postgres://… npm run bench:warehouse   # default: postgres://postgres@127.0.0.1:5432/postgres',
+    BENCH,
+  ],
+];
+
+describe('the command lines of README.md and docs/', () => {
+  it('are each walked or skipped for a stated reason, and the list is complete', () => {
+    const found = DOCS.flatMap(commandLines).map((l) => `${l.file}: ${l.text}`);
+    expect(found).toEqual(INVENTORY.map(([file, line]) => `${file}: ${line}`));
+  });
+
+  it('name the credential wherever a command acts on one account (the sandbox writes two)', () => {
+    const oneAccount = DOCS.flatMap(commandLines).filter((l) =>
+      /listings-sync (api|keywords) /.test(l.text),
+    );
+    expect(oneAccount.length).toBeGreaterThan(0);
+    for (const line of oneAccount) expect(line.text, line.file).toMatch(/--account \S/);
+  });
+
+  it('start no long-running command under npx (it does not pass SIGTERM on)', () => {
+    for (const line of DOCS.flatMap(commandLines)) {
+      expect(line.text).not.toMatch(/npx listings-sync (serve|sandbox)\b/);
+    }
+  });
+});
+
+/** The walked lines of `file`, as written, in order. */
+function walkedLines(file: string): string[] {
+  return INVENTORY.filter(([f, , verdict]) => f === file && verdict === WALKED).map(
+    ([, line]) => line,
+  );
+}
+
+/** A line of the sandbox tutorial: the sandbox, migrate, sync, or the curl between. */
+function inTutorial(line: string): boolean {
+  const command = parseCliLine(line)?.args[0] ?? '';
+  return line.startsWith('curl ') || ['sandbox', 'migrate', 'sync'].includes(command);
+}
+
+describe('docs/operations.md: the lines that act on a configured account', () => {
+  let dir: string;
+  let sandbox: RunningSandbox;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'docs-walk-account-'));
+    sandbox = await startSandbox({ seed: 7, accounts: 2, businessesPerAccount: 3, port: 0 });
+    const names = ['agency-east', 'agency-west'];
+    const credentials = sandbox.credentials.map((c, i) => ({ ...c, name: names[i] }));
+    await writeFile(join(dir, 'credentials.json'), JSON.stringify(credentials));
+    // The file the section shows, as written.
+    const doc = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('### Keywords as code'));
+    const json = /```json\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
+    await writeFile(join(dir, 'keywords.json'), json);
+    env = { LISTINGS_CREDENTIALS_FILE: 'credentials.json' };
+    expect((await runCli(['migrate'], env, { cwd: dir })).code).toBe(0);
+  });
+  afterAll(async () => {
+    await sandbox?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('each runs as written: the error shown is the one printed, the keywords plan then apply', async () => {
+    const lines = walkedLines('docs/operations.md').filter((l) => !inTutorial(l));
+    expect(lines).toHaveLength(3);
+    const doc = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+    const results: { line: string; code: number | null; out: string }[] = [];
+    for (const line of lines) {
+      const parsed = parseCliLine(line);
+      expect(parsed, line).not.toBeNull();
+      const run = await runCli(parsed?.args ?? [], { ...env, ...parsed?.env }, { cwd: dir });
+      results.push({ line, code: run.code, out: run.stdout + run.stderr });
+    }
+    // `api businesses get 99`: what the docs show under it, exit 1.
+    const shown = doc.split(`$ ${lines[0]}\n`)[1]?.split('\n')[0];
+    expect(results[0]?.code).toBe(1);
+    expect(results[0]?.out.trim()).toBe(shown);
+    // The dry run plans, the apply applies: exit 0, and neither asks for --account.
+    for (const result of results.slice(1)) {
+      expect({ line: result.line, code: result.code }).toEqual({ line: result.line, code: 0 });
+      expect(result.out).not.toContain('--account NAME');
+    }
+    expect(results[1]?.out).toMatch(/\+ plumber austin/);
+    const again = await runCli(parseCliLine(lines[1] ?? '')?.args ?? [], env, { cwd: dir });
+    expect(again.code).toBe(0);
+    expect(again.stdout).not.toMatch(/\+ plumber austin/);
+  }, 90_000);
+});
+
+describe('docs/operations.md: the sandbox tutorial, line by line', () => {
+  let dir: string;
+  let sandbox: Running | undefined;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'docs-walk-sandbox-'));
+  });
+  afterAll(async () => {
+    sandbox?.stop('SIGTERM');
+    await sandbox?.done;
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('every line exits 0, and the sync after clock/advance records the next day', async () => {
+    const lines = walkedLines('docs/operations.md').filter((l) => inTutorial(l));
+    let origin = '';
+    const ran: string[] = [];
+    for (const line of lines) {
+      if (line.startsWith('curl ')) {
+        const words = shellWords(line.replaceAll('localhost:4010', origin.replace('http://', '')));
+        const { stdout } = await promisify(execFile)(words[0] as string, words.slice(1), {
+          cwd: dir,
+        });
+        expect(JSON.parse(stdout)).toHaveProperty('date');
+        ran.push('curl');
+        continue;
+      }
+      const parsed = parseCliLine(line);
+      expect(parsed, line).not.toBeNull();
+      const { env, args } = parsed as { env: Record<string, string>; args: string[] };
+      if (args[0] === 'sandbox') {
+        const port = args.indexOf('--port');
+        if (port >= 0) args[port + 1] = '0';
+        sandbox = startCli(args, env, { cwd: dir });
+        await sandbox.waitForStdout(/Serving;/);
+        origin = /base URL: (http:\/\/\S+)/.exec(sandbox.stdout())?.[1] ?? '';
+        expect(origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+        expect(JSON.parse(await readFile(join(dir, 'credentials.json'), 'utf8'))).toHaveLength(2);
+        ran.push('sandbox');
+        continue;
+      }
+      const run = await runCli(args, env, { cwd: dir });
+      expect({
+        line,
+        code: run.code,
+        output: run.code === 0 ? '' : run.stdout + run.stderr,
+      }).toEqual({ line, code: 0, output: '' });
+      ran.push(args[0] as string);
+    }
+    expect(ran).toEqual(['sandbox', 'migrate', 'sync', 'curl', 'sync']);
+    const warehouse = await openWarehouse({ pgliteDataDir: join(dir, '.data/pglite') });
+    try {
+      const days = await sql<{ day: string }>`
+        select distinct observed_on as day from rank_observations order by 1`.execute(warehouse.db);
+      expect(days.rows.map((r) => r.day)).toEqual(['2026-01-01', '2026-01-02']);
+    } finally {
+      await warehouse.close();
+    }
+  }, 90_000);
+});
