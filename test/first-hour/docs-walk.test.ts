@@ -4,7 +4,7 @@
  * or listed as skipped with the reason. The inventory is asserted whole, so a new line
  * cannot slip in unwalked and unlisted.
  *
- * Substitutions, kept few and explicit: `npx listings-sync` and `node src/cli/main.ts`
+ * Substitutions, kept few and explicit: `npx listings-sync` and `node_modules/.bin/node src/cli/main.ts`
  * run `main(argv, io)` in this process, in the walk's directory and with only the line's
  * environment; the sandbox listens on a free port instead of 4010, and curl is pointed at
  * it. The lines of docs/operations.md that act on a configured account run against the
@@ -90,7 +90,7 @@ function shellWords(line: string): string[] {
   return words;
 }
 
-/** `A=1 npx listings-sync sync` or `node src/cli/main.ts sync` → environment and arguments. */
+/** `A=1 npx listings-sync sync` or `node_modules/.bin/node src/cli/main.ts sync` → environment and arguments. */
 function parseCliLine(line: string): { env: Record<string, string>; args: string[] } | null {
   const words = shellWords(line);
   const env: Record<string, string> = {};
@@ -99,7 +99,9 @@ function parseCliLine(line: string): { env: Record<string, string>; args: string
     env[name as string] = value.join('=');
   }
   if (words[0] === 'npx' && words[1] === 'listings-sync') return { env, args: words.slice(2) };
-  if (words[0] === 'node' && words[1] === 'src/cli/main.ts') return { env, args: words.slice(2) };
+  if (words[0] === 'node_modules/.bin/node' && words[1] === 'src/cli/main.ts') {
+    return { env, args: words.slice(2) };
+  }
   return null;
 }
 
@@ -149,7 +151,7 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ],
   [
     'README.md',
-    'node src/cli/main.ts sandbox --seed 7 --port 4010 --credentials-out credentials.json',
+    'node_modules/.bin/node src/cli/main.ts sandbox --seed 7 --port 4010 --credentials-out credentials.json',
     README_WALK,
   ],
   [
@@ -248,7 +250,7 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ],
   [
     'docs/operations.md',
-    'node src/cli/main.ts sandbox --seed 7 --port 4010 --credentials-out credentials.json',
+    'node_modules/.bin/node src/cli/main.ts sandbox --seed 7 --port 4010 --credentials-out credentials.json',
     WALKED,
   ],
   [
@@ -278,17 +280,17 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ],
   [
     'docs/operations.md',
-    'WEBHOOK_SECRET=… LISTINGS_CREDENTIALS_FILE=credentials.json node src/cli/main.ts serve',
+    'WEBHOOK_SECRET=… LISTINGS_CREDENTIALS_FILE=credentials.json node_modules/.bin/node src/cli/main.ts serve',
     SERVE,
   ],
   [
     'docs/operations.md',
-    'node src/cli/main.ts sandbox --port 4010 --credentials-out /tmp/creds.json &',
+    'node_modules/.bin/node src/cli/main.ts sandbox --port 4010 --credentials-out /tmp/creds.json &',
     BACKGROUND,
   ],
   [
     'docs/operations.md',
-    'WEBHOOK_SECRET=s1 LISTINGS_CREDENTIALS_FILE=/tmp/creds.json PORT=8080 node src/cli/main.ts serve &',
+    'WEBHOOK_SECRET=s1 LISTINGS_CREDENTIALS_FILE=/tmp/creds.json PORT=8080 node_modules/.bin/node src/cli/main.ts serve &',
     BACKGROUND,
   ],
   [

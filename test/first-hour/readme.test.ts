@@ -4,7 +4,7 @@
  * second sync after `clock/advance` adds a day), and every command of the command table
  * answers `--help` with its usage and the environment variables it reads.
  *
- * Substitutions, kept few and explicit: `npx listings-sync` (and `node src/cli/main.ts`) runs `main(argv, io)` of
+ * Substitutions, kept few and explicit: `npx listings-sync` (and `node_modules/.bin/node src/cli/main.ts`) runs `main(argv, io)` of
  * src/cli/main.ts in this process, in the line's directory and with only the line's
  * environment; the sandbox listens on a free port instead of 4010 (tests run side by
  * side), and the curl line is pointed at it.
@@ -59,7 +59,7 @@ function shellWords(line: string): string[] {
   return words;
 }
 
-/** `A=1 B=2 npx listings-sync sync` (or `node src/cli/main.ts …`) → environment and CLI arguments. */
+/** `A=1 B=2 npx listings-sync sync` (or `node_modules/.bin/node src/cli/main.ts …`) → environment and CLI arguments. */
 function parseCliLine(line: string): { env: Record<string, string>; args: string[] } | null {
   const words = shellWords(line);
   const env: Record<string, string> = {};
@@ -69,7 +69,7 @@ function parseCliLine(line: string): { env: Record<string, string>; args: string
   }
   // Long-running commands are documented under `node` itself (npx does not pass SIGTERM on).
   const npx = words[0] === 'npx' && words[1] === 'listings-sync';
-  const node = words[0] === 'node' && words[1] === 'src/cli/main.ts';
+  const node = words[0] === 'node_modules/.bin/node' && words[1] === 'src/cli/main.ts';
   if (!npx && !node) return null;
   return { env, args: words.slice(2) };
 }
@@ -132,7 +132,9 @@ describe('README: the sandbox tutorial, line by line', () => {
   // Six commands in a row, most a PGlite open: on a loaded 2-core machine this one test
   // may take longer than the suite's 30 s.
   it('every line exits 0, and the sync after clock/advance records the next day', async () => {
-    const block = shellBlocks().find((b) => b.includes('node src/cli/main.ts sandbox'));
+    const block = shellBlocks().find((b) =>
+      b.includes('node_modules/.bin/node src/cli/main.ts sandbox'),
+    );
     expect(block).toBeDefined();
     const lines = (block ?? '')
       .split('\n')
