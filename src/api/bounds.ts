@@ -19,6 +19,12 @@ export interface AnswerBounds {
   keywordsPerBusiness: number;
   /** Search sites under one keyword of a rankings answer (LISTINGS_MAX_SITES_PER_KEYWORD). */
   sitesPerKeyword: number;
+  /**
+   * Keyword × site pairs in one rankings answer, what it expands into
+   * (LISTINGS_MAX_RANK_SERIES_PER_BUSINESS): each bound above may hold while their product
+   * does not.
+   */
+  rankSeriesPerBusiness: number;
   /** Reviews, over all sites, in one reviews answer (LISTINGS_MAX_REVIEWS_PER_ANSWER). */
   reviewsPerAnswer: number;
   /** Listings in one listings answer (LISTINGS_MAX_LISTINGS_PER_ANSWER). */
@@ -33,6 +39,7 @@ export interface AnswerBounds {
 export const DEFAULT_ANSWER_BOUNDS: Readonly<AnswerBounds> = Object.freeze({
   keywordsPerBusiness: 2_000,
   sitesPerKeyword: 50,
+  rankSeriesPerBusiness: 10_000,
   reviewsPerAnswer: 20_000,
   listingsPerAnswer: 2_000,
 });
@@ -41,6 +48,7 @@ export const DEFAULT_ANSWER_BOUNDS: Readonly<AnswerBounds> = Object.freeze({
 export const BOUND_SETTINGS: Readonly<Record<keyof AnswerBounds, string>> = Object.freeze({
   keywordsPerBusiness: 'LISTINGS_MAX_KEYWORDS_PER_BUSINESS',
   sitesPerKeyword: 'LISTINGS_MAX_SITES_PER_KEYWORD',
+  rankSeriesPerBusiness: 'LISTINGS_MAX_RANK_SERIES_PER_BUSINESS',
   reviewsPerAnswer: 'LISTINGS_MAX_REVIEWS_PER_ANSWER',
   listingsPerAnswer: 'LISTINGS_MAX_LISTINGS_PER_ANSWER',
 });

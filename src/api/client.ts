@@ -199,6 +199,7 @@ export function createConfiguredApiClient(config: Config, logger: Logger): ApiCl
     bounds: {
       keywordsPerBusiness: config.upstreamMaxKeywordsPerBusiness,
       sitesPerKeyword: config.upstreamMaxSitesPerKeyword,
+      rankSeriesPerBusiness: config.upstreamMaxRankSeriesPerBusiness,
       reviewsPerAnswer: config.upstreamMaxReviewsPerAnswer,
       listingsPerAnswer: config.upstreamMaxListingsPerAnswer,
     },

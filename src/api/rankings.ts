@@ -34,6 +34,16 @@ export function rankingsFromResult(
   checkBound(bounds, 'keywordsPerBusiness', keywords.length, 'keywords', 'rankings', () =>
     keywords.slice(0, SAMPLE_SIZE),
   );
+  // What the answer expands into, counted before it is: sites of the keywords within
+  // their own bound (a keyword over it is refused alone, below).
+  let series = 0;
+  for (const sites of Object.values(byKeyword)) {
+    const siteCount = isPlainObject(sites) ? Object.keys(sites).length : 0;
+    if (siteCount <= bounds.sitesPerKeyword) series += siteCount;
+  }
+  checkBound(bounds, 'rankSeriesPerBusiness', series, 'keyword × site pairs', 'rankings', () =>
+    keywords.slice(0, SAMPLE_SIZE),
+  );
   for (const [keyword, sites] of Object.entries(byKeyword)) {
     const siteCount = isPlainObject(sites) ? Object.keys(sites).length : 0;
     if (siteCount > bounds.sitesPerKeyword) {

@@ -227,6 +227,15 @@ export const SETTINGS = {
     meaning: 'most search sites one keyword of a rankings answer may bring; see "Limits"',
     commands: SYNCS,
   },
+  LISTINGS_MAX_RANK_SERIES_PER_BUSINESS: {
+    // Keywords × sites is what a rankings answer expands into (a series, and an
+    // observation a night, each): 2,000 keywords × 50 sites, each within its own bound,
+    // peaked at 364 MB RSS; 10,000 keeps a sync under its heap (`npm run bench:answer-shape`).
+    ...integer({ default: 10_000, min: 1, max: 1_000_000 }),
+    field: 'upstreamMaxRankSeriesPerBusiness',
+    meaning: 'most keyword × site pairs one rankings answer may bring; see "Limits"',
+    commands: SYNCS,
+  },
   LISTINGS_MAX_REVIEWS_PER_ANSWER: {
     ...integer({ default: 20_000, min: 1, max: 1_000_000 }),
     field: 'upstreamMaxReviewsPerAnswer',

@@ -201,6 +201,29 @@ describe.each([
       expect(atBound.records).toHaveLength(10);
     });
 
+    it('refuses a rankings answer whose keyword × site pairs are past their bound, each within its own', async () => {
+      // 300 keywords × 40 sites: each bound alone holds; the 12,000 series they expand into
+      // do not (2,000 × 50 such once peaked at 364 MB: npm run bench:answer-shape).
+      sb.setFaults({
+        script: [{ kind: 'oversized', operation: 'get_rankings', count: 300, sitesPerKeyword: 40 }],
+      });
+      const validate = vi.spyOn(rankingEntrySchema, 'safeParse');
+      const api = client();
+      const error = await failure(getRankings(api, cred, businessIds[0]!));
+      expect(error.code).toBe('TOO_MANY_RECORDS');
+      expect(error.message).toContain(
+        'the answer has 12000 keyword × site pairs, more than the 10000 allowed by LISTINGS_MAX_RANK_SERIES_PER_BUSINESS',
+      );
+      expect(validate).not.toHaveBeenCalled();
+      // At the bound, the answer is taken.
+      sb.setFaults({
+        script: [{ kind: 'oversized', operation: 'get_rankings', count: 250, sitesPerKeyword: 40 }],
+      });
+      const atBound = await getRankings(api, cred, businessIds[0]!);
+      expect(atBound.rejected).toEqual([]);
+      expect(atBound.records).toHaveLength(10_000);
+    });
+
     it('refuses reviews, listings and keywords past their bounds, and takes them at the bound', async () => {
       const api = client({
         bounds: { reviewsPerAnswer: 20, listingsPerAnswer: 20, keywordsPerBusiness: 20 },
@@ -363,6 +386,7 @@ describe('the settings', () => {
     expect(defaults.upstreamRequestTimeoutMs).toBe(120_000);
     expect(defaults.upstreamMaxKeywordsPerBusiness).toBe(2000);
     expect(defaults.upstreamMaxSitesPerKeyword).toBe(50);
+    expect(defaults.upstreamMaxRankSeriesPerBusiness).toBe(10_000);
     expect(defaults.upstreamMaxReviewsPerAnswer).toBe(20_000);
     expect(defaults.upstreamMaxListingsPerAnswer).toBe(2000);
     const set = loadConfig({
