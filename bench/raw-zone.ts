@@ -32,6 +32,8 @@ export interface RawZoneFigures {
   firstNight: { rawBytes: number; tableBytes: number };
   unchangedNight: { rawBytes: number; shareOfFirst: number };
   month: { rawBytes: number; tableBytes: number; share: number };
+  /** The same three, counted as rows' bytes (no page rounding, no indexes). */
+  rows: { firstRaw: number; unchangedRaw: number; monthRaw: number; monthTables: number };
   replay: { liveSecondsPerNight: number; replaySecondsPerNight: number; speedup: number };
 }
 
@@ -40,6 +42,8 @@ const RAW_TABLES = ['raw_bodies', 'raw_reads'] as const;
 async function relationBytes(warehouse: Warehouse, tables: readonly string[]): Promise<number> {
   let total = 0;
   for (const table of tables) {
+    // Only these tables: a bare VACUUM would walk every schema of a shared database.
+    await sql`vacuum ${sql.table(table)}`.execute(warehouse.db);
     const { rows } = await sql<{ n: number }>`
       select pg_total_relation_size(${table}::regclass)::bigint as n`.execute(warehouse.db);
     total += Number(rows[0]?.n ?? 0);
@@ -47,16 +51,37 @@ async function relationBytes(warehouse: Warehouse, tables: readonly string[]): P
   return total;
 }
 
+/** Logical bytes: the rows' own size (`pg_column_size` of each row), no pages, no indexes. */
+async function rowBytes(warehouse: Warehouse, tables: readonly string[]): Promise<number> {
+  let total = 0;
+  for (const table of tables) {
+    const { rows } = await sql<{ n: number }>`
+      select coalesce(sum(pg_column_size(t.*)), 0)::bigint as n from ${sql.table(table)} t`.execute(
+      warehouse.db,
+    );
+    total += Number(rows[0]?.n ?? 0);
+  }
+  return total;
+}
+
+const WAREHOUSE_TABLES = CONTRACT_TABLES.filter((t) => t !== 'sync_runs');
+
+interface Sizes {
+  /** Counted as stored: pages, indexes and TOAST, after a VACUUM of each table. */
+  raw: number;
+  tables: number;
+  /** Counted as rows: `pg_column_size` of each row (compressed bodies as stored). */
+  rawRows: number;
+  tableRows: number;
+}
+
 /** Raw zone bytes and warehouse table bytes now. */
-async function sizes(warehouse: Warehouse): Promise<{ raw: number; tables: number }> {
-  // Counted as stored: pages, indexes and TOAST (vacuum first, so dead rows do not count).
-  await sql`vacuum`.execute(warehouse.db);
+async function sizes(warehouse: Warehouse): Promise<Sizes> {
   return {
     raw: await relationBytes(warehouse, RAW_TABLES),
-    tables: await relationBytes(
-      warehouse,
-      CONTRACT_TABLES.filter((t) => t !== 'sync_runs'),
-    ),
+    tables: await relationBytes(warehouse, WAREHOUSE_TABLES),
+    rawRows: await rowBytes(warehouse, RAW_TABLES),
+    tableRows: await rowBytes(warehouse, WAREHOUSE_TABLES),
   };
 }
 
@@ -129,6 +154,12 @@ export async function runRawZoneBench(
         tableBytes: month.tables - empty.tables,
         share: (month.raw - empty.raw) / (month.tables - empty.tables),
       },
+      rows: {
+        firstRaw: first.rawRows - empty.rawRows,
+        unchangedRaw: unchanged.rawRows - first.rawRows,
+        monthRaw: month.rawRows - empty.rawRows,
+        monthTables: month.tableRows - empty.tableRows,
+      },
       replay: {
         liveSecondsPerNight,
         replaySecondsPerNight,
@@ -154,6 +185,7 @@ export function renderRawZoneFigures(f: RawZoneFigures): string {
     `  first night: raw ${kib(f.firstNight.rawBytes)}, tables grew ${kib(f.firstNight.tableBytes)} (raw = ${pct(f.firstNight.rawBytes / f.firstNight.tableBytes)})`,
     `  unchanged night: raw ${kib(f.unchangedNight.rawBytes)} = ${pct(f.unchangedNight.shareOfFirst)} of the first (target ≤ 5 %)`,
     `  the month: raw ${kib(f.month.rawBytes)}, tables grew ${kib(f.month.tableBytes)}: ${pct(f.month.share)} (target ≤ 25 %)`,
+    `  as rows' bytes (pg_column_size, no pages or indexes): first night raw ${kib(f.rows.firstRaw)}, unchanged ${kib(f.rows.unchangedRaw)} = ${pct(f.rows.unchangedRaw / f.rows.firstRaw)}, the month raw ${kib(f.rows.monthRaw)} of tables' ${kib(f.rows.monthTables)}: ${pct(f.rows.monthRaw / f.rows.monthTables)}`,
     `  replay: ${f.replay.replaySecondsPerNight.toFixed(2)} s a night against ${f.replay.liveSecondsPerNight.toFixed(2)} s live: ${f.replay.speedup.toFixed(1)}× (target ≥ 5×)`,
     '',
   ].join('\n');

@@ -54,6 +54,8 @@ export interface ReplayResult {
   reads: number;
   recovered: number;
   seconds: number;
+  /** Each run the replay made (one per kept run and credential) → the kept run it replayed. */
+  runIds: Map<string, string>;
 }
 
 /** A range or filter the raw zone has nothing for; the message says what it does hold. */
@@ -61,7 +63,7 @@ export class ReplayCoverageError extends Error {
   readonly code = 'RAW_ZONE_GAP';
 }
 
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 /** A status no upstream sends: a request the raw zone has no answer for fails like an outage. */
@@ -116,6 +118,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   const target = await openTarget(warehouse, into, options.databaseUrl);
   let reads = 0;
   let recovered = 0;
+  const runIds = new Map<string, string>();
   try {
     await migrateToLatest(target.db);
     const accounts = await raw
@@ -139,7 +142,9 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
       for (const name of names) {
         const account = accountByName.get(name);
         if (!account) continue;
-        reads += await replayAccountRun(target, raw, run, account, options);
+        const replayed = await replayAccountRun(target, raw, run, account, options);
+        reads += replayed.reads;
+        runIds.set(replayed.runId, run.run_id);
       }
       options.onProgress?.({
         runsDone: index + 1,
@@ -157,10 +162,10 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   }
   const seconds = Math.round((performance.now() - started) / 10) / 100;
   logger.info({ into, runs: runs.length, reads, recovered, seconds }, 'replay finished');
-  return { runs: runs.length, reads, recovered, seconds };
+  return { runs: runs.length, reads, recovered, seconds, runIds };
 }
 
-async function currentSchema(db: Kysely<Database>): Promise<string> {
+export async function currentSchema(db: Kysely<Database>): Promise<string> {
   const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
   const schema = rows[0]?.schema;
   if (!schema) throw new Error('The warehouse has no current schema (check its search_path).');
@@ -266,7 +271,7 @@ async function replayAccountRun(
   run: KeptRun,
   account: { name: string; user_email: string; base_url: string },
   options: ReplayOptions,
-): Promise<number> {
+): Promise<{ reads: number; runId: string }> {
   const rows = await raw
     .selectFrom('raw_reads as r')
     .innerJoin('raw_bodies as b', 'b.body_hash', 'r.body_hash')
@@ -343,8 +348,9 @@ async function replayAccountRun(
         )
       : [...STREAMS]
   ).filter((stream) => stream !== 'reference' || fetchedReference);
+  let runId: string;
   try {
-    await runSync({
+    ({ runId } = await runSync({
       warehouse: target,
       api,
       credentials: [credential],
@@ -359,12 +365,12 @@ async function replayAccountRun(
       ...(run.shard ? { shard: parseShard(run.shard) } : {}),
       ...(options.businessId !== undefined ? { businessIds: [options.businessId] } : {}),
       ...(options.alertRules ? { alertRules: options.alertRules } : {}),
-    });
+    }));
   } finally {
     await api.close();
     await agent.close();
   }
-  return rows.length;
+  return { reads: rows.length, runId };
 }
 
 /**
