@@ -32,6 +32,16 @@ export interface RawZoneFigures {
   firstNight: { rawBytes: number; tableBytes: number };
   unchangedNight: { rawBytes: number; tableBytes: number; shareOfFirst: number };
   month: { rawBytes: number; tableBytes: number; share: number };
+  /** An unchanged night's `raw_reads` rows: how many, and what one costs, column by column. */
+  readRow: {
+    reads: number;
+    businesses: number;
+    rowBytes: number;
+    paramsBytes: number;
+    bodyHashBytes: number;
+    requestBytes: number;
+    indexBytesPerRead: number;
+  };
   /** The same three, counted as rows' bytes (no page rounding, no indexes). */
   rows: { firstRaw: number; unchangedRaw: number; monthRaw: number; monthTables: number };
   replay: { liveSecondsPerNight: number; replaySecondsPerNight: number; speedup: number };
@@ -85,6 +95,41 @@ async function sizes(warehouse: Warehouse): Promise<Sizes> {
   };
 }
 
+/** The latest run's reads (the unchanged night, when called right after it). */
+async function unchangedReadRow(warehouse: Warehouse): Promise<RawZoneFigures['readRow']> {
+  const { rows } = await sql<{
+    reads: number;
+    businesses: number;
+    row_bytes: number;
+    params_bytes: number;
+    hash_bytes: number;
+    request_bytes: number;
+  }>`
+    select count(*)::int as reads, count(distinct business_id)::int as businesses,
+           avg(pg_column_size(r.*))::float8 as row_bytes,
+           avg(pg_column_size(r.params))::float8 as params_bytes,
+           avg(pg_column_size(r.body_hash))::float8 as hash_bytes,
+           avg(pg_column_size(r.request))::float8 as request_bytes
+      from raw_reads r
+     where r.run_id = (select run_id from sync_runs order by started_at desc limit 1)`.execute(
+    warehouse.db,
+  );
+  const { rows: index } = await sql<{ bytes: number; reads: number }>`
+    select (select sum(pg_relation_size(i.indexrelid))::float8 from pg_index i
+             where i.indrelid = 'raw_reads'::regclass) as bytes,
+           (select count(*)::float8 from raw_reads) as reads`.execute(warehouse.db);
+  const r = rows[0]!;
+  return {
+    reads: r.reads,
+    businesses: r.businesses,
+    rowBytes: r.row_bytes,
+    paramsBytes: r.params_bytes,
+    bodyHashBytes: r.hash_bytes,
+    requestBytes: r.request_bytes,
+    indexBytesPerRead: (index[0]?.bytes ?? 0) / Math.max(1, index[0]?.reads ?? 1),
+  };
+}
+
 export async function runRawZoneBench(
   options: { businessesPerAccount?: number; nights?: number; databaseUrl?: string } = {},
 ): Promise<RawZoneFigures> {
@@ -128,6 +173,7 @@ export async function runRawZoneBench(
     const first = await sizes(warehouse);
     liveSeconds += await night();
     const unchanged = await sizes(warehouse);
+    const readRow = await unchangedReadRow(warehouse);
     for (let n = 1; n < nights; n++) {
       sandbox.advanceDays(1);
       liveSeconds += await night();
@@ -158,6 +204,7 @@ export async function runRawZoneBench(
         tableBytes: month.tables - empty.tables,
         share: (month.raw - empty.raw) / (month.tables - empty.tables),
       },
+      readRow,
       rows: {
         firstRaw: first.rawRows - empty.rawRows,
         unchangedRaw: unchanged.rawRows - first.rawRows,
@@ -189,6 +236,7 @@ export function renderRawZoneFigures(f: RawZoneFigures): string {
     `  first night: raw ${kib(f.firstNight.rawBytes)}, tables grew ${kib(f.firstNight.tableBytes)} (raw = ${pct(f.firstNight.rawBytes / f.firstNight.tableBytes)})`,
     `  unchanged night: raw ${kib(f.unchangedNight.rawBytes)} = ${pct(f.unchangedNight.shareOfFirst)} of the first (target ≤ 5 %); tables grew ${kib(f.unchangedNight.tableBytes)}`,
     `  the month: raw ${kib(f.month.rawBytes)}, tables grew ${kib(f.month.tableBytes)}: ${pct(f.month.share)} (target ≤ 25 %)`,
+    `  unchanged night's reads: ${f.readRow.reads} for ${f.readRow.businesses} businesses; a read row ${f.readRow.rowBytes.toFixed(0)} B (params ${f.readRow.paramsBytes.toFixed(0)}, body_hash ${f.readRow.bodyHashBytes.toFixed(0)}, request ${f.readRow.requestBytes.toFixed(0)}) + ${f.readRow.indexBytesPerRead.toFixed(0)} B of indexes`,
     `  as rows' bytes (pg_column_size, no pages or indexes): first night raw ${kib(f.rows.firstRaw)}, unchanged ${kib(f.rows.unchangedRaw)} = ${pct(f.rows.unchangedRaw / f.rows.firstRaw)}, the month raw ${kib(f.rows.monthRaw)} of tables' ${kib(f.rows.monthTables)}: ${pct(f.rows.monthRaw / f.rows.monthTables)}`,
     `  replay: ${f.replay.replaySecondsPerNight.toFixed(2)} s a night against ${f.replay.liveSecondsPerNight.toFixed(2)} s live: ${f.replay.speedup.toFixed(1)}× (target ≥ 5×)`,
     '',

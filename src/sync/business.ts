@@ -84,7 +84,7 @@ export async function syncBusiness(
       throw result.error;
     }
   }
-  const observedAt = context.now(credential);
+  const observedAt = options.businessObservedAt?.(credential, id) ?? context.now(credential);
   // The business's upstream answers, kept in its own transaction (docs/warehouse.md, "Raw zone").
   const kept = context.raw?.takeBusiness(credential.name, id) ?? [];
   const keepReads = (trx: Parameters<typeof writeRawReads>[0]) =>

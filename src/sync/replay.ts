@@ -4,7 +4,9 @@
  * original order, each business at the observation time it was kept with, into a fresh
  * schema of the same database. The sync code is the live one: only its transport is
  * different (an undici mock pool that answers each request with the body kept for it),
- * and its clock (the observation time of the read it served last).
+ * and its clock: each business is written at the observation time its reads were kept with
+ * (so businesses replay side by side, as the live sync runs them), the credential's own
+ * steps at the latest kept read's.
  *
  * Alerts are recomputed into the new schema's `alerts` table and never delivered: no
  * sink runs here. A record quarantined on a night that now loads has its quarantine row
@@ -65,6 +67,9 @@ export class ReplayCoverageError extends Error {
 
 export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** Businesses replayed at once, per credential: the live sync's default. */
+const REPLAY_CONCURRENCY = 8;
 
 /** A status no upstream sends: a request the raw zone has no answer for fails like an outage. */
 const NOT_KEPT_STATUS = 599;
@@ -275,7 +280,15 @@ async function replayAccountRun(
   const rows = await raw
     .selectFrom('raw_reads as r')
     .innerJoin('raw_bodies as b', 'b.body_hash', 'r.body_hash')
-    .select(['r.request', 'r.operation', 'r.status', 'r.observed_at', 'b.encoding', 'b.bytes'])
+    .select([
+      'r.request',
+      'r.operation',
+      'r.status',
+      'r.observed_at',
+      'r.business_id',
+      'b.encoding',
+      'b.bytes',
+    ])
     .where('r.run_id', '=', run.run_id)
     .where('r.account_name', '=', account.name)
     .$if(options.businessId !== undefined, (q) =>
@@ -290,7 +303,11 @@ async function replayAccountRun(
     .execute();
   // Retried reads: the last attempt is the answer the sync went on with.
   const answers = new Map<string, KeptAnswer>();
+  // Each business's own observation time: every read of a business in a run is kept with it.
+  const businessTimes = new Map<number, Date>();
   for (const row of rows) {
+    if (row.business_id !== null)
+      businessTimes.set(Number(row.business_id), new Date(row.observed_at));
     answers.set(row.request, {
       status: row.status,
       text: decompressBody(row.encoding, row.bytes),
@@ -317,7 +334,8 @@ async function replayAccountRun(
       if (!answer) {
         return { statusCode: NOT_KEPT_STATUS, data: 'not in the raw zone' };
       }
-      clock = answer.observedAt;
+      // The credential's clock (archiving, the account's sync time): the latest kept read.
+      if (answer.observedAt > clock) clock = answer.observedAt;
       return {
         statusCode: answer.status,
         data: answer.text,
@@ -358,10 +376,12 @@ async function replayAccountRun(
       trigger: 'replay',
       streams,
       keepRaw: options.keepRaw ?? false,
-      // One business at a time, so the clock is the one the business was kept with.
-      businessConcurrency: 1,
-      overallBusinessConcurrency: 1,
+      // Side by side as the live sync runs them: each business gets the time it was kept
+      // with, whatever the order its answers are served in.
+      businessConcurrency: REPLAY_CONCURRENCY,
+      overallBusinessConcurrency: REPLAY_CONCURRENCY,
       now: () => clock,
+      businessObservedAt: (_credential, businessId) => businessTimes.get(businessId),
       ...(run.shard ? { shard: parseShard(run.shard) } : {}),
       ...(options.businessId !== undefined ? { businessIds: [options.businessId] } : {}),
       ...(options.alertRules ? { alertRules: options.alertRules } : {}),
