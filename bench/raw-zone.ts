@@ -15,6 +15,7 @@
  *
  *   npm run bench:raw                                   # 2 × 50 businesses, 30 nights
  *   npm run bench:raw -- --businesses 20 --nights 10    # quicker
+ *   npm run bench:raw -- --latency 0                    # live nights without network delay
  */
 import { sql } from 'kysely';
 import { createApiClient } from '../src/api/client.ts';
@@ -27,6 +28,8 @@ import { migrateToLatest } from '../src/warehouse/migrate.ts';
 import { CONTRACT_TABLES } from '../src/warehouse/tables.ts';
 
 export interface RawZoneFigures {
+  /** The sandbox's delay per answer in the live nights. */
+  latencyMs: number;
   businesses: number;
   nights: number;
   firstNight: { rawBytes: number; tableBytes: number };
@@ -48,6 +51,12 @@ export interface RawZoneFigures {
 }
 
 const RAW_TABLES = ['raw_bodies', 'raw_reads'] as const;
+
+/**
+ * Each sandbox answer's delay, ms: the network a live night waits on and a replay does
+ * not. The same as `npm run bench`'s sandbox (bench/sync.ts).
+ */
+const LATENCY_MS = 20;
 
 async function relationBytes(warehouse: Warehouse, tables: readonly string[]): Promise<number> {
   let total = 0;
@@ -131,16 +140,23 @@ async function unchangedReadRow(warehouse: Warehouse): Promise<RawZoneFigures['r
 }
 
 export async function runRawZoneBench(
-  options: { businessesPerAccount?: number; nights?: number; databaseUrl?: string } = {},
+  options: {
+    businessesPerAccount?: number;
+    nights?: number;
+    databaseUrl?: string;
+    latencyMs?: number;
+  } = {},
 ): Promise<RawZoneFigures> {
   const businessesPerAccount = options.businessesPerAccount ?? 50;
   const nights = options.nights ?? 30;
+  const latencyMs = options.latencyMs ?? LATENCY_MS;
   const sandbox = await startSandbox({
     seed: 42,
     accounts: 2,
     businessesPerAccount,
     startDate: '2026-01-01',
     port: 0,
+    faults: { latencyMs },
   });
   const schema = `bench_raw_${process.pid}`;
   let warehouse: Warehouse;
@@ -191,6 +207,7 @@ export async function runRawZoneBench(
     const liveSecondsPerNight = liveSeconds / liveNights;
     const replaySecondsPerNight = replayed.seconds / replayed.runs;
     return {
+      latencyMs,
       businesses: 2 * businessesPerAccount,
       nights: liveNights,
       firstNight: { rawBytes: firstRaw, tableBytes: first.tables - empty.tables },
@@ -238,7 +255,7 @@ export function renderRawZoneFigures(f: RawZoneFigures): string {
     `  the month: raw ${kib(f.month.rawBytes)}, tables grew ${kib(f.month.tableBytes)}: ${pct(f.month.share)} (target ≤ 25 %)`,
     `  unchanged night's reads: ${f.readRow.reads} for ${f.readRow.businesses} businesses; a read row ${f.readRow.rowBytes.toFixed(0)} B (params ${f.readRow.paramsBytes.toFixed(0)}, body_hash ${f.readRow.bodyHashBytes.toFixed(0)}, request ${f.readRow.requestBytes.toFixed(0)}) + ${f.readRow.indexBytesPerRead.toFixed(0)} B of indexes`,
     `  as rows' bytes (pg_column_size, no pages or indexes): first night raw ${kib(f.rows.firstRaw)}, unchanged ${kib(f.rows.unchangedRaw)} = ${pct(f.rows.unchangedRaw / f.rows.firstRaw)}, the month raw ${kib(f.rows.monthRaw)} of tables' ${kib(f.rows.monthTables)}: ${pct(f.rows.monthRaw / f.rows.monthTables)}`,
-    `  replay: ${f.replay.replaySecondsPerNight.toFixed(2)} s a night against ${f.replay.liveSecondsPerNight.toFixed(2)} s live: ${f.replay.speedup.toFixed(1)}× (target ≥ 5×)`,
+    `  replay: ${f.replay.replaySecondsPerNight.toFixed(2)} s a night against ${f.replay.liveSecondsPerNight.toFixed(2)} s live (sandbox latency ${f.latencyMs} ms): ${f.replay.speedup.toFixed(1)}× (target ≥ 5×)`,
     '',
   ].join('\n');
 }
@@ -251,10 +268,12 @@ if (import.meta.main) {
   };
   const businesses = value('--businesses');
   const nights = value('--nights');
+  const latencyMs = value('--latency');
   const databaseUrl = process.env['BENCH_DATABASE_URL']?.trim() || undefined;
   const figures = await runRawZoneBench({
     ...(businesses ? { businessesPerAccount: businesses } : {}),
     ...(nights ? { nights } : {}),
+    ...(latencyMs !== undefined ? { latencyMs } : {}),
     ...(databaseUrl ? { databaseUrl } : {}),
   });
   process.stdout.write(renderRawZoneFigures(figures));
