@@ -21,7 +21,10 @@
  *
  * The figures to watch: the sync's total CPU (process + PostgreSQL + sandbox) ÷ the
  * loader's, and wall ÷ wall (target ≤ 1.5), and the sync's peak RSS (target ≤ 256 MB at
- * 10,000 businesses). Nothing here asserts: it prints figures.
+ * 10,000 businesses). Then the raw zone's figures (`bench/raw-zone.ts`, 2 × 50 businesses,
+ * 31 nights in-process): first and unchanged night's raw bytes against the tables' growth,
+ * the month's, and a replay's wall time against the live nights'. Nothing here asserts:
+ * it prints figures.
  *
  *   npm run bench                      # 1,000 and 10,000 businesses
  *   npm run bench -- --small           # 1,000 only
@@ -35,6 +38,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { renderTable } from '../src/command/table.ts';
+import { renderRawZoneFigures, runRawZoneBench } from './raw-zone.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const CLI = join(ROOT, 'src/cli/main.ts');
@@ -435,6 +439,8 @@ try {
   process.stdout.write(`sync node flags: ${SYNC_NODE_FLAGS.join(' ') || '(none)'}\n\n`);
   process.stdout.write(`${await benchSize(url, 1000, dir)}\n`);
   if (!small) process.stdout.write(`${await benchSize(url, 10_000, dir)}\n`);
+  // The raw zone's figures (bench/raw-zone.ts): its bytes against the tables', replay against live.
+  process.stdout.write(renderRawZoneFigures(await runRawZoneBench({ databaseUrl: url })));
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -102,7 +102,7 @@ export async function syncBusiness(
   for (const result of answersOf(answers)) {
     if (!result.ok && isCredentialStop(result.error)) throw result.error;
   }
-  const observedAt = context.now(credential);
+  const observedAt = options.businessObservedAt?.(credential, id) ?? context.now(credential);
   // The business's upstream answers, kept in its own transaction (docs/warehouse.md, "Raw zone").
   const kept = context.raw?.takeBusiness(credential.name, id) ?? [];
   const keepReads = (trx: Parameters<typeof writeRawReads>[0]) =>

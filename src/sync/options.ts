@@ -75,6 +75,12 @@ export interface SyncOptions {
    * src/sync/observation-clock.ts.
    */
   now?: (credential?: Credential) => Date;
+  /**
+   * A business's own observation time, when the caller knows it better than `now`: replay
+   * (src/sync/replay.ts) gives each business the time it was kept with, so businesses can
+   * be replayed side by side. Undefined falls back to `now`.
+   */
+  businessObservedAt?: (credential: Credential, businessId: number) => Date | undefined;
   /** Businesses fetched and written at once, per credential (default 8). */
   businessConcurrency?: number;
   /**

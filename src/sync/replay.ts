@@ -4,7 +4,9 @@
  * original order, each business at the observation time it was kept with, into a fresh
  * schema of the same database. The sync code is the live one: only its transport is
  * different (an undici mock pool that answers each request with the body kept for it),
- * and its clock (the observation time of the read it served last).
+ * and its clock: each business is written at the observation time its reads were kept with
+ * (so businesses replay side by side, as the live sync runs them), the credential's own
+ * steps at the latest kept read's.
  *
  * Alerts are recomputed into the new schema's `alerts` table and never delivered: no
  * sink runs here. A record quarantined on a night that now loads has its quarantine row
@@ -54,6 +56,8 @@ export interface ReplayResult {
   reads: number;
   recovered: number;
   seconds: number;
+  /** Each run the replay made (one per kept run and credential) → the kept run it replayed. */
+  runIds: Map<string, string>;
 }
 
 /** A range or filter the raw zone has nothing for; the message says what it does hold. */
@@ -61,8 +65,11 @@ export class ReplayCoverageError extends Error {
   readonly code = 'RAW_ZONE_GAP';
 }
 
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** Businesses replayed at once, per credential: the live sync's default. */
+const REPLAY_CONCURRENCY = 8;
 
 /** A status no upstream sends: a request the raw zone has no answer for fails like an outage. */
 const NOT_KEPT_STATUS = 599;
@@ -116,6 +123,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   const target = await openTarget(warehouse, into, options.databaseUrl);
   let reads = 0;
   let recovered = 0;
+  const runIds = new Map<string, string>();
   try {
     await migrateToLatest(target.db);
     const accounts = await raw
@@ -139,7 +147,9 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
       for (const name of names) {
         const account = accountByName.get(name);
         if (!account) continue;
-        reads += await replayAccountRun(target, raw, run, account, options);
+        const replayed = await replayAccountRun(target, raw, run, account, options);
+        reads += replayed.reads;
+        runIds.set(replayed.runId, run.run_id);
       }
       options.onProgress?.({
         runsDone: index + 1,
@@ -157,10 +167,10 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   }
   const seconds = Math.round((performance.now() - started) / 10) / 100;
   logger.info({ into, runs: runs.length, reads, recovered, seconds }, 'replay finished');
-  return { runs: runs.length, reads, recovered, seconds };
+  return { runs: runs.length, reads, recovered, seconds, runIds };
 }
 
-async function currentSchema(db: Kysely<Database>): Promise<string> {
+export async function currentSchema(db: Kysely<Database>): Promise<string> {
   const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
   const schema = rows[0]?.schema;
   if (!schema) throw new Error('The warehouse has no current schema (check its search_path).');
@@ -266,11 +276,19 @@ async function replayAccountRun(
   run: KeptRun,
   account: { name: string; user_email: string; base_url: string },
   options: ReplayOptions,
-): Promise<number> {
+): Promise<{ reads: number; runId: string }> {
   const rows = await raw
     .selectFrom('raw_reads as r')
     .innerJoin('raw_bodies as b', 'b.body_hash', 'r.body_hash')
-    .select(['r.request', 'r.operation', 'r.status', 'r.observed_at', 'b.encoding', 'b.bytes'])
+    .select([
+      'r.request',
+      'r.operation',
+      'r.status',
+      'r.observed_at',
+      'r.business_id',
+      'b.encoding',
+      'b.bytes',
+    ])
     .where('r.run_id', '=', run.run_id)
     .where('r.account_name', '=', account.name)
     .$if(options.businessId !== undefined, (q) =>
@@ -285,7 +303,11 @@ async function replayAccountRun(
     .execute();
   // Retried reads: the last attempt is the answer the sync went on with.
   const answers = new Map<string, KeptAnswer>();
+  // Each business's own observation time: every read of a business in a run is kept with it.
+  const businessTimes = new Map<number, Date>();
   for (const row of rows) {
+    if (row.business_id !== null)
+      businessTimes.set(Number(row.business_id), new Date(row.observed_at));
     answers.set(row.request, {
       status: row.status,
       text: decompressBody(row.encoding, row.bytes),
@@ -312,7 +334,8 @@ async function replayAccountRun(
       if (!answer) {
         return { statusCode: NOT_KEPT_STATUS, data: 'not in the raw zone' };
       }
-      clock = answer.observedAt;
+      // The credential's clock (archiving, the account's sync time): the latest kept read.
+      if (answer.observedAt > clock) clock = answer.observedAt;
       return {
         statusCode: answer.status,
         data: answer.text,
@@ -343,8 +366,9 @@ async function replayAccountRun(
         )
       : [...STREAMS]
   ).filter((stream) => stream !== 'reference' || fetchedReference);
+  let runId: string;
   try {
-    await runSync({
+    ({ runId } = await runSync({
       warehouse: target,
       api,
       credentials: [credential],
@@ -352,19 +376,21 @@ async function replayAccountRun(
       trigger: 'replay',
       streams,
       keepRaw: options.keepRaw ?? false,
-      // One business at a time, so the clock is the one the business was kept with.
-      businessConcurrency: 1,
-      overallBusinessConcurrency: 1,
+      // Side by side as the live sync runs them: each business gets the time it was kept
+      // with, whatever the order its answers are served in.
+      businessConcurrency: REPLAY_CONCURRENCY,
+      overallBusinessConcurrency: REPLAY_CONCURRENCY,
       now: () => clock,
+      businessObservedAt: (_credential, businessId) => businessTimes.get(businessId),
       ...(run.shard ? { shard: parseShard(run.shard) } : {}),
       ...(options.businessId !== undefined ? { businessIds: [options.businessId] } : {}),
       ...(options.alertRules ? { alertRules: options.alertRules } : {}),
-    });
+    }));
   } finally {
     await api.close();
     await agent.close();
   }
-  return rows.length;
+  return { reads: rows.length, runId };
 }
 
 /**

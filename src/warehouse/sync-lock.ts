@@ -14,10 +14,10 @@
  * warehouses in different schemas of one database do not exclude each other.
  *
  * PGlite is embedded in this process, so an in-process table of holders is enough (and
- * the data directory's pid lock keeps other processes out). Holding Kysely's one PGlite
+ * the data directory's pid lock keeps other processes out), its keys also per schema. Holding Kysely's one PGlite
  * connection instead would block every other query.
  */
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { poolOf, type Warehouse } from './connection.ts';
 import type { Database } from './database.ts';
 
@@ -105,6 +105,13 @@ export async function tryAcquireSyncLock(
     heldInProcess.set(warehouse.db, table);
   }
   const held = table;
+  // Keyed by the current schema too, as on PostgreSQL: `replay --in-place` holds the live
+  // schema's lock while its runs write a schema beside it on the same connection.
+  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(
+    warehouse.db,
+  );
+  const schema = rows[0]?.schema ?? '';
+  for (const hold of holds) hold.key = `${schema}:${hold.key}`;
   const free = holds.every(({ key, shared }) => {
     const state = held.get(key);
     if (!state) return true;

@@ -120,4 +120,37 @@ describe('raw zone commands (pglite)', () => {
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('Schema "rebuilt" already holds tables');
   });
+
+  it('replay --in-place rebuilds the live schema and keeps the one it replaced', {
+    timeout: 120_000,
+  }, async () => {
+    const both = await runCli(['replay', '--in-place', '--into', 'x', '--from', '2026-05-10'], env);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toBe(
+      'listings-sync: --in-place rebuilds the whole live schema and takes no --into, --from; to replay a part, use --into SCHEMA.\n',
+    );
+    const neither = await runCli(['replay'], env);
+    expect(neither.code).toBe(2);
+    expect(neither.stderr).toBe(
+      'listings-sync: replay needs --into SCHEMA (a fresh schema) or --in-place.\n',
+    );
+
+    const done = await runCli(['replay', '--in-place'], env);
+    expect(done.stderr).toContain('replay: run 2/2 (2026-05-11)');
+    expect(done.code).toBe(0);
+    expect(done.stdout).toMatch(
+      /^Rebuilt schema "public" of .+ from 2 run\(s\), \d+ kept reads, in [\d.]+ s\.\nThe schema it replaced is kept as "public_before_replay": check, then DROP SCHEMA public_before_replay CASCADE\.\n/,
+    );
+    // The rebuilt schema holds the raw zone as it was: both nights still show.
+    const stats = await runCli(['raw', 'stats'], env);
+    expect(stats.code).toBe(0);
+    expect(stats.stdout).toMatch(/\n2026-05-10 +\d+ /);
+    expect(stats.stdout).toMatch(/\n2026-05-11 +\d+ /);
+
+    const again = await runCli(['replay', '--in-place'], env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe(
+      'listings-sync: Schema "public_before_replay" is left from an earlier replay --in-place. Drop it once you no longer need it (DROP SCHEMA public_before_replay CASCADE) and run again.\n',
+    );
+  });
 });

@@ -39,21 +39,40 @@ async function rowCount(db: Kysely<Database>, table: 'raw_reads' | 'raw_bodies')
   return rows[0]?.n ?? 0;
 }
 
-/** Every row of every table of the current schema as text, raw bodies decompressed. */
+/**
+ * Every row of every table of every schema of the database as text, every raw zone's
+ * bodies decompressed: on PGlite, where pg_dump cannot reach, the same ground pg_dump's
+ * data covers (and more: the bodies as received, not as compressed bytes).
+ */
 async function everythingStored(db: Kysely<Database>): Promise<string> {
-  const { rows: tables } = await sql<{ table_name: string }>`
-    select table_name from information_schema.tables
-    where table_schema = current_schema() and table_type = 'BASE TABLE'`.execute(db);
+  const { rows: tables } = await sql<{ table_schema: string; table_name: string }>`
+    select table_schema, table_name from information_schema.tables
+    where table_type = 'BASE TABLE'
+      and table_schema not in ('pg_catalog', 'information_schema')
+    order by 1, 2`.execute(db);
+  expect(tables.some((t) => t.table_name === 'raw_reads')).toBe(true);
   const parts: string[] = [];
-  for (const { table_name } of tables) {
+  for (const { table_schema, table_name } of tables) {
     const { rows } = await sql<{ row: string }>`
-      select t::text as row from ${sql.table(table_name)} t`.execute(db);
+      select t::text as row from ${sql.id(table_schema, table_name)} t`.execute(db);
     parts.push(...rows.map((r) => r.row));
-  }
-  for (const body of await db.selectFrom('raw_bodies').select(['encoding', 'bytes']).execute()) {
-    parts.push(decompressBody(body.encoding, body.bytes));
+    if (table_name === 'raw_bodies') {
+      const { rows: bodies } = await sql<{ encoding: string; bytes: Uint8Array }>`
+        select encoding, bytes from ${sql.id(table_schema, table_name)}`.execute(db);
+      for (const body of bodies) parts.push(decompressBody(body.encoding, body.bytes));
+    }
   }
   return parts.join('\n');
+}
+
+/** The raw zone alone as text: its reads' rows and its bodies as received. */
+async function rawZoneText(db: Kysely<Database>): Promise<string> {
+  const { rows } = await sql<{ row: string }>`select t::text as row from raw_reads t`.execute(db);
+  const bodies = await db.selectFrom('raw_bodies').select(['encoding', 'bytes']).execute();
+  return [
+    ...rows.map((r) => r.row),
+    ...bodies.map((b) => decompressBody(b.encoding, b.bytes)),
+  ].join('\n');
 }
 
 describe.each(testBackends)('raw zone (%s)', (backend) => {
@@ -117,28 +136,42 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
     expect(await rowCount(db, 'raw_reads')).toBe(2 * reads.length);
     expect(await rowCount(db, 'raw_bodies')).toBe(bodies);
 
-    // No token, no email parameter, no directory password anywhere in the warehouse.
+    // No token, no email parameter, no directory password anywhere in the warehouse: the
+    // sandbox's own credentials and every password its directories hold.
     const stored = await everythingStored(db);
     const passwords = [...worldTruth(WORLD, 0).listings.values()]
       .map((l) => l['site_password'])
       .filter((p): p is string => typeof p === 'string' && p !== '');
     expect(passwords.length).toBeGreaterThan(0);
-    for (const password of passwords) expect(stored).not.toContain(password);
+    expect(sandbox.credentials.length).toBe(WORLD.accounts);
+    // What the sync sent: the token and e-mail in the query string, as a URL carries them.
+    const secretParams = sandbox.credentials.flatMap((c) => [
+      c.authToken,
+      `auth_token=${encodeURIComponent(c.authToken)}`,
+      `user_email=${encodeURIComponent(c.userEmail)}`,
+    ]);
     for (const credential of sandbox.credentials)
-      expect(stored).not.toContain(credential.authToken);
+      expect(credential.authToken.length).toBeGreaterThan(8);
+    for (const password of passwords) expect(stored).not.toContain(password);
+    for (const secret of secretParams) expect(stored).not.toContain(secret);
     expect(stored).not.toContain('user_email=');
+    expect(stored).not.toContain('auth_token');
     expect(stored).toContain(KEPT_OUT_MARKER);
+    // The e-mail itself is the account's (accounts.user_email), never in the raw zone.
+    const raw = await rawZoneText(db);
+    for (const credential of sandbox.credentials) expect(raw).not.toContain(credential.userEmail);
+    expect(raw).not.toMatch(/user_email/);
     if (warehouse.databaseUrl) {
       // What leaves the building in a backup: the whole database as pg_dump writes it.
       const { stdout: dump } = await execFileAsync('pg_dump', [warehouse.databaseUrl], {
         maxBuffer: 256 * 1024 * 1024,
       });
       expect(dump).toContain('raw_bodies');
+      expect(dump).toContain('COPY public.raw_reads');
       for (const password of passwords) expect(dump).not.toContain(password);
-      for (const credential of sandbox.credentials) {
-        expect(dump).not.toContain(credential.authToken);
-      }
+      for (const secret of secretParams) expect(dump).not.toContain(secret);
       expect(dump).not.toContain('user_email=');
+      expect(dump).not.toContain('auth_token');
     }
     // has_site_credentials still derives from what was kept.
     const withCredentials = await sql<{ n: number }>`

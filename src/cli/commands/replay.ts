@@ -1,15 +1,19 @@
 /**
  * `listings-sync replay [--from DATE] [--to DATE] [--account NAME] [--business ID] --into SCHEMA`
- * (docs/operations.md, "Raw zone and replay"): rebuilds the warehouse from its raw zone
- * into a fresh schema of the same database. Progress goes to stderr, one line per run.
+ * and `listings-sync replay --in-place` (docs/operations.md, "Raw zone and replay"):
+ * rebuilds the warehouse from its raw zone into a fresh schema of the same database, or
+ * rebuilds the live schema itself (built beside it, swapped in one transaction, under the
+ * sync lock). Progress goes to stderr, one line per run.
  */
 import { type Command, Option } from 'commander';
 import type { CliIo } from '../../command/io.ts';
 import { createCommandLogger } from '../../command/logger.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
+import { UsageError } from '../../command/usage-error.ts';
 import { type Config, ConfigError } from '../../config/index.ts';
 import type { Logger } from '../../log.ts';
 import { ReplayCoverageError, replay } from '../../sync/replay.ts';
+import { ReplayLockedError, replayInPlace } from '../../sync/replay-in-place.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
 import { dateOption, integerOption } from '../options.ts';
 
@@ -18,7 +22,29 @@ export interface ReplayCommandOptions {
   to?: string;
   account?: string;
   business?: number;
-  into: string;
+  into?: string;
+  inPlace?: boolean;
+}
+
+/** `--into` or `--in-place`, and `--in-place` rebuilds everything (a part would lose the rest). */
+function checkTarget(options: ReplayCommandOptions): void {
+  if (options.inPlace) {
+    const narrowing = [
+      options.into !== undefined && '--into',
+      options.from !== undefined && '--from',
+      options.to !== undefined && '--to',
+      options.account !== undefined && '--account',
+      options.business !== undefined && '--business',
+    ].filter(Boolean);
+    if (narrowing.length > 0) {
+      throw new UsageError(
+        `--in-place rebuilds the whole live schema and takes no ${narrowing.join(', ')}; ` +
+          'to replay a part, use --into SCHEMA.',
+      );
+    }
+  } else if (options.into === undefined) {
+    throw new UsageError('replay needs --into SCHEMA (a fresh schema) or --in-place.');
+  }
 }
 
 export async function runReplayCommand(
@@ -27,36 +53,53 @@ export async function runReplayCommand(
   logger: Logger,
   io: Pick<CliIo, 'stdout' | 'stderr' | 'isTTY'>,
 ): Promise<number> {
+  checkTarget(options);
   const warehouse = await openConfiguredWarehouse(config);
   try {
     await requireCurrentSchema(warehouse);
-    const result = await replay({
+    const common = {
       warehouse,
       ...(warehouse.target.databaseUrl ? { databaseUrl: warehouse.target.databaseUrl } : {}),
-      into: options.into,
-      ...(options.from ? { from: options.from } : {}),
-      ...(options.to ? { to: options.to } : {}),
-      ...(options.account ? { account: options.account } : {}),
-      ...(options.business !== undefined ? { businessId: options.business } : {}),
       alertRules: config.alertRules,
       // The replayed runs' own logs would repeat every night's: warnings and worse only.
-      logger: logger.child({ replay: options.into }, { level: 'warn' }),
-      onProgress: (p) => {
+      logger: logger.child({ replay: options.into ?? 'in-place' }, { level: 'warn' }),
+      onProgress: (p: { runsDone: number; runsTotal: number; day: string }) => {
         const line = `replay: run ${p.runsDone}/${p.runsTotal} (${p.day})`;
         io.stderr(
           io.isTTY.stderr ? `\r${line}${p.runsDone === p.runsTotal ? '\n' : ''}` : `${line}\n`,
         );
       },
+    };
+    if (options.inPlace) {
+      const result = await replayInPlace(common);
+      io.stdout(
+        `Rebuilt schema "${result.schema}" of ${warehouse.target.description} from ` +
+          `${result.runs} run(s), ${result.reads} kept reads, in ${result.seconds} s` +
+          `${result.recovered ? `; ${result.recovered} quarantined record(s) recovered` : ''}.\n` +
+          `The schema it replaced is kept as "${result.kept}": check, then DROP SCHEMA ${result.kept} CASCADE.\n` +
+          'Alerts were recomputed; those the schema had keep their delivery, new ones were not delivered.\n',
+      );
+      return 0;
+    }
+    const into = options.into as string;
+    const result = await replay({
+      ...common,
+      into,
+      ...(options.from ? { from: options.from } : {}),
+      ...(options.to ? { to: options.to } : {}),
+      ...(options.account ? { account: options.account } : {}),
+      ...(options.business !== undefined ? { businessId: options.business } : {}),
     });
     io.stdout(
-      `Replayed ${result.runs} run(s), ${result.reads} kept reads, into schema "${options.into}" ` +
+      `Replayed ${result.runs} run(s), ${result.reads} kept reads, into schema "${into}" ` +
         `of ${warehouse.target.description} in ${result.seconds} s` +
         `${result.recovered ? `; ${result.recovered} quarantined record(s) recovered` : ''}.\n` +
         'Its alerts were recomputed and not delivered.\n',
     );
     return 0;
   } catch (error) {
-    if (error instanceof ReplayCoverageError) throw new ConfigError(error.message);
+    if (error instanceof ReplayCoverageError || error instanceof ReplayLockedError)
+      throw new ConfigError(error.message);
     throw error;
   } finally {
     await warehouse.close();
@@ -79,7 +122,11 @@ export function registerReplayCommand(program: Command, io: CliIo): void {
     .addOption(
       new Option('--business <id>', 'only this business').argParser(integerOption('--business', 0)),
     )
-    .requiredOption('--into <schema>', 'the new schema to build (must not hold tables)')
+    .option('--into <schema>', 'the new schema to build (must not hold tables)')
+    .option(
+      '--in-place',
+      'rebuild the live schema: built beside it and swapped in one transaction, under the sync lock',
+    )
     .action(async (options: ReplayCommandOptions) => {
       const config = loadCommandConfig(io, 'replay');
       io.exitCode = await runReplayCommand(config, options, createCommandLogger(io, config), io);
