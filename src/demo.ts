@@ -11,6 +11,8 @@
  * seed, business and day) at the next day, and adds only the days since.
  */
 
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { sql } from 'kysely';
 import { LISTING_INACCURATE } from './alerts/kinds.ts';
 import { digestMessages } from './alerts/messages.ts';
@@ -71,6 +73,11 @@ export interface DemoOptions {
   terminal?: NodeJS.WriteStream;
   /** Stops the simulation between days (and the running sync between businesses). */
   signal?: AbortSignal;
+  /**
+   * Tests only: a migrated PGlite data directory (`dumpDataDir()`) to start a new `dataDir`
+   * from, instead of initdb and the migrations; ignored when `dataDir` already holds one.
+   */
+  pgliteTemplate?: Blob;
 }
 
 export interface DemoSummary {
@@ -236,7 +243,10 @@ export async function runDemo(
 
   const warehouse = databaseUrl
     ? await openDemoSchema(databaseUrl, schema)
-    : await openWarehouse({ pgliteDataDir: dataDir });
+    : await openWarehouse({
+        pgliteDataDir: dataDir,
+        loadDataDir: existsSync(join(dataDir, 'PG_VERSION')) ? undefined : options.pgliteTemplate,
+      });
   const where = databaseUrl
     ? `PostgreSQL at ${redactUrl(databaseUrl)}, schema ${schema}`
     : `embedded PGlite in ${dataDir}`;

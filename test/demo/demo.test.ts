@@ -3,16 +3,17 @@
  * holds, and running it again carries on instead of writing the same history twice.
  */
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { type DemoOptions, type DemoResult, runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { openWarehouse } from '../../src/warehouse/connection.ts';
 import { startCli } from '../helpers/cli.ts';
+import { pgliteTemplate } from '../helpers/warehouse-template.ts';
 
 const END = '2026-03-10';
 
@@ -27,12 +28,15 @@ describe('demo', () => {
     endDate: END,
   });
 
+  // A new warehouse starts from the migrated template rather than initdb (the command's
+  // own demo, the last test, still runs both).
   async function demo(
     extra: Partial<DemoOptions> = {},
   ): Promise<{ lines: string[]; result: DemoResult }> {
     const lines: string[] = [];
     const result = await runDemo(loadConfig({}), silentLogger(), {
       ...options(),
+      pgliteTemplate: await pgliteTemplate(),
       ...extra,
       write: (line) => lines.push(line),
     });
@@ -83,6 +87,8 @@ describe('demo', () => {
     }
   }
 
+  type Counts = Awaited<ReturnType<typeof warehouseCounts>>;
+
   /** `  label   N…` from the printed summary. */
   const printed = (lines: string[], label: string): string => {
     const line = lines.find((l) => l.trimStart().startsWith(label));
@@ -91,7 +97,22 @@ describe('demo', () => {
   };
   const leadingNumber = (text: string) => Number(text.match(/^[\d,]+/)?.[0].replace(/,/g, ''));
 
-  // Each test has its own directory and runs its own first demo: none leans on another.
+  /**
+   * The first run, to the end date, in a directory of its own, and what the warehouse
+   * holds after it: run once per file (it is the same every time) and never written
+   * again; a test that carries on from it works on a copy (firstRun).
+   */
+  let first: { dir: string; lines: string[]; result: DemoResult; counts: Counts };
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'listings-demo-first-'));
+    const run = await demo();
+    first = { dir, ...run, counts: await warehouseCounts() };
+  }, 120_000);
+  afterAll(async () => {
+    if (first) await rm(first.dir, { recursive: true, force: true });
+  });
+
+  // Each test has its own directory; one that carries on from the first run gets its own copy.
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'listings-demo-'));
   });
@@ -99,14 +120,14 @@ describe('demo', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  /** The first run, to the end date, and what the warehouse holds after it. */
+  /** The first run's warehouse, copied into this test's directory. */
   async function firstRun() {
-    const run = await demo();
-    return { ...run, counts: await warehouseCounts() };
+    await cp(join(first.dir, 'warehouse'), join(dir, 'warehouse'), { recursive: true });
+    return first;
   }
 
   it('simulates the days up to the end date, and prints what the warehouse holds', async () => {
-    const { lines, result, counts: afterFirst } = await firstRun();
+    const { lines, result, counts: afterFirst } = first;
     // A baseline day and then `days` more, ending on the end date, each synced once.
     expect(result.startDate).toBe('2026-03-07');
     expect(result.daysSimulated).toBe(4);
@@ -140,9 +161,9 @@ describe('demo', () => {
     );
     expect(afterFirst.digests).toBeGreaterThan(0);
     expect(afterFirst.digests).toBeLessThan(afterFirst.alerts);
-    expect(lines.join('\n')).toContain(`Report: ${join(dir, 'report.html')}`);
+    expect(lines.join('\n')).toContain(`Report: ${join(first.dir, 'report.html')}`);
     expect(lines.join('\n')).toContain('npx listings-sync sync');
-    expect(existsSync(join(dir, 'report.html'))).toBe(true);
+    expect(existsSync(join(first.dir, 'report.html'))).toBe(true);
   });
 
   it('without an end date it ends on the last whole day, and stores nothing dated after the clock', async () => {
@@ -196,6 +217,7 @@ describe('demo', () => {
     // The same history as one uninterrupted run to that day: nothing twice, nothing skipped.
     const continuous = await runDemo(loadConfig({}), silentLogger(), {
       ...options(),
+      pgliteTemplate: await pgliteTemplate(),
       dataDir: join(dir, 'continuous'),
       reportPath: join(dir, 'continuous.html'),
       endDate: '2026-03-12',
@@ -206,7 +228,8 @@ describe('demo', () => {
     expect(after).toEqual(await warehouseCounts(join(dir, 'continuous')));
     // And the printed numbers still match.
     expect(leadingNumber(printed(later.lines, 'alerts raised'))).toBe(after.alerts);
-  });
+    // A limit for a hang: two runs and their reports on PGlite, on a busy 2-core machine.
+  }, 120_000);
 
   // The command's own demo: a fresh embedded warehouse (initdb, migrations) and a first
   // day of 50 businesses before the stop, over the 30 s default on a loaded machine.

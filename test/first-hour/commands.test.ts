@@ -15,6 +15,7 @@ import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { type Finished, runCli } from '../helpers/cli.ts';
+import { pgliteTemplate } from '../helpers/warehouse-template.ts';
 
 /** `listings-sync …` in `cwd`, with only the environment given. */
 function cli(args: string[], cwd: string, env: Record<string, string> = {}): Promise<Finished> {
@@ -34,6 +35,7 @@ describe('after the demo, in a fresh directory', () => {
       reportPath: join(dir, 'demo-report.html'),
       endDate: '2026-03-10',
       write: () => {},
+      pgliteTemplate: await pgliteTemplate(),
     });
   });
 

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
+import { pgliteTemplate } from '../helpers/warehouse-template.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -58,6 +59,7 @@ describe("README's description of the report", () => {
       reportPath: join(dir, 'report.html'),
       endDate: '2026-04-02',
       write: () => {},
+      pgliteTemplate: await pgliteTemplate(),
     });
     html = await readFile(join(dir, 'report.html'), 'utf8');
   }, 120_000);

@@ -20,6 +20,7 @@ import { siteLabel } from '../../src/report/site-names.ts';
 import { writeReport } from '../../src/report/write-report.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
 import { dropSchema, freshSchemaName, testBackends } from '../helpers/database.ts';
+import { pgliteTemplate } from '../helpers/warehouse-template.ts';
 
 const testDatabaseUrl = process.env['TEST_DATABASE_URL']?.trim();
 
@@ -83,7 +84,11 @@ describe.each(testBackends)('the report on the demo (%s)', (backend) => {
         searchPath: schema,
       });
     } else {
-      await runDemo(loadConfig({}), silentLogger(), { ...common, dataDir: join(dir, 'demo') });
+      await runDemo(loadConfig({}), silentLogger(), {
+        ...common,
+        dataDir: join(dir, 'demo'),
+        pgliteTemplate: await pgliteTemplate(),
+      });
       warehouse = await openWarehouse({ pgliteDataDir: join(dir, 'demo') });
     }
     const report = await writeReport(warehouse.db, { out: join(dir, 'report.html'), days: 90 });

@@ -16,6 +16,7 @@ import { DEMO_ACCOUNTS, DEMO_BUSINESSES_PER_ACCOUNT, runDemo } from '../../src/d
 import { silentLogger } from '../../src/log.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
 import { dropSchema, freshSchemaName, testBackends } from '../helpers/database.ts';
+import { pgliteTemplate } from '../helpers/warehouse-template.ts';
 
 const DOC = readFileSync(join(import.meta.dirname, '../../docs/warehouse.md'), 'utf8');
 const EXAMPLES = [...DOC.matchAll(/```sql\n([\s\S]*?)```/g)].map((m, i) => ({
@@ -49,7 +50,11 @@ describe.each(testBackends)('docs/warehouse.md examples on the demo (%s)', (back
         searchPath: schema,
       });
     } else {
-      await runDemo(loadConfig({}), silentLogger(), { ...common, dataDir: join(dir, 'demo') });
+      await runDemo(loadConfig({}), silentLogger(), {
+        ...common,
+        dataDir: join(dir, 'demo'),
+        pgliteTemplate: await pgliteTemplate(),
+      });
       warehouse = await openWarehouse({ pgliteDataDir: join(dir, 'demo') });
     }
   }, 600_000);

@@ -19,6 +19,7 @@ import { legendRows, rankChart, siteColors } from '../../src/report/charts.ts';
 import { siteLabel } from '../../src/report/site-names.ts';
 import { findChromium } from '../helpers/chromium.ts';
 import { runCli } from '../helpers/cli.ts';
+import { pgliteTemplate } from '../helpers/warehouse-template.ts';
 
 const CHROMIUM_ARGS = [
   '--headless',
@@ -164,6 +165,7 @@ describe('report', () => {
       dataDir: join(dir, 'warehouse'),
       reportPath: join(dir, 'report.html'),
       write: () => {},
+      pgliteTemplate: await pgliteTemplate(),
     });
     lastDay = demo.endDate;
     report = demo.reportPath;
