@@ -22,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { openWarehouse } from '../../src/warehouse/connection.ts';
 import { type Running, runCli, startCli } from '../helpers/cli.ts';
+import { fences, parseCliLine, shellWords } from '../helpers/doc-commands.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const DOCS = [
@@ -44,12 +45,11 @@ interface DocLine {
  * joined, comments and blank lines left out), and the `$ ` lines of any other block.
  */
 function commandLines(file: string): DocLine[] {
-  const text = readFileSync(join(ROOT, file), 'utf8');
   const out: DocLine[] = [];
-  for (const match of text.matchAll(/^```([\w-]*)\n([\s\S]*?)^```/gm)) {
-    const lang = match[1] ?? '';
-    const block = text.slice(0, match.index).split('\n').length;
-    const body = (match[2] ?? '').replace(/\\\n\s*/g, '');
+  for (const { lang, line: block, body: fenced } of fences(
+    readFileSync(join(ROOT, file), 'utf8'),
+  )) {
+    const body = fenced.replace(/\\\n\s*/g, '');
     for (const raw of body.split('\n')) {
       const line = raw.trim();
       if (['sh', 'bash', 'shell'].includes(lang)) {
@@ -60,49 +60,6 @@ function commandLines(file: string): DocLine[] {
     }
   }
   return out;
-}
-
-/** Split a command line as sh would (quotes, `#` comments), for the docs' simple lines. */
-function shellWords(line: string): string[] {
-  const words: string[] = [];
-  let word = '';
-  let quote: '"' | "'" | null = null;
-  let started = false;
-  for (const ch of line) {
-    if (quote) {
-      if (ch === quote) quote = null;
-      else word += ch;
-    } else if (ch === '"' || ch === "'") {
-      quote = ch;
-      started = true;
-    } else if (/\s/.test(ch)) {
-      if (started) words.push(word);
-      word = '';
-      started = false;
-    } else if (ch === '#' && !started) {
-      break;
-    } else {
-      word += ch;
-      started = true;
-    }
-  }
-  if (started) words.push(word);
-  return words;
-}
-
-/** `A=1 npx listings-sync sync` or `node_modules/.bin/node src/cli/main.ts sync` → environment and arguments. */
-function parseCliLine(line: string): { env: Record<string, string>; args: string[] } | null {
-  const words = shellWords(line);
-  const env: Record<string, string> = {};
-  while (words[0] && /^[A-Z_]+=/.test(words[0])) {
-    const [name, ...value] = (words.shift() as string).split('=');
-    env[name as string] = value.join('=');
-  }
-  if (words[0] === 'npx' && words[1] === 'listings-sync') return { env, args: words.slice(2) };
-  if (words[0] === 'node_modules/.bin/node' && words[1] === 'src/cli/main.ts') {
-    return { env, args: words.slice(2) };
-  }
-  return null;
 }
 
 const README_WALK = 'walked: test/first-hour/readme.test.ts';

@@ -22,56 +22,16 @@ import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { openWarehouse } from '../../src/warehouse/connection.ts';
 import { type Finished, type Running, runCli, startCli } from '../helpers/cli.ts';
+import { fences, parseCliLine, shellWords } from '../helpers/doc-commands.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 
 /** The fenced shell blocks of the README, in order. */
 function shellBlocks(): string[] {
-  return [...README.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
-}
-
-/** Split a command line as sh would (quotes, `#` comments), for the README's simple lines. */
-function shellWords(line: string): string[] {
-  const words: string[] = [];
-  let word = '';
-  let quote: '"' | "'" | null = null;
-  let started = false;
-  for (const ch of line) {
-    if (quote) {
-      if (ch === quote) quote = null;
-      else word += ch;
-    } else if (ch === '"' || ch === "'") {
-      quote = ch;
-      started = true;
-    } else if (/\s/.test(ch)) {
-      if (started) words.push(word);
-      word = '';
-      started = false;
-    } else if (ch === '#' && !started) {
-      break;
-    } else {
-      word += ch;
-      started = true;
-    }
-  }
-  if (started) words.push(word);
-  return words;
-}
-
-/** `A=1 B=2 npx listings-sync sync` (or `node_modules/.bin/node src/cli/main.ts …`) → environment and CLI arguments. */
-function parseCliLine(line: string): { env: Record<string, string>; args: string[] } | null {
-  const words = shellWords(line);
-  const env: Record<string, string> = {};
-  while (words[0] && /^[A-Z_]+=/.test(words[0])) {
-    const [name, ...value] = (words.shift() as string).split('=');
-    env[name as string] = value.join('=');
-  }
-  // Long-running commands are documented under `node` itself (npx does not pass SIGTERM on).
-  const npx = words[0] === 'npx' && words[1] === 'listings-sync';
-  const node = words[0] === 'node_modules/.bin/node' && words[1] === 'src/cli/main.ts';
-  if (!npx && !node) return null;
-  return { env, args: words.slice(2) };
+  return fences(README)
+    .filter((f) => f.lang === 'sh')
+    .map((f) => f.body);
 }
 
 /** `listings-sync …` in `cwd`, with only the environment given. */
