@@ -4,18 +4,15 @@
  * within ALERT_SYNC_DELIVERY_SECONDS, exits with the run's code, and leaves the alerts
  * pending for `serve`, untouched: no send was cut short, so none can arrive twice.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LISTING_INACCURATE } from '../../src/alerts/kinds.ts';
 import { raise } from '../../src/alerts/outbox.ts';
-import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
-import { runCli } from '../helpers/cli.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import type { RunningSandbox } from '../../src/sandbox/server.ts';
+import type { Warehouse } from '../../src/warehouse/connection.ts';
+import { runCli, type SyncCommandFixture, startSyncFixture } from '../helpers/cli.ts';
+import { testBackends } from '../helpers/database.ts';
 
 /** Accepts the request and never answers. */
 async function startHangingReceiver() {
@@ -38,34 +35,22 @@ async function startHangingReceiver() {
   };
 }
 
-function databaseEnv(warehouse: TestWarehouse, pgliteDir: string): Record<string, string> {
-  if (warehouse.kind === 'postgres') {
-    const url = new URL(warehouse.databaseUrl!);
-    url.searchParams.set('options', `-c search_path=${warehouse.searchPath}`);
-    return { DATABASE_URL: url.toString() };
-  }
-  return { PGLITE_DATA_DIR: pgliteDir };
-}
-
 describe.each(testBackends)('sync delivers its own alerts within a bound (%s)', (backend) => {
+  let fixture: SyncCommandFixture;
   let sandbox: RunningSandbox;
-  let target: TestWarehouse;
   let receiver: Awaited<ReturnType<typeof startHangingReceiver>>;
   let env: Record<string, string>;
-  let pgliteDir: string;
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ seed: 11, accounts: 2, businessesPerAccount: 6, port: 0 });
+    fixture = await startSyncFixture(
+      backend,
+      { seed: 11, accounts: 2, businessesPerAccount: 6 },
+      'ls-sync-alerts-',
+    );
+    sandbox = fixture.sandbox;
     receiver = await startHangingReceiver();
-    const dir = mkdtempSync(join(tmpdir(), 'ls-sync-alerts-'));
-    pgliteDir = join(dir, 'pglite');
-    const credentialsFile = join(dir, 'credentials.json');
-    writeFileSync(credentialsFile, JSON.stringify(sandbox.credentials));
-    target = await createTestWarehouse(backend, { migrate: false });
-    if (backend === 'pglite') await target.close();
     env = {
-      ...databaseEnv(target, pgliteDir),
-      LISTINGS_CREDENTIALS_FILE: credentialsFile,
+      ...(await fixture.prepare({ migrate: false })),
       ALERT_SLACK_WEBHOOK_URL: receiver.url,
       // The sink may take five minutes: longer than this test may run.
       ALERT_SINK_TIMEOUT_SECONDS: '300',
@@ -74,14 +59,11 @@ describe.each(testBackends)('sync delivers its own alerts within a bound (%s)', 
   });
   afterAll(async () => {
     await receiver?.close();
-    if (backend === 'postgres') await target?.close();
-    await sandbox?.close();
+    await fixture?.close();
   });
 
-  async function openTarget(): Promise<Warehouse> {
-    return backend === 'postgres'
-      ? openWarehouse({ databaseUrl: target.databaseUrl!, searchPath: target.searchPath! })
-      : openWarehouse({ pgliteDataDir: pgliteDir });
+  function openTarget(): Promise<Warehouse> {
+    return fixture.open();
   }
 
   it('leaves alerts it cannot finish sending within its delivery time to serve, untried', async () => {

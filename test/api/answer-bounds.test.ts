@@ -8,7 +8,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ApiClientOptions } from '../../src/api/client.ts';
 import {
-  ApiError,
   apiStats,
   createApiClient,
   getRankings,
@@ -30,30 +29,9 @@ import {
   truncateAll,
 } from '../helpers/database.ts';
 import { manualClock } from '../helpers/manual-clock.ts';
+import { clientPool, failure } from './harness.ts';
 
-const clients: Array<ReturnType<typeof createApiClient>> = [];
-
-function client(options: ApiClientOptions = {}) {
-  const api = createApiClient({
-    ...options,
-    retry: { baseDelayMs: 1, maxDelayMs: 10, ...options.retry },
-  });
-  clients.push(api);
-  return api;
-}
-
-async function failure(promise: Promise<unknown>): Promise<ApiError> {
-  const outcome = await promise.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  if (!(outcome instanceof ApiError)) {
-    throw new Error(
-      `expected an ApiError, got ${outcome === undefined ? 'success' : String(outcome)}`,
-    );
-  }
-  return outcome;
-}
+const { client, closeAll } = clientPool();
 
 describe.each([
   { mode: 'statuses', errorsWith200: false },
@@ -95,7 +73,7 @@ describe.each([
   });
 
   afterAll(async () => {
-    await Promise.all(clients.splice(0).map((c) => c.close()));
+    await closeAll();
     await sb.close();
   });
 

@@ -4,7 +4,6 @@
  * fault kind (counted on the sandbox's own stats), and no secret in logs or errors.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { ApiClientOptions } from '../../src/api/client.ts';
 import {
   ApiError,
   type ApiErrorCode,
@@ -12,7 +11,7 @@ import {
   apiStats,
   archiveBusiness,
   type BusinessInput,
-  createApiClient,
+  type createApiClient,
   createBusiness,
   deleteKeyword,
   getBusiness,
@@ -35,30 +34,9 @@ import type { Credential, Review } from '../../src/api/types.ts';
 import { memoryLogger } from '../../src/log.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { manualClock } from '../helpers/manual-clock.ts';
+import { clientPool, failure } from './harness.ts';
 
-/** Tiny delays: the policy's shape is under test, not its wall-clock defaults. */
-const FAST_RETRY = { baseDelayMs: 1, maxDelayMs: 10 };
-
-const clients: Array<ReturnType<typeof createApiClient>> = [];
-
-function client(options: ApiClientOptions = {}) {
-  const api = createApiClient({ ...options, retry: { ...FAST_RETRY, ...options.retry } });
-  clients.push(api);
-  return api;
-}
-
-async function failure(promise: Promise<unknown>): Promise<ApiError> {
-  const outcome = await promise.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  if (!(outcome instanceof ApiError)) {
-    throw new Error(
-      `expected an ApiError, got ${outcome === undefined ? 'success' : String(outcome)}`,
-    );
-  }
-  return outcome;
-}
+const { client, closeAll } = clientPool();
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -126,7 +104,7 @@ describe.each([
   });
 
   afterAll(async () => {
-    await Promise.all(clients.splice(0).map((c) => c.close()));
+    await closeAll();
     await sb.close();
   });
 

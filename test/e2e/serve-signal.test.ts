@@ -2,29 +2,28 @@
  * `serve` as a process, where the process is the point: a real SIGTERM reaches the
  * process entry (src/cli/process-io.ts), which stops serve cleanly, and the process exits 0.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { spawnCli as start, waitForStdout } from '../helpers/cli.ts';
-import { createPgliteDataDir } from '../helpers/database.ts';
+import {
+  type SyncCommandFixture,
+  spawnCli as start,
+  startSyncFixture,
+  waitForStdout,
+} from '../helpers/cli.ts';
 
 describe('serve as a process', () => {
-  let sandbox: RunningSandbox;
-  let dir: string;
+  let fixture: SyncCommandFixture;
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ seed: 5, accounts: 1, businessesPerAccount: 12, port: 0 });
-    dir = mkdtempSync(join(tmpdir(), 'ls-serve-cli-'));
-    const credentialsFile = join(dir, 'credentials.json');
-    writeFileSync(credentialsFile, JSON.stringify(sandbox.credentials));
-    env = { PGLITE_DATA_DIR: join(dir, 'pglite'), LISTINGS_CREDENTIALS_FILE: credentialsFile };
+    fixture = await startSyncFixture(
+      'pglite',
+      { seed: 5, accounts: 1, businessesPerAccount: 12 },
+      'ls-serve-cli-',
+    );
     // The migrated template, not a fresh initdb: the process under test is serve.
-    await createPgliteDataDir(join(dir, 'pglite'));
+    env = await fixture.prepare({ migrate: true });
   });
-  afterAll(() => sandbox?.close());
+  afterAll(() => fixture?.close());
 
   it('serve answers on its port and exits 0 on SIGTERM', async () => {
     const serve = start(['serve'], {

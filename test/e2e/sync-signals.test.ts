@@ -5,83 +5,48 @@
  * src/cli/process-io.ts). Everything else about the command runs in-process:
  * test/sync/cli.test.ts.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/index.ts';
-import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import type { RunningSandbox } from '../../src/sandbox/server.ts';
+import type { Warehouse } from '../../src/warehouse/connection.ts';
 import {
   runCli as run,
+  type SyncCommandFixture,
   spawnCli as start,
+  startSyncFixture,
   waitForStderr as waitForOutput,
 } from '../helpers/cli.ts';
-import {
-  createPgliteDataDir,
-  createTestWarehouse,
-  type TestWarehouse,
-  testBackends,
-} from '../helpers/database.ts';
+import { createTestWarehouse, testBackends } from '../helpers/database.ts';
 import { contentDigest, sync, testApiClient } from '../sync/harness.ts';
 
-/** Environment that points a child process at the test's warehouse. */
-function databaseEnv(warehouse: TestWarehouse, pgliteDir: string): Record<string, string> {
-  if (warehouse.kind === 'postgres') {
-    const url = new URL(warehouse.databaseUrl!);
-    url.searchParams.set('options', `-c search_path=${warehouse.searchPath}`);
-    return { DATABASE_URL: url.toString() };
-  }
-  return { PGLITE_DATA_DIR: pgliteDir };
-}
-
 describe.each(testBackends)('the sync command as a process (%s)', (backend) => {
+  let fixture: SyncCommandFixture;
   let sandbox: RunningSandbox;
-  let target: TestWarehouse | undefined;
   let env: Record<string, string>;
-  let pgliteDir: string;
-  let credentialsFile: string;
 
   beforeEach(async () => {
-    sandbox = await startSandbox({
+    fixture = await startSyncFixture(backend, {
       seed: 31,
       accounts: 2,
       businessesPerAccount: 8,
-      port: 0,
       faults: { latencyMs: 40 },
     });
-    const dir = mkdtempSync(join(tmpdir(), 'ls-cli-'));
-    pgliteDir = join(dir, 'pglite');
-    credentialsFile = join(dir, 'credentials.json');
-    writeFileSync(credentialsFile, JSON.stringify(sandbox.credentials));
+    sandbox = fixture.sandbox;
   });
   afterEach(async () => {
-    await target?.close();
-    target = undefined;
-    await sandbox?.close();
+    await fixture?.close();
   });
 
   /**
-   * The warehouse the child processes use, of this test alone: migrated, or empty for
-   * the child to migrate. PostgreSQL: a database of its own; PGlite: a data directory
-   * (a child process cannot share one with this process, so none is kept open here).
+   * The warehouse the child processes use, of this test alone: migrated, or empty for the
+   * child to migrate (test/helpers/cli.ts, `startSyncFixture`).
    */
   async function prepareTarget(options: { migrate: boolean }): Promise<void> {
-    if (backend === 'postgres') {
-      target = await createTestWarehouse(backend, options);
-    } else {
-      await createPgliteDataDir(pgliteDir, options);
-    }
-    env = {
-      ...(target ? databaseEnv(target, pgliteDir) : { PGLITE_DATA_DIR: pgliteDir }),
-      LISTINGS_CREDENTIALS_FILE: credentialsFile,
-    };
+    env = await fixture.prepare(options);
   }
 
-  async function openTarget(): Promise<Warehouse> {
-    return target
-      ? openWarehouse({ databaseUrl: target.databaseUrl!, searchPath: target.searchPath! })
-      : openWarehouse({ pgliteDataDir: pgliteDir });
+  function openTarget(): Promise<Warehouse> {
+    return fixture.open();
   }
 
   // Five child processes, each opening the warehouse (PGlite: its WASM start-up each time),

@@ -11,17 +11,15 @@
  * sandbox, with its credentials renamed as the docs name them (`agency-east`,
  * `agency-west`) in the file LISTINGS_CREDENTIALS_FILE names.
  */
-import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
-import { type Running, runCli, startCli } from '../helpers/cli.ts';
+import { type Running, runCli } from '../helpers/cli.ts';
+import { fences, parseCliLine } from '../helpers/doc-commands.ts';
+import { observedDays, walkSandboxTutorial } from './tutorial-walk.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const DOCS = [
@@ -44,12 +42,11 @@ interface DocLine {
  * joined, comments and blank lines left out), and the `$ ` lines of any other block.
  */
 function commandLines(file: string): DocLine[] {
-  const text = readFileSync(join(ROOT, file), 'utf8');
   const out: DocLine[] = [];
-  for (const match of text.matchAll(/^```([\w-]*)\n([\s\S]*?)^```/gm)) {
-    const lang = match[1] ?? '';
-    const block = text.slice(0, match.index).split('\n').length;
-    const body = (match[2] ?? '').replace(/\\\n\s*/g, '');
+  for (const { lang, line: block, body: fenced } of fences(
+    readFileSync(join(ROOT, file), 'utf8'),
+  )) {
+    const body = fenced.replace(/\\\n\s*/g, '');
     for (const raw of body.split('\n')) {
       const line = raw.trim();
       if (['sh', 'bash', 'shell'].includes(lang)) {
@@ -60,49 +57,6 @@ function commandLines(file: string): DocLine[] {
     }
   }
   return out;
-}
-
-/** Split a command line as sh would (quotes, `#` comments), for the docs' simple lines. */
-function shellWords(line: string): string[] {
-  const words: string[] = [];
-  let word = '';
-  let quote: '"' | "'" | null = null;
-  let started = false;
-  for (const ch of line) {
-    if (quote) {
-      if (ch === quote) quote = null;
-      else word += ch;
-    } else if (ch === '"' || ch === "'") {
-      quote = ch;
-      started = true;
-    } else if (/\s/.test(ch)) {
-      if (started) words.push(word);
-      word = '';
-      started = false;
-    } else if (ch === '#' && !started) {
-      break;
-    } else {
-      word += ch;
-      started = true;
-    }
-  }
-  if (started) words.push(word);
-  return words;
-}
-
-/** `A=1 npx listings-sync sync` or `node_modules/.bin/node src/cli/main.ts sync` → environment and arguments. */
-function parseCliLine(line: string): { env: Record<string, string>; args: string[] } | null {
-  const words = shellWords(line);
-  const env: Record<string, string> = {};
-  while (words[0] && /^[A-Z_]+=/.test(words[0])) {
-    const [name, ...value] = (words.shift() as string).split('=');
-    env[name as string] = value.join('=');
-  }
-  if (words[0] === 'npx' && words[1] === 'listings-sync') return { env, args: words.slice(2) };
-  if (words[0] === 'node_modules/.bin/node' && words[1] === 'src/cli/main.ts') {
-    return { env, args: words.slice(2) };
-  }
-  return null;
 }
 
 const README_WALK = 'walked: test/first-hour/readme.test.ts';
@@ -478,48 +432,10 @@ describe('docs/operations.md: the sandbox tutorial, line by line', () => {
 
   it('every line exits 0, and the sync after clock/advance records the next day', async () => {
     const lines = walkedLines('docs/operations.md').filter((l) => inTutorial(l));
-    let origin = '';
-    const ran: string[] = [];
-    for (const line of lines) {
-      if (line.startsWith('curl ')) {
-        const words = shellWords(line.replaceAll('localhost:4010', origin.replace('http://', '')));
-        const { stdout } = await promisify(execFile)(words[0] as string, words.slice(1), {
-          cwd: dir,
-        });
-        expect(JSON.parse(stdout)).toHaveProperty('date');
-        ran.push('curl');
-        continue;
-      }
-      const parsed = parseCliLine(line);
-      expect(parsed, line).not.toBeNull();
-      const { env, args } = parsed as { env: Record<string, string>; args: string[] };
-      if (args[0] === 'sandbox') {
-        const port = args.indexOf('--port');
-        if (port >= 0) args[port + 1] = '0';
-        sandbox = startCli(args, env, { cwd: dir });
-        await sandbox.waitForStdout(/Serving;/);
-        origin = /base URL: (http:\/\/\S+)/.exec(sandbox.stdout())?.[1] ?? '';
-        expect(origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-        expect(JSON.parse(await readFile(join(dir, 'credentials.json'), 'utf8'))).toHaveLength(2);
-        ran.push('sandbox');
-        continue;
-      }
-      const run = await runCli(args, env, { cwd: dir });
-      expect({
-        line,
-        code: run.code,
-        output: run.code === 0 ? '' : run.stdout + run.stderr,
-      }).toEqual({ line, code: 0, output: '' });
-      ran.push(args[0] as string);
-    }
+    const ran = await walkSandboxTutorial(lines, dir, (started) => {
+      sandbox = started;
+    });
     expect(ran).toEqual(['sandbox', 'migrate', 'sync', 'curl', 'sync']);
-    const warehouse = await openWarehouse({ pgliteDataDir: join(dir, '.data/pglite') });
-    try {
-      const days = await sql<{ day: string }>`
-        select distinct observed_on as day from rank_observations order by 1`.execute(warehouse.db);
-      expect(days.rows.map((r) => r.day)).toEqual(['2026-01-01', '2026-01-02']);
-    } finally {
-      await warehouse.close();
-    }
+    expect(await observedDays(dir)).toEqual(['2026-01-01', '2026-01-02']);
   }, 90_000);
 });

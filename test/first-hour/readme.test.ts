@@ -9,69 +9,26 @@
  * environment; the sandbox listens on a free port instead of 4010 (tests run side by
  * side), and the curl line is pointed at it.
  */
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
-import { type Finished, type Running, runCli, startCli } from '../helpers/cli.ts';
+import { type Finished, type Running, runCli } from '../helpers/cli.ts';
+import { fences, parseCliLine, shellWords } from '../helpers/doc-commands.ts';
+import { observedDays, walkSandboxTutorial } from './tutorial-walk.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 
 /** The fenced shell blocks of the README, in order. */
 function shellBlocks(): string[] {
-  return [...README.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
-}
-
-/** Split a command line as sh would (quotes, `#` comments), for the README's simple lines. */
-function shellWords(line: string): string[] {
-  const words: string[] = [];
-  let word = '';
-  let quote: '"' | "'" | null = null;
-  let started = false;
-  for (const ch of line) {
-    if (quote) {
-      if (ch === quote) quote = null;
-      else word += ch;
-    } else if (ch === '"' || ch === "'") {
-      quote = ch;
-      started = true;
-    } else if (/\s/.test(ch)) {
-      if (started) words.push(word);
-      word = '';
-      started = false;
-    } else if (ch === '#' && !started) {
-      break;
-    } else {
-      word += ch;
-      started = true;
-    }
-  }
-  if (started) words.push(word);
-  return words;
-}
-
-/** `A=1 B=2 npx listings-sync sync` (or `node_modules/.bin/node src/cli/main.ts …`) → environment and CLI arguments. */
-function parseCliLine(line: string): { env: Record<string, string>; args: string[] } | null {
-  const words = shellWords(line);
-  const env: Record<string, string> = {};
-  while (words[0] && /^[A-Z_]+=/.test(words[0])) {
-    const [name, ...value] = (words.shift() as string).split('=');
-    env[name as string] = value.join('=');
-  }
-  // Long-running commands are documented under `node` itself (npx does not pass SIGTERM on).
-  const npx = words[0] === 'npx' && words[1] === 'listings-sync';
-  const node = words[0] === 'node_modules/.bin/node' && words[1] === 'src/cli/main.ts';
-  if (!npx && !node) return null;
-  return { env, args: words.slice(2) };
+  return fences(README)
+    .filter((f) => f.lang === 'sh')
+    .map((f) => f.body);
 }
 
 /** `listings-sync …` in `cwd`, with only the environment given. */
@@ -140,57 +97,12 @@ describe('README: the sandbox tutorial, line by line', () => {
       .split('\n')
       .map((l) => l.trim())
       .filter((l) => l && !l.startsWith('#'));
-    let origin = '';
-    const ran: string[] = [];
-    for (const line of lines) {
-      if (line.startsWith('curl ')) {
-        const words = shellWords(line.replaceAll('localhost:4010', origin.replace('http://', '')));
-        const { stdout } = await promisify(execFile)(words[0] as string, words.slice(1), {
-          cwd: dir,
-        });
-        expect(JSON.parse(stdout)).toHaveProperty('date');
-        ran.push('curl');
-        continue;
-      }
-      const parsed = parseCliLine(line);
-      expect(parsed, line).not.toBeNull();
-      const { env, args } = parsed as { env: Record<string, string>; args: string[] };
-      if (args[0] === 'sandbox') {
-        const port = args.indexOf('--port');
-        if (port >= 0) args[port + 1] = '0';
-        sandbox = startCli(args, env, { cwd: dir });
-        await sandbox.waitForStdout(/Serving;/);
-        const out = sandbox.stdout();
-        origin = /base URL: (http:\/\/\S+)/.exec(out)?.[1] ?? '';
-        expect(origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-        expect(JSON.parse(await readFile(join(dir, 'credentials.json'), 'utf8'))).toHaveLength(2);
-        ran.push('sandbox');
-        continue;
-      }
-      const run = await cli(args, dir, env);
-      // On failure, the line and what it printed say why.
-      expect({
-        line,
-        code: run.code,
-        output: run.code === 0 ? '' : run.stdout + run.stderr,
-      }).toEqual({
-        line,
-        code: 0,
-        output: '',
-      });
-      ran.push(args[0] as string);
-    }
+    const ran = await walkSandboxTutorial(lines, dir, (started) => {
+      sandbox = started;
+    });
     expect(ran).toEqual(['sandbox', 'migrate', 'check', 'sync', 'curl', 'sync', 'runs']);
-
-    const warehouse = await openWarehouse({ pgliteDataDir: join(dir, '.data/pglite') });
-    try {
-      const days = await sql<{ day: string }>`
-        select distinct observed_on as day from rank_observations order by 1`.execute(warehouse.db);
-      // The sandbox's first day and the day after: two days of history, not one overwritten.
-      expect(days.rows.map((r) => r.day)).toEqual(['2026-01-01', '2026-01-02']);
-    } finally {
-      await warehouse.close();
-    }
+    // The sandbox's first day and the day after: two days of history, not one overwritten.
+    expect(await observedDays(dir)).toEqual(['2026-01-01', '2026-01-02']);
   }, 90_000);
 });
 

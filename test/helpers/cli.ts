@@ -4,11 +4,28 @@
  * and collects standard output and error; `stop()` aborts the command's signal as
  * SIGTERM would. `spawnCli` runs a real child process, for the tests where a process is
  * the point (signals, kill -9, a real exit code): those live in test/e2e.
+ * `startSyncFixture` sets up what a syncing command needs: sandbox, credentials file and
+ * a warehouse of the test's own.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../src/cli/main.ts';
 import type { CliIo, CliServices } from '../../src/command/io.ts';
+import {
+  type RunningSandbox,
+  type SandboxOptions,
+  startSandbox,
+} from '../../src/sandbox/server.ts';
+import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import {
+  createPgliteDataDir,
+  createTestWarehouse,
+  databaseEnv,
+  type TestBackend,
+  type TestWarehouse,
+} from './database.ts';
 
 const CLI = join(import.meta.dirname, '../../src/cli/main.ts');
 
@@ -211,4 +228,69 @@ function waitForStream(
       reject(new Error(`the process ended before printing ${pattern} on ${stream}`)),
     );
   });
+}
+
+/**
+ * What a test of a command that syncs needs: the sandbox, its credentials in a file
+ * (LISTINGS_CREDENTIALS_FILE), and a warehouse of the test's own for the command to use.
+ */
+export interface SyncCommandFixture {
+  sandbox: RunningSandbox;
+  credentialsFile: string;
+  pgliteDir: string;
+  /** PostgreSQL: the test's own database, once `prepare` made it; PGlite: none kept open. */
+  target: TestWarehouse | undefined;
+  /**
+   * Makes the warehouse, migrated or empty for the command to migrate (PostgreSQL: a
+   * database of its own; PGlite: a data directory, since one PGlite per directory runs
+   * at a time), and returns the environment that points a command at it and the sandbox.
+   */
+  prepare(options: { migrate: boolean }): Promise<Record<string, string>>;
+  /** Opens the warehouse the command uses, from this process. */
+  open(): Promise<Warehouse>;
+  /** Closes the warehouse (PostgreSQL: dropped) and the sandbox. */
+  close(): Promise<void>;
+}
+
+export async function startSyncFixture(
+  backend: TestBackend,
+  sandboxOptions: SandboxOptions,
+  dirPrefix = 'ls-cli-',
+): Promise<SyncCommandFixture> {
+  const sandbox = await startSandbox({ ...sandboxOptions, port: 0 });
+  const dir = mkdtempSync(join(tmpdir(), dirPrefix));
+  const pgliteDir = join(dir, 'pglite');
+  const credentialsFile = join(dir, 'credentials.json');
+  writeFileSync(credentialsFile, JSON.stringify(sandbox.credentials));
+  const fixture: SyncCommandFixture = {
+    sandbox,
+    credentialsFile,
+    pgliteDir,
+    target: undefined,
+    async prepare(options) {
+      if (backend === 'postgres') {
+        fixture.target = await createTestWarehouse(backend, options);
+      } else {
+        await createPgliteDataDir(pgliteDir, options);
+      }
+      return {
+        ...(fixture.target
+          ? databaseEnv(fixture.target, pgliteDir)
+          : { PGLITE_DATA_DIR: pgliteDir }),
+        LISTINGS_CREDENTIALS_FILE: credentialsFile,
+      };
+    },
+    open() {
+      const target = fixture.target;
+      return target
+        ? openWarehouse({ databaseUrl: target.databaseUrl!, searchPath: target.searchPath! })
+        : openWarehouse({ pgliteDataDir: pgliteDir });
+    },
+    async close() {
+      await fixture.target?.close();
+      fixture.target = undefined;
+      await sandbox.close();
+    },
+  };
+  return fixture;
 }

@@ -181,6 +181,20 @@ export async function createPgliteDataDir(
   await warehouse.close();
 }
 
+/**
+ * The environment that points a command (in-process or a child process) at `warehouse`:
+ * PostgreSQL, its database with the test's schema first on the search path; PGlite, the
+ * data directory `pgliteDir` (a command cannot share this process's in-memory PGlite).
+ */
+export function databaseEnv(warehouse: TestWarehouse, pgliteDir: string): Record<string, string> {
+  if (warehouse.kind === 'postgres') {
+    const url = new URL(warehouse.databaseUrl!);
+    url.searchParams.set('options', `-c search_path=${warehouse.searchPath}`);
+    return { DATABASE_URL: url.toString() };
+  }
+  return { PGLITE_DATA_DIR: pgliteDir };
+}
+
 /** Empties every table (identities restart), so one warehouse can serve a whole suite. */
 export async function truncateAll(warehouse: Warehouse): Promise<void> {
   await sql`truncate ${sql.join(CONTRACT_TABLES.map((t) => sql.table(t)))} restart identity cascade`.execute(

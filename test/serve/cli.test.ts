@@ -4,32 +4,31 @@
  * raised to the configured sink before it exits. The real signal: test/e2e/serve-signal.test.ts.
  */
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { startCli as start } from '../helpers/cli.ts';
+import type { RunningSandbox } from '../../src/sandbox/server.ts';
+import { type SyncCommandFixture, startCli as start, startSyncFixture } from '../helpers/cli.ts';
 
 const ALERT_SECRET = 'alert-secret-for-cli-test';
 
 describe('serve and sync from the command line', () => {
+  let fixture: SyncCommandFixture;
   let sandbox: RunningSandbox;
-  let dir: string;
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ seed: 5, accounts: 1, businessesPerAccount: 12, port: 0 });
-    dir = mkdtempSync(join(tmpdir(), 'ls-serve-cli-'));
-    const credentialsFile = join(dir, 'credentials.json');
-    writeFileSync(credentialsFile, JSON.stringify(sandbox.credentials));
-    env = { PGLITE_DATA_DIR: join(dir, 'pglite'), LISTINGS_CREDENTIALS_FILE: credentialsFile };
+    fixture = await startSyncFixture(
+      'pglite',
+      { seed: 5, accounts: 1, businessesPerAccount: 12 },
+      'ls-serve-cli-',
+    );
+    sandbox = fixture.sandbox;
+    env = await fixture.prepare({ migrate: false });
     const migrated = await start(['migrate'], env).done;
     expect(migrated.code, migrated.stderr).toBe(0);
   });
-  afterAll(() => sandbox?.close());
+  afterAll(() => fixture?.close());
 
   it('serve answers on its port and exits 0 when stopped (SIGTERM)', async () => {
     const serve = start(['serve'], {

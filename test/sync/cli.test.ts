@@ -7,66 +7,34 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { runCli as run } from '../helpers/cli.ts';
-import {
-  createPgliteDataDir,
-  createTestWarehouse,
-  type TestWarehouse,
-  testBackends,
-} from '../helpers/database.ts';
-
-/** Environment that points a command at the test's warehouse. */
-function databaseEnv(warehouse: TestWarehouse, pgliteDir: string): Record<string, string> {
-  if (warehouse.kind === 'postgres') {
-    const url = new URL(warehouse.databaseUrl!);
-    url.searchParams.set('options', `-c search_path=${warehouse.searchPath}`);
-    return { DATABASE_URL: url.toString() };
-  }
-  return { PGLITE_DATA_DIR: pgliteDir };
-}
+import type { RunningSandbox } from '../../src/sandbox/server.ts';
+import { runCli as run, type SyncCommandFixture, startSyncFixture } from '../helpers/cli.ts';
+import { testBackends } from '../helpers/database.ts';
 
 describe.each(testBackends)('the sync command (%s)', (backend) => {
+  let fixture: SyncCommandFixture;
   let sandbox: RunningSandbox;
-  let target: TestWarehouse | undefined;
   let env: Record<string, string>;
-  let pgliteDir: string;
-  let credentialsFile: string;
 
   beforeEach(async () => {
-    sandbox = await startSandbox({
+    fixture = await startSyncFixture(backend, {
       seed: 31,
       accounts: 2,
       businessesPerAccount: 8,
-      port: 0,
       faults: { latencyMs: 40 },
     });
-    const dir = mkdtempSync(join(tmpdir(), 'ls-cli-'));
-    pgliteDir = join(dir, 'pglite');
-    credentialsFile = join(dir, 'credentials.json');
-    writeFileSync(credentialsFile, JSON.stringify(sandbox.credentials));
+    sandbox = fixture.sandbox;
   });
   afterEach(async () => {
-    await target?.close();
-    target = undefined;
-    await sandbox?.close();
+    await fixture?.close();
   });
 
   /**
    * The warehouse the commands use, of this test alone: migrated, or empty for the
-   * command to migrate. PostgreSQL: a database of its own; PGlite: a data directory
-   * (one PGlite per directory at a time, so none is kept open here while a command runs).
+   * command to migrate (test/helpers/cli.ts, `startSyncFixture`).
    */
   async function prepareTarget(options: { migrate: boolean }): Promise<void> {
-    if (backend === 'postgres') {
-      target = await createTestWarehouse(backend, options);
-    } else {
-      await createPgliteDataDir(pgliteDir, options);
-    }
-    env = {
-      ...(target ? databaseEnv(target, pgliteDir) : { PGLITE_DATA_DIR: pgliteDir }),
-      LISTINGS_CREDENTIALS_FILE: credentialsFile,
-    };
+    env = await fixture.prepare(options);
   }
 
   it('refuses to sync an unmigrated warehouse, naming the fix (exit 1)', async () => {

@@ -5,6 +5,7 @@
  * can be compared row for row.
  */
 import { sql } from 'kysely';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { type ApiClient, createApiClient } from '../../src/api/index.ts';
 import type { Credential } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -12,10 +13,17 @@ import { buildRankings, listKeywords } from '../../src/sandbox/keywords.ts';
 import { buildListings } from '../../src/sandbox/listings.ts';
 import { STATE_BY_ID } from '../../src/sandbox/reference-data.ts';
 import { buildReviews } from '../../src/sandbox/reviews.ts';
+import {
+  DEFAULT_FAULTS,
+  type RunningSandbox,
+  type SandboxOptions,
+  startSandbox,
+} from '../../src/sandbox/server.ts';
 import { createWorld, listBusinesses as worldBusinesses } from '../../src/sandbox/world.ts';
 import { runSync, type SyncOptions, type SyncResult } from '../../src/sync/run.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
 import { CONTRACT_TABLES } from '../../src/warehouse/tables.ts';
+import { createTestWarehouse, type TestBackend, type TestWarehouse } from '../helpers/database.ts';
 
 export function testApiClient(): ApiClient {
   return createApiClient({
@@ -25,6 +33,53 @@ export function testApiClient(): ApiClient {
     retry: { maxAttempts: 12, baseDelayMs: 1, maxDelayMs: 20, maxRetryAfterMs: 5000 },
     logger: silentLogger(),
   });
+}
+
+/** A suite's sandbox and client, and the warehouse of the test running (see `sandboxSuite`). */
+export interface SandboxSuite {
+  readonly sandbox: RunningSandbox;
+  readonly api: ApiClient;
+  /** A migrated warehouse for the test running (createTestWarehouse), closed after it. */
+  createWarehouse(backend: TestBackend): Promise<TestWarehouse>;
+}
+
+/**
+ * One sandbox (on a free port) and one `testApiClient` for a describe block, started
+ * before its first test and closed after its last; after each test the sandbox's faults
+ * are cleared and the test's warehouse is closed. Call inside the describe block.
+ */
+export function sandboxSuite(options: SandboxOptions): SandboxSuite {
+  let sandbox: RunningSandbox | undefined;
+  let api: ApiClient | undefined;
+  let warehouse: TestWarehouse | undefined;
+  const suite: SandboxSuite = {
+    get sandbox() {
+      if (!sandbox) throw new Error('the sandbox starts in beforeAll');
+      return sandbox;
+    },
+    get api() {
+      if (!api) throw new Error('the client is made in beforeAll');
+      return api;
+    },
+    async createWarehouse(backend) {
+      warehouse = await createTestWarehouse(backend);
+      return warehouse;
+    },
+  };
+  beforeAll(async () => {
+    sandbox = await startSandbox({ ...options, port: 0 });
+    api = testApiClient();
+  });
+  afterEach(async () => {
+    sandbox?.setFaults({ ...DEFAULT_FAULTS, script: [] });
+    await warehouse?.close();
+    warehouse = undefined;
+  });
+  afterAll(async () => {
+    await api?.close();
+    await sandbox?.close();
+  });
+  return suite;
 }
 
 export async function sync(

@@ -8,20 +8,14 @@
  * - identical copies collapsed by the client are counted, and failures counted once.
  */
 import { sql } from 'kysely';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type ApiClient, createApiClient } from '../../src/api/index.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { createApiClient } from '../../src/api/index.ts';
 import { memoryLogger, silentLogger } from '../../src/log.ts';
-import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import type { Ticker } from '../../src/sync/in-flight.ts';
 import { renderSyncSummary } from '../../src/sync/summary.ts';
 import { BusinessLockTimeoutError, lockBusiness } from '../../src/warehouse/businesses.ts';
-import {
-  createTestWarehouse,
-  skipOnPglite,
-  type TestWarehouse,
-  testBackends,
-} from '../helpers/database.ts';
-import { count, sync, testApiClient } from './harness.ts';
+import { skipOnPglite, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { count, sandboxSuite, sync, testApiClient } from './harness.ts';
 
 /** A ticker that moves and ticks only when the test says so. */
 function manualTicker() {
@@ -53,44 +47,31 @@ async function runRow(warehouse: TestWarehouse, runId: string) {
 }
 
 describe.each(testBackends)('run bounds (%s)', (backend) => {
-  let sandbox: RunningSandbox;
-  let api: ApiClient;
-  let warehouse: TestWarehouse | undefined;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({ seed: 41, accounts: 2, businessesPerAccount: 6, port: 0 });
-    api = testApiClient();
-  });
-  afterEach(async () => {
-    sandbox.setFaults({ ...DEFAULT_FAULTS, script: [] });
-    await warehouse?.close();
-    warehouse = undefined;
-  });
-  afterAll(async () => {
-    await api?.close();
-    await sandbox?.close();
-  });
+  const suite = sandboxSuite({ seed: 41, accounts: 2, businessesPerAccount: 6 });
 
   it('says it is still working while a dripped answer holds the run; a stop aborts it and records interrupted', async () => {
-    warehouse = await createTestWarehouse(backend);
+    const warehouse = await suite.createWarehouse(backend);
     const { logger, lines } = memoryLogger('info');
     const manual = manualTicker();
     // A body of 100000 bytes, a byte a second: only the stop can end this run soon.
-    sandbox.setFaults({
+    suite.sandbox.setFaults({
       script: [{ kind: 'drip', operation: 'list_listings', dripBytes: 100_000 }],
     });
     const stop = new AbortController();
-    const running = sync(warehouse, api, sandbox.credentials.slice(0, 1), {
+    const running = sync(warehouse, suite.api, suite.sandbox.credentials.slice(0, 1), {
       logger,
       businessConcurrency: 1,
       overallBusinessConcurrency: 1,
       ticker: manual.ticker,
       signal: stop.signal,
     });
-    await vi.waitFor(() => expect(sandbox.stats().byOperation['list_listings']?.['drip']).toBe(1), {
-      timeout: 20_000,
-      interval: 20,
-    });
+    await vi.waitFor(
+      () => expect(suite.sandbox.stats().byOperation['list_listings']?.['drip']).toBe(1),
+      {
+        timeout: 20_000,
+        interval: 20,
+      },
+    );
     manual.advance(14_000);
     const still = lines().filter((line) => line.includes('still working'));
     expect(still).toHaveLength(1);
@@ -114,16 +95,16 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
   });
 
   it('a Retry-After longer than a run waits ends that credential at once: one line, one error, the run partial', async () => {
-    warehouse = await createTestWarehouse(backend);
+    const warehouse = await suite.createWarehouse(backend);
     const { logger, lines } = memoryLogger('info');
-    sandbox.setFaults({
+    suite.sandbox.setFaults({
       script: [{ kind: '429', operation: 'list_reviews', retryAfterSeconds: 86_400 }],
     });
     // A client of its own: the pause it learns lasts a day.
     const paused86400 = testApiClient();
-    const result = await sync(warehouse, paused86400, sandbox.credentials, { logger }).finally(() =>
-      paused86400.close(),
-    );
+    const result = await sync(warehouse, paused86400, suite.sandbox.credentials, {
+      logger,
+    }).finally(() => paused86400.close());
     expect(result.status).toBe('partial');
     const stopped = result.stats.credentials.filter((c) => c.error !== undefined);
     expect(stopped).toHaveLength(1);
@@ -155,14 +136,14 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
   });
 
   it('counts identical copies collapsed from the business list and the streams', async () => {
-    warehouse = await createTestWarehouse(backend);
-    sandbox.setFaults({
+    const warehouse = await suite.createWarehouse(backend);
+    suite.sandbox.setFaults({
       script: [
         { kind: 'duplicate', operation: 'list_businesses', copies: 'identical' },
         { kind: 'duplicate', operation: 'list_listings', copies: 'identical' },
       ],
     });
-    const result = await sync(warehouse, api, sandbox.credentials.slice(0, 1));
+    const result = await sync(warehouse, suite.api, suite.sandbox.credentials.slice(0, 1));
     expect(result.status).toBe('succeeded');
     expect(result.stats.duplicates).toBe(2);
     expect(result.stats.businesses).toMatchObject({ listed: 6, inShard: 6, synced: 6 });
@@ -181,7 +162,7 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
   });
 
   it('a business with a failed stream is one failure in the summary, not two', async () => {
-    warehouse = await createTestWarehouse(backend);
+    const warehouse = await suite.createWarehouse(backend);
     const bounded = createApiClient({
       retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5, maxRetryAfterMs: 5000 },
       // Above any sandbox business's keywords, below the oversized answer's.
@@ -189,10 +170,10 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
       logger: silentLogger(),
     });
     try {
-      sandbox.setFaults({
+      suite.sandbox.setFaults({
         script: [{ kind: 'oversized', operation: 'get_rankings', count: 200, sitesPerKeyword: 1 }],
       });
-      const result = await sync(warehouse, bounded, sandbox.credentials.slice(0, 1));
+      const result = await sync(warehouse, bounded, suite.sandbox.credentials.slice(0, 1));
       expect(result.status).toBe('partial');
       expect(result.stats.streamFailures).toBe(1);
       expect(result.stats.businesses.failed).toBe(1);
@@ -207,10 +188,10 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
   });
 
   it('shards of different counts side by side write each business once', async () => {
-    warehouse = await createTestWarehouse(backend);
+    const warehouse = await suite.createWarehouse(backend);
     const [half, quarter] = await Promise.all([
-      sync(warehouse, api, sandbox.credentials, { shard: { index: 0, count: 2 } }),
-      sync(warehouse, api, sandbox.credentials, { shard: { index: 0, count: 4 } }),
+      sync(warehouse, suite.api, suite.sandbox.credentials, { shard: { index: 0, count: 2 } }),
+      sync(warehouse, suite.api, suite.sandbox.credentials, { shard: { index: 0, count: 4 } }),
     ]);
     expect(half.status).toBe('succeeded');
     expect(quarter.status).toBe('succeeded');
@@ -225,7 +206,7 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
 
   it('the business lock covers a business with no row yet, and its wait is bounded', async (context) => {
     skipOnPglite(context, backend, 'one connection: no two transactions at once');
-    warehouse = await createTestWarehouse(backend);
+    const warehouse = await suite.createWarehouse(backend);
     // Two connections of the pool: two runs' business transactions.
     const db = warehouse.db;
     {
@@ -266,10 +247,12 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
       backend,
       'one connection: no transaction can hold a business beside the run',
     );
-    warehouse = await createTestWarehouse(backend);
+    const warehouse = await suite.createWarehouse(backend);
     const db = warehouse.db;
     const [first] = (
-      await sync(warehouse, api, sandbox.credentials.slice(0, 1), { streams: ['businesses'] })
+      await sync(warehouse, suite.api, suite.sandbox.credentials.slice(0, 1), {
+        streams: ['businesses'],
+      })
     ).stats.credentials;
     expect(first?.status).toBe('succeeded');
     const ids = (await db.selectFrom('businesses').select('business_id').execute()).map(
@@ -294,7 +277,7 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
       await isLocked;
       const stop = new AbortController();
       const stopNow = new AbortController();
-      const running = sync(warehouse, api, sandbox.credentials.slice(0, 1), {
+      const running = sync(warehouse, suite.api, suite.sandbox.credentials.slice(0, 1), {
         streams: ['businesses'],
         signal: stop.signal,
         stopNow: stopNow.signal,

@@ -7,15 +7,13 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiClient } from '../../src/api/index.ts';
+import { describe, expect, it } from 'vitest';
 import type { Credential } from '../../src/api/types.ts';
 import { loadConfig } from '../../src/config/index.ts';
-import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { poolOf } from '../../src/warehouse/connection.ts';
 import { openConfiguredWarehouse } from '../../src/warehouse/open.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
-import { count, sync, testApiClient } from './harness.ts';
+import { testBackends } from '../helpers/database.ts';
+import { count, sandboxSuite, sync } from './harness.ts';
 
 /** A pass-through proxy that records the most businesses with a request in flight at once. */
 async function startConcurrencyProbe(upstream: string) {
@@ -53,31 +51,15 @@ async function startConcurrencyProbe(upstream: string) {
 }
 
 describe.each(testBackends)('run limits (%s)', (backend) => {
-  let sandbox: RunningSandbox;
-  let api: ApiClient;
-  let warehouse: TestWarehouse | undefined;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox({ seed: 31, accounts: 3, businessesPerAccount: 4, port: 0 });
-    api = testApiClient();
-  });
-  afterEach(async () => {
-    sandbox.setFaults({ ...DEFAULT_FAULTS, script: [] });
-    await warehouse?.close();
-    warehouse = undefined;
-  });
-  afterAll(async () => {
-    await api?.close();
-    await sandbox?.close();
-  });
+  const suite = sandboxSuite({ seed: 31, accounts: 3, businessesPerAccount: 4 });
 
   it('reference data: when the first attempt fails, a waiting credential writes it', async () => {
-    warehouse = await createTestWarehouse(backend);
+    const warehouse = await suite.createWarehouse(backend);
     // Enough 500s to exhaust every retry of the first list_countries call (12 attempts).
-    sandbox.setFaults({
+    suite.sandbox.setFaults({
       script: Array.from({ length: 12 }, () => ({ kind: '500', operation: 'list_countries' })),
     });
-    const result = await sync(warehouse, api, sandbox.credentials.slice(0, 2), {
+    const result = await sync(warehouse, suite.api, suite.sandbox.credentials.slice(0, 2), {
       streams: ['reference'],
     });
     expect(await count(warehouse, 'countries')).toBeGreaterThan(0);
@@ -88,16 +70,16 @@ describe.each(testBackends)('run limits (%s)', (backend) => {
   });
 
   it('businesses in flight: one limit across every credential', async () => {
-    warehouse = await createTestWarehouse(backend);
-    const probe = await startConcurrencyProbe(sandbox.baseUrl);
+    const warehouse = await suite.createWarehouse(backend);
+    const probe = await startConcurrencyProbe(suite.sandbox.baseUrl);
     try {
       // Latency keeps each business's requests open long enough to overlap.
-      sandbox.setFaults({ latencyMs: 15 });
-      const credentials: Credential[] = sandbox.credentials.map((c) => ({
+      suite.sandbox.setFaults({ latencyMs: 15 });
+      const credentials: Credential[] = suite.sandbox.credentials.map((c) => ({
         ...c,
         baseUrl: probe.url,
       }));
-      const result = await sync(warehouse, api, credentials, {
+      const result = await sync(warehouse, suite.api, credentials, {
         streams: ['listings', 'reviews'],
         businessConcurrency: 8,
         overallBusinessConcurrency: 2,
@@ -111,7 +93,7 @@ describe.each(testBackends)('run limits (%s)', (backend) => {
   });
 
   it.runIf(backend === 'postgres')('sizes the pool from SYNC_CONCURRENCY', async () => {
-    warehouse = await createTestWarehouse(backend);
+    const warehouse = await suite.createWarehouse(backend);
     const url = `${warehouse.databaseUrl}?options=-csearch_path%3D${warehouse.searchPath}`;
     const opened = await openConfiguredWarehouse(
       loadConfig({ DATABASE_URL: url, SYNC_CONCURRENCY: '24' }),

@@ -7,20 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { redactText, redactUrl } from '../../src/log.ts';
 import { describeWarehouse } from '../../src/warehouse/open.ts';
-
-const PASSWORDS = [
-  'Zq1/Kx9',
-  'Zq1#Kx9',
-  'Zq1?Kx9',
-  'Zq1@Kx9',
-  'Zq1@Kx9/Wv3#Ty4?Rb5',
-  'PlainS3cretZq',
-];
-
-/** Every stretch of the password that could identify it: the whole, and each side of a reserved char. */
-function fragments(password: string): string[] {
-  return [password, ...password.split(/[/#?@]/).filter((part) => part.length >= 2)];
-}
+import { fragments, PASSWORDS } from '../helpers/database-url-passwords.ts';
 
 describe('database URL passwords', () => {
   it.each(PASSWORDS)('describeWarehouse never shows the password %s', (password) => {

@@ -9,20 +9,7 @@ import { redactSecrets } from '../../src/log.ts';
 import { openConfiguredWarehouse } from '../../src/warehouse/open.ts';
 import { runCli } from '../helpers/cli.ts';
 import { createTestWarehouse, testBackends } from '../helpers/database.ts';
-
-const PASSWORDS = [
-  'Zq1/Kx9',
-  'Zq1#Kx9',
-  'Zq1?Kx9',
-  'Zq1@Kx9',
-  'Zq1@Kx9/Wv3#Ty4?Rb5',
-  'PlainS3cretZq',
-];
-
-/** Every stretch of the password that could identify it: the whole, and each side of a reserved char. */
-function fragments(password: string): string[] {
-  return [password, ...password.split(/[/#?@]/).filter((part) => part.length >= 2)];
-}
+import { fragments, PASSWORDS } from '../helpers/database-url-passwords.ts';
 
 describe('database URL passwords, against a server', () => {
   it.each(PASSWORDS)(
