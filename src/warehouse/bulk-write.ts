@@ -123,6 +123,19 @@ function columnValues(
   return `{${out.join(',')}}`;
 }
 
+/**
+ * A list of values as the text of a PostgreSQL array literal (as `columnValues` builds a
+ * column's), for a statement's own `${…}::<type>[]` parameter: null and undefined are
+ * NULL, numbers and booleans bare, Dates ISO text, anything else quoted text.
+ */
+export function arrayLiteral(values: readonly unknown[]): string {
+  return columnValues(
+    values.map((value) => ({ value })),
+    'value',
+    'text',
+  );
+}
+
 const NEEDS_ESCAPE = /["\\]/;
 
 /** An array element in double quotes: any text, NULL and the empty string included. */
