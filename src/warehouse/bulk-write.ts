@@ -8,8 +8,10 @@
  *   RETURNING (xmax = 0) AS inserted`.
  * - `insertRows`: the same without the update (history and outbox rows).
  *
- * Each column travels as ONE typed array parameter, so a batch of any size binds as many
- * parameters as it has columns, far from PostgreSQL's 65535 limit. Typed arrays were
+ * Each column travels as ONE typed array parameter (its array literal, built here:
+ * `columnValues`), so a batch of any size binds as many parameters as it has columns, far
+ * from PostgreSQL's 65535 limit. Each statement's text is built once per shape and sent
+ * as it is (no Kysely tree per call). Typed arrays were
  * measured against the earlier single `jsonb_populate_recordset` parameter (reviews-shaped
  * rows, local PostgreSQL 15): about a third less server CPU and a fifth less client CPU,
  * because no column name is repeated per row and no jsonb tree is built and taken apart.
@@ -20,7 +22,7 @@
  * Row objects use the column names. Dates may be given as Date objects; jsonb columns
  * take plain JS values (not strings); null and undefined are SQL NULL.
  */
-import { type Kysely, sql } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import type { Database } from './database.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
@@ -88,41 +90,92 @@ export function dedupeByKey<R extends Record<string, unknown>>(
 }
 
 /**
- * One column of the batch as an array for its typed parameter. Dates become ISO text
- * here (both drivers accept it, and the writers pass the same run-time Date to every row,
- * so it is converted once); jsonb values become their JSON text.
+ * One column of the batch as the text of a PostgreSQL array literal, for its typed
+ * parameter (`$n::<type>[]`). Built here rather than by the driver: pg turns a JS array
+ * into text element by element (`prepareValue`, then two regular-expression replaces and
+ * a string concatenation per element), which was a gigabyte of allocation in a first sync
+ * of 1,000 businesses (docs/operations.md, "Benchmark"); here a number or boolean goes
+ * bare, a string is quoted and escaped only when it holds a quote or a backslash, and the
+ * literal is joined once. Dates become ISO text (the writers pass the same run-time Date
+ * to every row, so it is converted once); jsonb values become their JSON text.
  */
 function columnValues(
   rows: readonly Record<string, unknown>[],
   column: string,
   type: ColumnType,
-): unknown[] {
-  const out = new Array<unknown>(rows.length);
+): string {
+  const out = new Array<string>(rows.length);
   let lastDate: unknown;
-  let lastText: string | null = null;
+  let lastText = '';
   for (let i = 0; i < rows.length; i++) {
     const value = (rows[i] as Record<string, unknown>)[column];
-    if (value === undefined || value === null) out[i] = null;
-    else if (type === 'jsonb') out[i] = JSON.stringify(value);
+    if (value === undefined || value === null) out[i] = 'NULL';
+    else if (type === 'jsonb') out[i] = quoteElement(JSON.stringify(value));
     else if (value instanceof Date) {
       if (value !== lastDate) {
         lastDate = value;
-        lastText = value.toISOString();
+        lastText = `"${value.toISOString()}"`;
       }
       out[i] = lastText;
-    } else out[i] = value;
+    } else if (typeof value === 'number' || typeof value === 'boolean') out[i] = String(value);
+    else out[i] = quoteElement(String(value));
   }
-  return out;
+  return `{${out.join(',')}}`;
 }
 
-/** `unnest($1::t1[], $2::t2[], …)`: the batch as rows, one typed array per column. */
-function unnestColumns(rows: readonly Record<string, unknown>[], columns: ColumnTypes<TableName>) {
-  return sql`unnest(${sql.join(
-    Object.entries(columns).map(
-      ([column, type]) =>
-        sql`${columnValues(rows, column, type as ColumnType)}::${sql.raw(type as string)}[]`,
-    ),
-  )})`;
+/**
+ * A list of values as the text of a PostgreSQL array literal (as `columnValues` builds a
+ * column's), for a statement's own `${…}::<type>[]` parameter: null and undefined are
+ * NULL, numbers and booleans bare, Dates ISO text, anything else quoted text.
+ */
+export function arrayLiteral(values: readonly unknown[]): string {
+  return columnValues(
+    values.map((value) => ({ value })),
+    'value',
+    'text',
+  );
+}
+
+const NEEDS_ESCAPE = /["\\]/;
+
+/** An array element in double quotes: any text, NULL and the empty string included. */
+function quoteElement(text: string): string {
+  return NEEDS_ESCAPE.test(text) ? `"${text.replace(/(["\\])/g, '\\$1')}"` : `"${text}"`;
+}
+
+/**
+ * Statement texts by shape (table and plan): each is built once per process, so a
+ * business's statements cost their parameters and not a Kysely tree built and compiled
+ * again each time; the text is also what names the prepared statement
+ * (src/warehouse/connection.ts).
+ */
+const statementTexts = new Map<string, string>();
+
+function statementText(shape: string, build: () => string): string {
+  let text = statementTexts.get(shape);
+  if (text === undefined) {
+    text = build();
+    statementTexts.set(shape, text);
+  }
+  return text;
+}
+
+const ident = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+/** `unnest($1::t1[], $2::t2[], …)`, parameters numbered from `first`. */
+function unnestText(columns: ColumnTypes<TableName>, first = 1): string {
+  return `unnest(${Object.values(columns)
+    .map((type, i) => `$${first + i}::${type as string}[]`)
+    .join(', ')})`;
+}
+
+function unnestParams(
+  rows: readonly Record<string, unknown>[],
+  columns: ColumnTypes<TableName>,
+): string[] {
+  return Object.entries(columns).map(([column, type]) =>
+    columnValues(rows, column, type as ColumnType),
+  );
 }
 
 export async function upsertRows<T extends TableName>(
@@ -132,22 +185,27 @@ export async function upsertRows<T extends TableName>(
 ): Promise<UpsertResult> {
   if (rows.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
   const unique = dedupeByKey(rows as readonly Record<string, unknown>[], plan.key);
-  const names = Object.keys(plan.columns);
-  const table = sql.table(plan.table);
-  const columns = sql.join(names.map((c) => sql.ref(c)));
-  const keyColumns = sql.join(plan.key.map((c) => sql.ref(c)));
-  const skip = new Set<string>([...plan.key, ...(plan.insertOnly ?? [])]);
-  const assignments = sql.join(
-    names.filter((c) => !skip.has(c)).map((c) => sql`${sql.ref(c)} = excluded.${sql.ref(c)}`),
+  const text = statementText(
+    `upsert\u0000${plan.table}\u0000${JSON.stringify([plan.columns, plan.key, plan.insertOnly, plan.compare])}`,
+    () => {
+      const names = Object.keys(plan.columns);
+      const table = ident(plan.table);
+      const skip = new Set<string>([...plan.key, ...(plan.insertOnly ?? [])]);
+      const assignments = names
+        .filter((c) => !skip.has(c))
+        .map((c) => `${ident(c)} = excluded.${ident(c)}`)
+        .join(', ');
+      return `insert into ${table} (${names.map(ident).join(', ')})
+    select * from ${unnestText(plan.columns)}
+    on conflict (${plan.key.map(ident).join(', ')}) do update set ${assignments}
+    where (${plan.compare.map((c) => `${table}.${ident(c)}`).join(', ')})
+      is distinct from (${plan.compare.map((c) => `excluded.${ident(c)}`).join(', ')})
+    returning (xmax = 0) as inserted`;
+    },
   );
-  const current = sql.join(plan.compare.map((c) => sql`${table}.${sql.ref(c)}`));
-  const incoming = sql.join(plan.compare.map((c) => sql`excluded.${sql.ref(c)}`));
-  const { rows: written } = await sql<{ inserted: boolean }>`
-    insert into ${table} (${columns})
-    select * from ${unnestColumns(unique, plan.columns)}
-    on conflict (${keyColumns}) do update set ${assignments}
-    where (${current}) is distinct from (${incoming})
-    returning (xmax = 0) as inserted`.execute(db);
+  const { rows: written } = await db.executeQuery<{ inserted: boolean }>(
+    CompiledQuery.raw(text, unnestParams(unique, plan.columns)),
+  );
   const inserted = written.filter((row) => row.inserted).length;
   return {
     inserted,
@@ -171,14 +229,18 @@ export async function insertRows<T extends TableName>(
   const list = skipConflictsOn
     ? dedupeByKey(rows as readonly Record<string, unknown>[], skipConflictsOn)
     : (rows as readonly Record<string, unknown>[]);
-  const names = sql.join(Object.keys(columns).map((c) => sql.ref(c)));
-  const conflict = skipConflictsOn
-    ? sql`on conflict (${sql.join(skipConflictsOn.map((c) => sql.ref(c)))}) do nothing`
-    : sql``;
-  const result = await sql`
-    insert into ${sql.table(table)} (${names})
-    select * from ${unnestColumns(list, columns)}
-    ${conflict}`.execute(db);
+  const text = statementText(
+    `insert\u0000${table}\u0000${JSON.stringify([columns, skipConflictsOn])}`,
+    () => {
+      const conflict = skipConflictsOn
+        ? `on conflict (${skipConflictsOn.map(ident).join(', ')}) do nothing`
+        : '';
+      return `insert into ${ident(table)} (${Object.keys(columns).map(ident).join(', ')})
+    select * from ${unnestText(columns)}
+    ${conflict}`;
+    },
+  );
+  const result = await db.executeQuery(CompiledQuery.raw(text, unnestParams(list, columns)));
   return Number(result.numAffectedRows ?? 0);
 }
 
@@ -205,11 +267,26 @@ export async function markRowsGone<T extends TableName>(
   at: Date,
 ): Promise<number> {
   if (ids.length === 0) return 0;
-  const stamp = sql.ref(target.stamp);
-  const result = await sql`
-    update ${sql.table(target.table)} set ${stamp} = ${at}
-    where business_id = ${businessId} and ${stamp} is null
-      and ${sql.ref(target.id)} = any(${ids}::${sql.raw(target.idType)}[])`.execute(db);
+  const text = statementText(
+    `gone\u0000${target.table}\u0000${target.id}\u0000${target.idType}\u0000${target.stamp}`,
+    () => {
+      const stamp = ident(target.stamp);
+      return `update ${ident(target.table)} set ${stamp} = $1::timestamptz
+    where business_id = $2 and ${stamp} is null
+      and ${ident(target.id)} = any($3::${target.idType}[])`;
+    },
+  );
+  const result = await db.executeQuery(
+    CompiledQuery.raw(text, [
+      at.toISOString(),
+      businessId,
+      columnValues(
+        ids.map((id) => ({ id })),
+        'id',
+        target.idType,
+      ),
+    ]),
+  );
   return Number(result.numAffectedRows ?? 0);
 }
 

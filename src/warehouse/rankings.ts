@@ -16,6 +16,7 @@
 import { type Selectable, sql } from 'kysely';
 import type { RankObservation } from '../api/types.ts';
 import { addDays, daysBetween, utcDay } from '../calendar-day.ts';
+import { arrayLiteral } from './bulk-write.ts';
 import type { Change } from './changes.ts';
 import type { Db, RankLatestTable } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
@@ -257,7 +258,7 @@ async function createSeries(
   const { rows } = await sql<StoredSeries>`
     insert into rank_series (business_id, keyword, site, keyword_id)
     select ${businessId}::bigint, t.keyword, t.site, k.keyword_id
-    from unnest(${ranks.map((r) => r.keyword)}::text[], ${ranks.map((r) => r.site)}::text[])
+    from unnest(${arrayLiteral(ranks.map((r) => r.keyword))}::text[], ${arrayLiteral(ranks.map((r) => r.site))}::text[])
       as t(keyword, site)
     left join lateral (
       select min(k.keyword_id) as keyword_id from keywords k
@@ -297,9 +298,9 @@ async function writeForwardDay(
   const { rows: result } = await sql<{ inserted: boolean }>`
     insert into rank_history (series_id, observed_on, rank, previous_rank, days_since_previous)
     select t.series_id, ${day}::date, t.rank, t.previous_rank, ${day}::date - t.previous_on
-    from unnest(${rows.map((r) => r.seriesId)}::int[], ${rows.map((r) => r.rank)}::smallint[],
-      ${rows.map((r) => previousOf(r.stored)?.rank ?? null)}::smallint[],
-      ${rows.map((r) => previousOf(r.stored)?.observed_on ?? null)}::date[])
+    from unnest(${arrayLiteral(rows.map((r) => r.seriesId))}::int[], ${arrayLiteral(rows.map((r) => r.rank))}::smallint[],
+      ${arrayLiteral(rows.map((r) => previousOf(r.stored)?.rank ?? null))}::smallint[],
+      ${arrayLiteral(rows.map((r) => previousOf(r.stored)?.observed_on ?? null))}::date[])
       as t(series_id, rank, previous_rank, previous_on)
     on conflict (series_id, observed_on) do update set rank = excluded.rank
       where rank_history.rank is distinct from excluded.rank
@@ -326,15 +327,15 @@ async function upsertLatest(
       t.compared_7d_on, t.rank_7d_ago, t.compared_30d_on, t.rank_30d_ago, t.best_rank_30d,
       t.worst_rank_30d, t.observations_30d, t.unranked_days_30d, t.window_collected,
       t.window_ranks::smallint[], t.before_window_on, t.before_window_rank
-    from unnest(${seriesIds}::int[], ${column('observed_on')}::date[],
-      ${column('rank')}::smallint[], ${column('previous_observed_on')}::date[],
-      ${column('previous_rank')}::smallint[], ${column('compared_7d_on')}::date[],
-      ${column('rank_7d_ago')}::smallint[], ${column('compared_30d_on')}::date[],
-      ${column('rank_30d_ago')}::smallint[], ${column('best_rank_30d')}::smallint[],
-      ${column('worst_rank_30d')}::smallint[], ${column('observations_30d')}::smallint[],
-      ${column('unranked_days_30d')}::smallint[], ${column('window_collected')}::int[],
-      ${windows}::text[], ${column('before_window_on')}::date[],
-      ${column('before_window_rank')}::smallint[])
+    from unnest(${arrayLiteral(seriesIds)}::int[], ${arrayLiteral(column('observed_on'))}::date[],
+      ${arrayLiteral(column('rank'))}::smallint[], ${arrayLiteral(column('previous_observed_on'))}::date[],
+      ${arrayLiteral(column('previous_rank'))}::smallint[], ${arrayLiteral(column('compared_7d_on'))}::date[],
+      ${arrayLiteral(column('rank_7d_ago'))}::smallint[], ${arrayLiteral(column('compared_30d_on'))}::date[],
+      ${arrayLiteral(column('rank_30d_ago'))}::smallint[], ${arrayLiteral(column('best_rank_30d'))}::smallint[],
+      ${arrayLiteral(column('worst_rank_30d'))}::smallint[], ${arrayLiteral(column('observations_30d'))}::smallint[],
+      ${arrayLiteral(column('unranked_days_30d'))}::smallint[], ${arrayLiteral(column('window_collected'))}::int[],
+      ${arrayLiteral(windows)}::text[], ${arrayLiteral(column('before_window_on'))}::date[],
+      ${arrayLiteral(column('before_window_rank'))}::smallint[])
       as t(series_id, observed_on, rank, previous_observed_on, previous_rank, compared_7d_on,
         rank_7d_ago, compared_30d_on, rank_30d_ago, best_rank_30d, worst_rank_30d,
         observations_30d, unranked_days_30d, window_collected, window_ranks,
@@ -382,7 +383,7 @@ async function upsertDay(
   const { rows } = await sql<{ inserted: boolean }>`
     insert into rank_history (series_id, observed_on, rank, previous_rank, days_since_previous)
     select t.series_id, ${day}::date, t.rank, p.rank, ${day}::date - p.observed_on
-    from unnest(${seriesIds}::int[], ${values}::smallint[]) as t(series_id, rank)
+    from unnest(${arrayLiteral(seriesIds)}::int[], ${arrayLiteral(values)}::smallint[]) as t(series_id, rank)
     left join lateral (
       select h.observed_on, h.rank from rank_history h
       where h.series_id = t.series_id and h.observed_on < ${day}::date
@@ -405,7 +406,7 @@ async function relinkNextDays(
   await sql`
     update rank_history n
     set previous_rank = t.rank, days_since_previous = n.observed_on - ${day}::date
-    from unnest(${seriesIds}::int[], ${values}::smallint[]) as t(series_id, rank)
+    from unnest(${arrayLiteral(seriesIds)}::int[], ${arrayLiteral(values)}::smallint[]) as t(series_id, rank)
     cross join lateral (
       select h.observed_on from rank_history h
       where h.series_id = t.series_id and h.observed_on > ${day}::date
@@ -432,7 +433,7 @@ async function recomputeLatest(db: Db, seriesIds: readonly number[]): Promise<vo
     select t.series_id, l.observed_on, l.rank, l.observed_on - l.days_since_previous,
       l.previous_rank, w7.observed_on, w7.rank, w30.observed_on, w30.rank, m.best, m.worst,
       m.observations, m.unranked, m.collected, wr.ranks, bw.observed_on, bw.rank
-    from unnest(${seriesIds}::int[]) as t(series_id)
+    from unnest(${arrayLiteral(seriesIds)}::int[]) as t(series_id)
     cross join lateral (
       select h.observed_on, h.rank, h.previous_rank, h.days_since_previous::int
       from rank_history h where h.series_id = t.series_id

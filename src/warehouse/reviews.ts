@@ -118,6 +118,43 @@ interface StoredState {
   removed_at: Date | null;
 }
 
+interface StoredReview extends StoredState {
+  review_id: string;
+}
+
+interface StoredResponse extends StoredState {
+  response_id: string;
+  review_id: string;
+}
+
+/**
+ * The business's stored reviews and responses, in one statement (one round trip): a
+ * review row has no `response_id`.
+ */
+async function storedState(
+  db: Db,
+  businessId: number,
+): Promise<{ storedReviews: StoredReview[]; storedResponses: StoredResponse[] }> {
+  const { rows } = await sql<StoredResponse | (StoredReview & { response_id: null })>`
+    select null::uuid as response_id, review_id, content_hash, removed_at
+      from reviews where business_id = ${businessId}
+    union all
+    select response_id, review_id, content_hash, removed_at
+      from review_responses where business_id = ${businessId}`.execute(db);
+  const storedReviews: StoredReview[] = [];
+  const storedResponses: StoredResponse[] = [];
+  for (const row of rows) {
+    if (row.response_id === null) {
+      storedReviews.push({
+        review_id: row.review_id,
+        content_hash: row.content_hash,
+        removed_at: row.removed_at,
+      });
+    } else storedResponses.push(row);
+  }
+  return { storedReviews, storedResponses };
+}
+
 function isUnchanged(stored: StoredState | undefined, hash: string): boolean {
   return stored !== undefined && stored.content_hash === hash && stored.removed_at === null;
 }
@@ -133,18 +170,7 @@ export async function writeReviews(
   reviews: readonly Review[],
 ): Promise<{ stats: WriteStats; changes: Change[] }> {
   const { businessId, observedAt } = ctx;
-  const [storedReviews, storedResponses] = await Promise.all([
-    db
-      .selectFrom('reviews')
-      .select(['review_id', 'content_hash', 'removed_at'])
-      .where('business_id', '=', businessId)
-      .execute(),
-    db
-      .selectFrom('review_responses')
-      .select(['response_id', 'review_id', 'content_hash', 'removed_at'])
-      .where('business_id', '=', businessId)
-      .execute(),
-  ]);
+  const { storedReviews, storedResponses } = await storedState(db, businessId);
   const reviewState = new Map(storedReviews.map((row) => [row.review_id, row]));
   const responseState = new Map(storedResponses.map((row) => [row.response_id, row]));
 

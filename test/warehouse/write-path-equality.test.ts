@@ -1,0 +1,126 @@
+/**
+ * The write path's old-vs-new equality (issue 21): several sandbox nights with changes
+ * (listings flipping, ranks moving, reviews arriving and changing, a business archived
+ * upstream) build a warehouse whose documented tables and BI views (history and read
+ * models included; run ids, times of writing, identities and delivery state left out, as
+ * `documentedContent` does) equal, row for row, what the write path built before its
+ * rework (fewer statements, compiled once, foreign keys on derived rows dropped).
+ *
+ * The expected content is a snapshot computed by that earlier write path, on both
+ * backends, and kept beside this file (`write-path-equality.expected.json`: per relation,
+its row count and the SHA-256 of its rows). The nights
+ * are deterministic: a seeded sandbox and a fixed observation time per night. To record
+ * the snapshot again (only when the warehouse contract changes on purpose, never to make
+ * this test pass): `WRITE_PATH_SNAPSHOT=record npx vitest run <this file>`.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type ApiClient, archiveBusiness, listBusinesses } from '../../src/api/index.ts';
+import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { documentedContent } from '../raw/documented-content.ts';
+import { rowsWritten, sync, testApiClient, type WorldShape } from '../sync/harness.ts';
+
+interface Digest {
+  rows: number;
+  sha256: string;
+}
+
+/**
+ * Per relation, its row count and the SHA-256 of its rows (already in a stable order):
+ * the snapshot stays a few kilobytes where the rows themselves are megabytes. The sandbox's
+ * address (a port of the moment, in `accounts.base_url`) is written as `http://sandbox`.
+ */
+function digestOf(
+  content: Record<string, string[]>,
+  sandboxBaseUrl: string,
+): Record<string, Digest> {
+  const out: Record<string, Digest> = {};
+  for (const [relation, rows] of Object.entries(content)) {
+    out[relation] = {
+      rows: rows.length,
+      sha256: createHash('sha256')
+        .update(rows.join('\n').replaceAll(sandboxBaseUrl, 'http://sandbox'))
+        .digest('hex'),
+    };
+  }
+  return out;
+}
+
+const WORLD: WorldShape = {
+  seed: 31,
+  accounts: 2,
+  businessesPerAccount: 3,
+  startDate: '2026-04-01',
+};
+
+const SNAPSHOT = join(import.meta.dirname, 'write-path-equality.expected.json');
+const RECORD = process.env['WRITE_PATH_SNAPSHOT'] === 'record';
+
+/** Each night's observation time: fixed, so that two builds compare to the millisecond. */
+function nightOf(sandbox: RunningSandbox): Date {
+  return new Date(`${sandbox.today()}T04:00:00.000Z`);
+}
+
+describe.each(testBackends)('write path equality (%s)', (backend) => {
+  let sandbox: RunningSandbox;
+  let warehouse: TestWarehouse;
+  let api: ApiClient;
+
+  beforeEach(async () => {
+    sandbox = await startSandbox({ ...WORLD, port: 0 });
+    warehouse = await createTestWarehouse(backend);
+    api = testApiClient();
+  });
+  afterEach(async () => {
+    await api?.close();
+    await warehouse?.close();
+    await sandbox?.close();
+  });
+
+  it('builds, over five nights, the documented tables and views the earlier write path built', async () => {
+    const night = async () => {
+      const result = await sync(warehouse, api, sandbox.credentials, {
+        now: () => nightOf(sandbox),
+      });
+      expect(result.status).toBe('succeeded');
+      return result;
+    };
+    await night();
+    // The same night again: an unchanged sync writes nothing.
+    const unchanged = await night();
+    expect(rowsWritten(unchanged)).toBe(0);
+    sandbox.advanceDays(1);
+    await night();
+    const credential = sandbox.credentials[1]!;
+    const [gone] = (await listBusinesses(api, credential)).records;
+    await archiveBusiness(api, credential, gone!.id);
+    sandbox.advanceDays(1);
+    await night();
+    sandbox.advanceDays(3);
+    await night();
+
+    const content = await documentedContent(warehouse.db);
+    // The nights did change things, or the comparison would prove little.
+    expect(content['listing_status_history']!.length).toBeGreaterThan(content['listings']!.length);
+    expect(content['review_versions']!.length).toBeGreaterThan(content['reviews']!.length);
+    expect(content['business_versions']!.length).toBeGreaterThan(0);
+    expect(content['businesses']!.some((row) => JSON.parse(row).archived_at !== null)).toBe(true);
+    expect(
+      new Set(content['rank_observations']!.map((row) => JSON.parse(row).observed_on)).size,
+    ).toBe(4);
+    expect(content['alerts']!.length).toBeGreaterThan(0);
+
+    const digest = digestOf(content, sandbox.baseUrl);
+    if (RECORD && !existsSync(SNAPSHOT)) {
+      writeFileSync(SNAPSHOT, `${JSON.stringify(digest, null, 2)}\n`);
+    }
+    const expected = JSON.parse(readFileSync(SNAPSHOT, 'utf8')) as Record<string, Digest>;
+    expect(Object.keys(digest).sort()).toEqual(Object.keys(expected).sort());
+    for (const relation of Object.keys(expected)) {
+      expect(digest[relation], relation).toEqual(expected[relation]);
+    }
+  });
+});
