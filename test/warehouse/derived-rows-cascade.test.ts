@@ -1,5 +1,5 @@
 /**
- * Migration 0012 dropped the foreign keys of the rows the sync derives (business, listing
+ * Migration 0013 dropped the foreign keys of the rows the sync derives (business, listing
  * and review versions, rank history and latest); deleting a parent still deletes them,
  * through the parents' delete triggers, also when the parent goes by cascade.
  */
