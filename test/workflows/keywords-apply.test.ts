@@ -201,36 +201,51 @@ describe.each(testBackends)('keywords apply (%s)', (backend) => {
   });
 
   it('deleting most of a business keywords shows them deleted at once: the re-sync holds no volume drop', async () => {
-    const id = 10000002;
-    const live = (await upstream(id)).filter((k) => !k.archived).map((k) => k.keyword);
-    expect(live.length).toBeGreaterThanOrEqual(3);
-    // Adding one stores the business's keywords (the re-sync reads them all)…
-    const grow = cli.file(
-      'grow.json',
-      JSON.stringify({ businesses: [{ id, keywords: [...live, 'volume one'] }] }),
-    );
-    expect((await cli.run(['keywords', 'apply', '--file', grow])).code).toBe(0);
-    // …then every other one is deleted: more than half, and at least 3, of the stored rows.
-    const shrink = cli.file(
-      'shrink.json',
-      JSON.stringify({ businesses: [{ id, keywords: ['volume one'] }] }),
-    );
-    const applied = await cli.run(['keywords', 'apply', '--file', shrink]);
-    expect(applied.code).toBe(0);
-    expect(applied.stdout).toContain(`Applied: 0 added, ${live.length} deleted.`);
-    const stored = await warehouse.db
-      .selectFrom('keywords')
-      .select('keyword')
-      .where('business_id', '=', id)
-      .where('deleted_at', 'is', null)
-      .where('archived', '=', false)
-      .execute();
-    expect(stored.map((k) => k.keyword)).toEqual(['volume one']);
-    const drops = await warehouse.db
-      .selectFrom('alerts')
-      .select('alert_id')
-      .where('kind', '=', 'volume_drop')
-      .execute();
-    expect(drops).toEqual([]);
+    // A world of its own: the other tests read the shared sandbox's keywords as they were.
+    const own = await startSandbox({ seed: 44, accounts: 1, businessesPerAccount: 1, port: 0 });
+    const ownWarehouse = await createTestWarehouse(backend);
+    try {
+      const cli = workflowRunner(ownWarehouse, own.credentials);
+      const warehouse = ownWarehouse;
+      const id = 10000001;
+      const api = createApiClient({ logger: silentLogger() });
+      const live = (
+        await listKeywords(api, own.credentials[0]!, id).finally(() => api.close())
+      ).records
+        .filter((k) => !k.archived)
+        .map((k) => k.keyword);
+      expect(live.length).toBeGreaterThanOrEqual(3);
+      // Adding one stores the business's keywords (the re-sync reads them all)…
+      const grow = cli.file(
+        'grow.json',
+        JSON.stringify({ businesses: [{ id, keywords: [...live, 'volume one'] }] }),
+      );
+      expect((await cli.run(['keywords', 'apply', '--file', grow])).code).toBe(0);
+      // …then every other one is deleted: more than half, and at least 3, of the stored rows.
+      const shrink = cli.file(
+        'shrink.json',
+        JSON.stringify({ businesses: [{ id, keywords: ['volume one'] }] }),
+      );
+      const applied = await cli.run(['keywords', 'apply', '--file', shrink]);
+      expect(applied.code).toBe(0);
+      expect(applied.stdout).toContain(`Applied: 0 added, ${live.length} deleted.`);
+      const stored = await warehouse.db
+        .selectFrom('keywords')
+        .select('keyword')
+        .where('business_id', '=', id)
+        .where('deleted_at', 'is', null)
+        .where('archived', '=', false)
+        .execute();
+      expect(stored.map((k) => k.keyword)).toEqual(['volume one']);
+      const drops = await warehouse.db
+        .selectFrom('alerts')
+        .select('alert_id')
+        .where('kind', '=', 'volume_drop')
+        .execute();
+      expect(drops).toEqual([]);
+    } finally {
+      await ownWarehouse.close();
+      await own.close();
+    }
   });
 });
