@@ -15,6 +15,15 @@ const UNIT = [
  */
 const E2E = ['test/e2e/**/*.test.ts'];
 
+/**
+ * Files that replace a module with `vi.mock`: each runs in a process of its own. Every
+ * other integration file shares its worker process with the files before it (`isolate:
+ * false`), so modules load and PGlite's WebAssembly compiles once per worker rather than
+ * once per file (docs/operations.md, "Test suite"); a mocked module would leak into them.
+ * test/unit/test-isolation.test.ts holds this list to the files that call `vi.mock`.
+ */
+export const MOCKS_MODULES = ['test/raw/quarantine-recovery.test.ts'];
+
 export default defineConfig({
   test: {
     // A hang fails within 30 s with the test's name; speed itself is for `npm run bench`.
@@ -33,8 +42,17 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          exclude: [...configDefaults.exclude, ...UNIT, ...E2E],
+          exclude: [...configDefaults.exclude, ...UNIT, ...E2E, ...MOCKS_MODULES],
+          isolate: false,
           // Builds the migrated warehouse templates once, before any worker starts.
+          globalSetup: ['test/helpers/global-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'mocks',
+          include: MOCKS_MODULES,
           globalSetup: ['test/helpers/global-setup.ts'],
         },
       },

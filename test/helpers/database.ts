@@ -14,8 +14,10 @@ import { migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { CONTRACT_TABLES } from '../../src/warehouse/tables.ts';
 import {
   adminQuery,
+  copyPgliteTemplate,
   databaseUrlFor,
   ensurePostgresTemplate,
+  pgliteEmptyTemplate,
   pgliteTemplate,
 } from './warehouse-template.ts';
 
@@ -86,9 +88,10 @@ export async function createTestWarehouse(
   const migrate = options.migrate ?? true;
   if (options.beside) return createSchemaWarehouse(options.beside, migrate);
   if (backend === 'pglite') {
-    return openWarehouse(
-      migrate ? { memory: true, loadDataDir: await pgliteTemplate() } : { memory: true },
-    );
+    return openWarehouse({
+      memory: true,
+      loadDataDir: await (migrate ? pgliteTemplate() : pgliteEmptyTemplate()),
+    });
   }
   const serverUrl = requireDatabaseUrl();
   const database = `${cloneDatabasePrefix()}${randomBytes(6).toString('hex')}`;
@@ -174,11 +177,7 @@ export async function createPgliteDataDir(
   options: { migrate?: boolean } = {},
 ): Promise<void> {
   if (options.migrate === false) return;
-  const warehouse = await openWarehouse({
-    pgliteDataDir: dir,
-    loadDataDir: await pgliteTemplate(),
-  });
-  await warehouse.close();
+  await copyPgliteTemplate(dir);
 }
 
 /**
