@@ -1,5 +1,5 @@
 /**
- * What the client suites against the sandbox share (client.sandbox.test.ts,
+ * What the client suites against the sandbox share (client-against-sandbox.ts,
  * answer-bounds.test.ts): clients with tiny retry delays, closed together when a suite
  * ends, and the ApiError a call must fail with.
  */

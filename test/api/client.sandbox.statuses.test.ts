@@ -1,0 +1,4 @@
+/** The client against the sandbox, errors served with HTTP statuses (client-against-sandbox.ts). */
+import { clientAgainstSandbox } from './client-against-sandbox.ts';
+
+clientAgainstSandbox('statuses');
