@@ -1,7 +1,8 @@
 /**
- * The process entry's side of the command line, the one place that touches `process`:
- * the real I/O context (standard streams, the environment, the wall clock) and the
- * signal handling. The first SIGTERM or SIGINT aborts `io.signal`, so a long-running
+ * The process entry's side of the command line, the one place that touches `process`
+ * but for its environment (read in src/config/load.ts, where the configuration is
+ * parsed): the real I/O context (standard streams, that environment, the wall clock) and
+ * the signal handling. The first SIGTERM or SIGINT aborts `io.signal`, so a long-running
  * command stops cleanly (a sync lets the businesses in flight commit, within a bounded
  * grace); a second one aborts `io.stopNow`: the run ends now, businesses in flight roll
  * back, and it is still recorded `interrupted`. Should even that hang, the process exits
@@ -9,6 +10,7 @@
  */
 import { EXIT } from '../command/exit-codes.ts';
 import type { CliIo } from '../command/io.ts';
+import { processEnvironment } from '../config/load.ts';
 
 async function readAllStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -25,7 +27,7 @@ export function processIo(signal: AbortSignal, stopNow?: AbortSignal): CliIo {
     stderr: (text) => process.stderr.write(text),
     isTTY: { stdout: process.stdout.isTTY === true, stderr: process.stderr.isTTY === true },
     ...(process.stderr.isTTY ? { terminal: process.stderr } : {}),
-    env: process.env,
+    env: processEnvironment(),
     now: () => new Date(),
     signal,
     ...(stopNow ? { stopNow } : {}),

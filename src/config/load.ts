@@ -67,12 +67,20 @@ const envSchema = z.object(
 );
 
 /**
- * Parse the configuration from `env` (the process environment by default). Throws a
+ * The process's environment: the one place it is read (src/cli/process-io.ts hands it to
+ * every command as `io.env`; everything else parses what it is given).
+ */
+export function processEnvironment(): Record<string, string | undefined> {
+  return process.env;
+}
+
+/**
+ * Parse the configuration from `env` (`processEnvironment()` in a process). Throws a
  * `ConfigError` naming every variable that is wrong, and, for `options.command`, every
  * misspelt variable that would leave that command on a default.
  */
 export function loadConfig(
-  env: Record<string, string | undefined> = process.env,
+  env: Record<string, string | undefined>,
   options: LoadOptions = {},
 ): Config {
   const parsed = envSchema.safeParse(env);
