@@ -7,14 +7,12 @@
  * listings) and loosened back to the real one before the second.
  */
 import type { Kysely } from 'kysely';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { ApiClient } from '../../src/api/index.ts';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/log.ts';
-import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { replay } from '../../src/sync/replay.ts';
 import type { Database } from '../../src/warehouse/database.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
-import { sync, testApiClient } from '../sync/harness.ts';
+import { testBackends } from '../helpers/database.ts';
+import { nightOf, sync, worldPerTest } from '../sync/harness.ts';
 import { inSchema } from './documented-content.ts';
 
 const strict = vi.hoisted(() => ({ on: true }));
@@ -32,31 +30,18 @@ vi.mock('../../src/api/schemas.ts', async (importOriginal) => {
 
 const WORLD = { seed: 31, accounts: 1, businessesPerAccount: 4, startDate: '2026-04-01' };
 
-function nightOf(sandbox: RunningSandbox): Date {
-  return new Date(`${sandbox.today()}T04:00:00.000Z`);
-}
-
 describe.each(testBackends)('quarantine recovery on replay (%s)', (backend) => {
-  let sandbox: RunningSandbox;
-  let warehouse: TestWarehouse;
-  let api: ApiClient;
-
-  beforeEach(async () => {
+  const world = worldPerTest(backend, WORLD);
+  beforeEach(() => {
     strict.on = true;
-    sandbox = await startSandbox({ ...WORLD, port: 0 });
-    warehouse = await createTestWarehouse(backend);
-    api = testApiClient();
-  });
-  afterEach(async () => {
-    await api?.close();
-    await warehouse?.close();
-    await sandbox?.close();
   });
 
   it('a record refused on a night loads on replay once its schema accepts it, and says so', async () => {
-    const first = await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) });
+    const first = await sync(world.warehouse, world.api, world.sandbox.credentials, {
+      now: () => nightOf(world.sandbox),
+    });
     expect(first.status).toBe('partial');
-    const quarantined = await warehouse.db
+    const quarantined = await world.warehouse.db
       .selectFrom('quarantine')
       .select(['business_id', 'stream', 'payload'])
       .where('stream', '=', 'listings')
@@ -65,24 +50,26 @@ describe.each(testBackends)('quarantine recovery on replay (%s)', (backend) => {
     const refusedIds = quarantined.map((q) => (q.payload as { id: number }).id).sort();
 
     strict.on = false;
-    sandbox.advanceDays(1);
-    const second = await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) });
+    world.sandbox.advanceDays(1);
+    const second = await sync(world.warehouse, world.api, world.sandbox.credentials, {
+      now: () => nightOf(world.sandbox),
+    });
     expect(second.status).toBe('succeeded');
     // Live, the refused listings were first seen on the second night.
-    const liveFirstSeen = await firstSeen(warehouse.db, refusedIds);
+    const liveFirstSeen = await firstSeen(world.warehouse.db, refusedIds);
     expect(new Set(liveFirstSeen.map((r) => r.first_seen_at.toISOString()))).toEqual(
       new Set(['2026-04-02T04:00:00.000Z']),
     );
 
     const result = await replay({
-      warehouse,
-      ...(warehouse.databaseUrl ? { databaseUrl: warehouse.databaseUrl } : {}),
+      warehouse: world.warehouse,
+      ...(world.warehouse.databaseUrl ? { databaseUrl: world.warehouse.databaseUrl } : {}),
       into: 'recovered',
       logger: silentLogger(),
     });
     expect(result.recovered).toBe(quarantined.length);
 
-    const rebuilt = await inSchema(warehouse, 'recovered', async (db) => ({
+    const rebuilt = await inSchema(world.warehouse, 'recovered', async (db) => ({
       firstSeen: await firstSeen(db, refusedIds),
       quarantine: await db
         .selectFrom('quarantine')

@@ -7,15 +7,14 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { type Kysely, sql } from 'kysely';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type ApiClient, archiveBusiness, listBusinesses } from '../../src/api/index.ts';
+import { describe, expect, it } from 'vitest';
+import { archiveBusiness, listBusinesses } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { decompressBody, KEPT_OUT_MARKER } from '../../src/raw/body.ts';
-import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { ReplayCoverageError, replay } from '../../src/sync/replay.ts';
 import type { Database } from '../../src/warehouse/database.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
-import { sync, testApiClient, type WorldShape, worldTruth } from '../sync/harness.ts';
+import { testBackends } from '../helpers/database.ts';
+import { nightOf, sync, type WorldShape, worldPerTest, worldTruth } from '../sync/harness.ts';
 import { documentedContent, inSchema } from './documented-content.ts';
 
 const execFileAsync = promisify(execFile);
@@ -26,11 +25,6 @@ const WORLD: WorldShape = {
   businessesPerAccount: 4,
   startDate: '2026-03-01',
 };
-
-/** Each night's observation time: fixed, so that the replay can be compared to the millisecond. */
-function nightOf(sandbox: RunningSandbox): Date {
-  return new Date(`${sandbox.today()}T04:00:00.000Z`);
-}
 
 async function rowCount(db: Kysely<Database>, table: 'raw_reads' | 'raw_bodies'): Promise<number> {
   const { rows } = await sql<{
@@ -76,26 +70,15 @@ async function rawZoneText(db: Kysely<Database>): Promise<string> {
 }
 
 describe.each(testBackends)('raw zone (%s)', (backend) => {
-  let sandbox: RunningSandbox;
-  let warehouse: TestWarehouse;
-  let api: ApiClient;
-
-  beforeEach(async () => {
-    sandbox = await startSandbox({ ...WORLD, port: 0 });
-    warehouse = await createTestWarehouse(backend);
-    api = testApiClient();
-  });
-  afterEach(async () => {
-    await api?.close();
-    await warehouse?.close();
-    await sandbox?.close();
-  });
+  const world = worldPerTest(backend, WORLD);
 
   it('keeps every read of a night once per body, with its run, business and time, and no secret', async () => {
-    const night = nightOf(sandbox);
-    const result = await sync(warehouse, api, sandbox.credentials, { now: () => night });
+    const night = nightOf(world.sandbox);
+    const result = await sync(world.warehouse, world.api, world.sandbox.credentials, {
+      now: () => night,
+    });
     expect(result.status).toBe('succeeded');
-    const db = warehouse.db;
+    const db = world.warehouse.db;
     const reads = await db.selectFrom('raw_reads').selectAll().execute();
     // Every answer the sync received: each request sent, less any whose socket failed
     // before an answer came (undici may meet a keep-alive socket the server just closed;
@@ -131,7 +114,9 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
 
     // A body is stored once: the same day again adds read rows and no body.
     const bodies = await rowCount(db, 'raw_bodies');
-    const again = await sync(warehouse, api, sandbox.credentials, { now: () => night });
+    const again = await sync(world.warehouse, world.api, world.sandbox.credentials, {
+      now: () => night,
+    });
     expect(again.status).toBe('succeeded');
     expect(await rowCount(db, 'raw_reads')).toBe(2 * reads.length);
     expect(await rowCount(db, 'raw_bodies')).toBe(bodies);
@@ -143,14 +128,14 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
       .map((l) => l['site_password'])
       .filter((p): p is string => typeof p === 'string' && p !== '');
     expect(passwords.length).toBeGreaterThan(0);
-    expect(sandbox.credentials.length).toBe(WORLD.accounts);
+    expect(world.sandbox.credentials.length).toBe(WORLD.accounts);
     // What the sync sent: the token and e-mail in the query string, as a URL carries them.
-    const secretParams = sandbox.credentials.flatMap((c) => [
+    const secretParams = world.sandbox.credentials.flatMap((c) => [
       c.authToken,
       `auth_token=${encodeURIComponent(c.authToken)}`,
       `user_email=${encodeURIComponent(c.userEmail)}`,
     ]);
-    for (const credential of sandbox.credentials)
+    for (const credential of world.sandbox.credentials)
       expect(credential.authToken.length).toBeGreaterThan(8);
     for (const password of passwords) expect(stored).not.toContain(password);
     for (const secret of secretParams) expect(stored).not.toContain(secret);
@@ -159,11 +144,12 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
     expect(stored).toContain(KEPT_OUT_MARKER);
     // The e-mail itself is the account's (accounts.user_email), never in the raw zone.
     const raw = await rawZoneText(db);
-    for (const credential of sandbox.credentials) expect(raw).not.toContain(credential.userEmail);
+    for (const credential of world.sandbox.credentials)
+      expect(raw).not.toContain(credential.userEmail);
     expect(raw).not.toMatch(/user_email/);
-    if (warehouse.databaseUrl) {
+    if (world.warehouse.databaseUrl) {
       // What leaves the building in a backup: the whole database as pg_dump writes it.
-      const { stdout: dump } = await execFileAsync('pg_dump', [warehouse.databaseUrl], {
+      const { stdout: dump } = await execFileAsync('pg_dump', [world.warehouse.databaseUrl], {
         maxBuffer: 256 * 1024 * 1024,
       });
       expect(dump).toContain('raw_bodies');
@@ -180,28 +166,30 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
   });
 
   it('a business that failed to write keeps none of its reads (same transaction)', async () => {
-    const night = nightOf(sandbox);
+    const night = nightOf(world.sandbox);
     // A trigger that refuses one business's listings makes its transaction roll back.
-    const [first] = (await listBusinesses(api, sandbox.credentials[0]!)).records;
+    const [first] = (await listBusinesses(world.api, world.sandbox.credentials[0]!)).records;
     const victim = first!.id;
     await sql
       .raw(`create function refuse_victim() returns trigger language plpgsql as $$
         begin if new.business_id = ${victim} then raise exception 'refused for the test'; end if;
         return new; end $$`)
-      .execute(warehouse.db);
+      .execute(world.warehouse.db);
     await sql
       .raw(`create trigger refuse_victim before insert on listings
         for each row execute function refuse_victim()`)
-      .execute(warehouse.db);
-    const result = await sync(warehouse, api, sandbox.credentials, { now: () => night });
+      .execute(world.warehouse.db);
+    const result = await sync(world.warehouse, world.api, world.sandbox.credentials, {
+      now: () => night,
+    });
     expect(result.status).toBe('partial');
-    const victimReads = await warehouse.db
+    const victimReads = await world.warehouse.db
       .selectFrom('raw_reads')
       .select('operation')
       .where('business_id', '=', victim)
       .execute();
     expect(victimReads).toEqual([]);
-    const others = await warehouse.db
+    const others = await world.warehouse.db
       .selectFrom('raw_reads')
       .select('business_id')
       .distinct()
@@ -211,33 +199,41 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
   });
 
   it('RAW_RETENTION_DAYS prunes older reads at the end of a run, and the bodies nothing refers to', async () => {
-    const first = await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) });
+    const first = await sync(world.warehouse, world.api, world.sandbox.credentials, {
+      now: () => nightOf(world.sandbox),
+    });
     expect(first.status).toBe('succeeded');
-    const firstReads = await rowCount(warehouse.db, 'raw_reads');
-    sandbox.advanceDays(1);
+    const firstReads = await rowCount(world.warehouse.db, 'raw_reads');
+    world.sandbox.advanceDays(1);
     // Ten days later by the run's clock; the sandbox's data moved on by one day.
-    const later = new Date(nightOf(sandbox).getTime() + 9 * 86_400_000);
-    const kept = await sync(warehouse, api, sandbox.credentials, { now: () => later });
+    const later = new Date(nightOf(world.sandbox).getTime() + 9 * 86_400_000);
+    const kept = await sync(world.warehouse, world.api, world.sandbox.credentials, {
+      now: () => later,
+    });
     expect(kept.status).toBe('succeeded');
-    expect(await rowCount(warehouse.db, 'raw_reads')).toBe(2 * firstReads);
-    const second = await sync(warehouse, api, sandbox.credentials, {
+    expect(await rowCount(world.warehouse.db, 'raw_reads')).toBe(2 * firstReads);
+    const second = await sync(world.warehouse, world.api, world.sandbox.credentials, {
       now: () => later,
       rawRetentionDays: 5,
     });
     expect(second.status).toBe('succeeded');
-    const runs = await warehouse.db.selectFrom('raw_reads').select('run_id').distinct().execute();
+    const runs = await world.warehouse.db
+      .selectFrom('raw_reads')
+      .select('run_id')
+      .distinct()
+      .execute();
     expect(new Set(runs.map((r) => r.run_id))).toEqual(new Set([kept.runId, second.runId]));
     const orphans = await sql<{ n: number }>`
       select count(*)::int as n from raw_bodies b
       where not exists (select 1 from raw_reads r where r.body_hash = b.body_hash)`.execute(
-      warehouse.db,
+      world.warehouse.db,
     );
     expect(orphans.rows[0]?.n).toBe(0);
     // Every body of the last night is still there to show and replay.
     const missing = await sql<{ n: number }>`
       select count(*)::int as n from raw_reads r
       where not exists (select 1 from raw_bodies b where b.body_hash = r.body_hash)`.execute(
-      warehouse.db,
+      world.warehouse.db,
     );
     expect(missing.rows[0]?.n).toBe(0);
   });
@@ -245,25 +241,41 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
   it('replays the nights into another schema: every documented table and view is equal', async () => {
     // Night 0, a night with changes, a business archived upstream, another night.
     expect(
-      (await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) })).status,
+      (
+        await sync(world.warehouse, world.api, world.sandbox.credentials, {
+          now: () => nightOf(world.sandbox),
+        })
+      ).status,
     ).toBe('succeeded');
-    sandbox.advanceDays(1);
+    world.sandbox.advanceDays(1);
     expect(
-      (await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) })).status,
+      (
+        await sync(world.warehouse, world.api, world.sandbox.credentials, {
+          now: () => nightOf(world.sandbox),
+        })
+      ).status,
     ).toBe('succeeded');
-    const credential = sandbox.credentials[1]!;
-    const [gone] = (await listBusinesses(api, credential)).records;
-    await archiveBusiness(api, credential, gone!.id);
-    sandbox.advanceDays(1);
+    const credential = world.sandbox.credentials[1]!;
+    const [gone] = (await listBusinesses(world.api, credential)).records;
+    await archiveBusiness(world.api, credential, gone!.id);
+    world.sandbox.advanceDays(1);
     expect(
-      (await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) })).status,
+      (
+        await sync(world.warehouse, world.api, world.sandbox.credentials, {
+          now: () => nightOf(world.sandbox),
+        })
+      ).status,
     ).toBe('succeeded');
-    sandbox.advanceDays(1);
+    world.sandbox.advanceDays(1);
     expect(
-      (await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) })).status,
+      (
+        await sync(world.warehouse, world.api, world.sandbox.credentials, {
+          now: () => nightOf(world.sandbox),
+        })
+      ).status,
     ).toBe('succeeded');
 
-    const live = await documentedContent(warehouse.db);
+    const live = await documentedContent(world.warehouse.db);
     // The nights did change things, or the comparison would prove little.
     expect(live['listing_status_history']!.length).toBeGreaterThan(live['listings']!.length);
     expect(live['alerts']!.length).toBeGreaterThan(0);
@@ -274,8 +286,8 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
 
     const progress: number[] = [];
     const result = await replay({
-      warehouse,
-      ...(warehouse.databaseUrl ? { databaseUrl: warehouse.databaseUrl } : {}),
+      warehouse: world.warehouse,
+      ...(world.warehouse.databaseUrl ? { databaseUrl: world.warehouse.databaseUrl } : {}),
       into: 'replayed',
       logger: silentLogger(),
       onProgress: (p) => progress.push(p.runsDone),
@@ -284,13 +296,13 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
     expect(progress).toEqual([1, 2, 3, 4]);
 
     // The live schema is untouched and still current.
-    expect(await documentedContent(warehouse.db)).toEqual(live);
-    const replayed = await inSchema(warehouse, 'replayed', (db) => documentedContent(db));
+    expect(await documentedContent(world.warehouse.db)).toEqual(live);
+    const replayed = await inSchema(world.warehouse, 'replayed', (db) => documentedContent(db));
     for (const relation of Object.keys(live)) {
       expect(replayed[relation], relation).toEqual(live[relation]);
     }
     // Recomputed, never delivered.
-    const delivered = await inSchema(warehouse, 'replayed', (db) =>
+    const delivered = await inSchema(world.warehouse, 'replayed', (db) =>
       sql<{
         n: number;
       }>`select count(*)::int as n from alerts where delivered_at is not null`.execute(db),
@@ -301,28 +313,32 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
   it('refuses a range the raw zone does not cover, and a schema that is not fresh', async () => {
     await expect(
       replay({
-        warehouse,
+        warehouse: world.warehouse,
         into: 'empty_zone',
         logger: silentLogger(),
-        ...(warehouse.databaseUrl ? { databaseUrl: warehouse.databaseUrl } : {}),
+        ...(world.warehouse.databaseUrl ? { databaseUrl: world.warehouse.databaseUrl } : {}),
       }),
     ).rejects.toThrow(/holds no reads at all/);
     expect(
-      (await sync(warehouse, api, sandbox.credentials, { now: () => nightOf(sandbox) })).status,
+      (
+        await sync(world.warehouse, world.api, world.sandbox.credentials, {
+          now: () => nightOf(world.sandbox),
+        })
+      ).status,
     ).toBe('succeeded');
     const error = await replay({
-      warehouse,
+      warehouse: world.warehouse,
       into: 'too_early',
       from: '2026-02-01',
       logger: silentLogger(),
-      ...(warehouse.databaseUrl ? { databaseUrl: warehouse.databaseUrl } : {}),
+      ...(world.warehouse.databaseUrl ? { databaseUrl: world.warehouse.databaseUrl } : {}),
     }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ReplayCoverageError);
     expect((error as Error).message).toBe(
       'The raw zone does not cover --from 2026-02-01: it holds reads from 2026-03-01 to 2026-03-01.',
     );
-    await expect(replay({ warehouse, into: 'public', logger: silentLogger() })).rejects.toThrow(
-      /live schema|already holds tables/,
-    );
+    await expect(
+      replay({ warehouse: world.warehouse, into: 'public', logger: silentLogger() }),
+    ).rejects.toThrow(/live schema|already holds tables/);
   });
 });

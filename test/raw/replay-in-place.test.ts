@@ -5,10 +5,9 @@
  * the same rows, alert delivery is kept, and the replaced schema is kept by name.
  */
 import { type Kysely, sql } from 'kysely';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type ApiClient, archiveBusiness, listBusinesses } from '../../src/api/index.ts';
+import { describe, expect, it } from 'vitest';
+import { archiveBusiness, listBusinesses } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
-import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import {
   inPlaceSchemas,
   NOT_DELIVERED_NOTE,
@@ -18,8 +17,8 @@ import {
 import { NIGHTLY_LOCK_KEY } from '../../src/sync/run.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
-import { sync, testApiClient, type WorldShape } from '../sync/harness.ts';
+import { testBackends } from '../helpers/database.ts';
+import { nightOf, sync, type WorldShape, worldPerTest } from '../sync/harness.ts';
 import { documentedContent, inSchema } from './documented-content.ts';
 
 const WORLD: WorldShape = {
@@ -28,10 +27,6 @@ const WORLD: WorldShape = {
   businessesPerAccount: 3,
   startDate: '2026-04-01',
 };
-
-function nightOf(sandbox: RunningSandbox): Date {
-  return new Date(`${sandbox.today()}T04:00:00.000Z`);
-}
 
 // biome-ignore lint/suspicious/noExplicitAny: any schema's database will do
 async function rows(db: Kysely<any>, query: string): Promise<string[]> {
@@ -60,26 +55,13 @@ async function keptAsTheyWere(db: Kysely<any>): Promise<Record<string, string[]>
 }
 
 describe.each(testBackends)('replay --in-place (%s)', (backend) => {
-  let sandbox: RunningSandbox;
-  let warehouse: TestWarehouse;
-  let api: ApiClient;
-
-  beforeEach(async () => {
-    sandbox = await startSandbox({ ...WORLD, port: 0 });
-    warehouse = await createTestWarehouse(backend);
-    api = testApiClient();
-  });
-  afterEach(async () => {
-    await api?.close();
-    await warehouse?.close();
-    await sandbox?.close();
-  });
+  const world = worldPerTest(backend, WORLD);
 
   async function night(): Promise<void> {
-    const at = nightOf(sandbox);
-    expect((await sync(warehouse, api, sandbox.credentials, { now: () => at })).status).toBe(
-      'succeeded',
-    );
+    const at = nightOf(world.sandbox);
+    expect(
+      (await sync(world.warehouse, world.api, world.sandbox.credentials, { now: () => at })).status,
+    ).toBe('succeeded');
   }
 
   it('rebuilds the live schema: every documented view, run and read as before, in one swap', {
@@ -87,41 +69,43 @@ describe.each(testBackends)('replay --in-place (%s)', (backend) => {
     timeout: 120_000,
   }, async () => {
     await night();
-    sandbox.advanceDays(1);
+    world.sandbox.advanceDays(1);
     await night();
-    const credential = sandbox.credentials[1]!;
-    const [gone] = (await listBusinesses(api, credential)).records;
-    await archiveBusiness(api, credential, gone!.id);
-    sandbox.advanceDays(1);
+    const credential = world.sandbox.credentials[1]!;
+    const [gone] = (await listBusinesses(world.api, credential)).records;
+    await archiveBusiness(world.api, credential, gone!.id);
+    world.sandbox.advanceDays(1);
     await night();
 
-    const live = await currentSchemaOf(warehouse.db);
-    const before = await documentedContent(warehouse.db);
+    const live = await currentSchemaOf(world.warehouse.db);
+    const before = await documentedContent(world.warehouse.db);
     expect(before['alerts']!.length).toBeGreaterThan(1);
     expect(before['businesses']!.some((row) => JSON.parse(row).archived_at !== null)).toBe(true);
     // One alert was delivered before, the others are pending: each keeps its state.
-    const [delivered] = await warehouse.db
+    const [delivered] = await world.warehouse.db
       .selectFrom('alerts')
       .select('dedupe_key')
       .orderBy('dedupe_key')
       .limit(1)
       .execute();
     await sql`update alerts set delivered_at = '2026-04-03T05:00:00Z', attempts = 1
-      where dedupe_key = ${delivered!.dedupe_key}`.execute(warehouse.db);
+      where dedupe_key = ${delivered!.dedupe_key}`.execute(world.warehouse.db);
     // An alert the rebuild will not raise again, and one it raises that the schema lacks.
-    const [missing] = await warehouse.db
+    const [missing] = await world.warehouse.db
       .selectFrom('alerts')
       .select('dedupe_key')
       .orderBy('dedupe_key', 'desc')
       .limit(1)
       .execute();
-    await sql`delete from alerts where dedupe_key = ${missing!.dedupe_key}`.execute(warehouse.db);
-    const beforeRows = await keptAsTheyWere(warehouse.db);
-    const documentedBefore = await documentedContent(warehouse.db);
+    await sql`delete from alerts where dedupe_key = ${missing!.dedupe_key}`.execute(
+      world.warehouse.db,
+    );
+    const beforeRows = await keptAsTheyWere(world.warehouse.db);
+    const documentedBefore = await documentedContent(world.warehouse.db);
 
     const result = await replayInPlace({
-      warehouse,
-      ...(warehouse.databaseUrl ? { databaseUrl: warehouse.databaseUrl } : {}),
+      warehouse: world.warehouse,
+      ...(world.warehouse.databaseUrl ? { databaseUrl: world.warehouse.databaseUrl } : {}),
       logger: silentLogger(),
     });
     expect(result.runs).toBe(3);
@@ -129,19 +113,19 @@ describe.each(testBackends)('replay --in-place (%s)', (backend) => {
     expect(result.kept).toBe(inPlaceSchemas(live).kept);
 
     // The same schema name now holds the rebuilt tables: equal to what BI read before.
-    expect(await currentSchemaOf(warehouse.db)).toBe(live);
+    expect(await currentSchemaOf(world.warehouse.db)).toBe(live);
     // The alert deleted above is raised again (closed undelivered: no sink hears old news),
     // so every relation equals the live nights' own, before that deletion.
-    const after = await documentedContent(warehouse.db);
+    const after = await documentedContent(world.warehouse.db);
     for (const relation of Object.keys(before)) {
       expect(after[relation], relation).toEqual(before[relation]);
     }
-    const afterRows = await keptAsTheyWere(warehouse.db);
+    const afterRows = await keptAsTheyWere(world.warehouse.db);
     for (const key of ['sync_runs', 'raw_reads', 'raw_bodies', 'business_versions'] as const) {
       expect(afterRows[key], key).toEqual(beforeRows[key]);
     }
     expect(afterRows['listing_status_history']).toEqual(beforeRows['listing_status_history']);
-    const alerts = await warehouse.db
+    const alerts = await world.warehouse.db
       .selectFrom('alerts')
       .select(['dedupe_key', 'delivered_at', 'attempts', 'last_error'])
       .execute();
@@ -155,26 +139,28 @@ describe.each(testBackends)('replay --in-place (%s)', (backend) => {
     expect(pending).toBe(before['alerts']!.length - 2);
     // No replay run is left behind, and the replaced schema is kept, unchanged.
     const { rows: triggers } = await sql<{ trigger: string }>`
-      select distinct trigger from sync_runs`.execute(warehouse.db);
+      select distinct trigger from sync_runs`.execute(world.warehouse.db);
     expect(triggers.map((t) => t.trigger)).not.toContain('replay');
-    const kept = await inSchema(warehouse, result.kept, (db) => documentedContent(db));
+    const kept = await inSchema(world.warehouse, result.kept, (db) => documentedContent(db));
     expect(kept).toEqual(documentedBefore);
     const { build } = inPlaceSchemas(live);
     const { rows: leftover } = await sql<{ n: number }>`
-      select count(*)::int as n from pg_namespace where nspname = ${build}`.execute(warehouse.db);
+      select count(*)::int as n from pg_namespace where nspname = ${build}`.execute(
+      world.warehouse.db,
+    );
     expect(leftover[0]?.n).toBe(0);
 
     // A sync after the swap writes the rebuilt schema, under the same lock key.
-    sandbox.advanceDays(1);
+    world.sandbox.advanceDays(1);
     await night();
-    const runs = await warehouse.db.selectFrom('sync_runs').select('run_id').execute();
+    const runs = await world.warehouse.db.selectFrom('sync_runs').select('run_id').execute();
     expect(runs.length).toBe(4);
 
     // A second in-place refuses while the replaced schema is still kept.
     await expect(
       replayInPlace({
-        warehouse,
-        ...(warehouse.databaseUrl ? { databaseUrl: warehouse.databaseUrl } : {}),
+        warehouse: world.warehouse,
+        ...(world.warehouse.databaseUrl ? { databaseUrl: world.warehouse.databaseUrl } : {}),
         logger: silentLogger(),
       }),
     ).rejects.toThrow(`Schema "${result.kept}" is left from an earlier replay --in-place.`);
@@ -182,18 +168,18 @@ describe.each(testBackends)('replay --in-place (%s)', (backend) => {
 
   it('refuses while a sync holds the lock, and leaves nothing behind', async () => {
     await night();
-    const before = await documentedContent(warehouse.db);
-    const live = await currentSchemaOf(warehouse.db);
+    const before = await documentedContent(world.warehouse.db);
+    const live = await currentSchemaOf(world.warehouse.db);
     // A shard of a night holds the nightly key shared: that is a sync running too.
-    const lock = await tryAcquireSyncLock(warehouse, {
+    const lock = await tryAcquireSyncLock(world.warehouse, {
       shared: [NIGHTLY_LOCK_KEY],
       exclusive: [`${NIGHTLY_LOCK_KEY}:shard:1/2`],
     });
     expect(lock).not.toBeNull();
     try {
       const error = await replayInPlace({
-        warehouse,
-        ...(warehouse.databaseUrl ? { databaseUrl: warehouse.databaseUrl } : {}),
+        warehouse: world.warehouse,
+        ...(world.warehouse.databaseUrl ? { databaseUrl: world.warehouse.databaseUrl } : {}),
         logger: silentLogger(),
       }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ReplayLockedError);
@@ -205,9 +191,11 @@ describe.each(testBackends)('replay --in-place (%s)', (backend) => {
       await lock!.release();
     }
     const { rows: schemas } = await sql<{ nspname: string }>`
-      select nspname from pg_namespace where nspname like ${`${live}_%`}`.execute(warehouse.db);
+      select nspname from pg_namespace where nspname like ${`${live}_%`}`.execute(
+      world.warehouse.db,
+    );
     expect(schemas).toEqual([]);
-    expect(await documentedContent(warehouse.db)).toEqual(before);
+    expect(await documentedContent(world.warehouse.db)).toEqual(before);
   });
 });
 

@@ -5,7 +5,7 @@
  * can be compared row for row.
  */
 import { sql } from 'kysely';
-import { afterAll, afterEach, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { type ApiClient, createApiClient } from '../../src/api/index.ts';
 import type { Credential } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -80,6 +80,55 @@ export function sandboxSuite(options: SandboxOptions): SandboxSuite {
     await sandbox?.close();
   });
   return suite;
+}
+
+/** A test's own sandbox, warehouse and client (see `worldPerTest`). */
+export interface TestWorld {
+  readonly sandbox: RunningSandbox;
+  readonly warehouse: TestWarehouse;
+  readonly api: ApiClient;
+}
+
+/**
+ * A sandbox (on a free port), a migrated warehouse and a `testApiClient` for each test of
+ * a describe block, made before the test and closed after it, so that no test leans on
+ * the one before it. Call inside the describe block.
+ */
+export function worldPerTest(backend: TestBackend, options: SandboxOptions): TestWorld {
+  let sandbox: RunningSandbox | undefined;
+  let warehouse: TestWarehouse | undefined;
+  let api: ApiClient | undefined;
+  beforeEach(async () => {
+    sandbox = await startSandbox({ ...options, port: 0 });
+    warehouse = await createTestWarehouse(backend);
+    api = testApiClient();
+  });
+  afterEach(async () => {
+    await api?.close();
+    await warehouse?.close();
+    await sandbox?.close();
+    api = warehouse = sandbox = undefined;
+  });
+  const made = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the test world is made in beforeEach');
+    return value;
+  };
+  return {
+    get sandbox() {
+      return made(sandbox);
+    },
+    get warehouse() {
+      return made(warehouse);
+    },
+    get api() {
+      return made(api);
+    },
+  };
+}
+
+/** A night's observation time, 04:00 UTC of the sandbox's day: fixed, so two builds compare to the millisecond. */
+export function nightOf(sandbox: RunningSandbox): Date {
+  return new Date(`${sandbox.today()}T04:00:00.000Z`);
 }
 
 export async function sync(

@@ -16,12 +16,11 @@ its row count and the SHA-256 of its rows). The nights
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type ApiClient, archiveBusiness, listBusinesses } from '../../src/api/index.ts';
-import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { describe, expect, it } from 'vitest';
+import { archiveBusiness, listBusinesses } from '../../src/api/index.ts';
+import { testBackends } from '../helpers/database.ts';
 import { documentedContent } from '../raw/documented-content.ts';
-import { rowsWritten, sync, testApiClient, type WorldShape } from '../sync/harness.ts';
+import { nightOf, rowsWritten, sync, type WorldShape, worldPerTest } from '../sync/harness.ts';
 
 interface Digest {
   rows: number;
@@ -59,31 +58,13 @@ const WORLD: WorldShape = {
 const SNAPSHOT = join(import.meta.dirname, 'write-path-equality.expected.json');
 const RECORD = process.env['WRITE_PATH_SNAPSHOT'] === 'record';
 
-/** Each night's observation time: fixed, so that two builds compare to the millisecond. */
-function nightOf(sandbox: RunningSandbox): Date {
-  return new Date(`${sandbox.today()}T04:00:00.000Z`);
-}
-
 describe.each(testBackends)('write path equality (%s)', (backend) => {
-  let sandbox: RunningSandbox;
-  let warehouse: TestWarehouse;
-  let api: ApiClient;
-
-  beforeEach(async () => {
-    sandbox = await startSandbox({ ...WORLD, port: 0 });
-    warehouse = await createTestWarehouse(backend);
-    api = testApiClient();
-  });
-  afterEach(async () => {
-    await api?.close();
-    await warehouse?.close();
-    await sandbox?.close();
-  });
+  const world = worldPerTest(backend, WORLD);
 
   it('builds, over five nights, the documented tables and views the earlier write path built', async () => {
     const night = async () => {
-      const result = await sync(warehouse, api, sandbox.credentials, {
-        now: () => nightOf(sandbox),
+      const result = await sync(world.warehouse, world.api, world.sandbox.credentials, {
+        now: () => nightOf(world.sandbox),
       });
       expect(result.status).toBe('succeeded');
       return result;
@@ -92,17 +73,17 @@ describe.each(testBackends)('write path equality (%s)', (backend) => {
     // The same night again: an unchanged sync writes nothing.
     const unchanged = await night();
     expect(rowsWritten(unchanged)).toBe(0);
-    sandbox.advanceDays(1);
+    world.sandbox.advanceDays(1);
     await night();
-    const credential = sandbox.credentials[1]!;
-    const [gone] = (await listBusinesses(api, credential)).records;
-    await archiveBusiness(api, credential, gone!.id);
-    sandbox.advanceDays(1);
+    const credential = world.sandbox.credentials[1]!;
+    const [gone] = (await listBusinesses(world.api, credential)).records;
+    await archiveBusiness(world.api, credential, gone!.id);
+    world.sandbox.advanceDays(1);
     await night();
-    sandbox.advanceDays(3);
+    world.sandbox.advanceDays(3);
     await night();
 
-    const content = await documentedContent(warehouse.db);
+    const content = await documentedContent(world.warehouse.db);
     // The nights did change things, or the comparison would prove little.
     expect(content['listing_status_history']!.length).toBeGreaterThan(content['listings']!.length);
     expect(content['review_versions']!.length).toBeGreaterThan(content['reviews']!.length);
@@ -113,7 +94,7 @@ describe.each(testBackends)('write path equality (%s)', (backend) => {
     ).toBe(4);
     expect(content['alerts']!.length).toBeGreaterThan(0);
 
-    const digest = digestOf(content, sandbox.baseUrl);
+    const digest = digestOf(content, world.sandbox.baseUrl);
     if (RECORD && !existsSync(SNAPSHOT)) {
       writeFileSync(SNAPSHOT, `${JSON.stringify(digest, null, 2)}\n`);
     }
