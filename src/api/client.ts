@@ -106,6 +106,23 @@ export interface ApiStats {
 
 export interface CallOptions {
   signal?: AbortSignal;
+  /**
+   * For a read: true when a successful (2xx) body is one whose rows the caller already
+   * holds (src/warehouse/business-answers.ts). The call then rejects with
+   * `AnswerUnchanged`, the body not parsed; its `parse()` parses it when needed after all.
+   */
+  unchanged?: (text: string) => boolean | Promise<boolean>;
+}
+
+/**
+ * Not a failure: the read answered a body the caller holds the rows of (`unchanged`), so
+ * it was not parsed. `parse()` reads it as the call would have (and throws as it would).
+ */
+export class AnswerUnchanged<T = unknown> {
+  readonly parse: () => T;
+  constructor(parse: () => T) {
+    this.parse = parse;
+  }
 }
 
 // The settings' defaults (SYNC_CONCURRENCY, SYNC_ACCOUNT_CONCURRENCY; src/config/settings.ts).
@@ -383,10 +400,12 @@ export async function callUpstream<T>(
   const { signal } = options;
   let outcome = 'ok';
   try {
-    const value = await runWithRetries(state, credential, call, signal);
+    const value = await runWithRetries(state, credential, call, options);
     return value;
   } catch (error) {
-    if (error instanceof ApiError) {
+    if (error instanceof AnswerUnchanged) {
+      // A successful read, only not parsed.
+    } else if (error instanceof ApiError) {
       outcome = error.code;
       state.logger.debug(
         { operation: call.operation, credential: credential.name, code: error.code, err: error },
@@ -407,8 +426,9 @@ async function runWithRetries<T>(
   state: ClientState,
   credential: Credential,
   call: UpstreamCall<T>,
-  signal: AbortSignal | undefined,
+  options: CallOptions,
 ): Promise<T> {
+  const { signal, unchanged } = options;
   if (state.closed) {
     throw new Error(`The API client is closed; ${call.operation} was not sent.`);
   }
@@ -422,6 +442,21 @@ async function runWithRetries<T>(
       await waitForTurn(state, account, credential, call, signal);
       return state.global(() => exchangeOnce(state, credential, call, attempt, signal));
     });
+    if (
+      unchanged &&
+      call.method === 'GET' &&
+      exchange.kind === 'response' &&
+      exchange.status >= 200 &&
+      exchange.status < 300 &&
+      (await unchanged(exchange.text))
+    ) {
+      relaxSpacing(account);
+      throw new AnswerUnchanged(() => {
+        const late = interpret(state, credential, call, exchange, signal);
+        if (late.kind === 'value') return late.value;
+        throw late.failure.error;
+      });
+    }
     const result = interpret(state, credential, call, exchange, signal);
     if (result.kind === 'value') {
       relaxSpacing(account);

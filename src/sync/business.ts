@@ -10,6 +10,7 @@ import type { Transaction } from 'kysely';
 import { alertsUnder } from '../alerts/raise-for-changes.ts';
 import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import { removalLimitUnder } from '../alerts/volume-drop.ts';
+import { AnswerUnchanged, type CallOptions } from '../api/client.ts';
 import { ApiError } from '../api/errors.ts';
 import {
   getBusinessFull,
@@ -19,7 +20,17 @@ import {
   listReviews,
 } from '../api/index.ts';
 import type { BusinessSummary, Credential, ListResult, Review } from '../api/types.ts';
+import { utcDay } from '../calendar-day.ts';
+import { bodyHash, withoutSecrets } from '../raw/body.ts';
 import { writeRawReads } from '../raw/capture.ts';
+import {
+  type AnswerHashes,
+  type AnswerRead,
+  type AppliedAnswers,
+  appliedFor,
+  NO_ANSWERS_APPLIED,
+  readAppliedAnswers,
+} from '../warehouse/business-answers.ts';
 import {
   type BusinessSnapshot,
   mergeWriteStats,
@@ -41,45 +52,91 @@ export function isCredentialStop(error: unknown): error is ApiError {
   );
 }
 
-/** A read's outcome, kept rather than thrown, so one failed stream spares the others. */
-export type Fetched<T> = { ok: true; value: T } | { ok: false; error: unknown };
+/**
+ * A read's outcome, kept rather than thrown, so one failed stream spares the others.
+ * `unchanged`: the body is the one its stream's rows were last built from
+ * (src/warehouse/business-answers.ts), not parsed; `parse()` reads it when needed.
+ */
+export type Fetched<T> =
+  | { ok: true; value: T }
+  | { ok: false; error: unknown }
+  | { ok: 'unchanged'; parse: () => T };
 
 async function settle<T>(promise: Promise<T>): Promise<Fetched<T>> {
   try {
     return { ok: true, value: await promise };
   } catch (error) {
+    if (error instanceof AnswerUnchanged) return { ok: 'unchanged', parse: error.parse as () => T };
     return { ok: false, error };
   }
 }
 
-/** Reads every stream of the run for one business, at once; a stream not asked for is null. */
+/** A parsed value from a read, parsing an unchanged one now: for when it must be written. */
+function parsedNow<T>(result: Fetched<T>): Fetched<T> {
+  if (result.ok !== 'unchanged') return result;
+  try {
+    return { ok: true, value: result.parse() };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+/**
+ * Reads every stream of the run for one business, at once; a stream not asked for is null.
+ * Each body is hashed as the raw zone keeps it (`seen`); one that is the body its rows
+ * were last built from (`applied`, read while the requests are out) is not parsed.
+ */
 export async function fetchBusinessAnswers(
   context: RunContext,
   credential: Credential,
   id: number,
 ) {
   const { streams, call } = context;
-  const { api } = context.options;
+  const { api, warehouse, reapply } = context.options;
+  const applied: Promise<AppliedAnswers> = reapply
+    ? Promise.resolve(NO_ANSWERS_APPLIED)
+    : // Not knowing only costs the parse: the write will meet the database's error itself.
+      readAppliedAnswers(warehouse.db, id).catch(() => NO_ANSWERS_APPLIED);
+  const seen: AnswerHashes = {};
+  const secrets = [credential.authToken, credential.userEmail];
+  const options = (read: AnswerRead): CallOptions => ({
+    ...call,
+    unchanged: async (text) => {
+      const hash = bodyHash(withoutSecrets(text, secrets));
+      seen[read] = hash;
+      return (await applied).hashes[read] === hash;
+    },
+  });
   const skip = Promise.resolve(null);
   // Each call counted in flight, and aborted by the run's stop.
   const read = <T>(wanted: boolean, start: () => Promise<T>) =>
     settle(wanted ? context.inFlight.track(start()) : skip);
   const [full, listings, reviews, socials, rankings, keywords] = await Promise.all([
-    read(streams.has('businesses'), () => getBusinessFull(api, credential, id, call)),
-    read(streams.has('listings'), () => listListings(api, credential, id, call)),
-    read(streams.has('reviews'), () => listReviews(api, credential, id, 'review', call)),
-    read(streams.has('reviews'), () => listReviews(api, credential, id, 'social', call)),
-    read(streams.has('rankings'), () => getRankings(api, credential, id, call)),
-    read(streams.has('keywords'), () => listKeywords(api, credential, id, call)),
+    read(streams.has('businesses'), () =>
+      getBusinessFull(api, credential, id, options('business')),
+    ),
+    read(streams.has('listings'), () => listListings(api, credential, id, options('listings'))),
+    read(streams.has('reviews'), () =>
+      listReviews(api, credential, id, 'review', options('reviews')),
+    ),
+    read(streams.has('reviews'), () =>
+      listReviews(api, credential, id, 'social', options('socials')),
+    ),
+    read(streams.has('rankings'), () => getRankings(api, credential, id, options('rankings'))),
+    read(streams.has('keywords'), () => listKeywords(api, credential, id, options('keywords'))),
   ]);
-  return { full, listings, reviews, socials, rankings, keywords };
+  return {
+    reads: { full, listings, reviews, socials, rankings, keywords },
+    applied: await applied,
+    seen,
+  };
 }
 
-/** A business's answers in one run, stream by stream. */
+/** A business's answers in one run, stream by stream, with what was applied before. */
 export type BusinessAnswers = Awaited<ReturnType<typeof fetchBusinessAnswers>>;
 
 function answersOf(answers: BusinessAnswers): Fetched<unknown>[] {
-  return Object.values(answers);
+  return Object.values(answers.reads);
 }
 
 /**
@@ -146,9 +203,15 @@ export async function writeBusiness(
 ): Promise<'ok' | 'failed'> {
   const { options, stats, log } = context;
   const id = business.id;
+  const { reads, applied, seen } = answers;
   let failedStreams = 0;
   const rejected: BusinessSnapshot['rejected'] = [];
   const value = <T>(result: Fetched<T>, stream: string): T | null => {
+    if (result.ok === 'unchanged') {
+      // Its rows already say what it says: neither parsed nor written.
+      stats.answersUnchanged = (stats.answersUnchanged ?? 0) + 1;
+      return null;
+    }
     if (result.ok) return result.value;
     failedStreams += 1;
     recordFailure(stats, {
@@ -173,19 +236,33 @@ export async function writeBusiness(
     return result.records;
   };
 
-  const fullValue = value(answers.full, 'businesses');
-  const reviewList = records(value(answers.reviews, 'reviews'), 'reviews');
-  const socialList = records(value(answers.socials, 'reviews'), 'social');
+  // Listings and ranks write a row per day: a body written for another day is written
+  // again for this one.
+  const day = utcDay(observedAt);
+  const listings = appliedFor(applied, 'listings', day)
+    ? reads.listings
+    : parsedNow(reads.listings);
+  const rankings = appliedFor(applied, 'rankings', day)
+    ? reads.rankings
+    : parsedNow(reads.rankings);
+  // The two review reads are written as one stream: one changed, both are parsed.
+  const reviewsUnchanged = reads.reviews.ok === 'unchanged' && reads.socials.ok === 'unchanged';
+  const reviews = reviewsUnchanged ? reads.reviews : parsedNow(reads.reviews);
+  const socials = reviewsUnchanged ? reads.socials : parsedNow(reads.socials);
+  const fullValue = value(reads.full, 'businesses');
+  const reviewList = records(value(reviews, 'reviews'), 'reviews');
+  const socialList = records(value(socials, 'reviews'), 'social');
   const snapshot: BusinessSnapshot = {
     accountName: credential.name,
     businessId: id,
     summary: business,
     full: fullValue,
-    listings: records(value(answers.listings, 'listings'), 'listings'),
+    listings: records(value(listings, 'listings'), 'listings'),
     reviews: reviewList && socialList ? mergeReviews(reviewList, socialList) : null,
-    rankings: records(value(answers.rankings, 'rankings'), 'rankings'),
-    keywords: records(value(answers.keywords, 'keywords'), 'keywords'),
+    rankings: records(value(rankings, 'rankings'), 'rankings'),
+    keywords: records(value(reads.keywords, 'keywords'), 'keywords'),
     rejected,
+    answers: { before: applied, seen },
   };
   const written = await writeBusinessSnapshotIsolating(options.warehouse.db, snapshot, {
     runId: context.runId,

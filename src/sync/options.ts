@@ -91,6 +91,11 @@ export interface SyncOptions {
   overallBusinessConcurrency?: number;
   /** The alert rules the writers raise under (`config.alertRules`); built-in defaults otherwise. */
   alertRules?: AlertRules;
+  /**
+   * Parse and write every answer, even one whose body is the one its rows were last built
+   * from (docs/warehouse.md, "Answers applied"); `sync --reapply`. Default false.
+   */
+  reapply?: boolean;
   /** Keep every upstream answer in the raw zone (docs/warehouse.md). Default true. */
   keepRaw?: boolean;
   /** Prune raw zone reads older than this many days when the run ends (RAW_RETENTION_DAYS). */

@@ -19,6 +19,9 @@ export function renderSyncSummary(result: SyncResult, context: SummaryContext): 
     `Sync ${result.status} in ${stats.seconds}s (run ${result.runId}) into ${context.warehouse}: ` +
       `${businessesLine(stats)}, ` +
       (stats.duplicates ? `${stats.duplicates} duplicate record(s) collapsed, ` : '') +
+      (stats.answersUnchanged
+        ? `${stats.answersUnchanged} answer(s) as their rows already were (not parsed again), `
+        : '') +
       `${stats.requests} requests, ${stats.retries} retries, ` +
       `${stats.quarantined} quarantined, ${stats.alerts} alerts.`,
   );

@@ -19,6 +19,14 @@ import type {
   RankObservation,
   Review,
 } from '../api/types.ts';
+import { utcDay } from '../calendar-day.ts';
+import {
+  type AnswerHashes,
+  type AnswerOutcome,
+  type AnswerRead,
+  type AppliedAnswers,
+  recordAppliedAnswers,
+} from './business-answers.ts';
 import { lockBusiness, writeBusiness } from './businesses.ts';
 import type { Change, ChangeHandler } from './changes.ts';
 import type { Database } from './database.ts';
@@ -56,6 +64,11 @@ export interface BusinessSnapshot {
   keywords: Keyword[] | null;
   /** Records that failed their schema: quarantined in the same transaction. */
   rejected: RejectedInSnapshot[];
+  /**
+   * The bodies of this run's reads and what was recorded as applied before they were
+   * fetched: the streams written in full record their bodies (business-answers.ts).
+   */
+  answers?: { before: AppliedAnswers; seen: AnswerHashes };
 }
 
 export interface WriteContext {
@@ -145,6 +158,14 @@ export async function writeBusinessSnapshot(
       ...held,
     });
   }
+  if (snapshot.answers) {
+    await recordAppliedAnswers(trx, snapshot.businessId, {
+      ...snapshot.answers,
+      outcomes: answerOutcomes(snapshot, removalsHeld),
+      day: utcDay(ctx.observedAt),
+      at: ctx.observedAt,
+    });
+  }
   // Listings, then reviews, then ranks: the order the alerts were raised in before.
   const alerts = ctx.onChanges && changes.length > 0 ? await ctx.onChanges(trx, changes) : 0;
   // A listings write always counts alerts (0 included); the other streams when they raise.
@@ -161,6 +182,32 @@ export async function writeBusinessSnapshot(
   if (quarantined > 0) addCounts(stats, 'quarantine', { inserted: quarantined });
   if (ctx.inTransaction) await ctx.inTransaction(trx);
   return { stats, alerts, quarantined, removalsHeld };
+}
+
+/**
+ * What this write did with each read: not written (its stream left as stored), written
+ * in full, or written short (a record quarantined, or its removals held), so that its
+ * rows are not what its body says.
+ */
+function answerOutcomes(
+  snapshot: BusinessSnapshot,
+  removalsHeld: readonly RemovalsHeld[],
+): Record<AnswerRead, AnswerOutcome> {
+  const short = new Set<string>(snapshot.rejected.map((record) => record.stream));
+  for (const held of removalsHeld) short.add(held.stream);
+  const outcome = (written: boolean, ...streams: string[]): AnswerOutcome => {
+    if (!written) return 'untouched';
+    return streams.some((stream) => short.has(stream)) ? 'applied-short' : 'applied';
+  };
+  const reviews = outcome(snapshot.reviews !== null, 'reviews', 'social');
+  return {
+    business: outcome(snapshot.full !== null, 'businesses'),
+    listings: outcome(snapshot.listings !== null, 'listings'),
+    reviews,
+    socials: reviews,
+    rankings: outcome(snapshot.rankings !== null, 'rankings'),
+    keywords: outcome(snapshot.keywords !== null, 'keywords'),
+  };
 }
 
 /** The ids of the refused records whose id reads, per stream, as `isRefused` compares them. */

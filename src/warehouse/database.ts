@@ -439,6 +439,7 @@ export interface Database {
   review_response_request_events: ReviewResponseRequestEventsTable;
   raw_bodies: RawBodiesTable;
   raw_reads: RawReadsTable;
+  business_answers: BusinessAnswersTable;
 }
 
 /** One distinct upstream body, compressed (migration 0011; docs/warehouse.md, "Raw zone"). */
@@ -463,6 +464,27 @@ export interface RawReadsTable {
   status: number;
   observed_at: Date;
   body_hash: string;
+}
+
+/**
+ * The answer each stream's rows were last built from (migration 0014; docs/warehouse.md,
+ * "Answers applied"): `raw_bodies.body_hash` per read, null when not known.
+ */
+export interface BusinessAnswersTable {
+  business_id: number;
+  /** The write path that applied them (src/warehouse/business-answers.ts, APPLIED_BY). */
+  applied_by: string;
+  business_hash: string | null;
+  listings_hash: string | null;
+  /** The UTC day listings' daily accuracy counts were written for. */
+  listings_on: string | null;
+  reviews_hash: string | null;
+  socials_hash: string | null;
+  rankings_hash: string | null;
+  /** The UTC day the ranks were written for: a later day's ranks are new rows. */
+  rankings_on: string | null;
+  keywords_hash: string | null;
+  updated_at: Date;
 }
 
 /** What a reader or writer runs on: the connection, or a transaction opened on it. */

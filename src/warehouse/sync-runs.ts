@@ -42,9 +42,15 @@ export interface SyncRunStats {
   failureCount: number;
   /**
    * Identical copies of a record an answer repeated, collapsed into one by the client
-   * (`ListResult.duplicates`): the business list's and every stream's.
+   * (`ListResult.duplicates`): the business list's and every stream's parsed this run.
    */
   duplicates: number;
+  /**
+   * A business's reads whose body was the one its rows were last built from, so neither
+   * parsed nor written (docs/warehouse.md, "Answers applied"). Absent in runs recorded
+   * before it existed.
+   */
+  answersUnchanged?: number;
   /**
    * What failed, for the summary and `listings-sync runs`: the first `MAX_FAILURES_LISTED`
    * of src/sync/stats.ts (a run against a broken upstream must not grow `sync_runs.stats`
@@ -83,6 +89,7 @@ export function emptySyncRunStats(): SyncRunStats {
     streamFailures: 0,
     failureCount: 0,
     duplicates: 0,
+    answersUnchanged: 0,
     failures: [],
     requests: 0,
     retries: 0,

@@ -53,6 +53,8 @@ export async function resyncBusinesses(
       trigger: 'api',
       ...syncOptionsFromConfig(session.config),
       alertRules: rulesWithoutHold(session),
+      // Every answer written: the command may have written the business row itself.
+      reapply: true,
       ...(io.now ? { now: io.now } : {}),
     });
     if (result.status === 'succeeded') {

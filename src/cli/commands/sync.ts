@@ -21,6 +21,7 @@ export interface SyncCommandOptions {
   streams?: string;
   account?: string[];
   shard?: import('../../sync/shard.ts').Shard;
+  reapply?: boolean;
 }
 
 export function parseStreams(
@@ -70,6 +71,11 @@ export function registerSyncCommand(program: Command, io: CliIo): void {
         'only businesses in shard I of N (0-based), for parallel pods',
       ).argParser(shardOption),
     )
+    .option(
+      '--reapply',
+      'parse and write every answer, also one that is the body its rows were built from ' +
+        '(docs/warehouse.md, "Answers applied")',
+    )
     .action(async (options: SyncCommandOptions) => {
       io.exitCode = await runSyncCommand(io, options, await import('../../sync/run.ts'));
     });
@@ -107,6 +113,7 @@ async function runSyncCommand(
       logger,
       ...(streams ? { streams } : {}),
       ...(options.shard ? { shard: options.shard } : {}),
+      ...(options.reapply ? { reapply: true } : {}),
       trigger: 'cli',
       ...syncOptionsFromConfig(config),
       signal: io.signal,

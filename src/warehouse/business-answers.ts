@@ -1,0 +1,155 @@
+/**
+ * Answers applied (docs/warehouse.md, "Answers applied"; migration 0014): for each
+ * business, the `raw_bodies.body_hash` of each read whose rows the sync last wrote in
+ * full. A read that brings the same body again says nothing the rows do not already say,
+ * so the sync neither parses nor writes it (docs/operations.md, "Benchmark": most of an
+ * unchanged night's CPU). The record is kept honest by three rules:
+ *
+ * - it is written in the business's transaction, only for the streams written in it, so
+ *   it never names a body whose rows did not commit;
+ * - a stream written with a record quarantined or a removal held records no body (null):
+ *   its rows are not what the body says, so the next read is applied;
+ * - it names the write path that wrote it (`APPLIED_BY`): a release that builds rows
+ *   differently applies every answer once again.
+ *
+ * A business archived, or with removals held, has no answers taken as applied; neither
+ * has a run asked to reapply (`sync --reapply`, the write workflows' re-sync). No other
+ * writer touches a stream's tables while a run holds the sync lock, and runs of the same
+ * business exclude each other (src/warehouse/sync-lock.ts).
+ */
+import { sql } from 'kysely';
+import type { Db } from './database.ts';
+
+/**
+ * The write path the record belongs to. Raise it in a change that makes the same body
+ * write different rows (a schema transform, a writer's rule): every business's answers
+ * are then applied once more by the next run.
+ */
+export const APPLIED_BY = 'write-path-1';
+
+/** The reads of a business, each with its own body. */
+export const ANSWER_READS = [
+  'business',
+  'listings',
+  'reviews',
+  'socials',
+  'rankings',
+  'keywords',
+] as const;
+export type AnswerRead = (typeof ANSWER_READS)[number];
+
+/**
+ * Reads whose stream writes a row per UTC day (listings' `listing_accuracy_days`, ranks'
+ * `rank_history`): their body counts as applied only on the day it was written for.
+ */
+export const DAILY_READS = ['listings', 'rankings'] as const;
+export type DailyRead = (typeof DAILY_READS)[number];
+
+/** Body hashes by read; a read absent or null has no body taken as applied. */
+export type AnswerHashes = Partial<Record<AnswerRead, string | null>>;
+
+/** What is recorded of a business's answers, as the sync compares a read against it. */
+export interface AppliedAnswers {
+  hashes: AnswerHashes;
+  /** The UTC day (`YYYY-MM-DD`) each daily read was written for. */
+  days: Partial<Record<DailyRead, string | null>>;
+}
+
+export const NO_ANSWERS_APPLIED: AppliedAnswers = { hashes: {}, days: {} };
+
+/** Whether the recorded body of `read` is applied for `day` (any day, for a read not daily). */
+export function appliedFor(applied: AppliedAnswers, read: AnswerRead, day: string): boolean {
+  if (!(DAILY_READS as readonly string[]).includes(read)) return true;
+  return applied.days[read as DailyRead] === day;
+}
+
+/**
+ * The answers taken as applied for a business: none when the business is not stored,
+ * archived, holds removals, or was written by another write path.
+ */
+export async function readAppliedAnswers(db: Db, businessId: number): Promise<AppliedAnswers> {
+  const { rows } = await sql<{
+    business_hash: string | null;
+    listings_hash: string | null;
+    listings_on: string | null;
+    reviews_hash: string | null;
+    socials_hash: string | null;
+    rankings_hash: string | null;
+    rankings_on: string | null;
+    keywords_hash: string | null;
+  }>`select a.business_hash, a.listings_hash, a.listings_on, a.reviews_hash, a.socials_hash,
+      a.rankings_hash, a.rankings_on, a.keywords_hash
+    from business_answers a join businesses b on b.business_id = a.business_id
+    where a.business_id = ${businessId} and a.applied_by = ${APPLIED_BY}
+      and b.archived_at is null and b.removals_held is null`.execute(db);
+  const row = rows[0];
+  if (!row) return NO_ANSWERS_APPLIED;
+  return {
+    hashes: {
+      business: row.business_hash,
+      listings: row.listings_hash,
+      reviews: row.reviews_hash,
+      socials: row.socials_hash,
+      rankings: row.rankings_hash,
+      keywords: row.keywords_hash,
+    },
+    days: { listings: row.listings_on, rankings: row.rankings_on },
+  };
+}
+
+/** What one business write did with each read: written in full, written short, or not at all. */
+export type AnswerOutcome = 'applied' | 'applied-short' | 'untouched';
+
+/**
+ * Records, in the business's transaction, the bodies of the reads this write applied in
+ * full (null for one applied short), and the day for the daily ones, leaving the reads it
+ * did not write as they were; nothing is sent when that changes nothing (`before`, as
+ * read before the run fetched the business).
+ */
+export async function recordAppliedAnswers(
+  trx: Db,
+  businessId: number,
+  answers: {
+    before: AppliedAnswers;
+    /** The hash of each read's body this run. */
+    seen: AnswerHashes;
+    outcomes: Partial<Record<AnswerRead, AnswerOutcome>>;
+    /** The UTC day the daily reads were written for, when they were. */
+    day: string;
+    at: Date;
+  },
+): Promise<void> {
+  const written = new Set<AnswerRead>();
+  const next: AnswerHashes = {};
+  let changed = false;
+  for (const read of ANSWER_READS) {
+    const outcome = answers.outcomes[read] ?? 'untouched';
+    if (outcome === 'untouched') continue;
+    written.add(read);
+    const hash = outcome === 'applied' ? (answers.seen[read] ?? null) : null;
+    next[read] = hash;
+    if ((answers.before.hashes[read] ?? null) !== hash) changed = true;
+    if (hash !== null && !appliedFor(answers.before, read, answers.day)) changed = true;
+  }
+  if (!changed) return;
+  // Per column: this write's value when it wrote the read, else the stored one when the
+  // same write path stored it, else unknown.
+  const kept = (column: string, read: AnswerRead) =>
+    sql`${sql.ref(column)} = case when ${written.has(read)}::boolean
+      then ${sql.ref(`excluded.${column}`)}
+      when a.applied_by = excluded.applied_by then ${sql.ref(`a.${column}`)} end`;
+  const day = (read: DailyRead) => (written.has(read) ? answers.day : null);
+  await sql`insert into business_answers as a (business_id, applied_by, business_hash,
+      listings_hash, listings_on, reviews_hash, socials_hash, rankings_hash, rankings_on,
+      keywords_hash, updated_at)
+    values (${businessId}, ${APPLIED_BY}, ${next.business ?? null}, ${next.listings ?? null},
+      ${day('listings')}::date, ${next.reviews ?? null}, ${next.socials ?? null},
+      ${next.rankings ?? null}, ${day('rankings')}::date, ${next.keywords ?? null},
+      ${answers.at})
+    on conflict (business_id) do update set
+      ${sql.join([
+        ...ANSWER_READS.map((read) => kept(`${read}_hash`, read)),
+        ...DAILY_READS.map((read) => kept(`${read}_on`, read)),
+      ])},
+      applied_by = excluded.applied_by, updated_at = excluded.updated_at`.execute(trx);
+}
