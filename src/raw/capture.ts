@@ -11,12 +11,11 @@ import type { Credential } from '../api/types.ts';
 import type { Database } from '../warehouse/database.ts';
 import {
   BODY_ENCODING,
-  bodyHash,
   businessIdOfPath,
   compressBody,
+  keptBody,
   requestKey,
   SECRET_PARAMS,
-  withoutSecrets,
 } from './body.ts';
 
 /** One read as the raw zone keeps it, before it is written. */
@@ -48,7 +47,7 @@ export function keptRead(response: ObservedResponse): KeptRead | null {
   const params = Object.fromEntries(
     Object.entries(response.query).filter(([name]) => !SECRET_PARAMS.has(name)),
   );
-  const text = withoutSecrets(response.text, [credential.authToken, credential.userEmail]);
+  const { text, hash } = keptBody(response.text, [credential.authToken, credential.userEmail]);
   return {
     accountName: credential.name,
     businessId: businessIdOfPath(response.path),
@@ -58,7 +57,7 @@ export function keptRead(response: ObservedResponse): KeptRead | null {
     attempt: response.attempt,
     status: response.status,
     text,
-    hash: bodyHash(text),
+    hash,
   };
 }
 

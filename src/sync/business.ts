@@ -21,7 +21,7 @@ import {
 } from '../api/index.ts';
 import type { BusinessSummary, Credential, ListResult, Review } from '../api/types.ts';
 import { utcDay } from '../calendar-day.ts';
-import { bodyHash, withoutSecrets } from '../raw/body.ts';
+import { keptBody } from '../raw/body.ts';
 import { writeRawReads } from '../raw/capture.ts';
 import {
   type AnswerHashes,
@@ -102,7 +102,7 @@ export async function fetchBusinessAnswers(
   const options = (read: AnswerRead): CallOptions => ({
     ...call,
     unchanged: async (text) => {
-      const hash = bodyHash(withoutSecrets(text, secrets));
+      const { hash } = keptBody(text, secrets);
       seen[read] = hash;
       return (await applied).hashes[read] === hash;
     },
