@@ -5,9 +5,10 @@
  * tables agree), the credential's other reads (its business list, reference data,
  * operation-10 polls, a business that read as missing) when the credential is done.
  */
-import type { Kysely, Transaction } from 'kysely';
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import { type ApiClient, type ObservedResponse, observeResponses } from '../api/client.ts';
 import type { Credential } from '../api/types.ts';
+import { arrayLiteral, type ColumnTypes, insertRows } from '../warehouse/bulk-write.ts';
 import type { Database } from '../warehouse/database.ts';
 import {
   BODY_ENCODING,
@@ -112,12 +113,10 @@ export async function writeRawReads(
   const hashes = [...texts.keys()].sort();
   const known = new Set(
     (
-      await db
-        .selectFrom('raw_bodies')
-        .select('body_hash')
-        .where('body_hash', 'in', hashes)
-        .execute()
-    ).map((row) => row.body_hash),
+      await db.executeQuery<{ body_hash: string }>(
+        CompiledQuery.raw(KNOWN_BODIES, [arrayLiteral(hashes)]),
+      )
+    ).rows.map((row) => row.body_hash),
   );
   const missing = hashes.filter((hash) => !known.has(hash));
   if (missing.length > 0) {
@@ -137,24 +136,39 @@ export async function writeRawReads(
       .onConflict((oc) => oc.column('body_hash').doNothing())
       .execute();
   }
-  await db
-    .insertInto('raw_reads')
-    .values(
-      reads.map((read) => ({
-        run_id: header.runId,
-        account_name: read.accountName,
-        business_id: read.businessId,
-        operation: read.operation,
-        request: read.request,
-        params: JSON.stringify(read.params),
-        attempt: read.attempt,
-        status: read.status,
-        observed_at: header.observedAt,
-        body_hash: read.hash,
-      })),
-    )
-    .execute();
+  await insertRows(
+    db,
+    'raw_reads',
+    READ_COLUMNS,
+    reads.map((read) => ({
+      run_id: header.runId,
+      account_name: read.accountName,
+      business_id: read.businessId,
+      operation: read.operation,
+      request: read.request,
+      params: read.params,
+      attempt: read.attempt,
+      status: read.status,
+      observed_at: header.observedAt,
+      body_hash: read.hash,
+    })),
+  );
 }
+
+// One statement text each, built once (src/warehouse/bulk-write.ts): every business runs them.
+const KNOWN_BODIES = 'select body_hash from raw_bodies where body_hash = any($1::text[])';
+const READ_COLUMNS: ColumnTypes<'raw_reads'> = {
+  run_id: 'uuid',
+  account_name: 'text',
+  business_id: 'bigint',
+  operation: 'text',
+  request: 'text',
+  params: 'jsonb',
+  attempt: 'integer',
+  status: 'integer',
+  observed_at: 'timestamptz',
+  body_hash: 'text',
+};
 
 /**
  * RAW_RETENTION_DAYS: deletes reads observed more than `days` days before `now`, then the

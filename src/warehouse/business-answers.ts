@@ -17,7 +17,7 @@
  * writer touches a stream's tables while a run holds the sync lock, and runs of the same
  * business exclude each other (src/warehouse/sync-lock.ts).
  */
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { Db } from './database.ts';
 
 /**
@@ -63,25 +63,32 @@ export function appliedFor(applied: AppliedAnswers, read: AnswerRead, day: strin
   return applied.days[read as DailyRead] === day;
 }
 
+interface AnswersRow {
+  business_hash: string | null;
+  listings_hash: string | null;
+  listings_on: string | null;
+  reviews_hash: string | null;
+  socials_hash: string | null;
+  rankings_hash: string | null;
+  rankings_on: string | null;
+  keywords_hash: string | null;
+}
+
+// Built once: every business of every run reads it (src/warehouse/bulk-write.ts says why).
+const APPLIED_ANSWERS = `select a.business_hash, a.listings_hash, a.listings_on::text, a.reviews_hash,
+    a.socials_hash, a.rankings_hash, a.rankings_on::text, a.keywords_hash
+  from business_answers a join businesses b on b.business_id = a.business_id
+  where a.business_id = $1 and a.applied_by = $2
+    and b.archived_at is null and b.removals_held is null`;
+
 /**
  * The answers taken as applied for a business: none when the business is not stored,
  * archived, holds removals, or was written by another write path.
  */
 export async function readAppliedAnswers(db: Db, businessId: number): Promise<AppliedAnswers> {
-  const { rows } = await sql<{
-    business_hash: string | null;
-    listings_hash: string | null;
-    listings_on: string | null;
-    reviews_hash: string | null;
-    socials_hash: string | null;
-    rankings_hash: string | null;
-    rankings_on: string | null;
-    keywords_hash: string | null;
-  }>`select a.business_hash, a.listings_hash, a.listings_on, a.reviews_hash, a.socials_hash,
-      a.rankings_hash, a.rankings_on, a.keywords_hash
-    from business_answers a join businesses b on b.business_id = a.business_id
-    where a.business_id = ${businessId} and a.applied_by = ${APPLIED_BY}
-      and b.archived_at is null and b.removals_held is null`.execute(db);
+  const { rows } = await db.executeQuery<AnswersRow>(
+    CompiledQuery.raw(APPLIED_ANSWERS, [businessId, APPLIED_BY]),
+  );
   const row = rows[0];
   if (!row) return NO_ANSWERS_APPLIED;
   return {
