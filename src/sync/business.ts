@@ -6,7 +6,6 @@
  * siblings load; `This business doesn't exist` marks a listed business archived.
  */
 
-import type { Transaction } from 'kysely';
 import { alertsUnder } from '../alerts/raise-for-changes.ts';
 import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import { removalLimitUnder } from '../alerts/volume-drop.ts';
@@ -36,8 +35,9 @@ import {
   mergeWriteStats,
   writeBusinessSnapshotIsolating,
 } from '../warehouse/business-snapshot.ts';
-import { markBusinessMissing } from '../warehouse/businesses.ts';
-import type { Database } from '../warehouse/database.ts';
+import { markBusinessMissing, summaryLeavesRow } from '../warehouse/businesses.ts';
+import type { Db } from '../warehouse/database.ts';
+import { addCounts } from '../warehouse/write-stats.ts';
 import type { RunContext } from './run-context.ts';
 import { errorText, recordFailure } from './stats.ts';
 
@@ -199,7 +199,7 @@ export async function writeBusiness(
   answers: BusinessAnswers,
   observedAt: Date,
   /** Runs last in the business's transaction: the raw reads of these answers. */
-  inTransaction?: (trx: Transaction<Database>) => Promise<void>,
+  inTransaction?: (db: Db) => Promise<void>,
 ): Promise<'ok' | 'failed'> {
   const { options, stats, log } = context;
   const id = business.id;
@@ -264,6 +264,25 @@ export async function writeBusiness(
     rejected,
     answers: { before: applied, seen },
   };
+  if (
+    failedStreams === 0 &&
+    rejected.length === 0 &&
+    snapshot.full === null &&
+    snapshot.listings === null &&
+    snapshot.reviews === null &&
+    snapshot.rankings === null &&
+    snapshot.keywords === null &&
+    applied.stored !== undefined &&
+    summaryLeavesRow(applied.stored, business, credential.name)
+  ) {
+    // Every read is as its rows already are and the list changes no field of the business
+    // row: the transaction would write nothing, so only the raw reads are kept.
+    await inTransaction?.(options.warehouse.db);
+    addCounts(stats.tables, 'businesses', { unchanged: 1 });
+    addCounts(stats.tables, 'business_versions', { inserted: 0 });
+    stats.businesses.synced += 1;
+    return 'ok';
+  }
   const written = await writeBusinessSnapshotIsolating(options.warehouse.db, snapshot, {
     runId: context.runId,
     observedAt,

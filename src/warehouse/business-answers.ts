@@ -18,7 +18,7 @@
  * business exclude each other (src/warehouse/sync-lock.ts).
  */
 import { CompiledQuery, sql } from 'kysely';
-import type { Db } from './database.ts';
+import type { BusinessRow, Db } from './database.ts';
 
 /**
  * The write path the record belongs to. Raise it in a change that makes the same body
@@ -50,6 +50,8 @@ export type AnswerHashes = Partial<Record<AnswerRead, string | null>>;
 
 /** What is recorded of a business's answers, as the sync compares a read against it. */
 export interface AppliedAnswers {
+  /** The business's stored row, read with the answers (undefined when none is taken as applied). */
+  stored?: BusinessRow;
   hashes: AnswerHashes;
   /** The UTC day (`YYYY-MM-DD`) each daily read was written for. */
   days: Partial<Record<DailyRead, string | null>>;
@@ -63,7 +65,7 @@ export function appliedFor(applied: AppliedAnswers, read: AnswerRead, day: strin
   return applied.days[read as DailyRead] === day;
 }
 
-interface AnswersRow {
+interface AnswersRow extends BusinessRow {
   business_hash: string | null;
   listings_hash: string | null;
   listings_on: string | null;
@@ -75,7 +77,7 @@ interface AnswersRow {
 }
 
 // Built once: every business of every run reads it (src/warehouse/bulk-write.ts says why).
-const APPLIED_ANSWERS = `select a.business_hash, a.listings_hash, a.listings_on::text, a.reviews_hash,
+const APPLIED_ANSWERS = `select b.*, a.business_hash, a.listings_hash, a.listings_on::text, a.reviews_hash,
     a.socials_hash, a.rankings_hash, a.rankings_on::text, a.keywords_hash
   from business_answers a join businesses b on b.business_id = a.business_id
   where a.business_id = $1 and a.applied_by = $2
@@ -91,16 +93,28 @@ export async function readAppliedAnswers(db: Db, businessId: number): Promise<Ap
   );
   const row = rows[0];
   if (!row) return NO_ANSWERS_APPLIED;
+  const {
+    business_hash,
+    listings_hash,
+    listings_on,
+    reviews_hash,
+    socials_hash,
+    rankings_hash,
+    rankings_on,
+    keywords_hash,
+    ...stored
+  } = row;
   return {
+    stored,
     hashes: {
-      business: row.business_hash,
-      listings: row.listings_hash,
-      reviews: row.reviews_hash,
-      socials: row.socials_hash,
-      rankings: row.rankings_hash,
-      keywords: row.keywords_hash,
+      business: business_hash,
+      listings: listings_hash,
+      reviews: reviews_hash,
+      socials: socials_hash,
+      rankings: rankings_hash,
+      keywords: keywords_hash,
     },
-    days: { listings: row.listings_on, rankings: row.rankings_on },
+    days: { listings: listings_on, rankings: rankings_on },
   };
 }
 

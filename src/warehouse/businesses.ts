@@ -162,6 +162,23 @@ export interface BusinessWrite {
   synced: { listings: boolean; reviews: boolean; rankings: boolean; keywords: boolean };
 }
 
+/**
+ * Whether `writeBusiness` would leave the stored row as it is for a run that wrote no
+ * stream and read no profile: the list's summary changes no field, the business is
+ * live and under the same credential, and every stream's first read is recorded.
+ */
+export function summaryLeavesRow(
+  stored: BusinessRow,
+  summary: BusinessSummary,
+  accountName: string,
+): boolean {
+  return (
+    stored.archived_at === null &&
+    stored.account_name === accountName &&
+    stored.content_hash === contentHash(summaryOverProfile(summary, stored))
+  );
+}
+
 /** Upserts the business row (clearing archived_at) and appends a version on change. */
 export async function writeBusiness(
   db: Db,

@@ -73,6 +73,14 @@ describe.each(testBackends)('answers applied (%s)', (backend) => {
     expect(renderSyncSummary(again, { warehouse: 'test' })).toContain(
       `${businesses * READS} answer(s) as their rows already were (not parsed again)`,
     );
+    // No transaction was needed, but every read of the run is kept in the raw zone.
+    expect(
+      await count(
+        world.warehouse,
+        'raw_reads',
+        sql`run_id = ${again.runId} and business_id is not null and operation <> 'get_response_status'`,
+      ),
+    ).toBe(businesses * READS);
     // Nothing of the record moved either.
     expect(await db().selectFrom('business_answers').selectAll().execute()).toEqual(answers);
   });
