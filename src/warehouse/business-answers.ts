@@ -18,7 +18,7 @@
  * business exclude each other (src/warehouse/sync-lock.ts).
  */
 import { CompiledQuery, sql } from 'kysely';
-import type { BusinessRow, Db } from './database.ts';
+import type { BusinessAnswersTable, BusinessRow, Db } from './database.ts';
 
 /**
  * The write path the record belongs to. Raise it in a change that makes the same body
@@ -65,16 +65,9 @@ export function appliedFor(applied: AppliedAnswers, read: AnswerRead, day: strin
   return applied.days[read as DailyRead] === day;
 }
 
-interface AnswersRow extends BusinessRow {
-  business_hash: string | null;
-  listings_hash: string | null;
-  listings_on: string | null;
-  reviews_hash: string | null;
-  socials_hash: string | null;
-  rankings_hash: string | null;
-  rankings_on: string | null;
-  keywords_hash: string | null;
-}
+/** The business's row and its recorded answers, as `APPLIED_ANSWERS` selects them. */
+type AnswersRow = BusinessRow &
+  Omit<BusinessAnswersTable, 'business_id' | 'applied_by' | 'updated_at'>;
 
 // Built once: every business of every run reads it (src/warehouse/bulk-write.ts says why).
 const APPLIED_ANSWERS = `select b.*, a.business_hash, a.listings_hash, a.listings_on::text, a.reviews_hash,

@@ -23,6 +23,16 @@ describe.each(testBackends)('answers applied (%s)', (backend) => {
       ...extra,
     });
   const db = () => world.warehouse.db;
+  const firstBusiness = async () =>
+    Number(
+      (
+        await db()
+          .selectFrom('businesses')
+          .select('business_id')
+          .orderBy('business_id')
+          .executeTakeFirstOrThrow()
+      ).business_id,
+    );
 
   it('reads the same night again without parsing or writing, and records which raw body built each stream', async () => {
     const first = await night();
@@ -89,15 +99,7 @@ describe.each(testBackends)('answers applied (%s)', (backend) => {
     await night();
     const credential = world.sandbox.credentials[0];
     if (!credential) throw new Error('the sandbox has a credential');
-    const businessId = Number(
-      (
-        await db()
-          .selectFrom('businesses')
-          .select('business_id')
-          .orderBy('business_id')
-          .executeTakeFirstOrThrow()
-      ).business_id,
-    );
+    const businessId = await firstBusiness();
     await addKeyword(world.api, credential, businessId, 'answers applied test');
 
     const again = await night();
@@ -183,15 +185,7 @@ describe.each(testBackends)('answers applied (%s)', (backend) => {
   it('takes nothing as applied for an archived business, or from another write path', async () => {
     const first = await night();
     const businesses = first.stats.businesses.synced;
-    const archived = Number(
-      (
-        await db()
-          .selectFrom('businesses')
-          .select('business_id')
-          .orderBy('business_id')
-          .executeTakeFirstOrThrow()
-      ).business_id,
-    );
+    const archived = await firstBusiness();
     await db()
       .updateTable('businesses')
       .set({ archived_at: new Date() })
