@@ -4,15 +4,13 @@
  * steps aside for another replica's lock, and on close lets the running sync finish its
  * businesses in flight. No test waits on the wall clock for a tick.
  */
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { ApiClient } from '../../src/api/index.ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { memoryLogger, silentLogger } from '../../src/log.ts';
-import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { type StartTicker, startScheduler } from '../../src/serve/scheduler.ts';
 import { startServe } from '../../src/serve/server.ts';
 import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
-import { testApiClient } from '../sync/harness.ts';
+import { testBackends } from '../helpers/database.ts';
+import { worldPerTest } from '../sync/harness.ts';
 import { metricValue, serveConfig, waitFor } from './helpers.ts';
 
 const EVERY_SECOND = '*/1 * * * * *';
@@ -170,29 +168,16 @@ describe('scheduler', () => {
 });
 
 describe.each(testBackends)('scheduled sync in serve (%s)', (backend) => {
-  let sandbox: RunningSandbox;
-  let warehouse: TestWarehouse;
-  let api: ApiClient;
-
   // Each test gets its own sandbox and an empty warehouse.
-  beforeEach(async () => {
-    sandbox = await startSandbox({ seed: 9, accounts: 1, businessesPerAccount: 4, port: 0 });
-    warehouse = await createTestWarehouse(backend);
-    api = testApiClient();
-  });
-  afterEach(async () => {
-    await api?.close();
-    await warehouse?.close();
-    await sandbox?.close();
-  });
+  const world = worldPerTest(backend, { seed: 9, accounts: 1, businessesPerAccount: 4 });
 
   it('never overlaps a run: a tick during it is skipped and counted', async () => {
     const serve = await startServe({
       config: serveConfig(),
-      warehouse,
-      api,
+      warehouse: world.warehouse,
+      api: world.api,
       logger: silentLogger(),
-      credentials: sandbox.credentials,
+      credentials: world.sandbox.credentials,
       schedule: NEW_YEAR,
       port: 0,
       host: '127.0.0.1',
@@ -208,7 +193,7 @@ describe.each(testBackends)('scheduled sync in serve (%s)', (backend) => {
     } finally {
       await serve.close();
     }
-    const runs = await warehouse.db
+    const runs = await world.warehouse.db
       .selectFrom('sync_runs')
       .select(['started_at', 'finished_at', 'status', 'trigger'])
       .orderBy('started_at')
@@ -226,16 +211,16 @@ describe.each(testBackends)('scheduled sync in serve (%s)', (backend) => {
     const logs = memoryLogger('info');
     const serve = await startServe({
       config: serveConfig(),
-      warehouse,
-      api,
+      warehouse: world.warehouse,
+      api: world.api,
       logger: logs.logger,
-      credentials: sandbox.credentials,
+      credentials: world.sandbox.credentials,
       schedule: NEW_YEAR,
       port: 0,
       host: '127.0.0.1',
       alertIntervalMs: 0,
     });
-    const lock = await tryAcquireSyncLock(warehouse, 'listings-sync:sync');
+    const lock = await tryAcquireSyncLock(world.warehouse, 'listings-sync:sync');
     expect(lock).not.toBeNull();
     try {
       expect(await serve.scheduler!.runNow()).toBe('ran');
@@ -249,13 +234,13 @@ describe.each(testBackends)('scheduled sync in serve (%s)', (backend) => {
   });
 
   it('on close, stops taking webhooks and lets the running sync finish its businesses in flight', async () => {
-    sandbox.setFaults({ latencyMs: 200 });
+    world.sandbox.setFaults({ latencyMs: 200 });
     const serve = await startServe({
       config: serveConfig(),
-      warehouse,
-      api,
+      warehouse: world.warehouse,
+      api: world.api,
       logger: silentLogger(),
-      credentials: sandbox.credentials,
+      credentials: world.sandbox.credentials,
       schedule: NEW_YEAR,
       port: 0,
       host: '127.0.0.1',
@@ -265,7 +250,7 @@ describe.each(testBackends)('scheduled sync in serve (%s)', (backend) => {
     try {
       const run = serve.scheduler!.runNow();
       await waitFor('a business committed', async () => {
-        const row = await warehouse.db
+        const row = await world.warehouse.db
           .selectFrom('businesses')
           .select('business_id')
           .executeTakeFirst();
@@ -273,11 +258,11 @@ describe.each(testBackends)('scheduled sync in serve (%s)', (backend) => {
       });
       await serve.close();
       await run;
-      const runs = await warehouse.db.selectFrom('sync_runs').selectAll().execute();
+      const runs = await world.warehouse.db.selectFrom('sync_runs').selectAll().execute();
       expect(runs).toHaveLength(1);
       expect(runs[0]!.status).toBe('interrupted');
       expect(runs[0]!.finished_at).toBeInstanceOf(Date);
-      const businesses = await warehouse.db
+      const businesses = await world.warehouse.db
         .selectFrom('businesses')
         .select('business_id')
         .execute();
@@ -285,7 +270,7 @@ describe.each(testBackends)('scheduled sync in serve (%s)', (backend) => {
       expect(businesses.length).toBeLessThan(4);
       await expect(fetch(`${serve.url}/healthz`)).rejects.toThrow();
     } finally {
-      sandbox.setFaults({ latencyMs: 0 });
+      world.sandbox.setFaults({ latencyMs: 0 });
       await serve.close();
     }
   });

@@ -4,7 +4,7 @@
  * every error answered HTTP 200, which the contract allows.
  */
 import { sql } from 'kysely';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   type ApiClient,
   listBusinesses,
@@ -13,9 +13,9 @@ import {
   respondToReview,
 } from '../../src/api/index.ts';
 import type { Credential } from '../../src/api/types.ts';
-import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import type { RunningSandbox } from '../../src/sandbox/server.ts';
 import { recordResponseRequest } from '../../src/warehouse/review-response-requests.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { testBackends } from '../helpers/database.ts';
 import {
   contentDigest,
   count,
@@ -24,8 +24,8 @@ import {
   rowVersions,
   sync,
   tableCounts,
-  testApiClient,
   type WorldShape,
+  worldPerTest,
   worldTruth,
 } from './harness.ts';
 
@@ -43,50 +43,37 @@ const cases = testBackends.flatMap((backend) => [
 ]);
 
 describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200 }) => {
-  let sandbox: RunningSandbox;
-  let warehouse: TestWarehouse;
-  let api: ApiClient;
-
   // Each test gets its own sandbox (day 0) and an empty warehouse; one that needs a
   // warehouse already in step syncs first, so no test leans on the one before it.
-  beforeEach(async () => {
-    sandbox = await startSandbox({ ...WORLD, port: 0, faults: { errorsWith200 } });
-    warehouse = await createTestWarehouse(backend);
-    api = testApiClient();
-  });
-  afterEach(async () => {
-    await api?.close();
-    await warehouse?.close();
-    await sandbox?.close();
-  });
+  const world = worldPerTest(backend, { ...WORLD, faults: { errorsWith200 } });
 
-  it('lands exactly what the sandbox served, in every table', async () => {
+  it('lands exactly what the world.sandbox served, in every table', async () => {
     const truth = worldTruth(WORLD, 0);
-    const result = await sync(warehouse, api, sandbox.credentials);
+    const result = await sync(world.warehouse, world.api, world.sandbox.credentials);
     expect(result.status).toBe('succeeded');
     expect(result.stats.businesses).toMatchObject({ listed: 12, synced: 12, failed: 0 });
 
-    expect(await count(warehouse, 'accounts')).toBe(WORLD.accounts);
+    expect(await count(world.warehouse, 'accounts')).toBe(WORLD.accounts);
     expect(truth.businesses).toHaveLength(12);
-    expect(await count(warehouse, 'businesses', sql`archived_at is null`)).toBe(
+    expect(await count(world.warehouse, 'businesses', sql`archived_at is null`)).toBe(
       truth.businesses.length,
     );
-    expect(await count(warehouse, 'listings')).toBe(truth.listings.size);
-    expect(await count(warehouse, 'reviews')).toBe(truth.reviews);
-    expect(await count(warehouse, 'review_responses')).toBe(truth.responses);
-    expect(await count(warehouse, 'rank_observations')).toBe(truth.ranks);
-    expect(await count(warehouse, 'keywords')).toBe(truth.keywords);
-    expect(await count(warehouse, 'countries')).toBeGreaterThan(0);
-    expect(await count(warehouse, 'states')).toBeGreaterThan(0);
-    expect(await count(warehouse, 'sub_categories')).toBeGreaterThan(50);
+    expect(await count(world.warehouse, 'listings')).toBe(truth.listings.size);
+    expect(await count(world.warehouse, 'reviews')).toBe(truth.reviews);
+    expect(await count(world.warehouse, 'review_responses')).toBe(truth.responses);
+    expect(await count(world.warehouse, 'rank_observations')).toBe(truth.ranks);
+    expect(await count(world.warehouse, 'keywords')).toBe(truth.keywords);
+    expect(await count(world.warehouse, 'countries')).toBeGreaterThan(0);
+    expect(await count(world.warehouse, 'states')).toBeGreaterThan(0);
+    expect(await count(world.warehouse, 'sub_categories')).toBeGreaterThan(50);
     // The first sync sets the baseline: one history row per listing, one version per business, no alert.
-    expect(await count(warehouse, 'listing_status_history')).toBe(truth.listings.size);
-    expect(await count(warehouse, 'business_versions')).toBe(truth.businesses.length);
-    expect(await count(warehouse, 'alerts')).toBe(0);
-    expect(await count(warehouse, 'quarantine')).toBe(0);
+    expect(await count(world.warehouse, 'listing_status_history')).toBe(truth.listings.size);
+    expect(await count(world.warehouse, 'business_versions')).toBe(truth.businesses.length);
+    expect(await count(world.warehouse, 'alerts')).toBe(0);
+    expect(await count(world.warehouse, 'quarantine')).toBe(0);
 
-    // Spot values: every listing as the sandbox built it (its full or its short form).
-    const rows = await warehouse.db
+    // Spot values: every listing as the world.sandbox built it (its full or its short form).
+    const rows = await world.warehouse.db
       .selectFrom('listings')
       .select([
         'business_id',
@@ -110,18 +97,18 @@ describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200
         has_site_credentials: Boolean(raw['site_username'] || raw['site_password']),
       });
     }
-    const business = await warehouse.db
+    const business = await world.warehouse.db
       .selectFrom('businesses')
       .select(['latitude', 'longitude'])
       .where('business_id', '=', truth.businesses[0]!)
       .executeTakeFirstOrThrow();
     expect(typeof business.latitude).toBe('number');
-    expect(await count(warehouse, 'rank_observations', sql`rank is null`)).toBeGreaterThan(0);
+    expect(await count(world.warehouse, 'rank_observations', sql`rank is null`)).toBeGreaterThan(0);
     expect(
-      await count(warehouse, 'rank_observations', sql`site like 'Google_new.%'`),
+      await count(world.warehouse, 'rank_observations', sql`site like 'Google_new.%'`),
     ).toBeGreaterThan(0);
 
-    const run = await warehouse.db
+    const run = await world.warehouse.db
       .selectFrom('sync_runs')
       .selectAll()
       .where('run_id', '=', result.runId)
@@ -132,28 +119,32 @@ describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200
   });
 
   it('writes no row when nothing changed upstream', async () => {
-    expect((await sync(warehouse, api, sandbox.credentials)).status).toBe('succeeded');
-    expect(await count(warehouse, 'listings')).toBeGreaterThan(0);
-    const digest = await contentDigest(warehouse);
-    const counts = await tableCounts(warehouse);
-    const versions = await rowVersions(warehouse);
-    const result = await sync(warehouse, api, sandbox.credentials);
+    expect((await sync(world.warehouse, world.api, world.sandbox.credentials)).status).toBe(
+      'succeeded',
+    );
+    expect(await count(world.warehouse, 'listings')).toBeGreaterThan(0);
+    const digest = await contentDigest(world.warehouse);
+    const counts = await tableCounts(world.warehouse);
+    const versions = await rowVersions(world.warehouse);
+    const result = await sync(world.warehouse, world.api, world.sandbox.credentials);
     expect(result.status).toBe('succeeded');
     expect(rowsWritten(result)).toBe(0);
-    expect(await contentDigest(warehouse)).toEqual(digest);
-    expect(await rowVersions(warehouse)).toEqual(versions);
-    expect({ ...(await tableCounts(warehouse)), sync_runs: 0 }).toEqual({
+    expect(await contentDigest(world.warehouse)).toEqual(digest);
+    expect(await rowVersions(world.warehouse)).toEqual(versions);
+    expect({ ...(await tableCounts(world.warehouse)), sync_runs: 0 }).toEqual({
       ...counts,
       sync_runs: 0,
     });
   });
 
   it('after a day, history grows by exactly the changed rows and each newly Inaccurate listing alerts once', async () => {
-    expect((await sync(warehouse, api, sandbox.credentials)).status).toBe('succeeded');
+    expect((await sync(world.warehouse, world.api, world.sandbox.credentials)).status).toBe(
+      'succeeded',
+    );
     const before = worldTruth(WORLD, 0);
-    const historyBefore = await count(warehouse, 'listing_status_history');
+    const historyBefore = await count(world.warehouse, 'listing_status_history');
     expect(historyBefore).toBe(before.listings.size);
-    sandbox.advanceDays(1);
+    world.sandbox.advanceDays(1);
     const after = worldTruth(WORLD, 1);
     const tracked = [
       'status',
@@ -173,30 +164,30 @@ describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200
     }
     expect(changed).toBeGreaterThan(0);
 
-    const result = await sync(warehouse, api, sandbox.credentials);
+    const result = await sync(world.warehouse, world.api, world.sandbox.credentials);
     expect(['succeeded']).toContain(result.status);
-    expect((await count(warehouse, 'listing_status_history')) - historyBefore).toBe(changed);
-    expect(await count(warehouse, 'alerts')).toBe(newlyInaccurate);
+    expect((await count(world.warehouse, 'listing_status_history')) - historyBefore).toBe(changed);
+    expect(await count(world.warehouse, 'alerts')).toBe(newlyInaccurate);
     expect(result.stats.alerts).toBe(newlyInaccurate);
     const archived = before.businesses.filter((id) => !after.businesses.includes(id)).length;
-    expect(await count(warehouse, 'businesses', sql`archived_at is not null`)).toBe(archived);
+    expect(await count(world.warehouse, 'businesses', sql`archived_at is not null`)).toBe(archived);
 
     // The same day again raises nothing new.
-    const again = await sync(warehouse, api, sandbox.credentials);
+    const again = await sync(world.warehouse, world.api, world.sandbox.credentials);
     expect(again.stats.alerts).toBe(0);
     expect(rowsWritten(again)).toBe(0);
   });
 
   it('one credential with a wrong token: the others load whole, the run is partial', async () => {
-    const good = sandbox.credentials;
+    const good = world.sandbox.credentials;
     const bad = { ...good[0]!, name: 'wrong-token', authToken: 'sbx_not_the_token_4242' };
     // The refusal the sync meets, as served in this mode.
     const probe = await fetch(
-      `${sandbox.baseUrl}/api/v2/businesses.json?auth_token=${bad.authToken}&user_email=${encodeURIComponent(bad.userEmail)}`,
+      `${world.sandbox.baseUrl}/api/v2/businesses.json?auth_token=${bad.authToken}&user_email=${encodeURIComponent(bad.userEmail)}`,
     );
     expect(probe.status).toBe(errorsWith200 ? 200 : 401);
     expect(await probe.json()).toEqual({ success: false, message: 'Authentication Failure' });
-    const result = await sync(warehouse, api, [...good, bad]);
+    const result = await sync(world.warehouse, world.api, [...good, bad]);
     expect(result.status).toBe('partial');
     const outcome = result.stats.credentials.find((c) => c.name === 'wrong-token');
     expect(outcome?.status).toBe('failed');
@@ -208,10 +199,10 @@ describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200
       );
     }
     const upstream = worldTruth(WORLD, 0);
-    expect(await count(warehouse, 'businesses')).toBe(upstream.businesses.length);
-    expect(await count(warehouse, 'listings')).toBe(upstream.listings.size);
-    expect(await count(warehouse, 'quarantine')).toBe(0);
-    const run = await warehouse.db
+    expect(await count(world.warehouse, 'businesses')).toBe(upstream.businesses.length);
+    expect(await count(world.warehouse, 'listings')).toBe(upstream.listings.size);
+    expect(await count(world.warehouse, 'quarantine')).toBe(0);
+    const run = await world.warehouse.db
       .selectFrom('sync_runs')
       .select(['status', 'error'])
       .where('run_id', '=', result.runId)
@@ -221,13 +212,21 @@ describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200
   });
 
   it('follows response requests with numeric and uuid ids to their end, and closes an unknown one as Invalid', async () => {
-    // The accounts must be in the warehouse before their requests are.
-    expect((await sync(warehouse, api, sandbox.credentials)).status).toBe('succeeded');
+    // The accounts must be in the world.warehouse before their requests are.
+    expect((await sync(world.warehouse, world.api, world.sandbox.credentials)).status).toBe(
+      'succeeded',
+    );
     const submitted: string[] = [];
-    for (const credential of sandbox.credentials) {
-      const { businessId, reviewId } = await answerableReview(api, credential);
-      const { requestId } = await respondToReview(api, credential, businessId, reviewId, 'Thanks!');
-      await recordResponseRequest(warehouse.db, {
+    for (const credential of world.sandbox.credentials) {
+      const { businessId, reviewId } = await answerableReview(world.api, credential);
+      const { requestId } = await respondToReview(
+        world.api,
+        credential,
+        businessId,
+        reviewId,
+        'Thanks!',
+      );
+      await recordResponseRequest(world.warehouse.db, {
         requestId,
         accountName: credential.name,
         businessId,
@@ -237,13 +236,13 @@ describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200
       });
       submitted.push(requestId);
     }
-    // The sandbox issues numbers to its even accounts and uuids to its odd ones.
+    // The world.sandbox issues numbers to its even accounts and uuids to its odd ones.
     expect(submitted[0]).toMatch(/^\d+$/);
     expect(submitted[1]).toMatch(UUID);
-    const first = sandbox.credentials[0]!;
-    const known = await answerableReview(api, first);
+    const first = world.sandbox.credentials[0]!;
+    const known = await answerableReview(world.api, first);
     const unknownId = '123';
-    await recordResponseRequest(warehouse.db, {
+    await recordResponseRequest(world.warehouse.db, {
       requestId: unknownId,
       accountName: first.name,
       businessId: known.businessId,
@@ -252,14 +251,14 @@ describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200
       submittedAt: new Date(),
     });
 
-    // Every request path ends within four sandbox days.
-    sandbox.advanceDays(4);
-    const result = await sync(warehouse, api, sandbox.credentials);
+    // Every request path ends within four world.sandbox days.
+    world.sandbox.advanceDays(4);
+    const result = await sync(world.warehouse, world.api, world.sandbox.credentials);
 
     // `Invalid Request ID` is permanent: the unknown request is closed, not a failure.
     expect(result.status).toBe('succeeded');
     expect(result.stats.responseRequests).toMatchObject({ checked: 2, invalid: 1, errors: 0 });
-    const rows = await warehouse.db
+    const rows = await world.warehouse.db
       .selectFrom('review_response_requests')
       .select(['request_id', 'status', 'completed_at', 'last_error'])
       .execute();
@@ -277,14 +276,15 @@ describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200
   });
 
   it('keeps every token and directory password out of every table', async () => {
-    const [good] = sandbox.credentials;
+    const [good] = world.sandbox.credentials;
     const bad = { ...good!, name: 'wrong-token', authToken: 'sbx_not_the_token_4242' };
-    await sync(warehouse, api, [...sandbox.credentials, bad]);
-    const dump = await dumpAll(warehouse);
+    await sync(world.warehouse, world.api, [...world.sandbox.credentials, bad]);
+    const dump = await dumpAll(world.warehouse);
     expect(dump.length).toBeGreaterThan(1000);
-    for (const credential of sandbox.credentials) expect(dump).not.toContain(credential.authToken);
+    for (const credential of world.sandbox.credentials)
+      expect(dump).not.toContain(credential.authToken);
     expect(dump).not.toContain(bad.authToken);
-    const passwords = await directoryPasswords(sandbox);
+    const passwords = await directoryPasswords(world.sandbox);
     expect(passwords.length).toBeGreaterThan(0);
     for (const password of passwords) expect(dump).not.toContain(password);
   });
