@@ -28,7 +28,7 @@
  *
  *   npm run bench                      # 1,000 and 10,000 businesses
  *   npm run bench -- --small           # 1,000 only
- *   npm run bench -- --small --sync-only   # the sync's figures alone (no loader)
+ *   npm run bench -- --small --sync-only   # the sync's figures alone (no loader, no raw zone)
  *   BENCH_DATABASE_URL=postgres://… npm run bench   # default: postgres://postgres@127.0.0.1:5432/postgres
  *   BENCH_NODE_FLAGS='--max-old-space-size=512' npm run bench -- --small   # other V8 flags for the sync
  */
@@ -439,8 +439,11 @@ try {
   process.stdout.write(`sync node flags: ${SYNC_NODE_FLAGS.join(' ') || '(none)'}\n\n`);
   process.stdout.write(`${await benchSize(url, 1000, dir)}\n`);
   if (!small) process.stdout.write(`${await benchSize(url, 10_000, dir)}\n`);
-  // The raw zone's figures (bench/raw-zone.ts): its bytes against the tables', replay against live.
-  process.stdout.write(renderRawZoneFigures(await runRawZoneBench({ databaseUrl: url })));
+  // The raw zone's figures (bench/raw-zone.ts): its bytes against the tables', replay against
+  // live. Not with --sync-only, which measures the sync alone.
+  if (!syncOnly) {
+    process.stdout.write(renderRawZoneFigures(await runRawZoneBench({ databaseUrl: url })));
+  }
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -271,7 +271,7 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ],
   [
     'docs/operations.md',
-    'npm run bench -- --small --sync-only    # the sync alone, e.g. to try V8 flags:',
+    'npm run bench -- --small --sync-only    # the sync alone (no loader, no raw zone), e.g. to try V8 flags:',
     BENCH,
   ],
   [
