@@ -288,6 +288,7 @@ export async function writeBusiness(
     observedAt,
     onChanges: alertsUnder(options.alertRules),
     removalLimit: removalLimitUnder(options.alertRules ?? DEFAULT_ALERT_RULES),
+    copyNewRows: options.warehouse.kind === 'postgres',
     ...(inTransaction ? { inTransaction } : {}),
   });
   for (const held of written.removalsHeld) {

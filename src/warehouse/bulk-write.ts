@@ -244,6 +244,84 @@ export async function insertRows<T extends TableName>(
   return Number(result.numAffectedRows ?? 0);
 }
 
+/** The characters COPY's text format escapes with a backslash, and their escapes. */
+const COPY_ESCAPES: Readonly<Record<string, string>> = {
+  '\\': '\\\\',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+};
+const NEEDS_COPY_ESCAPE = /[\\\n\r\t]/;
+const COPY_ESCAPED = /[\\\n\r\t]/g;
+
+function copyField(text: string): string {
+  return NEEDS_COPY_ESCAPE.test(text)
+    ? text.replace(COPY_ESCAPED, (c) => COPY_ESCAPES[c] as string)
+    : text;
+}
+
+/**
+ * The rows in COPY's text format: a line per row, its columns in `columns` order
+ * separated by tabs, `\N` for null and undefined, backslash, newline, carriage return and
+ * tab escaped. Values as `columnValues` gives them: numbers and booleans as they print,
+ * Dates as ISO text (the same run-time Date converted once), jsonb as its JSON text.
+ */
+function copyText(
+  rows: readonly Record<string, unknown>[],
+  columns: ColumnTypes<TableName>,
+): string {
+  const entries = Object.entries(columns) as [string, ColumnType][];
+  const lines = new Array<string>(rows.length);
+  const fields = new Array<string>(entries.length);
+  let lastDate: unknown;
+  let lastText = '';
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r] as Record<string, unknown>;
+    for (let c = 0; c < entries.length; c++) {
+      const [column, type] = entries[c] as [string, ColumnType];
+      const value = row[column];
+      if (value === undefined || value === null) fields[c] = '\\N';
+      else if (type === 'jsonb') fields[c] = copyField(JSON.stringify(value));
+      else if (value instanceof Date) {
+        if (value !== lastDate) {
+          lastDate = value;
+          lastText = value.toISOString();
+        }
+        fields[c] = lastText;
+      } else if (typeof value === 'number' || typeof value === 'boolean') fields[c] = String(value);
+      else fields[c] = copyField(String(value));
+    }
+    lines[r] = fields.join('\t');
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Appends rows with one `COPY <table> (<columns>) FROM STDIN`, the way a plain loader
+ * does: no array parameters for the server to take apart, no conflict check per row, no
+ * rows returned. For rows known to be new (`writeChildRows` with `copyNewRows`); a key
+ * that exists after all fails the whole statement with a unique violation (23505), and
+ * the caller writes its business again without COPY (business-snapshot.ts). PostgreSQL
+ * over pg only (src/warehouse/connection.ts sends it): PGlite has no standard input for
+ * COPY. Returns the number of rows written.
+ */
+export async function copyRows<T extends TableName>(
+  db: Executor,
+  table: T,
+  columns: ColumnTypes<T>,
+  rows: readonly BulkRow<T>[],
+): Promise<number> {
+  if (rows.length === 0) return 0;
+  const text = statementText(
+    `copy\u0000${table}\u0000${JSON.stringify(columns)}`,
+    () => `copy ${ident(table)} (${Object.keys(columns).map(ident).join(', ')}) from stdin`,
+  );
+  await db.executeQuery(
+    CompiledQuery.raw(text, [copyText(rows as readonly Record<string, unknown>[], columns)]),
+  );
+  return rows.length;
+}
+
 export interface GoneRows<T extends TableName> {
   table: T;
   /** The row's id column and its type. */
@@ -319,6 +397,43 @@ export interface ChildRead<T extends TableName, R> {
   removeGone?: (live: number, gone: number) => boolean;
 }
 
+/** The business a child collection belongs to, and how its rows may be written. */
+export interface ChildOwner {
+  businessId: number;
+  /** The soft-delete stamp of rows gone. */
+  at: Date;
+  /** Rows new to the business go by COPY (`copyRows`); see `BusinessWriteContext`. */
+  copyNewRows?: boolean | undefined;
+}
+
+/**
+ * Fewer new rows than this go with the upsert: a COPY is a statement of its own, parsed
+ * each time (docs/operations.md, "COPY for new rows").
+ */
+const COPY_MIN_ROWS = 16;
+
+/**
+ * Upserts the rows whose id the business has stored and COPYs the others: none of the
+ * business's rows has their key. A row stored under another business (an id that moved)
+ * fails the COPY with a unique violation, and the business is written again without it.
+ */
+async function copyNewRows<T extends TableName, R extends object>(
+  db: Executor,
+  table: ChildTable<T>,
+  read: ChildRead<T, R>,
+  field: (row: R, column: string) => unknown,
+): Promise<UpsertResult> {
+  const rows = dedupeByKey(read.rows as readonly Record<string, unknown>[], table.key);
+  const storedIds = new Set(read.stored.map((row) => field(row, table.id)));
+  const known: Record<string, unknown>[] = [];
+  const fresh: Record<string, unknown>[] = [];
+  for (const row of rows) (storedIds.has(row[table.id]) ? known : fresh).push(row);
+  if (fresh.length < COPY_MIN_ROWS) return upsertRows(db, table, rows as BulkRow<T>[]);
+  const upserted = await upsertRows(db, table, known as BulkRow<T>[]);
+  const copied = await copyRows(db, table.table, table.columns, fresh as BulkRow<T>[]);
+  return { ...upserted, inserted: upserted.inserted + copied };
+}
+
 /**
  * The write every child collection shares: upserts the new and changed rows, marks gone
  * (stamped `at`) the stored rows still live that the read neither listed nor refused
@@ -328,12 +443,14 @@ export interface ChildRead<T extends TableName, R> {
 export async function writeChildRows<T extends TableName, R extends object>(
   db: Executor,
   stats: WriteStats,
-  owner: { businessId: number; at: Date },
+  owner: ChildOwner,
   table: ChildTable<T>,
   read: ChildRead<T, R>,
 ): Promise<WriteStats> {
-  const upserted = await upsertRows(db, table, read.rows);
   const field = (row: R, column: string) => (row as Record<string, unknown>)[column];
+  const upserted = owner.copyNewRows
+    ? await copyNewRows(db, table, read, field)
+    : await upsertRows(db, table, read.rows);
   const live = read.stored.filter((row) => field(row, table.stamp) === null);
   const gone = live
     .filter((row) => !read.seen.has(field(row, table.id)) && !read.refused(row))

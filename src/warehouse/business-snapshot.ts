@@ -87,6 +87,12 @@ export interface WriteContext {
    * (held-removals.ts); absent: every removal applies at once.
    */
   removalLimit?: RemovalLimit;
+  /**
+   * Rows new to their business go by COPY (`BusinessWriteContext.copyNewRows`): for a
+   * PostgreSQL warehouse over pg. A write that a COPY fails with a unique violation (a
+   * row's id stored under another business) is written again with the upsert alone.
+   */
+  copyNewRows?: boolean;
 }
 
 export interface SnapshotWriteResult {
@@ -109,6 +115,7 @@ export async function writeBusinessSnapshot(
     runId: ctx.runId,
     observedAt: ctx.observedAt,
     refused: refusedIds(snapshot.rejected),
+    copyNewRows: ctx.copyNewRows,
   };
   const stored = await lockBusiness(trx, snapshot.businessId);
   const removals = removalDecisions(stored?.removals_held, ctx.removalLimit, ctx);
@@ -275,20 +282,30 @@ export async function writeBusinessSnapshotIsolating(
   try {
     return await db.transaction().execute((trx) => writeBusinessSnapshot(trx, snapshot, ctx));
   } catch (error) {
+    if (ctx.copyNewRows && isUniqueViolation(error)) {
+      return writeBusinessSnapshotIsolating(db, snapshot, { ...ctx, copyNewRows: false });
+    }
     if (!isUnstorableValueError(error)) throw error;
   }
+  // The search and the write after it go without COPY: one statement per part, as probed.
+  const upserting: WriteContext = { ...ctx, copyNewRows: false };
   let cleaned: BusinessSnapshot | undefined;
   await db
     .transaction()
     .execute(async (trx) => {
-      cleaned = await withoutUnstorable(trx, snapshot, ctx);
+      cleaned = await withoutUnstorable(trx, snapshot, upserting);
       throw new ProbeDone();
     })
     .catch((error: unknown) => {
       if (!(error instanceof ProbeDone)) throw error;
     });
   const next = cleaned as BusinessSnapshot;
-  return db.transaction().execute((trx) => writeBusinessSnapshot(trx, next, ctx));
+  return db.transaction().execute((trx) => writeBusinessSnapshot(trx, next, upserting));
+}
+
+/** A unique violation (23505): what a COPY of rows taken for new meets when one is not. */
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '23505';
 }
 
 async function withoutUnstorable(

@@ -196,7 +196,75 @@ function statementName(text: string): string | undefined {
   return named;
 }
 
-/** A pg client that runs repeated parameterised statements as named prepared ones. */
+/**
+ * `copy <table> (<columns>) from stdin`, sent through Kysely with its rows (COPY's text
+ * format) as the one parameter: `copyRows` in bulk-write.ts.
+ */
+const COPY_FROM_STDIN = /^copy [^;]+ from stdin$/;
+
+/** The few message handlers pg calls on the query in flight (pg's "submittable"). */
+interface PgConnection {
+  stream: { cork(): void; uncork(): void };
+  query(text: string): void;
+  sendCopyFromChunk(chunk: Buffer): void;
+  endCopyFrom(): void;
+}
+
+/**
+ * One `COPY … FROM STDIN` in pg's simple-query flow: the statement, the whole payload as
+ * one CopyData message and CopyDone, in one write. They go without waiting for the
+ * server's CopyInResponse, which saves a round trip per COPY: the server reads them once
+ * in COPY mode, and ignores CopyData and CopyDone outside it (a COPY that fails before
+ * reading, as the protocol provides for). pg routes the server's messages here; the
+ * callback settles once: with the server's error (pg calls `handleError` and forgets the
+ * query), or at ReadyForQuery. pg's `query_timeout` wraps the callback like any query's,
+ * so a server that stops answering fails it in time.
+ */
+class CopyFromStdin {
+  callback: ((error: Error | null, result?: pg.QueryResult) => void) | undefined;
+  #error: Error | null = null;
+  readonly text: string;
+  readonly #payload: Buffer;
+
+  constructor(text: string, payload: string, callback: CopyFromStdin['callback']) {
+    this.text = text;
+    this.#payload = Buffer.from(payload, 'utf8');
+    this.callback = callback;
+  }
+
+  submit(connection: PgConnection): void {
+    connection.stream.cork();
+    connection.query(this.text);
+    connection.sendCopyFromChunk(this.#payload);
+    connection.endCopyFrom();
+    connection.stream.uncork();
+  }
+
+  handleCopyInResponse(): void {}
+
+  handleError(error: Error): void {
+    if (this.#error) return;
+    this.#error = error;
+    this.callback?.(error);
+  }
+
+  handleReadyForQuery(): void {
+    if (this.#error) return;
+    this.callback?.(null, { command: 'COPY', rowCount: null, rows: [] } as never);
+  }
+
+  handleCommandComplete(): void {}
+  handleEmptyQuery(): void {}
+  handleRowDescription(): void {}
+  handleDataRow(): void {}
+  handlePortalSuspended(): void {}
+  handleCopyData(): void {}
+}
+
+/**
+ * A pg client that runs repeated parameterised statements as named prepared ones, and
+ * a `COPY … FROM STDIN` given its rows as the one parameter (`CopyFromStdin`).
+ */
 class PreparingClient extends pg.Client {
   // biome-ignore lint/suspicious/noExplicitAny: pg's query() is a dozen overloads
   override query(...args: any[]): any {
@@ -207,6 +275,16 @@ class PreparingClient extends pg.Client {
       values.length > 0 &&
       callback === undefined
     ) {
+      if (values.length === 1 && typeof values[0] === 'string' && COPY_FROM_STDIN.test(text)) {
+        const payload = values[0];
+        return new Promise((resolve, reject) => {
+          super.query(
+            new CopyFromStdin(text, payload, (error, result) =>
+              error ? reject(error) : resolve(result),
+            ) as never,
+          );
+        });
+      }
       const name = statementName(text);
       if (name !== undefined) return super.query({ name, text, values });
     }

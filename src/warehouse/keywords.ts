@@ -62,7 +62,7 @@ export async function writeKeywords(
   return writeChildRows(
     db,
     {},
-    { businessId, at: observedAt },
+    { businessId, at: observedAt, copyNewRows: ctx.copyNewRows },
     {
       table: 'keywords',
       key: ['keyword_id'],

@@ -181,7 +181,7 @@ export async function writeListings(
   const stats = await writeChildRows(
     db,
     {},
-    { businessId, at: observedAt },
+    { businessId, at: observedAt, copyNewRows: ctx.copyNewRows },
     {
       table: 'listings',
       key: ['business_id', 'listing_id'],

@@ -223,7 +223,7 @@ export async function writeReviews(
   const stats = await writeChildRows(
     db,
     {},
-    { businessId, at: observedAt },
+    { businessId, at: observedAt, copyNewRows: ctx.copyNewRows },
     {
       table: 'reviews',
       key: ['review_id'],
@@ -272,7 +272,7 @@ export async function writeReviews(
   await writeChildRows(
     db,
     stats,
-    { businessId, at: observedAt },
+    { businessId, at: observedAt, copyNewRows: ctx.copyNewRows },
     {
       table: 'review_responses',
       key: ['response_id'],

@@ -14,6 +14,11 @@ export interface BusinessWriteContext {
   refused?: RefusedIds;
   /** Whether a stream's gone rows are marked gone now or held (held-removals.ts); absent: now. */
   removals?: RemovalCheck;
+  /**
+   * Rows new to the business (no stored row has their id) go by one COPY per table rather
+   * than the upsert (bulk-write.ts, `copyRows`): PostgreSQL over pg only.
+   */
+  copyNewRows?: boolean | undefined;
 }
 
 export interface RefusedIds {

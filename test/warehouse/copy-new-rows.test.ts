@@ -1,0 +1,163 @@
+/**
+ * Rows new to their business go by one COPY per table (src/warehouse/bulk-write.ts,
+ * `copyRows`): the values arrive exactly as the upsert's typed arrays bring them, a first
+ * sync sends COPY for its reviews, and a review id stored under another business (the
+ * COPY's unique violation) costs a second write of the business, not the business.
+ *
+ * PostgreSQL only: PGlite has no standard input for COPY, and the sync never asks it to.
+ */
+import { sql } from 'kysely';
+import pg from 'pg';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { startSandbox } from '../../src/sandbox/server.ts';
+import { copyRows, insertRows } from '../../src/warehouse/bulk-write.ts';
+import {
+  createTestWarehouse,
+  skipOnPglite,
+  type TestWarehouse,
+  testBackends,
+} from '../helpers/database.ts';
+import { sync, testApiClient } from '../sync/harness.ts';
+
+const AWKWARD = [
+  'tab\there',
+  'line\nbreak and \r\n both',
+  'back\\slash \\N and \\t as text',
+  'quotes " and \' and {braces}, commas',
+  '',
+  'NULL',
+  'ünïcödé ✓ 𝄞',
+];
+
+const VERSION_COLUMNS = {
+  business_id: 'bigint',
+  observed_at: 'timestamptz',
+  content_hash: 'text',
+  profile: 'jsonb',
+  run_id: 'uuid',
+} as const;
+
+describe.each(testBackends)('COPY for new rows (%s)', (backend) => {
+  let warehouse: TestWarehouse | undefined;
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await warehouse?.close();
+    warehouse = undefined;
+  });
+
+  it('stores text, jsonb, nulls and timestamps as the typed-array insert does', async (context) => {
+    skipOnPglite(context, backend, 'no standard input for COPY');
+    warehouse = await createTestWarehouse(backend);
+    const { db } = warehouse;
+    const at = new Date('2026-11-24T04:00:00.123Z');
+    const rows = (businessId: number) =>
+      AWKWARD.map((text, i) => ({
+        business_id: businessId,
+        observed_at: new Date(at.getTime() + i * 1000),
+        content_hash: text,
+        profile: { text, list: [text, null, 1.5], nested: { quote: '"\\' } },
+        run_id: i % 2 === 0 ? null : '00000000-0000-4000-8000-00000000000a',
+      }));
+    expect(await insertRows(db, 'business_versions', VERSION_COLUMNS, rows(1))).toBe(
+      AWKWARD.length,
+    );
+    expect(await copyRows(db, 'business_versions', VERSION_COLUMNS, rows(2))).toBe(AWKWARD.length);
+
+    const { rows: stored } = await sql<{
+      business_id: number;
+      observed_at: Date;
+      content_hash: string;
+      profile: unknown;
+      run_id: string | null;
+    }>`select business_id, observed_at, content_hash, profile, run_id
+         from business_versions order by business_id, observed_at`.execute(db);
+    const of = (businessId: number) =>
+      stored
+        .filter((row) => row.business_id === businessId)
+        .map(({ business_id: _, ...row }) => row);
+    // The oracle is the JS values themselves, not either write path.
+    expect(of(2).map((row) => row.content_hash)).toEqual(AWKWARD);
+    expect(of(2).map((row) => row.profile)).toEqual(rows(2).map((row) => row.profile));
+    expect(of(2).map((row) => row.observed_at.toISOString())).toEqual(
+      rows(2).map((row) => row.observed_at.toISOString()),
+    );
+    expect(of(2).map((row) => row.run_id)).toEqual(rows(2).map((row) => row.run_id));
+    expect(of(2)).toEqual(of(1));
+  });
+
+  it('sends a first sync’s reviews by COPY and writes the rows the sandbox serves', async (context) => {
+    skipOnPglite(context, backend, 'no standard input for COPY');
+    const sandbox = await startSandbox({ seed: 7, accounts: 1, businessesPerAccount: 2, port: 0 });
+    const api = testApiClient();
+    try {
+      warehouse = await createTestWarehouse(backend);
+      const sent = spyOnStatements();
+      const result = await sync(warehouse, api, sandbox.credentials);
+      expect(result.status).toBe('succeeded');
+      expect(sent().filter((text) => text.startsWith('copy "reviews"'))).toHaveLength(2);
+      const { rows } = await sql<{ n: number }>`select count(*)::int as n from reviews`.execute(
+        warehouse.db,
+      );
+      expect(rows[0]?.n).toBe(result.stats.tables['reviews']?.inserted);
+      expect(rows[0]?.n).toBeGreaterThan(32);
+    } finally {
+      await api.close();
+      await sandbox.close();
+    }
+  });
+
+  it('writes a business again without COPY when a new review’s id is stored under another business', async (context) => {
+    skipOnPglite(context, backend, 'no standard input for COPY');
+    const sandbox = await startSandbox({ seed: 7, accounts: 1, businessesPerAccount: 2, port: 0 });
+    const api = testApiClient();
+    try {
+      warehouse = await createTestWarehouse(backend);
+      const { db } = warehouse;
+      expect((await sync(warehouse, api, sandbox.credentials)).status).toBe('succeeded');
+      const { rows: owners } = await sql<{ business_id: number; n: number }>`
+        select business_id, count(*)::int as n from reviews group by business_id
+        order by business_id`.execute(db);
+      const [a, b] = owners as [{ business_id: number; n: number }, { business_id: number }];
+      const moved = (
+        await sql<{ review_id: string }>`
+          select review_id from reviews where business_id = ${a.business_id}`.execute(db)
+      ).rows.map((row) => row.review_id);
+      // Every review of A now stands under B: A's next read finds none of its own stored.
+      await sql`update reviews set business_id = ${b.business_id}
+                 where business_id = ${a.business_id}`.execute(db);
+      await sql`update review_responses set business_id = ${b.business_id}
+                 where business_id = ${a.business_id}`.execute(db);
+
+      const sent = spyOnStatements();
+      const result = await sync(warehouse, api, sandbox.credentials, { reapply: true });
+      expect(result.status).toBe('succeeded');
+      expect(result.stats.businesses.failed).toBe(0);
+      // The COPY was tried and refused; the upsert took the reviews back to A.
+      expect(sent().some((text) => text.startsWith('copy "reviews"'))).toBe(true);
+      const { rows: back } = await sql<{ n: number }>`
+        select count(*)::int as n from reviews
+         where business_id = ${a.business_id} and removed_at is null
+           and review_id = any(${moved}::uuid[])`.execute(db);
+      expect(back[0]?.n).toBe(a.n);
+    } finally {
+      await api.close();
+      await sandbox.close();
+    }
+  });
+});
+
+/** The texts of the statements pg is given from here on (every client: the pool's too). */
+function spyOnStatements(): () => string[] {
+  const texts: string[] = [];
+  const query = pg.Client.prototype.query;
+  vi.spyOn(pg.Client.prototype, 'query').mockImplementation(function (
+    this: pg.Client,
+    ...args: unknown[]
+  ) {
+    const [first] = args as [unknown];
+    const text = typeof first === 'string' ? first : (first as { text?: unknown } | null)?.text;
+    if (typeof text === 'string') texts.push(text);
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as never);
+  return () => [...texts];
+}
