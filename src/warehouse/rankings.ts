@@ -260,10 +260,11 @@ async function createSeries(
     select ${businessId}::bigint, t.keyword, t.site, k.keyword_id
     from unnest(${arrayLiteral(ranks.map((r) => r.keyword))}::text[], ${arrayLiteral(ranks.map((r) => r.site))}::text[])
       as t(keyword, site)
-    left join lateral (
-      select min(k.keyword_id) as keyword_id from keywords k
-      where k.business_id = ${businessId} and k.keyword = t.keyword and k.deleted_at is null
-    ) k on true
+    left join (
+      select keyword, min(keyword_id) as keyword_id from keywords
+      where business_id = ${businessId} and deleted_at is null
+      group by keyword
+    ) k on k.keyword = t.keyword
     on conflict (business_id, keyword, site) do nothing
     returning series_id, keyword, site, keyword_id, null::jsonb as latest`.execute(db);
   return rows;
