@@ -49,14 +49,20 @@ const ACCOUNTS = 2;
 /** Clock ticks per second of /proc's utime and stime (`getconf CLK_TCK`; 100 on Linux). */
 const CLK_TCK = 100;
 /**
- * The V8 flags production runs the sync with (the Dockerfile, `npm start`, the CLI's
- * shebang), so that the peak RSS measured here is the one a pod sees; docs/operations.md
- * has the measurements behind them. `BENCH_NODE_FLAGS` replaces them.
+ * The V8 flags production runs the sync with, read off the CLI's shebang (the Dockerfile
+ * and `npm start` pass the same), so that the peak RSS measured here is the one a pod
+ * sees; docs/operations.md has the measurements behind them. `BENCH_NODE_FLAGS` replaces
+ * them.
  */
-const SYNC_NODE_FLAGS = process.env['BENCH_NODE_FLAGS']?.split(/\s+/).filter(Boolean) ?? [
-  '--max-semi-space-size=8',
-  '--max-old-space-size=256',
-];
+const SYNC_NODE_FLAGS = (
+  process.env['BENCH_NODE_FLAGS'] ??
+  /^#!.*?node\s+(.*)$/m.exec(
+    readFileSync(new URL('../src/cli/main.ts', import.meta.url), 'utf8'),
+  )?.[1] ??
+  ''
+)
+  .split(/\s+/)
+  .filter(Boolean);
 /** The tables both write, for the row-count comparison. */
 const TABLES = [
   'accounts',

@@ -610,12 +610,27 @@ describe('Dockerfile and .dockerignore', () => {
     expect(has(/^ENV NODE_ENV=production$/)).toBe(true);
     expect(has(/^WORKDIR \/app$/)).toBe(true);
     expect(has(/^HEALTHCHECK .*CMD node .*\/healthz/)).toBe(true);
-    expect(has(/^ENTRYPOINT \["node", "src\/cli\/main\.ts"\]$/)).toBe(true);
+    expect(has(/^ENTRYPOINT \["node", (".+", )*"src\/cli\/main\.ts"\]$/)).toBe(true);
     expect(has(/^CMD \["serve"\]$/)).toBe(true);
     expect(has(/^EXPOSE 8080$/)).toBe(true);
     expect(has(/^STOPSIGNAL SIGTERM$/)).toBe(true);
     // The embedded database's directory belongs to the unprivileged user.
     expect(has(/^RUN mkdir -p \/app\/\.data && chown node:node \/app\/\.data$/)).toBe(true);
+  });
+
+  it('runs the CLI with the heap flags of its shebang: NODE_OPTIONS and the entrypoint, as npm start', () => {
+    const shebang = (/^#!.*?node\s+(.*)$/m.exec(read('src/cli/main.ts'))?.[1] ?? '').split(/\s+/);
+    expect(shebang).toContain('--max-old-space-size=256');
+    const env = /^ENV NODE_OPTIONS="(.*)"$/m.exec(instructions.join('\n'))?.[1] ?? '';
+    const entrypoint = JSON.parse(
+      instructions.find((l) => l.startsWith('ENTRYPOINT '))?.slice('ENTRYPOINT '.length) ?? '[]',
+    ) as string[];
+    const image = [...env.split(/\s+/), ...entrypoint.filter((a) => a.startsWith('--'))];
+    expect([...image].sort()).toEqual([...shebang].sort());
+    const start = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts[
+      'start'
+    ];
+    for (const flag of shebang) expect(start).toContain(flag);
   });
 
   it('says how to pin the base image by digest, and docs/deploy.md documents it', () => {
