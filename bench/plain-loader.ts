@@ -37,6 +37,11 @@ interface Args {
    * whose hash is not stored (0 when nothing changed upstream).
    */
   unchanged?: boolean;
+  /**
+   * Only the requests (the bench's unmeasured first pass, which fills the sandbox's
+   * cache): the same reads and rows built, nothing compared or written.
+   */
+  readsOnly?: boolean;
 }
 
 type Json = Record<string, unknown>;
@@ -245,8 +250,11 @@ const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 const credentials = JSON.parse(readFileSync(args.credentialsFile, 'utf8')) as Credential[];
 const BATCH = args.batch ?? 250;
 
+/** Whether this run writes: the first load; not the unchanged pass, nor a reads-only one. */
+const writes = !args.unchanged && !args.readsOnly;
+
 // The same migrated schema as the sync's, in the schema the bench made for this run.
-if (!args.unchanged) {
+if (writes) {
   const warehouse = await openWarehouse({
     databaseUrl: args.databaseUrl,
     searchPath: args.searchPath,
@@ -309,7 +317,7 @@ async function copy(
   lines: string[],
 ) {
   rowCounts[table] = (rowCounts[table] ?? 0) + lines.length;
-  if (lines.length === 0 || args.unchanged) return;
+  if (lines.length === 0 || !writes) return;
   rowCountsWritten[table] = (rowCountsWritten[table] ?? 0) + lines.length;
   await pipeline(
     Readable.from(lines),
@@ -338,6 +346,7 @@ async function compare(batch: Batch): Promise<void> {
 
 /** One transaction, one COPY per table, parents first. */
 async function flush(batch: Batch): Promise<void> {
+  if (args.readsOnly) return;
   if (args.unchanged) {
     for (const [table, lines] of batch.lines)
       rowCounts[table] = (rowCounts[table] ?? 0) + lines.length;
@@ -570,7 +579,7 @@ function addBusiness(
 // Accounts and reference data first: every business row points at its account.
 const setup = await db.connect();
 try {
-  for (const cred of args.unchanged ? [] : credentials) {
+  for (const cred of writes ? credentials : []) {
     await setup.query('insert into accounts (name, user_email, base_url) values ($1, $2, $3)', [
       cred.name,
       cred.userEmail,
@@ -667,7 +676,7 @@ async function loadAccount(cred: Credential, index: number): Promise<void> {
 await Promise.all(credentials.map((cred, i) => loadAccount(cred, i)));
 if (batch.businessIds.length > 0) flushes.push(flush(batch));
 await Promise.all(flushes);
-if (!args.unchanged) {
+if (writes) {
   await db.query(
     `select setval(pg_get_serial_sequence('rank_series', 'series_id'), greatest($1::int, 1))`,
     [nextSeries - 1],
