@@ -118,6 +118,7 @@ export async function writeBusinessSnapshot(
     copyNewRows: ctx.copyNewRows,
   };
   const stored = await lockBusiness(trx, snapshot.businessId);
+  write.newBusiness = stored === undefined;
   const removals = removalDecisions(stored?.removals_held, ctx.removalLimit, ctx);
   write.removals = removals.check;
   const stats = await writeBusiness(trx, write, {

@@ -37,11 +37,13 @@ export async function writeKeywords(
   keywords: readonly Keyword[],
 ): Promise<WriteStats> {
   const { businessId, observedAt } = ctx;
-  const stored = await db
-    .selectFrom('keywords')
-    .select(['keyword_id', 'content_hash', 'deleted_at'])
-    .where('business_id', '=', businessId)
-    .execute();
+  const stored = ctx.newBusiness
+    ? []
+    : await db
+        .selectFrom('keywords')
+        .select(['keyword_id', 'content_hash', 'deleted_at'])
+        .where('business_id', '=', businessId)
+        .execute();
   const storedState = new Map(stored.map((row) => [row.keyword_id, row]));
   const latest = new Map(keywords.map((keyword) => [keyword.id, keyword]));
   const rows: BulkRow<'keywords'>[] = [];

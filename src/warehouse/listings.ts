@@ -113,22 +113,24 @@ export async function writeListings(
   listings: readonly Listing[],
 ): Promise<ListingsWriteResult> {
   const { businessId, observedAt } = ctx;
-  const stored = await db
-    .selectFrom('listings')
-    .select([
-      'listing_id',
-      'status',
-      'sync_status',
-      'name_valid',
-      'phone_valid',
-      'address_valid',
-      'claimed',
-      'status_changed_at',
-      'content_hash',
-      'removed_at',
-    ])
-    .where('business_id', '=', businessId)
-    .execute();
+  const stored = ctx.newBusiness
+    ? []
+    : await db
+        .selectFrom('listings')
+        .select([
+          'listing_id',
+          'status',
+          'sync_status',
+          'name_valid',
+          'phone_valid',
+          'address_valid',
+          'claimed',
+          'status_changed_at',
+          'content_hash',
+          'removed_at',
+        ])
+        .where('business_id', '=', businessId)
+        .execute();
   const previous = new Map(stored.map((row) => [row.listing_id, row]));
 
   const latest = new Map(listings.map((listing) => [listing.id, listing]));

@@ -139,7 +139,7 @@ export async function writeRankings(
   const latest = new Map(ranks.map((rank) => [rankKey(rank.keyword, rank.site), rank]));
   if (latest.size === 0) return { stats: addCounts({}, 'rank_observations', {}), changes: [] };
 
-  const stored = await storedSeries(db, ctx.businessId);
+  const stored = ctx.newBusiness ? [] : await storedSeries(db, ctx.businessId);
   const byKey = new Map(stored.map((s) => [rankKey(s.keyword, s.site), s]));
   const missing = [...latest.values()].filter((r) => !byKey.has(rankKey(r.keyword, r.site)));
   for (const created of await createSeries(db, ctx.businessId, missing)) {

@@ -170,7 +170,9 @@ export async function writeReviews(
   reviews: readonly Review[],
 ): Promise<{ stats: WriteStats; changes: Change[] }> {
   const { businessId, observedAt } = ctx;
-  const { storedReviews, storedResponses } = await storedState(db, businessId);
+  const { storedReviews, storedResponses } = ctx.newBusiness
+    ? { storedReviews: [], storedResponses: [] }
+    : await storedState(db, businessId);
   const reviewState = new Map(storedReviews.map((row) => [row.review_id, row]));
   const responseState = new Map(storedResponses.map((row) => [row.response_id, row]));
 

@@ -19,6 +19,12 @@ export interface BusinessWriteContext {
    * than the upsert (bulk-write.ts, `copyRows`): PostgreSQL over pg only.
    */
   copyNewRows?: boolean | undefined;
+  /**
+   * No row of the business was stored before this transaction: no child table holds one
+   * of its rows (each references the business, on delete cascade), so the writers take
+   * their stored rows as none instead of reading them.
+   */
+  newBusiness?: boolean | undefined;
 }
 
 export interface RefusedIds {

@@ -85,7 +85,7 @@ describe.each(testBackends)('COPY for new rows (%s)', (backend) => {
     expect(of(2)).toEqual(of(1));
   });
 
-  it('sends a first sync’s reviews by COPY and writes the rows the sandbox serves', async (context) => {
+  it('sends a first sync’s reviews by COPY, reads back no stored rows, and writes the rows the sandbox serves', async (context) => {
     skipOnPglite(context, backend, 'no standard input for COPY');
     const sandbox = await startSandbox({ seed: 7, accounts: 1, businessesPerAccount: 2, port: 0 });
     const api = testApiClient();
@@ -100,6 +100,15 @@ describe.each(testBackends)('COPY for new rows (%s)', (backend) => {
       );
       expect(rows[0]?.n).toBe(result.stats.tables['reviews']?.inserted);
       expect(rows[0]?.n).toBeGreaterThan(32);
+      // A business stored for the first time has no rows to read back: none is read.
+      const readsStored = (texts: string[]) =>
+        texts.filter((text) => /^select "listing_id"|^select "keyword_id"/.test(text)).length;
+      expect(readsStored(sent())).toBe(0);
+      const before = sent().length;
+      expect((await sync(warehouse, api, sandbox.credentials, { reapply: true })).status).toBe(
+        'succeeded',
+      );
+      expect(readsStored(sent().slice(before))).toBe(4);
     } finally {
       await api.close();
       await sandbox.close();
