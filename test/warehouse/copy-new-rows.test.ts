@@ -9,15 +9,9 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { startSandbox } from '../../src/sandbox/server.ts';
 import { copyRows, insertRows } from '../../src/warehouse/bulk-write.ts';
-import {
-  createTestWarehouse,
-  skipOnPglite,
-  type TestWarehouse,
-  testBackends,
-} from '../helpers/database.ts';
-import { sync, testApiClient } from '../sync/harness.ts';
+import { skipOnPglite, testBackends } from '../helpers/database.ts';
+import { sync, worldPerTest } from '../sync/harness.ts';
 
 const AWKWARD = [
   'tab\there',
@@ -38,17 +32,14 @@ const VERSION_COLUMNS = {
 } as const;
 
 describe.each(testBackends)('COPY for new rows (%s)', (backend) => {
-  let warehouse: TestWarehouse | undefined;
-  afterEach(async () => {
+  const world = worldPerTest(backend, { seed: 7, accounts: 1, businessesPerAccount: 2 });
+  afterEach(() => {
     vi.restoreAllMocks();
-    await warehouse?.close();
-    warehouse = undefined;
   });
 
   it('stores text, jsonb, nulls and timestamps as the typed-array insert does', async (context) => {
     skipOnPglite(context, backend, 'no standard input for COPY');
-    warehouse = await createTestWarehouse(backend);
-    const { db } = warehouse;
+    const { db } = world.warehouse;
     const at = new Date('2026-11-24T04:00:00.123Z');
     const rows = (businessId: number) =>
       AWKWARD.map((text, i) => ({
@@ -87,71 +78,57 @@ describe.each(testBackends)('COPY for new rows (%s)', (backend) => {
 
   it('sends a first sync’s reviews by COPY, reads back no stored rows, and writes the rows the sandbox serves', async (context) => {
     skipOnPglite(context, backend, 'no standard input for COPY');
-    const sandbox = await startSandbox({ seed: 7, accounts: 1, businessesPerAccount: 2, port: 0 });
-    const api = testApiClient();
-    try {
-      warehouse = await createTestWarehouse(backend);
-      const sent = spyOnStatements();
-      const result = await sync(warehouse, api, sandbox.credentials);
-      expect(result.status).toBe('succeeded');
-      expect(sent().filter((text) => text.startsWith('copy "reviews"'))).toHaveLength(2);
-      const { rows } = await sql<{ n: number }>`select count(*)::int as n from reviews`.execute(
-        warehouse.db,
-      );
-      expect(rows[0]?.n).toBe(result.stats.tables['reviews']?.inserted);
-      expect(rows[0]?.n).toBeGreaterThan(32);
-      // A business stored for the first time has no rows to read back: none is read.
-      const readsStored = (texts: string[]) =>
-        texts.filter((text) => /^select "listing_id"|^select "keyword_id"/.test(text)).length;
-      expect(readsStored(sent())).toBe(0);
-      const before = sent().length;
-      expect((await sync(warehouse, api, sandbox.credentials, { reapply: true })).status).toBe(
-        'succeeded',
-      );
-      expect(readsStored(sent().slice(before))).toBe(4);
-    } finally {
-      await api.close();
-      await sandbox.close();
-    }
+    const { sandbox, api, warehouse } = world;
+    const sent = spyOnStatements();
+    const result = await sync(warehouse, api, sandbox.credentials);
+    expect(result.status).toBe('succeeded');
+    expect(sent().filter((text) => text.startsWith('copy "reviews"'))).toHaveLength(2);
+    const { rows } = await sql<{ n: number }>`select count(*)::int as n from reviews`.execute(
+      warehouse.db,
+    );
+    expect(rows[0]?.n).toBe(result.stats.tables['reviews']?.inserted);
+    expect(rows[0]?.n).toBeGreaterThan(32);
+    // A business stored for the first time has no rows to read back: none is read.
+    const readsStored = (texts: string[]) =>
+      texts.filter((text) => /^select "listing_id"|^select "keyword_id"/.test(text)).length;
+    expect(readsStored(sent())).toBe(0);
+    const before = sent().length;
+    expect((await sync(warehouse, api, sandbox.credentials, { reapply: true })).status).toBe(
+      'succeeded',
+    );
+    expect(readsStored(sent().slice(before))).toBe(4);
   });
 
   it('writes a business again without COPY when a new review’s id is stored under another business', async (context) => {
     skipOnPglite(context, backend, 'no standard input for COPY');
-    const sandbox = await startSandbox({ seed: 7, accounts: 1, businessesPerAccount: 2, port: 0 });
-    const api = testApiClient();
-    try {
-      warehouse = await createTestWarehouse(backend);
-      const { db } = warehouse;
-      expect((await sync(warehouse, api, sandbox.credentials)).status).toBe('succeeded');
-      const { rows: owners } = await sql<{ business_id: number; n: number }>`
+    const { sandbox, api, warehouse } = world;
+    const { db } = warehouse;
+    expect((await sync(warehouse, api, sandbox.credentials)).status).toBe('succeeded');
+    const { rows: owners } = await sql<{ business_id: number; n: number }>`
         select business_id, count(*)::int as n from reviews group by business_id
         order by business_id`.execute(db);
-      const [a, b] = owners as [{ business_id: number; n: number }, { business_id: number }];
-      const moved = (
-        await sql<{ review_id: string }>`
+    const [a, b] = owners as [{ business_id: number; n: number }, { business_id: number }];
+    const moved = (
+      await sql<{ review_id: string }>`
           select review_id from reviews where business_id = ${a.business_id}`.execute(db)
-      ).rows.map((row) => row.review_id);
-      // Every review of A now stands under B: A's next read finds none of its own stored.
-      await sql`update reviews set business_id = ${b.business_id}
+    ).rows.map((row) => row.review_id);
+    // Every review of A now stands under B: A's next read finds none of its own stored.
+    await sql`update reviews set business_id = ${b.business_id}
                  where business_id = ${a.business_id}`.execute(db);
-      await sql`update review_responses set business_id = ${b.business_id}
+    await sql`update review_responses set business_id = ${b.business_id}
                  where business_id = ${a.business_id}`.execute(db);
 
-      const sent = spyOnStatements();
-      const result = await sync(warehouse, api, sandbox.credentials, { reapply: true });
-      expect(result.status).toBe('succeeded');
-      expect(result.stats.businesses.failed).toBe(0);
-      // The COPY was tried and refused; the upsert took the reviews back to A.
-      expect(sent().some((text) => text.startsWith('copy "reviews"'))).toBe(true);
-      const { rows: back } = await sql<{ n: number }>`
+    const sent = spyOnStatements();
+    const result = await sync(warehouse, api, sandbox.credentials, { reapply: true });
+    expect(result.status).toBe('succeeded');
+    expect(result.stats.businesses.failed).toBe(0);
+    // The COPY was tried and refused; the upsert took the reviews back to A.
+    expect(sent().some((text) => text.startsWith('copy "reviews"'))).toBe(true);
+    const { rows: back } = await sql<{ n: number }>`
         select count(*)::int as n from reviews
          where business_id = ${a.business_id} and removed_at is null
            and review_id = any(${moved}::uuid[])`.execute(db);
-      expect(back[0]?.n).toBe(a.n);
-    } finally {
-      await api.close();
-      await sandbox.close();
-    }
+    expect(back[0]?.n).toBe(a.n);
   });
 });
 
