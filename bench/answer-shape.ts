@@ -20,13 +20,11 @@ import { join } from 'node:path';
 import pg from 'pg';
 import type { ScriptedFault } from '../src/sandbox/faults.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
+import { productionNodeFlags } from './node-flags.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const CLI = join(ROOT, 'src/cli/main.ts');
-/** The flags production runs with: the CLI's shebang line. */
-const HEAP_FLAGS = (/^#!.*?node\s+(.*)$/m.exec(readFileSync(CLI, 'utf8'))?.[1] ?? '')
-  .split(/\s+/)
-  .filter((flag) => flag.startsWith('--'));
+const HEAP_FLAGS = productionNodeFlags();
 
 interface Case {
   name: string;

@@ -40,6 +40,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { renderTable } from '../src/command/table.ts';
+import { productionNodeFlags } from './node-flags.ts';
 import { renderRawZoneFigures, runRawZoneBench } from './raw-zone.ts';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -51,20 +52,12 @@ const ACCOUNTS = 2;
 /** Clock ticks per second of /proc's utime and stime (`getconf CLK_TCK`; 100 on Linux). */
 const CLK_TCK = 100;
 /**
- * The V8 flags production runs the sync with, read off the CLI's shebang (the Dockerfile
- * and `npm start` pass the same), so that the peak RSS measured here is the one a pod
- * sees; docs/operations.md has the measurements behind them. `BENCH_NODE_FLAGS` replaces
- * them.
+ * The V8 flags the sync runs with: production's (`productionNodeFlags`), so that the peak
+ * RSS measured here is the one a pod sees; docs/operations.md has the measurements behind
+ * them. `BENCH_NODE_FLAGS` replaces them.
  */
-const SYNC_NODE_FLAGS = (
-  process.env['BENCH_NODE_FLAGS'] ??
-  /^#!.*?node\s+(.*)$/m.exec(
-    readFileSync(new URL('../src/cli/main.ts', import.meta.url), 'utf8'),
-  )?.[1] ??
-  ''
-)
-  .split(/\s+/)
-  .filter(Boolean);
+const SYNC_NODE_FLAGS =
+  process.env['BENCH_NODE_FLAGS']?.split(/\s+/).filter(Boolean) ?? productionNodeFlags();
 /** The tables both write, for the row-count comparison. */
 const TABLES = [
   'accounts',

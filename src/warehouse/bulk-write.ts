@@ -24,6 +24,7 @@
  */
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { Database } from './database.ts';
+import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
 export type TableName = keyof Database & string;
@@ -397,14 +398,11 @@ export interface ChildRead<T extends TableName, R> {
   removeGone?: (live: number, gone: number) => boolean;
 }
 
-/** The business a child collection belongs to, and how its rows may be written. */
-export interface ChildOwner {
-  businessId: number;
-  /** The soft-delete stamp of rows gone. */
-  at: Date;
-  /** Rows new to the business go by COPY (`copyRows`); see `BusinessWriteContext`. */
-  copyNewRows?: boolean | undefined;
-}
+/**
+ * The business a child collection belongs to, its run's time (the stamp of rows gone),
+ * and whether rows new to it go by COPY (`copyRows`).
+ */
+export type ChildOwner = Pick<BusinessWriteContext, 'businessId' | 'observedAt' | 'copyNewRows'>;
 
 /**
  * Fewer new rows than this go with the upsert: a COPY is a statement of its own, parsed
@@ -466,7 +464,7 @@ export async function writeChildRows<T extends TableName, R extends object>(
     },
     owner.businessId,
     remove ? gone : [],
-    owner.at,
+    owner.observedAt,
   );
   return addCounts(stats, table.table, {
     inserted: upserted.inserted,

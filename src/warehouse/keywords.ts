@@ -64,7 +64,7 @@ export async function writeKeywords(
   return writeChildRows(
     db,
     {},
-    { businessId, at: observedAt, copyNewRows: ctx.copyNewRows },
+    ctx,
     {
       table: 'keywords',
       key: ['keyword_id'],

@@ -107,30 +107,33 @@ interface StatusChange {
  * Only new and changed listings are sent: a listing whose stored content hash matches and
  * that is not marked removed counts as unchanged without travelling to the database.
  */
+/** The business's listings as stored: what a read is compared with. */
+function storedListings(db: Db, businessId: number) {
+  return db
+    .selectFrom('listings')
+    .select([
+      'listing_id',
+      'status',
+      'sync_status',
+      'name_valid',
+      'phone_valid',
+      'address_valid',
+      'claimed',
+      'status_changed_at',
+      'content_hash',
+      'removed_at',
+    ])
+    .where('business_id', '=', businessId)
+    .execute();
+}
+
 export async function writeListings(
   db: Db,
   ctx: BusinessWriteContext & { hadListingsSync: boolean },
   listings: readonly Listing[],
 ): Promise<ListingsWriteResult> {
   const { businessId, observedAt } = ctx;
-  const stored = ctx.newBusiness
-    ? []
-    : await db
-        .selectFrom('listings')
-        .select([
-          'listing_id',
-          'status',
-          'sync_status',
-          'name_valid',
-          'phone_valid',
-          'address_valid',
-          'claimed',
-          'status_changed_at',
-          'content_hash',
-          'removed_at',
-        ])
-        .where('business_id', '=', businessId)
-        .execute();
+  const stored = ctx.newBusiness ? [] : await storedListings(db, businessId);
   const previous = new Map(stored.map((row) => [row.listing_id, row]));
 
   const latest = new Map(listings.map((listing) => [listing.id, listing]));
@@ -183,7 +186,7 @@ export async function writeListings(
   const stats = await writeChildRows(
     db,
     {},
-    { businessId, at: observedAt, copyNewRows: ctx.copyNewRows },
+    ctx,
     {
       table: 'listings',
       key: ['business_id', 'listing_id'],

@@ -225,7 +225,7 @@ export async function writeReviews(
   const stats = await writeChildRows(
     db,
     {},
-    { businessId, at: observedAt, copyNewRows: ctx.copyNewRows },
+    ctx,
     {
       table: 'reviews',
       key: ['review_id'],
@@ -274,7 +274,7 @@ export async function writeReviews(
   await writeChildRows(
     db,
     stats,
-    { businessId, at: observedAt, copyNewRows: ctx.copyNewRows },
+    ctx,
     {
       table: 'review_responses',
       key: ['response_id'],

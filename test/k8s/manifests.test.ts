@@ -26,6 +26,7 @@ import {
 } from 'kubernetes-models/v1';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { productionNodeFlags } from '../../bench/node-flags.ts';
 import {
   loadConfig,
   requireCredentials,
@@ -619,7 +620,7 @@ describe('Dockerfile and .dockerignore', () => {
   });
 
   it('runs the CLI with the heap flags of its shebang: NODE_OPTIONS and the entrypoint, as npm start', () => {
-    const shebang = (/^#!.*?node\s+(.*)$/m.exec(read('src/cli/main.ts'))?.[1] ?? '').split(/\s+/);
+    const shebang = productionNodeFlags();
     expect(shebang).toContain('--max-old-space-size=256');
     const env = /^ENV NODE_OPTIONS="(.*)"$/m.exec(instructions.join('\n'))?.[1] ?? '';
     const entrypoint = JSON.parse(
