@@ -97,3 +97,12 @@ export function syncStaleKey(accountName: string, lastSuccess: Date | null): str
 export function volumeDropKey(businessId: number, stream: string, day: string): string {
   return `${VOLUME_DROP}:${businessId}:${stream}:${day}`;
 }
+
+/**
+ * A held business list: once per account, list (`businesses`, or a shard's
+ * `businesses:I/N`) and UTC day. `account:` keeps it apart from a business's keys, whose
+ * ids are numbers.
+ */
+export function volumeDropListKey(accountName: string, list: string, day: string): string {
+  return `${VOLUME_DROP}:account:${accountName}:${list}:${day}`;
+}

@@ -5,14 +5,18 @@
  * writers decide and report the held reads (`src/warehouse/held-removals.ts`); this raises
  * one alert per business, stream and UTC day, in the writer's transaction.
  *
+ * An account's business list is held the same way (the sync decides, held-removals.ts):
+ * `raiseBusinessListDrop` raises one alert per account, list and UTC day, in the
+ * transaction that records the hold.
+ *
  * The rule's `enabled` governs the hold itself as well as the alert: a hold nobody hears
  * of would be a silent failure of its own.
  */
 import { utcDay } from '../calendar-day.ts';
 import type { Change } from '../warehouse/changes.ts';
 import type { Db } from '../warehouse/database.ts';
-import type { RemovalLimit } from '../warehouse/held-removals.ts';
-import { VOLUME_DROP, volumeDropKey } from './kinds.ts';
+import type { BusinessListHeld, RemovalLimit } from '../warehouse/held-removals.ts';
+import { VOLUME_DROP, volumeDropKey, volumeDropListKey } from './kinds.ts';
 import { raise } from './outbox.ts';
 import type { AlertRules } from './rules.ts';
 
@@ -41,6 +45,38 @@ export async function raiseVolumeDrop(
       status: String(held.answered),
       details: {
         stream: held.stream,
+        stored: held.stored,
+        answered: held.answered,
+        removing: held.removing,
+      },
+      detectedAt: held.detectedAt,
+      runId: held.runId,
+    },
+  ]);
+}
+
+/**
+ * Raises the `volume_drop` alert of a held business list: no business, the account named,
+ * the live and answered counts as previous_status and status, as for a stream; returns how
+ * many were raised (0 or 1).
+ */
+export async function raiseBusinessListDrop(
+  db: Db,
+  rules: AlertRules,
+  held: BusinessListHeld,
+): Promise<number> {
+  if (!rules.volumeDrop.enabled) return 0;
+  return raise(db, [
+    {
+      kind: VOLUME_DROP,
+      dedupeKey: volumeDropListKey(held.accountName, held.key, utcDay(held.detectedAt)),
+      accountName: held.accountName,
+      businessId: null,
+      previousStatus: String(held.stored),
+      status: String(held.answered),
+      details: {
+        stream: 'businesses',
+        list: held.key,
         stored: held.stored,
         answered: held.answered,
         removing: held.removing,

@@ -283,6 +283,20 @@ export function observeResponses(client: ApiClient, observer: ResponseObserver):
   return () => observers.delete(observer);
 }
 
+/**
+ * What of this client shapes what a sync writes: the answer bounds and the body limit. A
+ * run records them (`sync_runs.settings`) so that its replay parses with the same ones.
+ */
+export interface AnswerSettings {
+  bounds: AnswerBounds;
+  maxBodyBytes: number;
+}
+
+export function answerSettings(client: ApiClient): AnswerSettings {
+  const state = stateOf(client);
+  return { bounds: { ...state.bounds }, maxBodyBytes: state.maxBodyBytes };
+}
+
 /** A snapshot of the client's counters. */
 export function apiStats(client: ApiClient): ApiStats {
   const { stats } = stateOf(client);
@@ -602,6 +616,12 @@ async function exchangeOnce(
       signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal,
     });
     const text = await response.body.text();
+    // The answer's own Date first: an observer stamping the read (the raw zone) reads it.
+    const date = response.headers['date'];
+    const upstreamMs = typeof date === 'string' ? Date.parse(date) : Number.NaN;
+    if (Number.isFinite(upstreamMs)) {
+      accountFor(state, credential).upstreamDate = { upstreamMs, localMs: Date.now() };
+    }
     for (const observe of state.observers) {
       observe({
         credential,
@@ -613,11 +633,6 @@ async function exchangeOnce(
         status: response.statusCode,
         text,
       });
-    }
-    const date = response.headers['date'];
-    const upstreamMs = typeof date === 'string' ? Date.parse(date) : Number.NaN;
-    if (Number.isFinite(upstreamMs)) {
-      accountFor(state, credential).upstreamDate = { upstreamMs, localMs: Date.now() };
     }
     state.logger.debug(
       {

@@ -11,9 +11,11 @@ export {
   type Weekday,
 } from './businesses.ts';
 export {
+  type AnswerSettings,
   type ApiClient,
   type ApiClientOptions,
   type ApiStats,
+  answerSettings,
   apiStats,
   type CallOptions,
   createApiClient,

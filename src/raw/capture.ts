@@ -31,6 +31,10 @@ export interface KeptRead {
   /** The body with secrets replaced, and its sha256. */
   text: string;
   hash: string;
+  /** When it was read, on the credential's observation clock. */
+  observedAt: Date;
+  /** A read of a business whose transaction never committed (taken with the account's). */
+  uncommitted?: boolean;
 }
 
 export interface RawCapture {
@@ -42,7 +46,7 @@ export interface RawCapture {
 }
 
 /** What the capture keeps of one response (null for a write: only reads are kept). */
-export function keptRead(response: ObservedResponse): KeptRead | null {
+export function keptRead(response: ObservedResponse, observedAt: Date): KeptRead | null {
   if (response.method !== 'GET') return null;
   const { credential } = response;
   const params = Object.fromEntries(
@@ -59,18 +63,27 @@ export function keptRead(response: ObservedResponse): KeptRead | null {
     status: response.status,
     text,
     hash,
+    observedAt,
   };
 }
 
-/** Starts keeping the reads of these credentials made through `api`. */
-export function startRawCapture(api: ApiClient, credentials: readonly Credential[]): RawCapture {
+/**
+ * Starts keeping the reads of these credentials made through `api`, each stamped by
+ * `clock` when it is observed (the run's observation clock, docs/operations.md "Which day
+ * a sync records").
+ */
+export function startRawCapture(
+  api: ApiClient,
+  credentials: readonly Credential[],
+  clock: (credential: Credential) => Date,
+): RawCapture {
   // Matched by identity as well as name: another command's credential of the same name
   // on a shared client is not this run's.
   const mine = new Set(credentials);
   const held = new Map<string, KeptRead[]>();
   const stop = observeResponses(api, (response) => {
     if (!mine.has(response.credential)) return;
-    const read = keptRead(response);
+    const read = keptRead(response, clock(response.credential));
     if (!read) return;
     const list = held.get(read.accountName) ?? [];
     list.push(read);
@@ -92,7 +105,14 @@ export function startRawCapture(api: ApiClient, credentials: readonly Credential
         accountName,
         (read) => read.businessId === businessId && read.operation !== 'get_response_status',
       ),
-    takeAccount: (accountName) => take(accountName, () => true),
+    // A business read still held when the credential is done belongs to a business that
+    // never committed (the run stopped, or its transaction failed): marked, not replayed.
+    takeAccount: (accountName) =>
+      take(accountName, () => true).map((read) =>
+        read.businessId !== null && read.operation !== 'get_response_status'
+          ? { ...read, uncommitted: true }
+          : read,
+      ),
     stop,
   };
 }
@@ -100,11 +120,12 @@ export function startRawCapture(api: ApiClient, credentials: readonly Credential
 /**
  * Writes reads and any of their bodies not kept yet, on `db` or inside the caller's
  * transaction. Bodies are inserted in hash order, so two businesses' transactions that
- * share a new body cannot deadlock on it.
+ * share a new body cannot deadlock on it. A business's reads are stamped with the time its
+ * rows were written at (`header.observedAt`); without it, each read keeps its own.
  */
 export async function writeRawReads(
   db: Kysely<Database> | Transaction<Database>,
-  header: { runId: string; observedAt: Date },
+  header: { runId: string; observedAt?: Date },
   reads: readonly KeptRead[],
 ): Promise<void> {
   if (reads.length === 0) return;
@@ -149,8 +170,9 @@ export async function writeRawReads(
       params: read.params,
       attempt: read.attempt,
       status: read.status,
-      observed_at: header.observedAt,
+      observed_at: header.observedAt ?? read.observedAt,
       body_hash: read.hash,
+      uncommitted: read.uncommitted === true,
     })),
   );
 }
@@ -168,6 +190,7 @@ const READ_COLUMNS: ColumnTypes<'raw_reads'> = {
   status: 'integer',
   observed_at: 'timestamptz',
   body_hash: 'text',
+  uncommitted: 'boolean',
 };
 
 /**

@@ -1,23 +1,38 @@
 /**
  * One credential's part of a run: list its businesses, scope them (shard, chosen ids),
  * sync each under the per-credential and run-wide limits, poll its review response
- * requests, and archive what the list no longer shows. An authentication failure stops
- * this credential only.
+ * requests, and archive what the list no longer shows (unless the list collapsed: then
+ * it is held until the next run confirms it, `archiveUnlisted`). An authentication
+ * failure stops this credential only.
  */
 import pLimit from 'p-limit';
+import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
+import { raiseBusinessListDrop, removalLimitUnder } from '../alerts/volume-drop.ts';
 import { ApiError } from '../api/errors.ts';
 import { listBusinesses } from '../api/index.ts';
 import { readableIdOf } from '../api/schemas.ts';
 import type { BusinessSummary, Credential, ListResult } from '../api/types.ts';
 import { markAccountSynced, upsertAccount } from '../warehouse/accounts.ts';
-import { archiveMissingBusinesses, storedBusinessSummaries } from '../warehouse/businesses.ts';
+import {
+  archiveMissingBusinesses,
+  liveBusinessIds,
+  storedBusinessSummaries,
+} from '../warehouse/businesses.ts';
 import { describeDatabaseError, timeoutsOf } from '../warehouse/connection.ts';
+import {
+  type BusinessListHeld,
+  businessListKey,
+  clearBusinessListHold,
+  heldBusinessList,
+  holdsBusinessList,
+  recordBusinessListHold,
+} from '../warehouse/held-removals.ts';
 import { isWarehouseGone, WarehouseGoneError } from '../warehouse/outage.ts';
 import { isCredentialStop, syncBusiness } from './business.ts';
 import { DEFAULT_BUSINESS_CONCURRENCY, type SyncOptions } from './options.ts';
 import { pollResponseRequests } from './response-requests.ts';
-import { quarantineRejected, type RunContext } from './run-context.ts';
-import { inShard } from './shard.ts';
+import { keepAccountReads, quarantineRejected, type RunContext } from './run-context.ts';
+import { formatShard, inShard } from './shard.ts';
 import { type CredentialOutcome, errorText, recordFailure } from './stats.ts';
 
 function isAuthFailure(error: unknown): error is ApiError {
@@ -62,6 +77,8 @@ export async function syncCredential(
       error: isAuthFailure(error) ? authFailureText(options, credential, error) : errorText(error),
     };
   }
+  // The list is kept as soon as it is read: a run killed later still replays what it committed.
+  await keepAccountReads(context, credential);
   await context.writeReferenceOnce(credential);
 
   // An entry refused for a value the warehouse cannot store (a NUL in a name) whose id
@@ -75,12 +92,16 @@ export async function syncCredential(
         .filter((id): id is number => id !== null && !readable.has(id)),
     ),
   ];
+  const listedIds = [...readable, ...unreadable];
+  context.listedBusinesses ??= new Map();
+  context.listedBusinesses.set(credential.name, new Set(listedIds));
   const summaries = [
     ...listed.records,
     ...(await storedBusinessSummaries(db, credential.name, unreadable)),
   ];
   const only = options.businessIds ? new Set(options.businessIds) : undefined;
-  const inScope = (id: number) => inShard(options.shard, id) && (!only || only.has(id));
+  const inScope = (id: number) =>
+    inShard(options.shard, id) && (!only || only.has(id)) && (options.businessFilter?.(id) ?? true);
   const mine = summaries.filter((business) => inScope(business.id));
   // A refused entry is quarantined, and makes the run partial, only when it may be one of
   // this run's businesses: a re-sync of one business is not partial for another's entry.
@@ -119,6 +140,7 @@ export async function syncCredential(
               return;
             }
             failedBusinesses += 1;
+            options.onBusinessError?.(credential, business.id, error);
             recordFailure(stats, {
               credential: credential.name,
               businessId: business.id,
@@ -174,16 +196,24 @@ export async function syncCredential(
   }
   const complete = !context.isStopped() && failedBusinesses === 0;
   if (!context.isStopped() && !options.businessIds) {
-    // Only a complete list read may archive what it no longer shows; a shard archives
-    // only its own businesses.
-    const archived = await archiveMissingBusinesses(
-      db,
-      credential.name,
-      [...readable, ...unreadable],
-      context.now(credential),
-      (id) => inShard(options.shard, id),
-    );
-    stats.businesses.archived += archived;
+    // Only a complete list read may archive what it no longer shows, and a list that
+    // collapses only once the next run confirms it.
+    const held = await archiveUnlisted(context, credential, listedIds, {
+      answeredNothing: listed.records.length === 0 && listed.rejected.length === 0,
+    });
+    if (held) {
+      // The account is not synced by this run: most of its businesses were not read.
+      return {
+        name: credential.name,
+        status: 'partial',
+        businesses: mine.length,
+        error:
+          `its business list answered ${held.answered} of the ${held.stored} live businesses: ` +
+          `a volume drop; none of the ${held.removing} no longer listed was archived, until the ` +
+          'next run reads the same list (alert volume_drop; docs/warehouse.md, "How removals work")',
+        listHeld: { stored: held.stored, answered: held.answered, removing: held.removing },
+      };
+    }
     if (complete) await markAccountSynced(db, credential.name, context.now(credential));
   }
   return {
@@ -191,4 +221,74 @@ export async function syncCredential(
     status: complete && refusedInScope.length === 0 ? 'succeeded' : 'partial',
     businesses: mine.length,
   };
+}
+
+/** The businesses the other credentials' lists answered this run so far: moved there. */
+function listedElsewhere(context: RunContext, name: string): number[] {
+  const ids: number[] = [];
+  for (const [other, listed] of context.listedBusinesses ?? []) {
+    if (other !== name) ids.push(...listed);
+  }
+  return ids;
+}
+
+/**
+ * The archive step, under the volume guard on the business list (docs/warehouse.md, "How
+ * removals work"): a list that would archive a volume drop of the account's live
+ * businesses (of the shard), or any of them when it answered nothing, archives nothing on
+ * first sight; it records the hold and raises `volume_drop` in one transaction, and the
+ * next run that reads the same drop confirms it and archives. A list that is not a drop
+ * archives what it no longer shows at once and clears any hold. A business another
+ * credential listed this run moved there, and is not archived. Returns the hold, or null
+ * when the archiving applied.
+ */
+async function archiveUnlisted(
+  context: RunContext,
+  credential: Credential,
+  listedIds: readonly number[],
+  list: { answeredNothing: boolean },
+): Promise<BusinessListHeld | null> {
+  const { options, stats, log } = context;
+  const db = options.warehouse.db;
+  const rules = options.alertRules ?? DEFAULT_ALERT_RULES;
+  const at = context.now(credential);
+  const inScope = (id: number) => inShard(options.shard, id);
+  const kept = new Set([...listedIds, ...listedElsewhere(context, credential.name)]);
+  const live = (await liveBusinessIds(db, credential.name)).filter(inScope);
+  const gone = live.filter((id) => !kept.has(id)).length;
+  const key = businessListKey(formatShard(options.shard));
+  const earlier = await heldBusinessList(db, credential.name, key);
+  const counts = { live: live.length, gone, answeredNothing: list.answeredNothing };
+  if (!holdsBusinessList(removalLimitUnder(rules), earlier, counts, context.runId)) {
+    const archived = await archiveMissingBusinesses(db, credential.name, [...kept], at, inScope);
+    stats.businesses.archived += archived;
+    if (earlier) {
+      // Confirmed (the same drop again), or the list came back: either way the hold is over.
+      await clearBusinessListHold(db, credential.name, key);
+      log.info(
+        { credential: credential.name, list: key, archived, heldBy: earlier.run_id },
+        'business list: the hold is over (confirmed, or the list came back)',
+      );
+    }
+    return null;
+  }
+  const held: BusinessListHeld = {
+    accountName: credential.name,
+    key,
+    stored: live.length,
+    answered: listedIds.filter(inScope).length,
+    removing: gone,
+    runId: context.runId,
+    detectedAt: at,
+  };
+  stats.alerts += await db.transaction().execute(async (trx) => {
+    if (!earlier) await recordBusinessListHold(trx, held);
+    return raiseBusinessListDrop(trx, rules, held);
+  });
+  stats.removalsHeld = (stats.removalsHeld ?? 0) + 1;
+  log.warn(
+    { credential: credential.name, list: key, ...counts, answered: held.answered },
+    'volume drop: the business list would archive most of the businesses of the account; nothing archived until the next run confirms it',
+  );
+  return held;
 }

@@ -81,6 +81,16 @@ export interface SyncOptions {
    * be replayed side by side. Undefined falls back to `now`.
    */
   businessObservedAt?: (credential: Credential, businessId: number) => Date | undefined;
+  /**
+   * Syncs only the listed businesses it accepts; the others are left as they are and still
+   * count as listed (not archived). Replay: the businesses a kept run committed.
+   */
+  businessFilter?: (businessId: number) => boolean;
+  /**
+   * Called when a business's write failed (its transaction rolled back): `replay --in-place`
+   * keeps such a business as it was rather than merge a rebuild that misses a night.
+   */
+  onBusinessError?: (credential: Credential, businessId: number, error: unknown) => void;
   /** Businesses fetched and written at once, per credential (default 8). */
   businessConcurrency?: number;
   /**

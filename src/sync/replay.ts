@@ -15,7 +15,7 @@
 import { type Kysely, sql } from 'kysely';
 import { MockAgent } from 'undici';
 import type { AlertRules } from '../alerts/rules.ts';
-import { createApiClient } from '../api/client.ts';
+import { type AnswerSettings, createApiClient } from '../api/client.ts';
 import type { Credential } from '../api/types.ts';
 import type { Logger } from '../log.ts';
 import { decompressBody, requestKey, SECRET_PARAMS } from '../raw/body.ts';
@@ -38,8 +38,17 @@ export interface ReplayOptions {
   account?: string;
   businessId?: number;
   alertRules?: AlertRules;
-  /** Keep the replayed answers in the new schema's raw zone too (for `--in-place`). */
+  /** Keep the replayed answers in the new schema's raw zone too. */
   keepRaw?: boolean;
+  /**
+   * Businesses whose reads are not served (`--in-place` keeps them as they are): the
+   * replay fails their reads, which writes nothing of them.
+   */
+  skipBusinesses?: ReadonlySet<number>;
+  /** A business whose write failed in the replay (its transaction rolled back). */
+  onBusinessError?: (businessId: number, error: unknown) => void;
+  /** Runs on the new schema once it is migrated, before the first run is replayed. */
+  prepare?: (target: Kysely<Database>) => Promise<void>;
   logger: Logger;
   onProgress?: (progress: ReplayProgress) => void;
 }
@@ -79,12 +88,15 @@ interface KeptRun {
   started_at: Date;
   streams: unknown;
   shard: string | null;
+  status: string;
+  settings: unknown;
   first_observed: Date;
 }
 
 interface KeptAnswer {
   status: number;
-  text: string;
+  /** The body's address in raw_bodies: fetched when asked for. */
+  hash: string;
   observedAt: Date;
 }
 
@@ -126,6 +138,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   const runIds = new Map<string, string>();
   try {
     await migrateToLatest(target.db);
+    await options.prepare?.(target.db);
     const accounts = await raw
       .selectFrom('accounts')
       .select(['name', 'user_email', 'base_url'])
@@ -190,7 +203,7 @@ async function keptRuns(raw: Kysely<Database>, options: ReplayOptions): Promise<
   const rows = await raw
     .selectFrom('raw_reads as r')
     .innerJoin('sync_runs as s', 's.run_id', 'r.run_id')
-    .select(['r.run_id', 's.started_at', 's.streams', 's.shard'])
+    .select(['r.run_id', 's.started_at', 's.streams', 's.shard', 's.status', 's.settings'])
     .select((eb) => eb.fn.min('r.observed_at').as('first_observed'))
     .$if(options.from !== undefined, (q) =>
       q.where('r.observed_at', '>=', dayStart(options.from as string)),
@@ -204,7 +217,8 @@ async function keptRuns(raw: Kysely<Database>, options: ReplayOptions): Promise<
     .$if(options.businessId !== undefined, (q) =>
       q.where('r.business_id', '=', options.businessId as number),
     )
-    .groupBy(['r.run_id', 's.started_at', 's.streams', 's.shard'])
+    .where('r.uncommitted', '=', false)
+    .groupBy(['r.run_id', 's.started_at', 's.streams', 's.shard', 's.status', 's.settings'])
     .orderBy('s.started_at')
     .orderBy('r.run_id')
     .execute();
@@ -269,6 +283,40 @@ async function openTarget(
   };
 }
 
+/** Decompressed bodies held at once: the reads of a few businesses, whatever the night's size. */
+const BODY_CACHE_ENTRIES = 64;
+
+/**
+ * The kept bodies, fetched when a request asks for one and decompressed then: memory
+ * holds the run's index (request → body hash) and a few bodies, never the night.
+ */
+function keptBodies(raw: Kysely<Database>): (hash: string) => Promise<string> {
+  const cache = new Map<string, string>();
+  return async (hash) => {
+    const hit = cache.get(hash);
+    if (hit !== undefined) return hit;
+    const row = await raw
+      .selectFrom('raw_bodies')
+      .select(['encoding', 'bytes'])
+      .where('body_hash', '=', hash)
+      .executeTakeFirstOrThrow();
+    const text = decompressBody(row.encoding, row.bytes);
+    if (cache.size >= BODY_CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
+    cache.set(hash, text);
+    return text;
+  };
+}
+
+/** The bounds and body limit a run recorded (migration 0015); the defaults before it. */
+export function recordedAnswerSettings(settings: unknown): Partial<AnswerSettings> {
+  if (!settings || typeof settings !== 'object') return {};
+  const { bounds, maxBodyBytes } = settings as Partial<AnswerSettings>;
+  return {
+    ...(bounds && typeof bounds === 'object' ? { bounds } : {}),
+    ...(typeof maxBodyBytes === 'number' ? { maxBodyBytes } : {}),
+  };
+}
+
 /** One credential's part of one run, through the sync, from the kept answers. */
 async function replayAccountRun(
   target: Warehouse,
@@ -277,20 +325,21 @@ async function replayAccountRun(
   account: { name: string; user_email: string; base_url: string },
   options: ReplayOptions,
 ): Promise<{ reads: number; runId: string }> {
+  // The index of the run's reads, without their bodies. A read of a business that never
+  // committed on the night is not an answer its replay may write from.
   const rows = await raw
     .selectFrom('raw_reads as r')
-    .innerJoin('raw_bodies as b', 'b.body_hash', 'r.body_hash')
     .select([
       'r.request',
       'r.operation',
       'r.status',
       'r.observed_at',
       'r.business_id',
-      'b.encoding',
-      'b.bytes',
+      'r.body_hash',
     ])
     .where('r.run_id', '=', run.run_id)
     .where('r.account_name', '=', account.name)
+    .where('r.uncommitted', '=', false)
     .$if(options.businessId !== undefined, (q) =>
       q.where((eb) =>
         eb.or([
@@ -306,14 +355,16 @@ async function replayAccountRun(
   // Each business's own observation time: every read of a business in a run is kept with it.
   const businessTimes = new Map<number, Date>();
   for (const row of rows) {
-    if (row.business_id !== null)
-      businessTimes.set(Number(row.business_id), new Date(row.observed_at));
+    const businessId = row.business_id === null ? null : Number(row.business_id);
+    if (businessId !== null && options.skipBusinesses?.has(businessId)) continue;
+    if (businessId !== null) businessTimes.set(businessId, new Date(row.observed_at));
     answers.set(row.request, {
       status: row.status,
-      text: decompressBody(row.encoding, row.bytes),
+      hash: row.body_hash,
       observedAt: new Date(row.observed_at),
     });
   }
+  const bodyOf = keptBodies(raw);
   let clock = run.first_observed;
   const origin = new URL(account.base_url).origin;
   const prefix = `${new URL(account.base_url).pathname.replace(/\/+$/, '')}/api/v2`;
@@ -322,7 +373,7 @@ async function replayAccountRun(
   const pool = agent.get(origin);
   pool
     .intercept({ path: () => true, method: () => true })
-    .reply((request) => {
+    .reply(async (request) => {
       const url = new URL(request.path, origin);
       const path = url.pathname.startsWith(prefix)
         ? url.pathname.slice(prefix.length)
@@ -334,11 +385,11 @@ async function replayAccountRun(
       if (!answer) {
         return { statusCode: NOT_KEPT_STATUS, data: 'not in the raw zone' };
       }
-      // The credential's clock (archiving, the account's sync time): the latest kept read.
+      // The credential's clock (archiving, the account's sync time, a poll): the read's own.
       if (answer.observedAt > clock) clock = answer.observedAt;
       return {
         statusCode: answer.status,
-        data: answer.text,
+        data: await bodyOf(answer.hash),
         responseOptions: { headers: { 'content-type': 'application/json' } },
       };
     })
@@ -349,6 +400,8 @@ async function replayAccountRun(
     accountConcurrency: 8,
     // The kept answer is the last attempt: asking again would get the same.
     retry: { maxAttempts: 1 },
+    // The run's own bounds: an answer it loaded loads again, one it refused is refused.
+    ...recordedAnswerSettings(run.settings),
   });
   const credential: Credential = {
     name: account.name,
@@ -366,6 +419,12 @@ async function replayAccountRun(
         )
       : [...STREAMS]
   ).filter((stream) => stream !== 'reference' || fetchedReference);
+  // The businesses the run committed: a listed business it never wrote is not written now.
+  const committed = [...businessTimes.keys()];
+  const committedSet = new Set(committed);
+  // A run stopped before its end never archived or marked its accounts synced: its replay
+  // does neither (a run of chosen businesses does not).
+  const stoppedEarly = run.status === 'interrupted' || run.status === 'running';
   let runId: string;
   try {
     ({ runId } = await runSync({
@@ -382,8 +441,19 @@ async function replayAccountRun(
       overallBusinessConcurrency: REPLAY_CONCURRENCY,
       now: () => clock,
       businessObservedAt: (_credential, businessId) => businessTimes.get(businessId),
+      ...(options.onBusinessError
+        ? {
+            onBusinessError: (_c: Credential, id: number, e: unknown) =>
+              options.onBusinessError?.(id, e),
+          }
+        : {}),
       ...(run.shard ? { shard: parseShard(run.shard) } : {}),
-      ...(options.businessId !== undefined ? { businessIds: [options.businessId] } : {}),
+      businessFilter: (id) => committedSet.has(id),
+      ...(options.businessId !== undefined
+        ? { businessIds: [options.businessId] }
+        : stoppedEarly
+          ? { businessIds: committed }
+          : {}),
       ...(options.alertRules ? { alertRules: options.alertRules } : {}),
     }));
   } finally {

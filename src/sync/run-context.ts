@@ -33,17 +33,24 @@ export interface RunContext {
   call: CallOptions;
   /** Upstream calls in flight (`track` each), for the `still working` line. */
   inFlight: InFlight;
+  /**
+   * The business ids each credential's list answered this run, by credential name, added
+   * as the lists arrive (credentials run side by side; absent until the first): a business
+   * another credential lists has moved there, and the credential it left does not archive
+   * it (src/sync/credential.ts).
+   */
+  listedBusinesses?: Map<string, ReadonlySet<number>>;
 }
 
-/** The credential's reads not written with a business (list, reference, polls), once it is done. */
+/**
+ * The credential's reads not written with a business (list, reference, polls), each at its
+ * own observation time: the business list as soon as it is read (so that a run killed
+ * later still replays the businesses it committed), the rest once the credential is done.
+ */
 export async function keepAccountReads(context: RunContext, credential: Credential): Promise<void> {
   const reads = context.raw?.takeAccount(credential.name) ?? [];
   try {
-    await writeRawReads(
-      context.options.warehouse.db,
-      { runId: context.runId, observedAt: context.now(credential) },
-      reads,
-    );
+    await writeRawReads(context.options.warehouse.db, { runId: context.runId }, reads);
   } catch (error) {
     context.log.warn({ credential: credential.name, err: error }, 'raw zone: reads not kept');
   }

@@ -16,7 +16,7 @@
  * ends it `failed`.
  */
 import pLimit from 'p-limit';
-import { apiStats } from '../api/index.ts';
+import { answerSettings, apiStats } from '../api/index.ts';
 import { pruneRawZone, type RawCapture, startRawCapture } from '../raw/capture.ts';
 import { timeoutsOf } from '../warehouse/connection.ts';
 import { isWarehouseGone, WarehouseGoneError } from '../warehouse/outage.ts';
@@ -125,9 +125,11 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       streams: [...streams],
       accounts: options.credentials.map((c) => c.name),
       shard: formatShard(options.shard),
+      settings: { ...answerSettings(api) },
     });
     const log = logger.child({ runId });
-    if (options.keepRaw !== false) raw = startRawCapture(api, options.credentials);
+    // Each read is stamped when it is observed, on the credential's clock.
+    if (options.keepRaw !== false) raw = startRawCapture(api, options.credentials, now);
     log.info(
       {
         credentials: options.credentials.length,

@@ -58,6 +58,12 @@ export interface UpsertPlan<T extends TableName> {
   insertOnly?: readonly ColumnOf<T>[];
   /** The existing row is rewritten only when one of these differs. */
   compare: readonly ColumnOf<T>[];
+  /**
+   * The column naming the row's owner (`business_id`): a stored row whose owner differs is
+   * left as it is, never moved to the writing business. It is not returned, so it counts
+   * as unchanged; the writer asks who holds it (reviews.ts, `storedElsewhere`).
+   */
+  owner?: ColumnOf<T>;
 }
 
 export interface UpsertResult {
@@ -187,7 +193,7 @@ export async function upsertRows<T extends TableName>(
   if (rows.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
   const unique = dedupeByKey(rows as readonly Record<string, unknown>[], plan.key);
   const text = statementText(
-    `upsert\u0000${plan.table}\u0000${JSON.stringify([plan.columns, plan.key, plan.insertOnly, plan.compare])}`,
+    `upsert\u0000${plan.table}\u0000${JSON.stringify([plan.columns, plan.key, plan.insertOnly, plan.compare, plan.owner])}`,
     () => {
       const names = Object.keys(plan.columns);
       const table = ident(plan.table);
@@ -196,10 +202,14 @@ export async function upsertRows<T extends TableName>(
         .filter((c) => !skip.has(c))
         .map((c) => `${ident(c)} = excluded.${ident(c)}`)
         .join(', ');
+      // Evaluated on the row as committed: one a concurrent business inserted is seen too.
+      const owned = plan.owner
+        ? `${table}.${ident(plan.owner)} = excluded.${ident(plan.owner)} and `
+        : '';
       return `insert into ${table} (${names.map(ident).join(', ')})
     select * from ${unnestText(plan.columns)}
     on conflict (${plan.key.map(ident).join(', ')}) do update set ${assignments}
-    where (${plan.compare.map((c) => `${table}.${ident(c)}`).join(', ')})
+    where ${owned}(${plan.compare.map((c) => `${table}.${ident(c)}`).join(', ')})
       is distinct from (${plan.compare.map((c) => `excluded.${ident(c)}`).join(', ')})
     returning (xmax = 0) as inserted`;
     },
@@ -412,8 +422,9 @@ const COPY_MIN_ROWS = 16;
 
 /**
  * Upserts the rows whose id the business has stored and COPYs the others: none of the
- * business's rows has their key. A row stored under another business (an id that moved)
- * fails the COPY with a unique violation, and the business is written again without it.
+ * business's rows has their key. A row stored under another business fails the COPY with
+ * a unique violation, and the business is written again with the upsert alone (which,
+ * given an `owner`, leaves that row where it is).
  */
 async function copyNewRows<T extends TableName, R extends object>(
   db: Executor,

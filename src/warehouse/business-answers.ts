@@ -25,7 +25,7 @@ import type { BusinessAnswersTable, BusinessRow, Db } from './database.ts';
  * write different rows (a schema transform, a writer's rule): every business's answers
  * are then applied once more by the next run.
  */
-export const APPLIED_BY = 'write-path-1';
+export const APPLIED_BY = 'write-path-2';
 
 /** The reads of a business, each with its own body. */
 export const ANSWER_READS = [

@@ -134,9 +134,16 @@ export async function writeBusinessSnapshot(
   });
 
   const changes: Change[] = [];
-  const take = (written: { stats: WriteStats; changes: readonly Change[] }) => {
+  // The read's refused records, then those a writer refused (reviews.ts).
+  const rejected: RejectedInSnapshot[] = [...snapshot.rejected];
+  const take = (written: {
+    stats: WriteStats;
+    changes: readonly Change[];
+    quarantined?: readonly RejectedInSnapshot[];
+  }) => {
     mergeWriteStats(stats, written.stats);
     changes.push(...written.changes);
+    rejected.push(...(written.quarantined ?? []));
   };
   if (snapshot.listings !== null) {
     const hadListingsSync = stored?.listings_first_synced_at != null;
@@ -169,7 +176,7 @@ export async function writeBusinessSnapshot(
   if (snapshot.answers) {
     await recordAppliedAnswers(trx, snapshot.businessId, {
       ...snapshot.answers,
-      outcomes: answerOutcomes(snapshot, removalsHeld),
+      outcomes: answerOutcomes(snapshot, rejected, removalsHeld),
       day: utcDay(ctx.observedAt),
       at: ctx.observedAt,
     });
@@ -181,7 +188,7 @@ export async function writeBusinessSnapshot(
   const quarantined = await quarantineRecords(
     trx,
     ctx.runId,
-    snapshot.rejected.map((record) => ({
+    rejected.map((record) => ({
       accountName: snapshot.accountName,
       businessId: snapshot.businessId,
       ...record,
@@ -194,14 +201,15 @@ export async function writeBusinessSnapshot(
 
 /**
  * What this write did with each read: not written (its stream left as stored), written
- * in full, or written short (a record quarantined, or its removals held), so that its
- * rows are not what its body says.
+ * in full, or written short (a record quarantined, by the read or by a writer, or its
+ * removals held), so that its rows are not what its body says.
  */
 function answerOutcomes(
   snapshot: BusinessSnapshot,
+  rejected: readonly RejectedInSnapshot[],
   removalsHeld: readonly RemovalsHeld[],
 ): Record<AnswerRead, AnswerOutcome> {
-  const short = new Set<string>(snapshot.rejected.map((record) => record.stream));
+  const short = new Set<string>(rejected.map((record) => record.stream));
   for (const held of removalsHeld) short.add(held.stream);
   const outcome = (written: boolean, ...streams: string[]): AnswerOutcome => {
     if (!written) return 'untouched';

@@ -344,14 +344,33 @@ export async function storedBusinessSummaries(
 }
 
 /**
- * Archives the account's businesses that the list operation no longer returns. With
- * `inScope` (sharding), only businesses this shard owns are considered. A business that
- * reappears is un-archived by its next `writeBusiness`. Returns how many were archived.
+ * The ids of the account's live (not archived) businesses: what its business list is
+ * measured against (the volume guard, held-removals.ts).
+ */
+export async function liveBusinessIds(db: Db, accountName: string): Promise<number[]> {
+  const rows = await db
+    .selectFrom('businesses')
+    .select('business_id')
+    .where('account_name', '=', accountName)
+    .where('archived_at', 'is', null)
+    .orderBy('business_id')
+    .execute();
+  return rows.map((row) => Number(row.business_id));
+}
+
+/**
+ * Archives the account's businesses that the list operation no longer returns (`listedIds`:
+ * the caller adds the businesses other credentials listed this run, which moved there).
+ * With `inScope` (sharding), only businesses this shard owns are considered. The archiving
+ * statement itself checks the account: a business another credential wrote between the
+ * read of the candidates and the update (moved between accounts, credentials run side by
+ * side) is that credential's now, and stays live. A business that reappears is un-archived
+ * by its next `writeBusiness`. Returns how many were archived.
  */
 export async function archiveMissingBusinesses(
   db: Db,
   accountName: string,
-  listedIds: number[],
+  listedIds: readonly number[],
   at: Date,
   inScope?: (businessId: number) => boolean,
 ): Promise<number> {
@@ -360,7 +379,7 @@ export async function archiveMissingBusinesses(
     .select('business_id')
     .where('account_name', '=', accountName)
     .where('archived_at', 'is', null)
-    .where(sql<boolean>`business_id <> all(${listedIds}::bigint[])`)
+    .where(sql<boolean>`business_id <> all(${[...listedIds]}::bigint[])`)
     .execute();
   const ids = candidates.map((row) => row.business_id).filter((id) => !inScope || inScope(id));
   if (ids.length === 0) return 0;
@@ -368,6 +387,7 @@ export async function archiveMissingBusinesses(
     .updateTable('businesses')
     .set({ archived_at: at })
     .where(sql<boolean>`business_id = any(${ids}::bigint[])`)
+    .where('account_name', '=', accountName)
     .where('archived_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows);

@@ -48,6 +48,11 @@ export interface AccountsTable {
   last_synced_at: Timestamp | null;
   created_at: TimestampWithDefault;
   updated_at: TimestampWithDefault;
+  /**
+   * Added (0016): the business lists held on a volume drop, by list key (`HeldRemovals`'s
+   * entry shape, `businessListKey` in held-removals.ts); null when none is held.
+   */
+  removals_held: ColumnType<JsonValue | null, string | null | undefined, string | null>;
 }
 
 export interface BusinessesTable {
@@ -396,6 +401,8 @@ export interface SyncRunsTable {
   shard: string | null;
   stats: Json | null;
   error: string | null;
+  /** Migration 0015: the settings that shaped the run's writes (`RunSettings`); null before. */
+  settings: ColumnType<JsonValue | null, string | null | undefined, string | null>;
 }
 
 export interface QuarantineTable {
@@ -464,6 +471,8 @@ export interface RawReadsTable {
   status: number;
   observed_at: Date;
   body_hash: string;
+  /** Migration 0015: a read of a business whose transaction never committed: not replayed. */
+  uncommitted: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 /**

@@ -10,6 +10,12 @@
  * The warehouse decides what is held from a `RemovalLimit` handed in (the sync takes it
  * from the `volume_drop` alert rule); the held drops are reported as changes, and the
  * alert rules raise `volume_drop` for them.
+ *
+ * An account's business list is guarded the same way, at the account's level: a list that
+ * would archive a volume drop of the account's live businesses, or any of them when it
+ * answers nothing at all, archives nothing on first sight; `accounts.removals_held` records
+ * the hold under the list's key (`businessListKey`), and the next run that reads the same
+ * drop confirms it and archives.
  */
 import { sql } from 'kysely';
 import type { Db, JsonValue } from './database.ts';
@@ -63,6 +69,92 @@ function heldFrom(value: JsonValue | null | undefined): HeldRemovals {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
     ? (value as unknown as HeldRemovals)
     : {};
+}
+
+/**
+ * The key of an account's business-list hold: `businesses` for a whole run, or
+ * `businesses:I/N` for a shard. Shards of one night are separate runs that each judge
+ * their own part of the list: under one key, the second would take the first's hold as an
+ * earlier run's and confirm it on first sight.
+ */
+export function businessListKey(shard: string | undefined): string {
+  return shard === undefined ? 'businesses' : `businesses:${shard}`;
+}
+
+/** A business list this run held, reported for the `volume_drop` rule. */
+export interface BusinessListHeld {
+  accountName: string;
+  /** `businessListKey`: the whole account's list, or a shard's part of it. */
+  key: string;
+  /** The account's live businesses (of the shard) when the drop was held. */
+  stored: number;
+  /** The businesses the list answered (of the shard). */
+  answered: number;
+  /** The live businesses it no longer listed: what was not archived. */
+  removing: number;
+  runId: string;
+  detectedAt: Date;
+}
+
+/**
+ * Whether this run holds an account's business list (true) or lets its archiving apply
+ * (false). A drop is what a stream's read would be (`isVolumeDrop`), or any archiving at
+ * all by a list that answered nothing: an account whose businesses all close overnight is
+ * rarer than an upstream that answers `success: true` with `[]`, however few it had. A
+ * drop an earlier run held (`earlier`) is confirmed by this one; the same run holds still.
+ */
+export function holdsBusinessList(
+  limit: RemovalLimit | undefined,
+  earlier: HeldRemoval | undefined,
+  list: { live: number; gone: number; answeredNothing: boolean },
+  runId: string,
+): boolean {
+  if (limit === undefined) return false;
+  const drop = (list.answeredNothing && list.gone > 0) || isVolumeDrop(limit, list.live, list.gone);
+  return drop && (earlier === undefined || earlier.run_id === runId);
+}
+
+/** The hold on an account's business list under `key`, if there is one. */
+export async function heldBusinessList(
+  db: Db,
+  accountName: string,
+  key: string,
+): Promise<HeldRemoval | undefined> {
+  const row = await db
+    .selectFrom('accounts')
+    .select('removals_held')
+    .where('name', '=', accountName)
+    .executeTakeFirst();
+  return (heldFrom(row?.removals_held) as Record<string, HeldRemoval | undefined>)[key];
+}
+
+/**
+ * Records a business list held for the first time, under its key, in one statement that
+ * leaves the other keys (another shard's holds) as they are.
+ */
+export async function recordBusinessListHold(db: Db, held: BusinessListHeld): Promise<void> {
+  const entry: HeldRemoval = {
+    run_id: held.runId,
+    held_at: held.detectedAt.toISOString(),
+    stored: held.stored,
+    answered: held.answered,
+    removing: held.removing,
+  };
+  await sql`update accounts
+    set removals_held = coalesce(removals_held, '{}'::jsonb)
+      || jsonb_build_object(${held.key}::text, ${JSON.stringify(entry)}::jsonb)
+    where name = ${held.accountName}`.execute(db);
+}
+
+/** Clears the hold on an account's business list under `key` (null when none is left). */
+export async function clearBusinessListHold(
+  db: Db,
+  accountName: string,
+  key: string,
+): Promise<void> {
+  await sql`update accounts
+    set removals_held = nullif(removals_held - ${key}::text, '{}'::jsonb)
+    where name = ${accountName} and removals_held -> ${key}::text is not null`.execute(db);
 }
 
 /**

@@ -20,6 +20,13 @@ export interface QuarantineInput {
   payload: unknown;
 }
 
+/**
+ * A record a writer refused inside a business's transaction (a review whose id another
+ * business holds, reviews.ts): quarantined under that business, and its stream written
+ * short (business-answers.ts).
+ */
+export type QuarantinedRecord = Pick<QuarantineInput, 'stream' | 'location' | 'reason' | 'payload'>;
+
 /** `text` with NUL and lone surrogates replaced by U+FFFD, so text and jsonb accept it. */
 export function storableText(text: string): string {
   const wellFormed = text.isWellFormed() ? text : text.toWellFormed();

@@ -8,6 +8,11 @@
  * responses that a successful read no longer lists get `removed_at` (unless the read is a
  * volume drop: then both are held, held-removals.ts). The reviews seen for
  * the first time are reported as a change (`changes.ts`) for the alert rules.
+ *
+ * A review id belongs to one business: the one whose row holds it. A read of another
+ * business that carries the same id never moves that row (nor its versions and
+ * responses): its copy is returned for quarantine, naming both businesses
+ * (docs/warehouse.md, "Rules as implemented"), and the rest of the read is written.
  */
 import { sql } from 'kysely';
 import type { Review, ReviewResponse } from '../api/types.ts';
@@ -15,6 +20,7 @@ import { type BulkRow, type ColumnTypes, writeChildRows } from './bulk-write.ts'
 import type { Change } from './changes.ts';
 import { fieldsHash } from './content-hash.ts';
 import type { Db } from './database.ts';
+import type { QuarantinedRecord } from './quarantine.ts';
 import { type BusinessWriteContext, isRefused } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
@@ -160,15 +166,48 @@ function isUnchanged(stored: StoredState | undefined, hash: string): boolean {
 }
 
 /**
+ * Of `ids` (reviews or responses), those whose row another business holds, with that
+ * business (ids lower-cased, as uuid text reads back). Asked after the guarded upsert
+ * (`owner` in bulk-write.ts), so that a row another business's transaction inserted
+ * meanwhile has committed and is seen.
+ */
+async function storedElsewhere(
+  db: Db,
+  table: 'reviews' | 'review_responses',
+  businessId: number,
+  ids: readonly unknown[],
+): Promise<Map<string, number>> {
+  const id = sql.ref(table === 'reviews' ? 'review_id' : 'response_id');
+  const { rows } = await sql<{ id: string; business_id: number | string }>`
+    select ${id}::text as id, business_id from ${sql.table(table)}
+    where ${id} = any(${ids}::uuid[]) and business_id <> ${businessId}`.execute(db);
+  return new Map(rows.map((row) => [row.id.toLowerCase(), Number(row.business_id)]));
+}
+
+/** Rows sent to a guarded upsert that it did not write: held, perhaps, by another business. */
+function unwritten(stats: WriteStats, table: string, sent: number): number {
+  const counts = stats[table];
+  return sent - (counts ? counts.inserted + counts.updated : 0);
+}
+
+/** What a reader calls the item: a review, or a social item. */
+function itemName(review: Review): string {
+  return review.category === 'social' ? 'social item' : 'review';
+}
+
+/**
  * Writes every review and social item of one business (all review reads succeeded).
  * Only new and changed reviews and responses are sent: one whose stored content hash
- * matches and that is not marked removed counts as unchanged without travelling.
+ * matches and that is not marked removed counts as unchanged without travelling. A review
+ * or response whose id another business holds is not written, and neither are a held
+ * review's responses: they come back as `quarantined`, and the stored rows stay as they
+ * were.
  */
 export async function writeReviews(
   db: Db,
   ctx: BusinessWriteContext & { hadReviewsSync?: boolean },
   reviews: readonly Review[],
-): Promise<{ stats: WriteStats; changes: Change[] }> {
+): Promise<{ stats: WriteStats; changes: Change[]; quarantined: QuarantinedRecord[] }> {
   const { businessId, observedAt } = ctx;
   const { storedReviews, storedResponses } = ctx.newBusiness
     ? { storedReviews: [], storedResponses: [] }
@@ -180,7 +219,11 @@ export async function writeReviews(
   const rows: BulkRow<'reviews'>[] = [];
   const changedIds: string[] = [];
   let unchangedReviews = 0;
-  const responses = new Map<string, BulkRow<'review_responses'> | null>();
+  // row null marks a response seen and unchanged: kept off the upsert, still counted.
+  const responses = new Map<
+    string,
+    { review: Review; response: ReviewResponse; row: BulkRow<'review_responses'> | null }
+  >();
   const firstSeen: Review[] = [];
   for (const review of latest.values()) {
     const content = reviewToRow(review);
@@ -200,12 +243,13 @@ export async function writeReviews(
       });
       if (stored?.content_hash !== hash) changedIds.push(review.id);
     }
-    for (const responseContent of responseContents) {
+    review.responses.forEach((response, i) => {
+      const responseContent = responseContents[i] as ReturnType<typeof responseToRow>;
       const responseHashValue = responseHash(responseContent, review.id);
-      // null marks a response seen and unchanged: kept off the upsert, still counted.
-      responses.set(
-        responseContent.response_id,
-        isUnchanged(responseState.get(responseContent.response_id), responseHashValue)
+      responses.set(responseContent.response_id, {
+        review,
+        response,
+        row: isUnchanged(responseState.get(responseContent.response_id), responseHashValue)
           ? null
           : {
               ...responseContent,
@@ -216,8 +260,8 @@ export async function writeReviews(
               last_seen_at: observedAt,
               removed_at: null,
             },
-      );
-    }
+      });
+    });
   }
 
   // Responses go with their reviews: held together on a volume drop (held-removals.ts).
@@ -231,7 +275,8 @@ export async function writeReviews(
       key: ['review_id'],
       columns: REVIEW_COLUMNS,
       insertOnly: ['first_seen_at'],
-      compare: ['content_hash', 'business_id', 'removed_at'],
+      compare: ['content_hash', 'removed_at'],
+      owner: 'business_id',
       id: 'review_id',
       stamp: 'removed_at',
     },
@@ -248,19 +293,46 @@ export async function writeReviews(
     },
   );
 
-  const versionsInserted = await appendReviewVersions(db, ctx, changedIds);
+  // Every row sent is new or changed, so one the upsert left unwritten is another
+  // business's: the only statement spent on the question is on that path.
+  const quarantined: QuarantinedRecord[] = [];
+  const owners =
+    unwritten(stats, 'reviews', rows.length) > 0
+      ? await storedElsewhere(
+          db,
+          'reviews',
+          businessId,
+          rows.map((row) => row.review_id),
+        )
+      : new Map<string, number>();
+  const ownerOf = (review: Review) => owners.get(review.id.toLowerCase());
+  for (const review of latest.values()) {
+    const owner = ownerOf(review);
+    if (owner === undefined) continue;
+    quarantined.push({
+      stream: 'reviews',
+      location: `reviews ${review.id}`,
+      reason: `${itemName(review)} ${review.id} is stored under business ${owner}; business ${businessId}'s answer carries it too`,
+      payload: review,
+    });
+  }
+  // The upsert counted them unchanged: they are quarantined instead.
+  addCounts(stats, 'reviews', { unchanged: -quarantined.length });
+  const ownReviewIds = changedIds.filter((id) => ownerOf(latest.get(id) as Review) === undefined);
+  const versionsInserted = await appendReviewVersions(db, ctx, ownReviewIds);
   addCounts(stats, 'review_versions', { inserted: versionsInserted });
 
   // The first reviews read is the baseline: a business's whole history is not "new".
   const changes: Change[] = [];
-  if (ctx.hadReviewsSync && firstSeen.length) {
+  const firstSeenHere = firstSeen.filter((review) => ownerOf(review) === undefined);
+  if (ctx.hadReviewsSync && firstSeenHere.length) {
     changes.push({
       type: 'reviews_first_seen',
       accountName: ctx.accountName,
       businessId,
       runId: ctx.runId,
       detectedAt: observedAt,
-      reviews: firstSeen.map((review) => ({
+      reviews: firstSeenHere.map((review) => ({
         reviewId: review.id,
         siteName: review.siteName,
         rating: review.rating,
@@ -269,8 +341,14 @@ export async function writeReviews(
     });
   }
 
+  // A held review's responses are its owner's: none is written here.
   const changedResponses: BulkRow<'review_responses'>[] = [];
-  for (const row of responses.values()) if (row) changedResponses.push(row);
+  let unchangedResponses = 0;
+  for (const { review, row } of responses.values()) {
+    if (ownerOf(review) !== undefined) continue;
+    if (row) changedResponses.push(row);
+    else unchangedResponses += 1;
+  }
   await writeChildRows(
     db,
     stats,
@@ -280,13 +358,14 @@ export async function writeReviews(
       key: ['response_id'],
       columns: RESPONSE_COLUMNS,
       insertOnly: ['first_seen_at'],
-      compare: ['content_hash', 'business_id', 'removed_at'],
+      compare: ['content_hash', 'removed_at'],
+      owner: 'business_id',
       id: 'response_id',
       stamp: 'removed_at',
     },
     {
       rows: changedResponses,
-      unsent: responses.size - changedResponses.length,
+      unsent: unchangedResponses,
       stored: storedResponses,
       seen: responses,
       // A response goes with its review: kept while the review is refused.
@@ -294,7 +373,28 @@ export async function writeReviews(
       removeGone: () => removeGone,
     },
   );
-  return { stats, changes };
+  if (unwritten(stats, 'review_responses', changedResponses.length) > 0) {
+    const responseOwners = await storedElsewhere(
+      db,
+      'review_responses',
+      businessId,
+      changedResponses.map((row) => row.response_id),
+    );
+    let held = 0;
+    for (const [responseId, { review, response }] of responses) {
+      const owner = responseOwners.get(responseId.toLowerCase());
+      if (owner === undefined) continue;
+      held += 1;
+      quarantined.push({
+        stream: 'reviews',
+        location: `responses ${responseId}`,
+        reason: `response ${responseId} (of ${itemName(review)} ${review.id}) is stored under business ${owner}; business ${businessId}'s answer carries it too`,
+        payload: response,
+      });
+    }
+    addCounts(stats, 'review_responses', { unchanged: -held });
+  }
+  return { stats, changes, quarantined };
 }
 
 /**

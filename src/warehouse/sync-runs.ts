@@ -17,6 +17,13 @@ export interface CredentialOutcome {
   status: 'succeeded' | 'partial' | 'failed' | 'skipped';
   businesses: number;
   error?: string;
+  /**
+   * Its business list was held on a volume drop (docs/warehouse.md, "How removals work"):
+   * the account's live businesses, those the list answered, and those it no longer listed
+   * (not archived). The credential is `partial`, and the account not synced by this run
+   * (`lastSuccessByAccount`). Absent otherwise, and in runs recorded before it existed.
+   */
+  listHeld?: { stored: number; answered: number; removing: number };
 }
 
 /** One thing that failed in a run, as `listings-sync runs` lists it. */
@@ -63,9 +70,10 @@ export interface SyncRunStats {
   quarantined: number;
   alerts: number;
   /**
-   * Streams of a business whose removals were held (a volume drop, docs/warehouse.md "How
-   * removals work"). Not a failure: the run's status does not change. Absent in runs
-   * recorded before it existed.
+   * Streams of a business, and business lists of an account, whose removals were held (a
+   * volume drop, docs/warehouse.md "How removals work"). A held stream is not a failure:
+   * the run's status does not change; a held list makes its credential `partial`
+   * (`CredentialOutcome.listHeld`). Absent in runs recorded before it existed.
    */
   removalsHeld?: number;
   /** Review response requests polled (operation 10), and what they showed. */
@@ -107,6 +115,8 @@ export interface SyncRunStart {
   streams: string[];
   accounts: string[];
   shard?: string;
+  /** What shaped the run's writes, for its replay (migration 0015). */
+  settings?: Record<string, unknown>;
 }
 
 export interface SyncRunResult {
@@ -128,6 +138,7 @@ export async function startSyncRun(db: Db, run: SyncRunStart): Promise<string> {
       streams: JSON.stringify(run.streams),
       accounts: JSON.stringify(run.accounts),
       shard: run.shard ?? null,
+      settings: run.settings ? JSON.stringify(run.settings) : null,
     })
     .execute();
   return runId;
@@ -278,14 +289,16 @@ export async function latestFinishedRuns(db: Db, limit: number) {
 const CREDENTIALS_KEY = 'credentials' satisfies keyof SyncRunStats;
 const NAME_KEY = 'name' satisfies keyof CredentialOutcome;
 const STATUS_KEY = 'status' satisfies keyof CredentialOutcome;
+const LIST_HELD_KEY = 'listHeld' satisfies keyof CredentialOutcome;
 /** A credential outcome that means the account itself was not synced in a `partial` run. */
 const NOT_SYNCED = ['failed', 'skipped'] as const satisfies readonly CredentialOutcome['status'][];
 
 /**
  * Per account, when its last successful run finished (absent: never). A `partial` run
  * counts for an account only if that account's own credential did not fail or get
- * skipped in it (`stats.credentials`): a revoked token on one account, while the others
- * keep every run `partial`, is exactly the silence `sync_stale` is for.
+ * skipped in it, nor have its business list held (`stats.credentials`): a revoked token
+ * on one account, while the others keep every run `partial`, is exactly the silence
+ * `sync_stale` is for, and so is a list that answers nothing, night after night.
  */
 export async function lastSuccessByAccount(
   db: Db,
@@ -305,6 +318,11 @@ export async function lastSuccessByAccount(
           r.status = 'partial'
           and not coalesce(r.stats -> ${CREDENTIALS_KEY}::text, '[]'::jsonb) @> ${outcomeOf(failed)}
           and not coalesce(r.stats -> ${CREDENTIALS_KEY}::text, '[]'::jsonb) @> ${outcomeOf(skipped)}
+          and not exists (
+            select 1 from jsonb_array_elements(coalesce(r.stats -> ${CREDENTIALS_KEY}::text, '[]'::jsonb)) as c(outcome)
+            where c.outcome ->> ${NAME_KEY}::text = a.name
+              and c.outcome -> ${LIST_HELD_KEY}::text is not null
+          )
         )
       )
     group by a.name`.execute(db);

@@ -2,7 +2,8 @@
  * Rows new to their business go by one COPY per table (src/warehouse/bulk-write.ts,
  * `copyRows`): the values arrive exactly as the upsert's typed arrays bring them, a first
  * sync sends COPY for its reviews, and a review id stored under another business (the
- * COPY's unique violation) costs a second write of the business, not the business.
+ * COPY's unique violation) costs a second write of the business, not the business (that
+ * second write quarantines the review and leaves the row where it is).
  *
  * PostgreSQL only: PGlite has no standard input for COPY, and the sync never asks it to.
  */
@@ -99,7 +100,7 @@ describe.each(testBackends)('COPY for new rows (%s)', (backend) => {
     expect(readsStored(sent().slice(before))).toBe(4);
   });
 
-  it('writes a business again without COPY when a new review’s id is stored under another business', async (context) => {
+  it('writes a business again without COPY when a new review’s id is stored under another business, and quarantines it there', async (context) => {
     skipOnPglite(context, backend, 'no standard input for COPY');
     const { sandbox, api, warehouse } = world;
     const { db } = warehouse;
@@ -112,7 +113,8 @@ describe.each(testBackends)('COPY for new rows (%s)', (backend) => {
       await sql<{ review_id: string }>`
           select review_id from reviews where business_id = ${a.business_id}`.execute(db)
     ).rows.map((row) => row.review_id);
-    // Every review of A now stands under B: A's next read finds none of its own stored.
+    // Every review of A now stands under B (as an id served under two businesses once
+    // moved it): A's next read finds none of its own stored.
     await sql`update reviews set business_id = ${b.business_id}
                  where business_id = ${a.business_id}`.execute(db);
     await sql`update review_responses set business_id = ${b.business_id}
@@ -120,15 +122,24 @@ describe.each(testBackends)('COPY for new rows (%s)', (backend) => {
 
     const sent = spyOnStatements();
     const result = await sync(warehouse, api, sandbox.credentials, { reapply: true });
-    expect(result.status).toBe('succeeded');
+    expect(result.status).toBe('partial');
     expect(result.stats.businesses.failed).toBe(0);
-    // The COPY was tried and refused; the upsert took the reviews back to A.
+    // The COPY was tried and refused; the upsert left the rows with B and A's copies went
+    // to quarantine, each naming both businesses.
     expect(sent().some((text) => text.startsWith('copy "reviews"'))).toBe(true);
-    const { rows: back } = await sql<{ n: number }>`
+    expect(result.stats.quarantined).toBe(a.n);
+    const { rows: quarantined } = await sql<{ n: number }>`
+        select count(*)::int as n from quarantine
+         where run_id = ${result.runId} and business_id = ${a.business_id}
+           and stream = 'reviews'
+           and reason like ${`% is stored under business ${b.business_id}; business ${a.business_id}'s answer carries it too`}`.execute(
+      db,
+    );
+    expect(quarantined[0]?.n).toBe(a.n);
+    const { rows: stayed } = await sql<{ n: number }>`
         select count(*)::int as n from reviews
-         where business_id = ${a.business_id} and removed_at is null
-           and review_id = any(${moved}::uuid[])`.execute(db);
-    expect(back[0]?.n).toBe(a.n);
+         where business_id = ${b.business_id} and review_id = any(${moved}::uuid[])`.execute(db);
+    expect(stayed[0]?.n).toBe(a.n);
   });
 });
 

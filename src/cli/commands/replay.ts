@@ -1,9 +1,10 @@
 /**
  * `listings-sync replay [--from DATE] [--to DATE] [--account NAME] [--business ID] --into SCHEMA`
- * and `listings-sync replay --in-place` (docs/operations.md, "Raw zone and replay"):
- * rebuilds the warehouse from its raw zone into a fresh schema of the same database, or
- * rebuilds the live schema itself (built beside it, swapped in one transaction, under the
- * sync lock). Progress goes to stderr, one line per run.
+ * and `listings-sync replay --in-place [--dry-run]` (docs/operations.md, "Raw zone and
+ * replay", "Replay in place"): rebuilds the warehouse from its raw zone into a fresh schema
+ * of the same database, or rebuilds the live warehouse itself (what the raw zone covers,
+ * merged in one transaction under the sync lock; every row it cannot rebuild kept).
+ * Progress goes to stderr, one line per run.
  */
 import { type Command, Option } from 'commander';
 import type { CliIo } from '../../command/io.ts';
@@ -13,7 +14,11 @@ import { UsageError } from '../../command/usage-error.ts';
 import { type Config, ConfigError } from '../../config/index.ts';
 import type { Logger } from '../../log.ts';
 import { ReplayCoverageError, replay } from '../../sync/replay.ts';
-import { ReplayLockedError, replayInPlace } from '../../sync/replay-in-place.ts';
+import {
+  type InPlaceResult,
+  ReplayLockedError,
+  replayInPlace,
+} from '../../sync/replay-in-place.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
 import { dateOption, integerOption } from '../options.ts';
 
@@ -24,6 +29,7 @@ export interface ReplayCommandOptions {
   business?: number;
   into?: string;
   inPlace?: boolean;
+  dryRun?: boolean;
 }
 
 /** `--into` or `--in-place`, and `--in-place` rebuilds everything (a part would lose the rest). */
@@ -42,6 +48,10 @@ function checkTarget(options: ReplayCommandOptions): void {
           'to replay a part, use --into SCHEMA.',
       );
     }
+  } else if (options.dryRun) {
+    throw new UsageError(
+      '--dry-run goes with --in-place (replay --into writes a fresh schema only).',
+    );
   } else if (options.into === undefined) {
     throw new UsageError('replay needs --into SCHEMA (a fresh schema) or --in-place.');
   }
@@ -71,14 +81,8 @@ export async function runReplayCommand(
       },
     };
     if (options.inPlace) {
-      const result = await replayInPlace(common);
-      io.stdout(
-        `Rebuilt schema "${result.schema}" of ${warehouse.target.description} from ` +
-          `${result.runs} run(s), ${result.reads} kept reads, in ${result.seconds} s` +
-          `${result.recovered ? `; ${result.recovered} quarantined record(s) recovered` : ''}.\n` +
-          `The schema it replaced is kept as "${result.kept}": check, then DROP SCHEMA ${result.kept} CASCADE.\n` +
-          'Alerts were recomputed; those the schema had keep their delivery, new ones were not delivered.\n',
-      );
+      const result = await replayInPlace({ ...common, dryRun: options.dryRun === true });
+      io.stdout(renderInPlace(result, warehouse.target.description));
       return 0;
     }
     const into = options.into as string;
@@ -106,6 +110,51 @@ export async function runReplayCommand(
   }
 }
 
+/** What an in-place replay changed (or would change), per table, and what it kept whole. */
+export function renderInPlace(result: InPlaceResult, target: string): string {
+  const lines: string[] = [];
+  const verb = result.dryRun ? 'Would rebuild' : 'Rebuilt';
+  lines.push(
+    `${verb} ${result.rebuilt} business(es) of schema "${result.schema}" of ${target} from ` +
+      `${result.runs} run(s), ${result.reads} kept reads, in ${result.seconds} s` +
+      `${result.recovered ? `; ${result.recovered} quarantined record(s) recovered` : ''}.`,
+  );
+  lines.push(
+    result.windowFrom
+      ? `The raw zone covers from ${result.windowFrom.toISOString()} on (per business: from its first kept read); every row older is kept as it was.`
+      : 'The raw zone holds no replayable read: nothing is rebuilt.',
+  );
+  const changed = result.changes.filter((c) => c.deleted + c.inserted + c.updated > 0);
+  if (changed.length === 0) {
+    lines.push(result.dryRun ? 'No table would change.' : 'No table changed.');
+  } else {
+    const width = Math.max(...changed.map((c) => c.table.length), 'table'.length);
+    lines.push(
+      `${'table'.padEnd(width)}  ${'deleted'.padStart(8)}  ${'inserted'.padStart(8)}  ${'updated'.padStart(8)}`,
+    );
+    for (const c of changed) {
+      lines.push(
+        `${c.table.padEnd(width)}  ${String(c.deleted).padStart(8)}  ${String(c.inserted).padStart(8)}  ${String(c.updated).padStart(8)}`,
+      );
+    }
+  }
+  if (result.keptWhole.length > 0) {
+    lines.push(
+      `Kept as they were (${result.keptWhole.length} business(es) the raw zone cannot rebuild whole):`,
+    );
+    for (const { businessId, reason } of result.keptWhole.slice(0, 20)) {
+      lines.push(`  business ${businessId}: ${reason}`);
+    }
+    if (result.keptWhole.length > 20) lines.push(`  … and ${result.keptWhole.length - 20} more`);
+  }
+  lines.push(
+    result.dryRun
+      ? 'Dry run: nothing was committed. Run again without --dry-run to apply.'
+      : 'Alerts kept their identity and delivery; alerts only the rebuild raised were added closed, not delivered. Runs, the raw zone, webhook events and review response requests were not touched.',
+  );
+  return `${lines.join('\n')}\n`;
+}
+
 export function registerReplayCommand(program: Command, io: CliIo): void {
   program
     .command('replay')
@@ -125,7 +174,11 @@ export function registerReplayCommand(program: Command, io: CliIo): void {
     .option('--into <schema>', 'the new schema to build (must not hold tables)')
     .option(
       '--in-place',
-      'rebuild the live schema: built beside it and swapped in one transaction, under the sync lock',
+      'rebuild the live warehouse from its raw zone: what the raw zone covers is replaced in one transaction, everything older is kept (docs/operations.md, "Replay in place")',
+    )
+    .option(
+      '--dry-run',
+      'with --in-place: build and compare, print what would change per table, commit nothing',
     )
     .action(async (options: ReplayCommandOptions) => {
       const config = loadCommandConfig(io, 'replay');
