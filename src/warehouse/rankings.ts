@@ -423,9 +423,10 @@ async function relinkNextDays(
  * defined it before the read model (and as migration 0005 filled it): the comparison
  * points are the last observation on or before 7 (30) days before the latest one, and the
  * 30-day figures cover the 31 days ending on it. Each lateral is a bounded walk of the
- * primary key: one row, or at most 31. Used only after a run dated before a stored day.
+ * primary key: one row, or at most 31. Used after a run dated before a stored day, and by
+ * `replay --in-place` for the history it starts from (src/warehouse/replay-merge.ts).
  */
-async function recomputeLatest(db: Db, seriesIds: readonly number[]): Promise<void> {
+export async function recomputeLatest(db: Db, seriesIds: readonly number[]): Promise<void> {
   await sql`
     insert into rank_latest (series_id, observed_on, rank, previous_observed_on, previous_rank,
       compared_7d_on, rank_7d_ago, compared_30d_on, rank_30d_ago, best_rank_30d,

@@ -11,6 +11,7 @@
  */
 import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
 import type { Database } from './database.ts';
+import { recomputeLatest } from './rankings.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -173,6 +174,7 @@ const HASH_BEFORE = "case when t.last_seen_at < w.window_start then t.content_ha
  * first night of the window write it again.
  */
 export async function seedScratch(
+  /** The scratch schema's connection: its search path is `scratch`. */
   db: Db,
   live: string,
   scratch: string,
@@ -379,56 +381,13 @@ export async function seedScratch(
       join ${sql.id(scratch, 'rank_series')} s on s.series_id = t.series_id
       join ${W} w on w.business_id = s.business_id and t.observed_on < w.window_day`,
   );
-  await rebuildRankLatest(db, scratch);
-}
-
-/**
- * `rank_latest` of every series in `schema` from its `rank_history`: the same definitions
- * as the writer's recomputation (src/warehouse/rankings.ts) and migration 0005's backfill.
- */
-async function rebuildRankLatest(db: Db, schema: string): Promise<void> {
-  const H = sql.id(schema, 'rank_history');
-  await sql`
-    insert into ${sql.id(schema, 'rank_latest')} (series_id, observed_on, rank, previous_observed_on,
-      previous_rank, compared_7d_on, rank_7d_ago, compared_30d_on, rank_30d_ago, best_rank_30d,
-      worst_rank_30d, observations_30d, unranked_days_30d, window_collected, window_ranks,
-      before_window_on, before_window_rank)
-    select s.series_id, l.observed_on, l.rank, l.observed_on - l.days_since_previous,
-      l.previous_rank, w7.observed_on, w7.rank, w30.observed_on, w30.rank, m.best, m.worst,
-      m.observations, m.unranked, m.collected, wr.ranks, bw.observed_on, bw.rank
-    from ${sql.id(schema, 'rank_series')} s
-    cross join lateral (
-      select h.observed_on, h.rank, h.previous_rank, h.days_since_previous::int
-      from ${H} h where h.series_id = s.series_id
-      order by h.observed_on desc limit 1
-    ) l
-    left join lateral (
-      select h.observed_on, h.rank from ${H} h
-      where h.series_id = s.series_id and h.observed_on <= l.observed_on - 7
-      order by h.observed_on desc limit 1
-    ) w7 on true
-    left join lateral (
-      select h.observed_on, h.rank from ${H} h
-      where h.series_id = s.series_id and h.observed_on <= l.observed_on - 30
-      order by h.observed_on desc limit 1
-    ) w30 on true
-    left join lateral (
-      select h.observed_on, h.rank from ${H} h
-      where h.series_id = s.series_id and h.observed_on < l.observed_on - 30
-      order by h.observed_on desc limit 1
-    ) bw on true
-    cross join lateral (
-      select min(h.rank) as best, max(h.rank) as worst, count(*) as observations,
-        count(*) filter (where h.rank is null) as unranked,
-        sum(1 << (l.observed_on - h.observed_on))::int as collected
-      from ${H} h
-      where h.series_id = s.series_id and h.observed_on >= l.observed_on - 30
-    ) m
-    cross join lateral (
-      select array_agg(h.rank order by i) as ranks
-      from generate_series(0, 30) i
-      left join ${H} h on h.series_id = s.series_id and h.observed_on = l.observed_on - i
-    ) wr`.execute(db);
+  // `db` works in the scratch schema (its search path): the writer's own recomputation.
+  const { rows: series } = await sql<{ id: number }>`
+    select series_id as id from ${sql.id(scratch, 'rank_series')}`.execute(db);
+  await recomputeLatest(
+    db,
+    series.map((s) => s.id),
+  );
 }
 
 /**
