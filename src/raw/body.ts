@@ -2,42 +2,37 @@
  * A kept body: what of an upstream answer the raw zone may hold, its address and its
  * compressed bytes (docs/warehouse.md, "Raw zone").
  *
- * Directory credentials (`site_username`, `site_password`) travel inside listing bodies;
- * a non-blank value is replaced by KEPT_OUT_MARKER before hashing, in the text itself so
- * that every other byte stays as received. A blank value stays blank, so that
+ * Directory credentials (`site_username`, `site_password`) travel inside listing bodies.
+ * They are found on the parsed value, as replay will read it, not on the text: a key
+ * written with escapes (`"site\u005fpassword"`) is the same key once parsed, and a value
+ * may be of any type. Before hashing, every such value but a null or a blank string is
+ * replaced (KEPT_OUT_MARKER for a string, KEPT_OUT_VALUE for any other type), so that
  * `has_site_credentials` derives on replay exactly as it did on the night. The
- * credential's own token and email never appear in a body; if an error body echoed
- * them, they are replaced too.
+ * credential's own token and email never appear in a body; if an error body echoed them,
+ * they are replaced too.
  */
 import { createHash } from 'node:crypto';
 import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
 
-/** What a directory credential's value becomes in the raw zone. Non-blank on purpose. */
+/** What a directory credential's string value becomes in the raw zone. Non-blank on purpose. */
 export const KEPT_OUT_MARKER = '[kept out of the raw zone]';
+
+/**
+ * What a directory credential's value of any other type (number, boolean, array, object)
+ * becomes: `["[kept out of the raw zone]"]` in the kept body. Not a string on purpose: `has_site_credentials` is "some value is a non-blank
+ * string" (listingSchema, src/api/schemas.ts), false for such a value, and false for this.
+ */
+export const KEPT_OUT_VALUE: readonly string[] = Object.freeze([KEPT_OUT_MARKER]);
 
 /** The codec of raw_bodies.bytes. */
 export const BODY_ENCODING = 'br';
 
-// A JSON string value under a directory-credential key, or a bare scalar (a number).
-const DIRECTORY_SECRET =
-  /("site_(?:username|password)"\s*:\s*)("(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*|true|false)/g;
+/** Keys whose values are directory credentials, as they read once parsed. */
+const DIRECTORY_CREDENTIALS: ReadonlySet<string> = new Set(['site_username', 'site_password']);
 
 /** The body text with directory credentials and the given secrets replaced. */
 export function withoutSecrets(text: string, secrets: readonly string[] = []): string {
-  let out = text.replace(DIRECTORY_SECRET, (whole, key: string, value: string) => {
-    if (value === 'true' || value === 'false') return whole;
-    if (value.startsWith('"')) {
-      let decoded: unknown;
-      try {
-        decoded = JSON.parse(value);
-      } catch {
-        decoded = value;
-      }
-      // Blank stays blank: has_site_credentials is "some value is non-blank".
-      if (typeof decoded === 'string' && decoded.trim() === '') return whole;
-    }
-    return `${key}${JSON.stringify(KEPT_OUT_MARKER)}`;
-  });
+  let out = withoutDirectoryCredentials(text);
   for (const secret of secrets) {
     if (!secret) continue;
     out = out.split(secret).join(KEPT_OUT_MARKER);
@@ -45,6 +40,154 @@ export function withoutSecrets(text: string, secrets: readonly string[] = []): s
     if (encoded !== secret) out = out.split(encoded).join(KEPT_OUT_MARKER);
   }
   return out;
+}
+
+/**
+ * A text without a match cannot hold a directory-credential key, so it need not be parsed.
+ * JSON writes each character of a key either as itself or as a `\uXXXX` escape (hex in
+ * either case; its other escapes stand for `"`, `\`, `/` and control characters). The
+ * names are made of `_` (U+005F) and the lower-case letters a-z (U+0061 to U+007A). So a
+ * key that parses to either name is written either entirely as itself, and the name is in
+ * the text, or with at least one of those characters escaped, `\u005f` or `\u0061` to
+ * `\u007a`. The text rule for a body that does not parse decodes keys as JSON does, so
+ * this holds there too. Most bodies (reviews, rankings, keywords, even with non-ASCII
+ * text escaped as `\u00e9`) pass here without being parsed.
+ */
+const MAY_HOLD_DIRECTORY_CREDENTIAL =
+  /site_(?:username|password)|\\u00(?:5[fF]|6[1-9a-fA-F]|7[0-9aA])/;
+
+/**
+ * The text with every directory credential kept out. A text whose parsed value holds no
+ * credential key is kept byte for byte. One that does is kept re-serialised
+ * (JSON.stringify), even when no value needed replacing: a key written twice in one
+ * object parses to its last value, and an earlier one, in the text only, must not stay.
+ * A text that does not parse (an HTML error page, a cut-off body) gets the same rule
+ * applied to its text (`withoutCredentialsInText`).
+ */
+function withoutDirectoryCredentials(text: string): string {
+  if (!MAY_HOLD_DIRECTORY_CREDENTIAL.test(text)) return text;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return withoutCredentialsInText(text);
+  }
+  if (!keepCredentialsOut(parsed)) return text;
+  try {
+    return JSON.stringify(parsed);
+  } catch {
+    // Nested deeper than JSON.stringify can recurse (JSON.parse is not so bounded).
+    return withoutCredentialsInText(text);
+  }
+}
+
+/** What a directory credential's value is kept as. */
+function keptOut(value: unknown): unknown {
+  // Nothing to keep out: a null, or a blank string (has_site_credentials reads false).
+  if (value === null) return value;
+  if (typeof value === 'string') return value.trim() === '' ? value : KEPT_OUT_MARKER;
+  return KEPT_OUT_VALUE;
+}
+
+/**
+ * Replaces, in place, the value of every directory-credential key of every object at
+ * any depth; true when there was such a key. A loop, not recursion: a parsed body may be
+ * nested deeper than the stack allows.
+ */
+function keepCredentialsOut(root: unknown): boolean {
+  let found = false;
+  const pending: object[] = [];
+  if (typeof root === 'object' && root !== null) pending.push(root);
+  for (let value = pending.pop(); value !== undefined; value = pending.pop()) {
+    if (Array.isArray(value)) {
+      for (const item of value) if (typeof item === 'object' && item !== null) pending.push(item);
+      continue;
+    }
+    const record = value as Record<string, unknown>;
+    for (const key of Object.keys(record)) {
+      const inner = record[key];
+      if (DIRECTORY_CREDENTIALS.has(key)) {
+        found = true;
+        record[key] = keptOut(inner);
+      } else if (typeof inner === 'object' && inner !== null) {
+        pending.push(inner);
+      }
+    }
+  }
+  return found;
+}
+
+// A quoted string followed by a colon: a key, escapes and all. The name is at most 13
+// characters, each written as itself (1) or as `\uXXXX` (6).
+const QUOTED_KEY = /"((?:[^"\\\n]|\\.){1,78})"\s*:\s*/g;
+
+/**
+ * The text rule, for a text that does not parse: every quoted key that decodes to a
+ * credential name, and the value after its colon whatever it is (a string, a number, an
+ * array or object to its matching bracket), up to where it closes or the text ends, is
+ * replaced as `keptOut` would. When in doubt it keeps out too much, never too little.
+ */
+function withoutCredentialsInText(text: string): string {
+  let out = '';
+  let copied = 0;
+  QUOTED_KEY.lastIndex = 0;
+  for (let match = QUOTED_KEY.exec(text); match; match = QUOTED_KEY.exec(text)) {
+    if (!DIRECTORY_CREDENTIALS.has(decodedString(match[1] as string) ?? '')) continue;
+    const start = match.index + match[0].length;
+    const end = valueEnd(text, start);
+    const value = text.slice(start, end);
+    let kept: string;
+    if (value === 'null') kept = value;
+    else if (value.startsWith('"')) {
+      const decoded = decodedString(value.slice(1, -1));
+      kept =
+        value.endsWith('"') && decoded !== null && decoded.trim() === ''
+          ? value
+          : `"${KEPT_OUT_MARKER}"`;
+    } else kept = JSON.stringify(KEPT_OUT_VALUE);
+    out += text.slice(copied, start) + kept;
+    copied = end;
+    QUOTED_KEY.lastIndex = end;
+  }
+  return copied === 0 ? text : out + text.slice(copied);
+}
+
+/** A JSON string's content decoded, or null when it is not valid JSON. */
+function decodedString(content: string): string | null {
+  try {
+    return JSON.parse(`"${content}"`) as string;
+  } catch {
+    return null;
+  }
+}
+
+/** Where the JSON value starting at `start` ends, tolerantly: at the text's end if it does not close. */
+function valueEnd(text: string, start: number): number {
+  const first = text[start];
+  if (first === '"') return stringEnd(text, start);
+  if (first === '[' || first === '{') {
+    let depth = 0;
+    for (let i = start; i < text.length; i++) {
+      const c = text[i];
+      if (c === '"') i = stringEnd(text, i) - 1;
+      else if (c === '[' || c === '{') depth++;
+      else if ((c === ']' || c === '}') && --depth === 0) return i + 1;
+    }
+    return text.length;
+  }
+  const scalar = /[\s,\]}]/g;
+  scalar.lastIndex = start;
+  return scalar.exec(text)?.index ?? text.length;
+}
+
+/** The index after the closing quote of the string opening at `start`, or the text's end. */
+function stringEnd(text: string, start: number): number {
+  for (let i = start + 1; i < text.length; i++) {
+    const c = text[i];
+    if (c === '\\') i++;
+    else if (c === '"') return i + 1;
+  }
+  return text.length;
 }
 
 /** sha256 of the (already cleaned) text, lowercase hex: the body's address. */

@@ -24,6 +24,7 @@ import { runSync, type SyncOptions, type SyncResult } from '../../src/sync/run.t
 import type { Warehouse } from '../../src/warehouse/connection.ts';
 import { CONTRACT_TABLES } from '../../src/warehouse/tables.ts';
 import { createTestWarehouse, type TestBackend, type TestWarehouse } from '../helpers/database.ts';
+import { scannableText } from '../helpers/secret-scan.ts';
 
 export function testApiClient(): ApiClient {
   return createApiClient({
@@ -276,7 +277,10 @@ export async function tableCounts(warehouse: Warehouse): Promise<Record<string, 
   return counts;
 }
 
-/** Every contract table as text, for secret scans. */
+/**
+ * Every contract table as text, for secret scans, followed by the same with its JSON
+ * escapes decoded, so that a secret stored escaped is found too (test/helpers/secret-scan.ts).
+ */
 export async function dumpAll(warehouse: Warehouse): Promise<string> {
   const parts: string[] = [];
   for (const table of CONTRACT_TABLES) {
@@ -285,7 +289,7 @@ export async function dumpAll(warehouse: Warehouse): Promise<string> {
     }>`select row_to_json(t)::text as row from ${sql.table(table)} t`.execute(warehouse.db);
     parts.push(...result.rows.map((r) => r.row));
   }
-  return parts.join('\n');
+  return scannableText(parts.join('\n'));
 }
 
 /** Rows written according to the run's own stats: inserts, updates and deletes of data tables. */

@@ -8,6 +8,7 @@ import {
 } from '../../src/warehouse/business-snapshot.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
 import { CONTRACT_TABLES } from '../../src/warehouse/tables.ts';
+import { scannableText } from '../helpers/secret-scan.ts';
 import { ACCOUNT } from './fixtures.ts';
 
 export async function addAccount(warehouse: Warehouse, name = ACCOUNT): Promise<void> {
@@ -35,12 +36,16 @@ export async function countRows(warehouse: Warehouse): Promise<Record<string, nu
   return counts;
 }
 
-/** Every row of every contract table, as JSON text (for secret scans). */
+/**
+ * Every row of every contract table, as JSON text (for secret scans), followed by the same
+ * with its JSON escapes decoded, so that a secret stored escaped is found too
+ * (test/helpers/secret-scan.ts).
+ */
 export async function dumpAll(warehouse: Warehouse): Promise<string> {
   const parts: string[] = [];
   for (const table of CONTRACT_TABLES) {
     const { rows } = await sql`select * from ${sql.table(table)}`.execute(warehouse.db);
     parts.push(JSON.stringify({ table, rows }));
   }
-  return parts.join('\n');
+  return scannableText(parts.join('\n'));
 }
