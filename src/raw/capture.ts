@@ -192,35 +192,3 @@ const READ_COLUMNS: ColumnTypes<'raw_reads'> = {
   body_hash: 'text',
   uncommitted: 'boolean',
 };
-
-/**
- * RAW_RETENTION_DAYS: deletes reads observed more than `days` days before `now`, then the
- * bodies no read refers to any more. Returns what went.
- */
-export async function pruneRawZone(
-  db: Kysely<Database>,
-  days: number,
-  now: Date,
-): Promise<{ reads: number; bodies: number }> {
-  const cutoff = new Date(now.getTime() - days * 86_400_000);
-  const reads = await db
-    .deleteFrom('raw_reads')
-    .where('observed_at', '<', cutoff)
-    .executeTakeFirst();
-  const bodies = await db
-    .deleteFrom('raw_bodies')
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('raw_reads')
-            .select('read_id')
-            .whereRef('raw_reads.body_hash', '=', 'raw_bodies.body_hash'),
-        ),
-      ),
-    )
-    .executeTakeFirst();
-  return {
-    reads: Number(reads.numDeletedRows),
-    bodies: Number(bodies.numDeletedRows),
-  };
-}

@@ -79,6 +79,11 @@ export async function renderRawShow(
 export interface RawNight {
   day: string;
   reads: number;
+  /**
+   * Reads retention kept of the night's runs once they were past its window (`aged_out`):
+   * of those runs, the night holds only their businesses' latest reads.
+   */
+  agedOutReads: number;
   /** Compressed bytes of the bodies first kept that night. */
   newBytes: number;
   /** Compressed bytes the night's reads would take if each kept its own body. */
@@ -96,6 +101,13 @@ export interface RawStats {
   /** 1 − stored / referenced: what content addressing saved over one body per read. */
   savedShare: number;
   nights: RawNight[];
+  /**
+   * The oldest night replay can rebuild (`YYYY-MM-DD`, UTC): every run kept from it on is
+   * kept whole. The latest of the accounts' own; null when the raw zone is empty.
+   */
+  rebuildableFrom: string | null;
+  /** Each account's oldest night whose runs, and every later one's, are kept whole. */
+  rebuildableFromByAccount: { account: string; night: string }[];
 }
 
 export async function readRawStats(db: Kysely<Database>): Promise<RawStats> {
@@ -115,20 +127,44 @@ export async function readRawStats(db: Kysely<Database>): Promise<RawStats> {
               from raw_reads r join raw_bodies b using (body_hash))::bigint as referenced,
            (pg_total_relation_size('raw_reads') + pg_total_relation_size('raw_bodies'))::bigint
              as table_bytes`.execute(db);
-  const nights = await sql<{ day: string; reads: number; new_bytes: number; referenced: number }>`
+  const nights = await sql<{
+    day: string;
+    reads: number;
+    aged_out: number;
+    new_bytes: number;
+    referenced: number;
+  }>`
     with reads as (
-      select (r.observed_at at time zone 'UTC')::date as day, r.body_hash, octet_length(b.bytes) as bytes
+      select (r.observed_at at time zone 'UTC')::date as day, r.body_hash, r.aged_out,
+             octet_length(b.bytes) as bytes
         from raw_reads r join raw_bodies b using (body_hash)
     ), first_kept as (
       select body_hash, min(day) as day, min(bytes) as bytes from reads group by body_hash
     )
-    select to_char(d.day, 'YYYY-MM-DD') as day, d.reads, coalesce(f.new_bytes, 0)::bigint as new_bytes,
-           d.referenced
-      from (select day, count(*)::bigint as reads, sum(bytes)::bigint as referenced
+    select to_char(d.day, 'YYYY-MM-DD') as day, d.reads, d.aged_out,
+           coalesce(f.new_bytes, 0)::bigint as new_bytes, d.referenced
+      from (select day, count(*)::bigint as reads, count(*) filter (where aged_out)::bigint as aged_out,
+                   sum(bytes)::bigint as referenced
               from reads group by day) d
       left join (select day, sum(bytes)::bigint as new_bytes from first_kept group by day) f
         using (day)
      order by d.day`.execute(db);
+  // Retention marks what it keeps of a run past its window (src/raw/retention.ts) and
+  // deletes every other read of such a run: an account's runs are whole from its first
+  // read after its last one marked (with none marked, from its first read).
+  const rebuildable = await sql<{ account: string; night: string }>`
+    with edge as (
+      select account_name, max(observed_at) filter (where aged_out) as aged_until
+        from raw_reads group by account_name
+    )
+    select e.account_name as account,
+           to_char(min(r.observed_at) at time zone 'UTC', 'YYYY-MM-DD') as night
+      from edge e
+      join raw_reads r
+        on r.account_name = e.account_name
+       and (e.aged_until is null or r.observed_at > e.aged_until)
+     group by e.account_name
+     order by e.account_name`.execute(db);
   const t = totals.rows[0];
   const referenced = Number(t?.referenced ?? 0);
   const stored = Number(t?.stored ?? 0);
@@ -142,8 +178,17 @@ export async function readRawStats(db: Kysely<Database>): Promise<RawStats> {
     nights: nights.rows.map((n) => ({
       day: n.day,
       reads: Number(n.reads),
+      agedOutReads: Number(n.aged_out),
       newBytes: Number(n.new_bytes),
       referencedBytes: Number(n.referenced),
+    })),
+    rebuildableFrom: rebuildable.rows.reduce<string | null>(
+      (latest, row) => (latest === null || row.night > latest ? row.night : latest),
+      null,
+    ),
+    rebuildableFromByAccount: rebuildable.rows.map((row) => ({
+      account: row.account,
+      night: row.night,
     })),
   };
 }
@@ -157,17 +202,23 @@ function bytes(n: number): string {
 
 export function renderRawStats(stats: RawStats): string {
   if (stats.reads === 0) return 'The raw zone is empty: no sync has kept a read yet.\n';
+  const byAccount =
+    stats.rebuildableFromByAccount.length > 1
+      ? ` (${stats.rebuildableFromByAccount.map((a) => `${a.account}: ${a.night}`).join(', ')})`
+      : '';
   const lines = [
     `Raw zone: ${stats.reads} reads, ${stats.bodies} distinct bodies`,
     `  bodies: ${bytes(stats.storedBytes)} compressed (${bytes(stats.uncompressedBytes)} as received)`,
     `  tables with indexes: ${bytes(stats.tableBytes)}`,
     `  saved by content addressing: ${(stats.savedShare * 100).toFixed(1)} % of the body bytes one body per read would take`,
+    `  oldest night replay can rebuild: ${stats.rebuildableFrom ?? 'none'}${byAccount}`,
     '',
     'night (UTC)   reads   new body bytes   bytes referenced',
   ];
   for (const n of stats.nights) {
     lines.push(
-      `${n.day}  ${String(n.reads).padStart(6)}   ${bytes(n.newBytes).padStart(14)}   ${bytes(n.referencedBytes).padStart(16)}`,
+      `${n.day}  ${String(n.reads).padStart(6)}   ${bytes(n.newBytes).padStart(14)}   ${bytes(n.referencedBytes).padStart(16)}` +
+        (n.agedOutReads > 0 ? '   past retention: latest reads only' : ''),
     );
   }
   return `${lines.join('\n')}\n`;

@@ -327,7 +327,7 @@ async function replayAccountRun(
 ): Promise<{ reads: number; runId: string }> {
   // The index of the run's reads, without their bodies. A read of a business that never
   // committed on the night is not an answer its replay may write from.
-  const rows = await raw
+  let rows = await raw
     .selectFrom('raw_reads as r')
     .select([
       'r.request',
@@ -364,6 +364,11 @@ async function replayAccountRun(
       observedAt: new Date(row.observed_at),
     });
   }
+  const reads = rows.length;
+  // Reference data is read once a run, by one credential: the others have none to replay.
+  const fetchedReference = rows.some((row) => row.operation === 'list_countries');
+  // Only the index below is kept for the run: the rows go now, not when the run ends.
+  rows = [];
   const bodyOf = keptBodies(raw);
   let clock = run.first_observed;
   const origin = new URL(account.base_url).origin;
@@ -410,8 +415,6 @@ async function replayAccountRun(
     authToken: 'replay',
     userEmail: account.user_email,
   };
-  // Reference data is read once a run, by one credential: the others have none to replay.
-  const fetchedReference = rows.some((row) => row.operation === 'list_countries');
   const streams = (
     Array.isArray(run.streams)
       ? (run.streams as string[]).filter((s): s is Stream =>
@@ -460,7 +463,7 @@ async function replayAccountRun(
     await api.close();
     await agent.close();
   }
-  return { reads: rows.length, runId };
+  return { reads, runId };
 }
 
 /**

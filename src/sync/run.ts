@@ -17,7 +17,8 @@
  */
 import pLimit from 'p-limit';
 import { answerSettings, apiStats } from '../api/index.ts';
-import { pruneRawZone, type RawCapture, startRawCapture } from '../raw/capture.ts';
+import { type RawCapture, startRawCapture } from '../raw/capture.ts';
+import { pruneRawZone } from '../raw/retention.ts';
 import { timeoutsOf } from '../warehouse/connection.ts';
 import { isWarehouseGone, WarehouseGoneError } from '../warehouse/outage.ts';
 import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
@@ -258,8 +259,10 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
 
     // A shard leaves pruning to full runs: another shard may be writing reads of a body.
     if (options.rawRetentionDays !== undefined && !fatal && !options.shard) {
-      await pruneRawZone(db, options.rawRetentionDays, now()).catch((error: unknown) =>
-        log.warn({ err: error }, 'raw zone: pruning failed; the next run tries again'),
+      await pruneRawZone(db, options.rawRetentionDays).then(
+        (pruned) => log.info({ ...pruned, days: options.rawRetentionDays }, 'raw zone pruned'),
+        (error: unknown) =>
+          log.warn({ err: error }, 'raw zone: pruning failed; the next run tries again'),
       );
     }
     const status = decideStatus(stats, fatal, options.signal);

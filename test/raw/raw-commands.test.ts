@@ -93,13 +93,15 @@ describe('raw zone commands (pglite)', () => {
     );
   });
 
-  it('raw stats prints the size, each night and what content addressing saved', async () => {
+  it('raw stats prints the size, each night, what content addressing saved and the oldest night replay can rebuild', async () => {
     const stats = await runCli(['raw', 'stats'], env);
     expect(stats.code).toBe(0);
     expect(stats.stdout).toMatch(/^Raw zone: \d+ reads, \d+ distinct bodies\n/);
     expect(stats.stdout).toMatch(/\n2026-05-10 +\d+ /);
     expect(stats.stdout).toMatch(/\n2026-05-11 +\d+ /);
     expect(stats.stdout).toMatch(/saved by content addressing: \d+\.\d %/);
+    // Nothing pruned: replay rebuilds from the first night.
+    expect(stats.stdout).toContain('\n  oldest night replay can rebuild: 2026-05-10\n');
   });
 
   it('replay builds a schema, and refuses a range the raw zone does not cover', {

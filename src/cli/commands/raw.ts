@@ -60,7 +60,9 @@ export function registerRawCommand(program: Command, io: CliIo): void {
     });
   raw
     .command('stats')
-    .description("Print the raw zone's size, bytes per night and what content addressing saved.")
+    .description(
+      "Print the raw zone's size, bytes per night, what content addressing saved and the oldest night replay can rebuild.",
+    )
     .action(async () => {
       const config = loadCommandConfig(io, 'raw');
       const { readRawStats, renderRawStats } = await import('../../raw/show-command.ts');
