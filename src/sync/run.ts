@@ -117,6 +117,10 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
   let runId = '';
   let raw: RawCapture | undefined;
   let stopStillWorking = () => {};
+  // Aborted when the run is over: its stop listeners and grace timer go with it, so a
+  // signal shared by many runs (serve) neither arms a finished run's grace nor keeps the
+  // process waiting for it.
+  const runOver = new AbortController();
   try {
     const abandoned = await interruptAbandonedRuns(db, formatShard(options.shard));
     if (abandoned)
@@ -168,7 +172,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       log,
     );
     const graceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
-    const stopped = whenAborted(options.signal).then(() => {
+    const stopped = whenAborted(options.signal, runOver.signal).then(() => {
       log.warn(
         { graceSeconds: graceMs / 1000, requestsInFlight: inFlight.count },
         'stopping: no new work starts, upstream requests in flight are aborted, business ' +
@@ -177,9 +181,11 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       requests.abort(new Error('the sync run was stopped'));
     });
     // Resolves once the stopped run has waited its grace (or a second stop cut it short).
-    const grace = new AbortController();
     const graceOver = stopped.then(() =>
-      Promise.race([delay(graceMs, grace.signal), whenAborted(options.stopNow)]),
+      Promise.race([
+        delay(graceMs, runOver.signal),
+        whenAborted(options.stopNow, runOver.signal),
+      ]),
     );
     const reference = referenceDataOnce(
       streams.has('reference'),
@@ -233,7 +239,8 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       }),
     );
     const ended = await Promise.race([work.then(() => true), graceOver.then(() => false)]);
-    grace.abort();
+    // The run is over: a stop that comes now is not this run's (its listeners go).
+    runOver.abort();
     stopStillWorking();
     if (!ended) {
       log.warn(
@@ -282,24 +289,36 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     );
     return { runId, status, stats, ...(error ? { error } : {}) };
   } finally {
+    runOver.abort();
     raw?.stop();
     stopStillWorking();
     await lock.release();
   }
 }
 
-/** Resolves when `signal` aborts (at once if it has); never without one. */
-function whenAborted(signal: AbortSignal | undefined): Promise<void> {
+/**
+ * Resolves when `signal` aborts (at once if it has); never without one, nor once `until`
+ * aborts first (its listener is then removed).
+ */
+function whenAborted(signal: AbortSignal | undefined, until: AbortSignal): Promise<void> {
   if (!signal) return new Promise(() => {});
   if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) =>
-    signal.addEventListener('abort', () => resolve(), { once: true }),
-  );
+  return new Promise((resolve) => {
+    const onAbort = () => resolve();
+    signal.addEventListener('abort', onAbort, { once: true });
+    until.addEventListener('abort', () => signal.removeEventListener('abort', onAbort), {
+      once: true,
+    });
+  });
 }
 
 /** Resolves after `ms`, or at once when `cancel` aborts (the timer is cleared). */
 function delay(ms: number, cancel: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    if (cancel.aborted) {
+      resolve();
+      return;
+    }
     const timer = setTimeout(resolve, ms);
     cancel.addEventListener(
       'abort',
