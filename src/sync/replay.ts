@@ -18,7 +18,7 @@ import type { AlertRules } from '../alerts/rules.ts';
 import { type AnswerSettings, createApiClient } from '../api/client.ts';
 import type { Credential } from '../api/types.ts';
 import type { Logger } from '../log.ts';
-import { decompressBody, requestKey, SECRET_PARAMS } from '../raw/body.ts';
+import { businessIdOfPath, decompressBody, requestKey, SECRET_PARAMS } from '../raw/body.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/connection.ts';
 import type { Database } from '../warehouse/database.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
@@ -283,6 +283,32 @@ async function openTarget(
   };
 }
 
+/** Businesses whose read index is held at once: more than the replay writes side by side. */
+const BUSINESSES_INDEXED = 4 * REPLAY_CONCURRENCY;
+
+/** Retried reads: the last attempt is the answer the sync went on with (rows in read order). */
+function indexAnswers(
+  rows: readonly {
+    request: string;
+    operation: string;
+    status: number;
+    observed_at: Date;
+    body_hash: string;
+  }[],
+): { answers: Map<string, KeptAnswer>; operations: Set<string> } {
+  const answers = new Map<string, KeptAnswer>();
+  const operations = new Set<string>();
+  for (const row of rows) {
+    operations.add(row.operation);
+    answers.set(row.request, {
+      status: row.status,
+      hash: row.body_hash,
+      observedAt: new Date(row.observed_at),
+    });
+  }
+  return { answers, operations };
+}
+
 /** Decompressed bodies held at once: the reads of a few businesses, whatever the night's size. */
 const BODY_CACHE_ENTRIES = 64;
 
@@ -325,50 +351,73 @@ async function replayAccountRun(
   account: { name: string; user_email: string; base_url: string },
   options: ReplayOptions,
 ): Promise<{ reads: number; runId: string }> {
-  // The index of the run's reads, without their bodies. A read of a business that never
-  // committed on the night is not an answer its replay may write from.
-  let rows = await raw
+  // What the run read of the credential itself (its list, reference data, polls): a few
+  // reads, indexed up front. A business's reads are indexed when the replayed sync first
+  // asks for one of them (`businessAnswers`), a few businesses at a time: memory holds
+  // neither the night's bodies nor its index. A read of a business that never committed
+  // on the night is not an answer its replay may write from.
+  const ofRun = raw
     .selectFrom('raw_reads as r')
-    .select([
-      'r.request',
-      'r.operation',
-      'r.status',
-      'r.observed_at',
-      'r.business_id',
-      'r.body_hash',
-    ])
     .where('r.run_id', '=', run.run_id)
     .where('r.account_name', '=', account.name)
-    .where('r.uncommitted', '=', false)
-    .$if(options.businessId !== undefined, (q) =>
-      q.where((eb) =>
-        eb.or([
-          eb('r.business_id', '=', options.businessId as number),
-          eb('r.business_id', 'is', null),
-        ]),
-      ),
-    )
-    .orderBy('r.read_id')
-    .execute();
-  // Retried reads: the last attempt is the answer the sync went on with.
-  const answers = new Map<string, KeptAnswer>();
-  // Each business's own observation time: every read of a business in a run is kept with it.
+    .where('r.uncommitted', '=', false);
+  const accountAnswers = indexAnswers(
+    await ofRun
+      .select(['r.request', 'r.operation', 'r.status', 'r.observed_at', 'r.body_hash'])
+      .where('r.business_id', 'is', null)
+      .orderBy('r.read_id')
+      .execute(),
+  );
+  // Each business the run committed, and the time its reads (and rows) were kept with.
   const businessTimes = new Map<number, Date>();
-  for (const row of rows) {
-    const businessId = row.business_id === null ? null : Number(row.business_id);
-    if (businessId !== null && options.skipBusinesses?.has(businessId)) continue;
-    if (businessId !== null) businessTimes.set(businessId, new Date(row.observed_at));
-    answers.set(row.request, {
-      status: row.status,
-      hash: row.body_hash,
-      observedAt: new Date(row.observed_at),
-    });
+  for (const row of await ofRun
+    .select(['r.business_id', (eb) => eb.fn.max('r.observed_at').as('at')])
+    .where('r.business_id', 'is not', null)
+    .$if(options.businessId !== undefined, (q) =>
+      q.where('r.business_id', '=', options.businessId as number),
+    )
+    .groupBy('r.business_id')
+    .execute()) {
+    const id = Number(row.business_id);
+    if (!options.skipBusinesses?.has(id)) businessTimes.set(id, new Date(row.at as Date));
   }
-  const reads = rows.length;
+  const reads = Number(
+    (
+      await ofRun
+        .select((eb) => eb.fn.countAll().as('n'))
+        .$if(options.businessId !== undefined, (q) =>
+          q.where((eb) =>
+            eb.or([
+              eb('r.business_id', '=', options.businessId as number),
+              eb('r.business_id', 'is', null),
+            ]),
+          ),
+        )
+        .executeTakeFirst()
+    )?.n ?? 0,
+  );
   // Reference data is read once a run, by one credential: the others have none to replay.
-  const fetchedReference = rows.some((row) => row.operation === 'list_countries');
-  // Only the index below is kept for the run: the rows go now, not when the run ends.
-  rows = [];
+  const fetchedReference = accountAnswers.operations.has('list_countries');
+  const indexed = new Map<number, Promise<Map<string, KeptAnswer>>>();
+  const businessAnswers = (id: number): Promise<Map<string, KeptAnswer>> => {
+    const hit = indexed.get(id);
+    if (hit) return hit;
+    const loading = ofRun
+      .select(['r.request', 'r.operation', 'r.status', 'r.observed_at', 'r.body_hash'])
+      .where('r.business_id', '=', id)
+      .orderBy('r.read_id')
+      .execute()
+      .then((rows) => indexAnswers(rows).answers);
+    if (indexed.size >= BUSINESSES_INDEXED) indexed.delete(indexed.keys().next().value as number);
+    indexed.set(id, loading);
+    return loading;
+  };
+  const answerFor = async (path: string, key: string): Promise<KeptAnswer | undefined> => {
+    const id = businessIdOfPath(path);
+    if (id === null) return accountAnswers.answers.get(key);
+    if (!businessTimes.has(id)) return undefined;
+    return (await businessAnswers(id)).get(key);
+  };
   const bodyOf = keptBodies(raw);
   let clock = run.first_observed;
   const origin = new URL(account.base_url).origin;
@@ -386,7 +435,7 @@ async function replayAccountRun(
       const query: Record<string, string> = {};
       for (const [name, value] of url.searchParams)
         if (!SECRET_PARAMS.has(name)) query[name] = value;
-      const answer = answers.get(requestKey(path, query));
+      const answer = await answerFor(path, requestKey(path, query));
       if (!answer) {
         return { statusCode: NOT_KEPT_STATUS, data: 'not in the raw zone' };
       }
