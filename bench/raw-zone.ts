@@ -11,13 +11,32 @@
  * - a replay of all those nights into a fresh schema: its wall time per night against the
  *   live nights' (target ≥ 5× faster).
  *
+ * Then, at scale (`runReplayScaleBench`), for each size (1,000 and 10,000 businesses by
+ * default): a sandbox process with one account of that many businesses (as bench/sync.ts
+ * starts it, answers after 20 ms), every answer read once unmeasured (the sandbox builds an
+ * answer on its first read), one live night synced by bench/run-sync.ts in a process of
+ * its own, then its replay by bench/run-replay.ts in another, into a fresh schema; both
+ * under the production node flags (src/cli/main.ts's shebang; `BENCH_NODE_FLAGS` replaces
+ * them). Per size: each one's wall seconds and peak RSS, replay wall ÷ live wall, and
+ * whether the replay's peak RSS stays within the sync's (the bound of the issue "Replay runs
+ * out of memory").
+ *
  * Nothing asserts: it prints figures. `runRawZoneBench` is exported for bench/sync.ts.
  *
- *   npm run bench:raw                                   # 2 × 50 businesses, 30 nights
+ *   npm run bench:raw                                   # 2 × 50 businesses, 30 nights; then 1,000 and 10,000
  *   npm run bench:raw -- --businesses 20 --nights 10    # quicker
  *   npm run bench:raw -- --latency 0                    # live nights without network delay
+ *   npm run bench:raw -- --scale-only                   # the scale part alone
+ *   npm run bench:raw -- --scale 1000                   # the scale part at these sizes only
+ *   npm run bench:raw -- --no-scale                     # the month's figures alone
  */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { createApiClient } from '../src/api/client.ts';
 import { silentLogger } from '../src/log.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
@@ -26,6 +45,7 @@ import { runSync } from '../src/sync/run.ts';
 import { openWarehouse, type Warehouse } from '../src/warehouse/connection.ts';
 import { migrateToLatest } from '../src/warehouse/migrate.ts';
 import { CONTRACT_TABLES } from '../src/warehouse/tables.ts';
+import { productionNodeFlags } from './node-flags.ts';
 
 export interface RawZoneFigures {
   /** The sandbox's delay per answer in the live nights. */
@@ -260,6 +280,309 @@ export function renderRawZoneFigures(f: RawZoneFigures): string {
   ].join('\n');
 }
 
+const ROOT = join(import.meta.dirname, '..');
+/** The scale part's sizes: businesses of the one account. */
+const SCALE_SIZES = [1000, 10_000];
+/** As bench/sync.ts: the API client's requests in flight, overall and per account. */
+const CONCURRENCY = 16;
+const ACCOUNT_CONCURRENCY = 8;
+/** The V8 flags of both children: production's, or `BENCH_NODE_FLAGS` (as bench/sync.ts). */
+const CHILD_NODE_FLAGS =
+  process.env['BENCH_NODE_FLAGS']?.split(/\s+/).filter(Boolean) ?? productionNodeFlags();
+
+/** What one child process (a sync or a replay) measured of itself. */
+export interface ChildFigures {
+  /** False when the process failed (a heap out of memory, say): then only `peakRssMb` is known. */
+  ok: boolean;
+  /** How it failed: its exit code or signal and the last line of its stderr. */
+  failure?: string;
+  wallSeconds: number;
+  cpuSeconds: number;
+  /**
+   * The process's peak resident set: its own `maxRSS` at exit; of a process that failed,
+   * the highest VmHWM read from /proc while it ran (polled every 100 ms: a lower bound).
+   */
+  peakRssMb: number;
+  out: Record<string, unknown>;
+}
+
+export interface ReplayScaleFigures {
+  businesses: number;
+  latencyMs: number;
+  nodeFlags: string[];
+  warehouse: 'postgres' | 'pglite';
+  live: ChildFigures & { requests: number };
+  replay: ChildFigures & { runs: number; reads: number };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(),
+      );
+    });
+  });
+}
+
+/** The sandbox in a process of its own (src/cli/main.ts sandbox), as bench/sync.ts starts it. */
+async function startSandboxProcess(
+  businesses: number,
+  latencyMs: number,
+  dir: string,
+): Promise<{ stop: () => void; credentialsFile: string }> {
+  const port = await freePort();
+  const credentialsFile = join(dir, `credentials-${businesses}.json`);
+  const child = spawn(
+    process.execPath,
+    [
+      join(ROOT, 'src/cli/main.ts'),
+      'sandbox',
+      '--port',
+      String(port),
+      '--seed',
+      '42',
+      '--accounts',
+      '1',
+      '--businesses',
+      String(businesses),
+      '--latency',
+      String(latencyMs),
+      '--credentials-out',
+      credentialsFile,
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'warn' },
+    },
+  );
+  const stop = () => {
+    child.kill('SIGTERM');
+  };
+  // Up to two minutes: it builds its world first, slowly on a loaded machine.
+  for (let i = 0; i < 2400 && !existsSync(credentialsFile) && child.exitCode === null; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await new Promise((r) => setTimeout(r, 200));
+  if (!existsSync(credentialsFile)) {
+    stop();
+    throw new Error('the sandbox did not start');
+  }
+  return { stop, credentialsFile };
+}
+
+/** VmHWM of a running process, MB; undefined once it has gone. */
+function highWaterMb(pid: number): number | undefined {
+  try {
+    const match = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `script` in a process of its own under `nodeFlags`: its last stdout line (JSON), or, when
+ * it fails, how (its stderr passes through to this process's).
+ */
+async function runChild(script: string, nodeFlags: string[], args: object): Promise<ChildFigures> {
+  const child = spawn(process.execPath, [...nodeFlags, join(ROOT, script), JSON.stringify(args)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderrTail = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (chunk: string) => {
+    process.stderr.write(chunk);
+    stderrTail = (stderrTail + chunk).slice(-4000);
+  });
+  let polledMb = 0;
+  const poll = setInterval(() => {
+    const mb = child.pid === undefined ? undefined : highWaterMb(child.pid);
+    if (mb !== undefined) polledMb = Math.max(polledMb, mb);
+  }, 100);
+  const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(
+    (resolve, reject) => {
+      child.on('error', reject);
+      child.on('close', (code, signal) => resolve({ code, signal }));
+    },
+  );
+  clearInterval(poll);
+  if (exit.code === 0) {
+    const out = JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
+    return {
+      ok: true,
+      wallSeconds: Number(out['wallSeconds']),
+      cpuSeconds: Number(out['cpuSeconds']),
+      peakRssMb: Number(out['peakRssMb']),
+      out,
+    };
+  }
+  const lastLine =
+    stderrTail
+      .split('\n')
+      .map((line) => line.trim())
+      .filter(Boolean)
+      .find((line) => /out of memory|Error/i.test(line)) ??
+    stderrTail.trim().split('\n').pop() ??
+    '';
+  return {
+    ok: false,
+    failure: `${script} exited with ${exit.code ?? exit.signal}: ${lastLine}`,
+    wallSeconds: Number.NaN,
+    cpuSeconds: Number.NaN,
+    peakRssMb: polledMb,
+    out: {},
+  };
+}
+
+async function withClient<T>(url: string, f: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await f(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * One size of the scale part: a sandbox of one account of `businesses`, its answers read
+ * once unmeasured, one live night, its replay; the warehouse in schemas of its own on
+ * PostgreSQL (dropped after), or in a PGlite data directory under `dir`.
+ */
+async function scaleSize(
+  businesses: number,
+  latencyMs: number,
+  dir: string,
+  databaseUrl: string | undefined,
+): Promise<ReplayScaleFigures> {
+  const stamp = `${businesses}_${process.pid}`;
+  const live = `bench_rawscale_${stamp}`;
+  const into = `${live}_replay`;
+  const where = databaseUrl
+    ? { databaseUrl, searchPath: live }
+    : { pgliteDataDir: join(dir, `pglite-${businesses}`) };
+  const sandbox = await startSandboxProcess(businesses, latencyMs, dir);
+  try {
+    if (databaseUrl) await withClient(databaseUrl, (c) => c.query(`create schema ${live}`));
+    const common = {
+      credentialsFile: sandbox.credentialsFile,
+      concurrency: CONCURRENCY,
+      accountConcurrency: ACCOUNT_CONCURRENCY,
+    };
+    // The sandbox builds each answer on its first read and serves it from its cache after:
+    // every read once first, unmeasured, so that the live night does not pay for the build.
+    // On PostgreSQL the plain loader's reads alone (as bench/sync.ts); it needs PostgreSQL
+    // even then, so on PGlite an unmeasured sync into a data directory of its own.
+    process.stderr.write(`bench:raw: ${businesses} businesses, warming the sandbox …\n`);
+    const warm = databaseUrl
+      ? await runChild('bench/plain-loader.ts', [], {
+          ...common,
+          databaseUrl,
+          searchPath: live,
+          readsOnly: true,
+        })
+      : await runChild('bench/run-sync.ts', [], {
+          ...common,
+          pgliteDataDir: join(dir, `pglite-warm-${businesses}`),
+        });
+    if (!warm.ok) throw new Error(`the warming pass failed: ${warm.failure}`);
+    process.stderr.write(
+      `bench:raw: ${businesses} businesses, live night (${CHILD_NODE_FLAGS.join(' ')}) …\n`,
+    );
+    const synced = await runChild('bench/run-sync.ts', CHILD_NODE_FLAGS, { ...common, ...where });
+    if (!synced.ok) throw new Error(`the live night failed: ${synced.failure}`);
+    if (synced.out['status'] !== 'succeeded') {
+      process.stderr.write(`bench:raw: the live night ended ${String(synced.out['status'])}\n`);
+    }
+    process.stderr.write(`bench:raw: ${businesses} businesses, replay into ${into} …\n`);
+    const replayed = await runChild('bench/run-replay.ts', CHILD_NODE_FLAGS, {
+      ...where,
+      into,
+      sampleMemoryMs: 250,
+    });
+    const stats = synced.out['stats'] as { requests?: number } | undefined;
+    return {
+      businesses,
+      latencyMs,
+      nodeFlags: CHILD_NODE_FLAGS,
+      warehouse: databaseUrl ? 'postgres' : 'pglite',
+      live: { ...synced, requests: stats?.requests ?? 0 },
+      replay: {
+        ...replayed,
+        runs: Number(replayed.out['runs'] ?? 0),
+        reads: Number(replayed.out['reads'] ?? 0),
+      },
+    };
+  } finally {
+    sandbox.stop();
+    if (databaseUrl) {
+      await withClient(databaseUrl, async (c) => {
+        await c.query(`drop schema if exists ${into} cascade`);
+        await c.query(`drop schema if exists ${live} cascade`);
+      });
+    }
+  }
+}
+
+/**
+ * The scale part: for each size, a live night and its replay, each in a process of its own
+ * under the production flags. `onSize` gets each size's figures as soon as they are known.
+ */
+export async function runReplayScaleBench(
+  options: {
+    sizes?: readonly number[];
+    databaseUrl?: string;
+    latencyMs?: number;
+    onSize?: (figures: ReplayScaleFigures) => void;
+  } = {},
+): Promise<ReplayScaleFigures[]> {
+  const sizes = options.sizes ?? SCALE_SIZES;
+  const latencyMs = options.latencyMs ?? LATENCY_MS;
+  const dir = mkdtempSync(join(tmpdir(), 'listings-sync-bench-raw-'));
+  const all: ReplayScaleFigures[] = [];
+  try {
+    for (const businesses of sizes) {
+      const figures = await scaleSize(businesses, latencyMs, dir, options.databaseUrl);
+      all.push(figures);
+      options.onSize?.(figures);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return all;
+}
+
+export function renderReplayScaleFigures(f: ReplayScaleFigures): string {
+  const s = (x: number) => `${x.toFixed(2)} s`;
+  const mb = (x: number) => `${x.toFixed(1)} MB`;
+  const replay = f.replay.ok
+    ? `${s(f.replay.wallSeconds)} (CPU ${s(f.replay.cpuSeconds)}), ${f.replay.runs} run, ${f.replay.reads} reads`
+    : `FAILED: ${f.replay.failure}`;
+  const sampled = f.replay.out['sampledPeaksMb'] as Record<string, number> | undefined;
+  // A replay that failed (out of memory, say) is not within the bound, whatever it reached.
+  const within = f.replay.ok && f.replay.peakRssMb <= f.live.peakRssMb;
+  return [
+    `Replay at scale: 1 account of ${f.businesses} businesses, one night (${f.warehouse}, sandbox latency ${f.latencyMs} ms, node ${f.nodeFlags.join(' ') || '(no flags)'})`,
+    `  live night: ${s(f.live.wallSeconds)} (CPU ${s(f.live.cpuSeconds)}), ${f.live.requests} requests; peak RSS ${mb(f.live.peakRssMb)}`,
+    `  replay: ${replay}; peak RSS ${f.replay.ok ? '' : '≥ '}${mb(f.replay.peakRssMb)}` +
+      (sampled
+        ? ` (sampled peaks: heap used ${mb(sampled['heapUsed'] ?? 0)}, heap total ${mb(sampled['heapTotal'] ?? 0)}, external ${mb(sampled['external'] ?? 0)})`
+        : ''),
+    `  replay wall ÷ live wall: ${f.replay.ok ? (f.replay.wallSeconds / f.live.wallSeconds).toFixed(2) : 'n/a'}`,
+    `  replay peak RSS ≤ sync peak RSS: ${within ? 'yes' : 'NO'} (${mb(f.replay.peakRssMb)} against ${mb(f.live.peakRssMb)})`,
+    '',
+  ].join('\n');
+}
+
 if (import.meta.main) {
   const args = process.argv.slice(2);
   const value = (flag: string) => {
@@ -269,12 +592,28 @@ if (import.meta.main) {
   const businesses = value('--businesses');
   const nights = value('--nights');
   const latencyMs = value('--latency');
+  const scaleAt = args.indexOf('--scale');
+  const sizes =
+    scaleAt >= 0 ? (args[scaleAt + 1] ?? '').split(',').map((n) => Number(n.trim())) : undefined;
+  if (sizes && (sizes.length === 0 || sizes.some((n) => !Number.isInteger(n) || n < 1))) {
+    throw new Error(`--scale takes sizes separated by commas, e.g. 1000,10000`);
+  }
   const databaseUrl = process.env['BENCH_DATABASE_URL']?.trim() || undefined;
-  const figures = await runRawZoneBench({
-    ...(businesses ? { businessesPerAccount: businesses } : {}),
-    ...(nights ? { nights } : {}),
-    ...(latencyMs !== undefined ? { latencyMs } : {}),
-    ...(databaseUrl ? { databaseUrl } : {}),
-  });
-  process.stdout.write(renderRawZoneFigures(figures));
+  if (!args.includes('--scale-only')) {
+    const figures = await runRawZoneBench({
+      ...(businesses ? { businessesPerAccount: businesses } : {}),
+      ...(nights ? { nights } : {}),
+      ...(latencyMs !== undefined ? { latencyMs } : {}),
+      ...(databaseUrl ? { databaseUrl } : {}),
+    });
+    process.stdout.write(renderRawZoneFigures(figures));
+  }
+  if (!args.includes('--no-scale')) {
+    await runReplayScaleBench({
+      ...(sizes ? { sizes } : {}),
+      ...(latencyMs !== undefined ? { latencyMs } : {}),
+      ...(databaseUrl ? { databaseUrl } : {}),
+      onSize: (f) => process.stdout.write(renderReplayScaleFigures(f)),
+    });
+  }
 }
