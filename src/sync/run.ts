@@ -182,10 +182,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     });
     // Resolves once the stopped run has waited its grace (or a second stop cut it short).
     const graceOver = stopped.then(() =>
-      Promise.race([
-        delay(graceMs, runOver.signal),
-        whenAborted(options.stopNow, runOver.signal),
-      ]),
+      Promise.race([delay(graceMs, runOver.signal), whenAborted(options.stopNow, runOver.signal)]),
     );
     const reference = referenceDataOnce(
       streams.has('reference'),
