@@ -286,6 +286,11 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ],
   [
     'docs/operations.md',
+    'BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:raw -- --scale-only',
+    BENCH,
+  ],
+  [
+    'docs/operations.md',
     'npm test                      # everything, on PGlite (and PostgreSQL when TEST_DATABASE_URL is set)',
     SUITE,
   ],
