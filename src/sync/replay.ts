@@ -91,6 +91,7 @@ interface KeptRun {
   status: string;
   settings: unknown;
   first_observed: Date;
+  last_observed: Date;
 }
 
 interface KeptAnswer {
@@ -204,7 +205,10 @@ async function keptRuns(raw: Kysely<Database>, options: ReplayOptions): Promise<
     .selectFrom('raw_reads as r')
     .innerJoin('sync_runs as s', 's.run_id', 'r.run_id')
     .select(['r.run_id', 's.started_at', 's.streams', 's.shard', 's.status', 's.settings'])
-    .select((eb) => eb.fn.min('r.observed_at').as('first_observed'))
+    .select((eb) => [
+      eb.fn.min('r.observed_at').as('first_observed'),
+      eb.fn.max('r.observed_at').as('last_observed'),
+    ])
     .$if(options.from !== undefined, (q) =>
       q.where('r.observed_at', '>=', dayStart(options.from as string)),
     )
@@ -373,6 +377,8 @@ async function replayAccountRun(
   for (const row of await ofRun
     .select(['r.business_id', (eb) => eb.fn.max('r.observed_at').as('at')])
     .where('r.business_id', 'is not', null)
+    // Operation-10 polls name a business but are the credential's, at their own time.
+    .where('r.operation', '<>', 'get_response_status')
     .$if(options.businessId !== undefined, (q) =>
       q.where('r.business_id', '=', options.businessId as number),
     )
@@ -405,6 +411,10 @@ async function replayAccountRun(
     const loading = ofRun
       .select(['r.request', 'r.operation', 'r.status', 'r.observed_at', 'r.body_hash'])
       .where('r.business_id', '=', id)
+      // The run's own span: the (business_id, observed_at) index reads this run's rows,
+      // not every night's of the business.
+      .where('r.observed_at', '>=', run.first_observed)
+      .where('r.observed_at', '<=', run.last_observed)
       .orderBy('r.read_id')
       .execute()
       .then((rows) => indexAnswers(rows).answers);
