@@ -50,8 +50,11 @@ export function listingContentHash(content: ReturnType<typeof listingToRow>): st
   return fieldsHash(Object.values(content));
 }
 
-/** The fields whose change appends a `listing_status_history` row. */
-const TRACKED = [
+/**
+ * The fields whose change appends a `listing_status_history` row (and which
+ * `replay --in-place` winds a listing back to from its last history row).
+ */
+export const TRACKED = [
   'status',
   'sync_status',
   'name_valid',

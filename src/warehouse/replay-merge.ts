@@ -11,6 +11,7 @@
  */
 import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
 import type { Database } from './database.ts';
+import { TRACKED } from './listings.ts';
 import { recomputeLatest } from './rankings.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -234,14 +235,6 @@ export async function seedScratch(
      where exists (select 1 from ${sql.id(scratch, 'businesses')} s where s.business_id = t.business_id)`,
   );
 
-  const STATUS_FIELDS = [
-    'status',
-    'sync_status',
-    'name_valid',
-    'phone_valid',
-    'address_valid',
-    'claimed',
-  ];
   await seedTable(
     db,
     scratch,
@@ -249,10 +242,7 @@ export async function seedScratch(
     't',
     {
       ...Object.fromEntries(
-        STATUS_FIELDS.map((f) => [
-          f,
-          `case when h.observed_at is null then t.${f} else h.${f} end`,
-        ]),
+        TRACKED.map((f) => [f, `case when h.observed_at is null then t.${f} else h.${f} end`]),
       ),
       status_changed_at: 'coalesce(h.observed_at, t.first_seen_at)',
       removed_at: REMOVED_BEFORE,
