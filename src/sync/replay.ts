@@ -41,8 +41,8 @@ export interface ReplayOptions {
   /** Keep the replayed answers in the new schema's raw zone too. */
   keepRaw?: boolean;
   /**
-   * Businesses whose reads are not served (`--in-place` keeps them as they are): the
-   * replay fails their reads, which writes nothing of them.
+   * Businesses not replayed (`--in-place` keeps them as they are): none of their reads is
+   * served, and the replayed sync leaves them out like a business its run never committed.
    */
   skipBusinesses?: ReadonlySet<number>;
   /** A business whose write failed in the replay (its transaction rolled back). */
