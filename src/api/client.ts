@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import pLimit, { type LimitFunction } from 'p-limit';
-import { type Dispatcher, Pool } from 'undici';
+import { type Dispatcher, EnvHttpProxyAgent, Pool } from 'undici';
 import { ZodError } from 'zod';
 import { type Config, DEFAULTS } from '../config/index.ts';
 import { type Logger, REDACTED, redactText, silentLogger } from '../log.ts';
@@ -69,6 +69,32 @@ export interface ApiClientOptions {
    * (src/raw/replay.ts). Not closed by `close()`.
    */
   dispatcher?: Dispatcher;
+  /**
+   * An HTTP proxy for upstream requests (docs/deploy.md, "Behind an HTTP proxy"): the
+   * standard `HTTPS_PROXY` / `HTTP_PROXY` / `NO_PROXY` values. Unset, requests go direct.
+   */
+  proxy?: ProxySettings;
+}
+
+/** The standard proxy variables, as curl and undici read them. */
+export interface ProxySettings {
+  httpProxy?: string | undefined;
+  httpsProxy?: string | undefined;
+  noProxy?: string | undefined;
+}
+
+/**
+ * The proxy settings in an environment: the lowercase variable wins over the uppercase
+ * one, as curl reads them. Undefined when neither proxy variable is set.
+ */
+export function proxyFromEnvironment(env: NodeJS.ProcessEnv): ProxySettings | undefined {
+  const read = (name: string) => env[name.toLowerCase()] || env[name] || undefined;
+  const settings = {
+    httpProxy: read('HTTP_PROXY'),
+    httpsProxy: read('HTTPS_PROXY'),
+    noProxy: read('NO_PROXY'),
+  };
+  return settings.httpProxy || settings.httpsProxy ? settings : undefined;
 }
 
 /**
@@ -187,7 +213,8 @@ interface ClientState {
   logger: Logger;
   clock: Clock;
   global: LimitFunction;
-  pools: Map<string, Pool>;
+  pools: Map<string, Dispatcher>;
+  proxy: ProxySettings | undefined;
   accounts: Map<string, AccountState>;
   stats: ApiStats;
   closed: boolean;
@@ -221,6 +248,7 @@ export function createConfiguredApiClient(config: Config, logger: Logger): ApiCl
       listingsPerAnswer: config.upstreamMaxListingsPerAnswer,
     },
     logger,
+    proxy: proxyFromEnvironment(process.env),
   });
 }
 
@@ -254,6 +282,7 @@ export function createApiClient(options: ApiClientOptions = {}): ApiClient {
     clock: options.clock ?? systemClock,
     global: pLimit(concurrency),
     pools: new Map(),
+    proxy: options.proxy,
     accounts: new Map(),
     stats: { requests: 0, retries: 0, byOperation: {} },
     closed: false,
@@ -328,7 +357,7 @@ function poolFor(state: ClientState, origin: string): Dispatcher {
   if (state.dispatcher) return state.dispatcher;
   let pool = state.pools.get(origin);
   if (!pool) {
-    pool = new Pool(origin, {
+    const options = {
       connections: state.global.concurrency,
       keepAliveTimeout: KEEP_ALIVE_MS,
       connectTimeout: state.timeouts.connectMs,
@@ -337,7 +366,12 @@ function poolFor(state: ClientState, origin: string): Dispatcher {
       // undici counts the bytes as they arrive and fails the request past the limit
       // (UND_ERR_RES_EXCEEDED_MAX_SIZE), so a huge body never reaches the heap.
       maxResponseSize: state.maxBodyBytes,
-    });
+    };
+    // Behind a proxy the same limits apply to each tunnelled connection; NO_PROXY hosts
+    // go direct through the agent's own pool.
+    pool = state.proxy
+      ? new EnvHttpProxyAgent({ ...options, ...state.proxy })
+      : new Pool(origin, options);
     state.pools.set(origin, pool);
   }
   return pool;
@@ -609,6 +643,8 @@ async function exchangeOnce(
   );
   try {
     const response = await pool.request({
+      // A pool knows its origin; an agent (the proxy's, or replay's) is told it.
+      origin: base.origin,
       method: call.method,
       path: `${pathPrefix}/api/v2${call.path}?${query.toString()}`,
       headers,
