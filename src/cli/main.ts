@@ -13,6 +13,7 @@ import { EXIT } from '../command/exit-codes.ts';
 import type { CliIo } from '../command/io.ts';
 import { printError } from '../command/print-error.ts';
 import { environmentHelp } from '../command/settings-bridge.ts';
+import { registerAirbyteCommand } from './commands/airbyte.ts';
 import { registerAlertsCommand } from './commands/alerts.ts';
 import { registerApiCommand } from './commands/api.ts';
 import { registerCheckCommand } from './commands/check.ts';
@@ -44,6 +45,7 @@ const COMMANDS = [
   registerKeywordsCommand,
   registerReplayCommand,
   registerRawCommand,
+  registerAirbyteCommand,
 ];
 
 export function buildProgram(io: CliIo): Command {

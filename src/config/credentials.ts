@@ -176,11 +176,20 @@ function readCredentialsFile(file: string): Credential[] {
         `in: ${at.excerpt}\nIt must hold an array of {name, baseUrl, authToken, userEmail}.`,
     );
   }
-  const parsed = credentialsFileSchema.safeParse(json);
+  return parseCredentialList(
+    json,
+    `LISTINGS_CREDENTIALS_FILE "${file}" is not a valid credentials file`,
+  );
+}
+
+/**
+ * A list of credentials given as data, by the credentials file's rules (an Airbyte
+ * config's `credentials`, docs/airbyte.md); `what` opens the error.
+ */
+export function parseCredentialList(list: unknown, what: string): Credential[] {
+  const parsed = credentialsFileSchema.safeParse(list);
   if (!parsed.success) {
-    throw new ConfigError(
-      `LISTINGS_CREDENTIALS_FILE "${file}" is not a valid credentials file:\n${describeIssues(parsed.error, 'entry ')}`,
-    );
+    throw new ConfigError(`${what}:\n${describeIssues(parsed.error, 'entry ')}`);
   }
   return parsed.data;
 }

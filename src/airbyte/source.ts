@@ -1,0 +1,501 @@
+/**
+ * The Airbyte source (docs/airbyte.md): `spec`, `check`, `discover` and `read` over the
+ * same upstream client as `sync` (its bounds, retries, timeouts and 429 pause), writing
+ * protocol messages and needing no database.
+ *
+ * `read` goes stream by stream in the catalog's order: for each credential it lists the
+ * businesses once (kept for the later streams), reads each business's answer with at
+ * most SYNC_ACCOUNT_CONCURRENCY in flight, and writes the records as each answer comes.
+ * A stream's STATE follows its last record. Rankings are incremental by day: the state
+ * holds, per credential, the last upstream day whose rankings were all written, and a
+ * read on the same upstream day writes none of them again (and asks for none).
+ */
+import pLimit from 'p-limit';
+import {
+  type ApiClient,
+  ApiError,
+  getBusinessFull,
+  getRankings,
+  listBusinesses,
+  listCountries,
+  listKeywords,
+  listListings,
+  listReviews,
+  listStates,
+  listSubCategories,
+} from '../api/index.ts';
+import type { BusinessSummary, Credential, RejectedRecord } from '../api/types.ts';
+import { utcDay } from '../calendar-day.ts';
+import { ConfigError } from '../config/index.ts';
+import type { Logger } from '../log.ts';
+import { observationTime } from '../sync/observation-clock.ts';
+import { configSchema, type SourceConfig } from './config.ts';
+import {
+  type AirbyteCatalog,
+  type AirbyteMessage,
+  type AirbyteStateMessage,
+  type ConfiguredAirbyteCatalog,
+  type ConnectorSpecification,
+  errorTrace,
+  type FailureType,
+  type MessageSink,
+  streamStatus,
+} from './protocol.ts';
+import {
+  airbyteStream,
+  businessRecordOf,
+  countryRecordOf,
+  isIncremental,
+  keywordRecordOf,
+  listingRecordOf,
+  rankingRecordOf,
+  reviewRecordOf,
+  reviewResponseRecordOf,
+  STREAM_NAMES,
+  type StreamName,
+  stateRecordOf,
+  subCategoryRecordOf,
+} from './streams.ts';
+
+export function spec(): ConnectorSpecification {
+  return {
+    connectionSpecification: configSchema(),
+    supportsIncremental: true,
+  };
+}
+
+export function discover(source: SourceConfig): AirbyteCatalog {
+  return { streams: source.streams.map(airbyteStream) };
+}
+
+/** One cheap authenticated read per credential (the country list), as `listings-sync check`. */
+export async function check(
+  source: SourceConfig,
+  api: ApiClient,
+): Promise<{ status: 'SUCCEEDED' | 'FAILED'; message?: string }> {
+  const failures = await Promise.all(
+    source.credentials.map(async (credential) => {
+      try {
+        await listCountries(api, credential);
+        return undefined;
+      } catch (error) {
+        return `credential "${credential.name}": ${describeFailure(error)}`;
+      }
+    }),
+  );
+  const failed = failures.filter((f): f is string => f !== undefined);
+  if (failed.length === 0) {
+    return {
+      status: 'SUCCEEDED',
+      message: `${source.credentials.length} credential(s) answer: ${source.credentials.map((c) => c.name).join(', ')}`,
+    };
+  }
+  return { status: 'FAILED', message: failed.join('; ') };
+}
+
+/** What a failed upstream call means to the one who configured the source, and the fix. */
+function describeFailure(error: unknown): string {
+  if (error instanceof ApiError) {
+    if (error.code === 'AUTH_FAILURE') {
+      return `the upstream refused the token and e-mail (${error.upstreamMessage ?? error.code}); check authToken and userEmail`;
+    }
+    if (error.retryable || error.code === 'PAUSE_TOO_LONG') {
+      return `the upstream did not answer in time or is unavailable (${error.code}); try again later`;
+    }
+    return error.message;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function failureTypeOf(error: unknown): FailureType {
+  if (error instanceof ConfigError) return 'config_error';
+  if (error instanceof ApiError) {
+    if (error.code === 'AUTH_FAILURE') return 'config_error';
+    if (error.retryable || error.code === 'PAUSE_TOO_LONG') return 'transient_error';
+  }
+  return 'system_error';
+}
+
+/** The catalog a `read` is given, checked against the streams the source has. */
+export function parseConfiguredCatalog(
+  json: unknown,
+): Map<StreamName, 'full_refresh' | 'incremental'> {
+  const streams = (json as { streams?: unknown })?.streams;
+  if (!Array.isArray(streams)) {
+    throw new ConfigError(
+      'The catalog must be a JSON object with a "streams" list (a ConfiguredAirbyteCatalog).',
+    );
+  }
+  const selected = new Map<StreamName, 'full_refresh' | 'incremental'>();
+  for (const [i, entry] of (streams as ConfiguredAirbyteCatalog['streams']).entries()) {
+    const name = entry?.stream?.name;
+    if (!(STREAM_NAMES as readonly string[]).includes(name)) {
+      throw new ConfigError(
+        `catalog streams[${i}] names ${JSON.stringify(name)}, which the source does not have; its streams are ${STREAM_NAMES.join(', ')}.`,
+      );
+    }
+    const mode = entry.sync_mode ?? 'full_refresh';
+    if (mode !== 'full_refresh' && mode !== 'incremental') {
+      throw new ConfigError(
+        `catalog streams[${i}] (${name}): sync_mode must be full_refresh or incremental.`,
+      );
+    }
+    if (mode === 'incremental' && !isIncremental(name as StreamName)) {
+      throw new ConfigError(
+        `catalog streams[${i}] (${name}) is incremental, but ${name} is read in full_refresh only; rankings is the incremental stream.`,
+      );
+    }
+    selected.set(name as StreamName, mode);
+  }
+  return selected;
+}
+
+/** The state a `read` is given: per stream, from STREAM state messages (or an empty list). */
+export function parseState(json: unknown): Map<string, Record<string, unknown>> {
+  const states = new Map<string, Record<string, unknown>>();
+  if (json === undefined || json === null) return states;
+  const list = Array.isArray(json) ? json : [json];
+  for (const [i, message] of list.entries()) {
+    const stream = (message as Partial<AirbyteStateMessage>)?.stream;
+    if ((message as { type?: unknown })?.type !== 'STREAM' || !stream?.stream_descriptor?.name) {
+      throw new ConfigError(
+        `state[${i}] is not a STREAM state message; give --state the list of STATE messages' "state" objects a previous read wrote (type STREAM).`,
+      );
+    }
+    states.set(
+      stream.stream_descriptor.name,
+      (stream.stream_state ?? {}) as Record<string, unknown>,
+    );
+  }
+  return states;
+}
+
+export interface ReadOptions {
+  source: SourceConfig;
+  catalog: Map<StreamName, 'full_refresh' | 'incremental'>;
+  state: Map<string, Record<string, unknown>>;
+  api: ApiClient;
+  logger: Logger;
+  emit: MessageSink;
+  /** Aborted to stop: no new request starts; the stream ends INCOMPLETE. */
+  signal?: AbortSignal;
+  now?: () => number;
+}
+
+/** One failed stream, reported after the others had their turn. */
+interface StreamFailure {
+  stream: StreamName;
+  error: unknown;
+}
+
+/**
+ * Reads every stream of the catalog. Returns the failures (empty: every stream COMPLETE);
+ * the caller writes them as ERROR traces and exits non-zero.
+ */
+export async function read(options: ReadOptions): Promise<StreamFailure[]> {
+  const { catalog, emit, api, logger } = options;
+  const now = options.now ?? Date.now;
+  const businesses = new Map<string, Promise<BusinessSummary[]>>();
+  const businessesOf = (credential: Credential) => {
+    let list = businesses.get(credential.name);
+    if (!list) {
+      list = listBusinesses(api, credential, { signal: options.signal }).then((result) => {
+        reportRejected(logger, 'businesses', credential, result.rejected);
+        return result.records;
+      });
+      businesses.set(credential.name, list);
+    }
+    return list;
+  };
+  const failures: StreamFailure[] = [];
+  const record = (stream: StreamName, data: Record<string, unknown>) =>
+    emit({ type: 'RECORD', record: { stream, data, emitted_at: now() } });
+  // Reviews and their responses come from one answer: read together when both are chosen.
+  const handled = new Set<StreamName>();
+  for (const name of catalog.keys()) {
+    if (handled.has(name)) continue;
+    const together: StreamName[] =
+      (name === 'reviews' || name === 'review_responses') &&
+      catalog.has('reviews') &&
+      catalog.has('review_responses')
+        ? ['reviews', 'review_responses']
+        : [name];
+    for (const stream of together) {
+      handled.add(stream);
+      emit(streamStatus(stream, 'STARTED', now));
+    }
+    const counts = new Map<StreamName, number>(together.map((s) => [s, 0]));
+    let running = false;
+    const emitRecord = (stream: StreamName, data: Record<string, unknown>) => {
+      if (!running) {
+        running = true;
+        for (const s of together) emit(streamStatus(s, 'RUNNING', now));
+      }
+      counts.set(stream, (counts.get(stream) ?? 0) + 1);
+      record(stream, data);
+    };
+    const priorState = options.state.get(name) ?? {};
+    const context: StreamContext = {
+      ...options,
+      businessesOf,
+      emitRecord,
+      streams: together,
+      incremental: catalog.get(name) === 'incremental',
+      priorState,
+    };
+    let outcome: { state: Record<string, unknown>; error?: unknown };
+    try {
+      outcome = await readStream(name, context);
+    } catch (error) {
+      outcome = { state: priorState, error };
+    }
+    for (const stream of together) {
+      const state: AirbyteStateMessage = {
+        type: 'STREAM',
+        stream: {
+          stream_descriptor: { name: stream },
+          stream_state: stream === name ? outcome.state : {},
+        },
+        sourceStats: { recordCount: counts.get(stream) ?? 0 },
+      };
+      emit({ type: 'STATE', state });
+      emit(streamStatus(stream, outcome.error === undefined ? 'COMPLETE' : 'INCOMPLETE', now));
+      if (outcome.error !== undefined) failures.push({ stream, error: outcome.error });
+    }
+  }
+  return failures;
+}
+
+/** The ERROR trace of a failed stream: its message names the stream and the fix. */
+export function failureMessage(
+  failure: StreamFailure,
+  now: () => number = Date.now,
+): AirbyteMessage {
+  const error = failure.error;
+  return errorTrace(
+    {
+      message: `stream ${failure.stream}: ${describeFailure(error)}`,
+      internal_message: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+      failure_type: failureTypeOf(error),
+      stream_descriptor: { name: failure.stream },
+    },
+    now,
+  );
+}
+
+interface StreamContext extends ReadOptions {
+  businessesOf(credential: Credential): Promise<BusinessSummary[]>;
+  emitRecord(stream: StreamName, data: Record<string, unknown>): void;
+  streams: StreamName[];
+  incremental: boolean;
+  priorState: Record<string, unknown>;
+}
+
+async function readStream(
+  name: StreamName,
+  context: StreamContext,
+): Promise<{ state: Record<string, unknown>; error?: unknown }> {
+  const { source, api, logger, emitRecord } = context;
+  const signal = context.signal;
+  const reference = source.credentials[0] as Credential;
+  switch (name) {
+    case 'countries': {
+      const result = await listCountries(api, reference, { signal });
+      reportRejected(logger, name, reference, result.rejected);
+      for (const c of result.records) emitRecord(name, countryRecordOf(c));
+      return { state: {} };
+    }
+    case 'sub_categories': {
+      const result = await listSubCategories(api, reference, { signal });
+      reportRejected(logger, name, reference, result.rejected);
+      for (const s of result.records) emitRecord(name, subCategoryRecordOf(s));
+      return { state: {} };
+    }
+    case 'states': {
+      const countries = await listCountries(api, reference, { signal });
+      const limit = pLimit(source.config.syncAccountConcurrency);
+      await Promise.all(
+        countries.records.map((country) =>
+          limit(async () => {
+            const result = await listStates(api, reference, country.id, { signal });
+            reportRejected(logger, `${name} of country ${country.id}`, reference, result.rejected);
+            for (const s of result.records) emitRecord(name, stateRecordOf(s));
+          }),
+        ),
+      );
+      return { state: {} };
+    }
+    case 'rankings':
+      return readRankings(context);
+    default:
+      return readPerBusiness(name, context);
+  }
+}
+
+/** A per-business stream other than rankings, for every credential. */
+async function readPerBusiness(
+  name: StreamName,
+  context: StreamContext,
+): Promise<{ state: Record<string, unknown>; error?: unknown }> {
+  const { source, api, logger, emitRecord, streams, signal } = context;
+  let firstError: unknown;
+  for (const credential of source.credentials) {
+    const account = credential.name;
+    try {
+      const list = await context.businessesOf(credential);
+      await eachBusiness(context, list, async (business) => {
+        const id = business.id;
+        switch (name) {
+          case 'businesses':
+            emitRecord(
+              name,
+              businessRecordOf(account, await getBusinessFull(api, credential, id, { signal })),
+            );
+            return;
+          case 'listings': {
+            const result = await listListings(api, credential, id, { signal });
+            reportRejected(logger, `listings of business ${id}`, credential, result.rejected);
+            for (const l of result.records) emitRecord(name, listingRecordOf(account, id, l));
+            return;
+          }
+          case 'keywords': {
+            const result = await listKeywords(api, credential, id, { signal });
+            reportRejected(logger, `keywords of business ${id}`, credential, result.rejected);
+            for (const k of result.records) emitRecord(name, keywordRecordOf(account, k));
+            return;
+          }
+          case 'reviews':
+          case 'review_responses': {
+            for (const category of ['review', 'social'] as const) {
+              const result = await listReviews(api, credential, id, category, { signal });
+              reportRejected(logger, `${category}s of business ${id}`, credential, result.rejected);
+              for (const review of result.records) {
+                if (streams.includes('reviews'))
+                  emitRecord('reviews', reviewRecordOf(account, id, review));
+                if (streams.includes('review_responses')) {
+                  for (const response of review.responses) {
+                    emitRecord(
+                      'review_responses',
+                      reviewResponseRecordOf(account, id, review.id, response),
+                    );
+                  }
+                }
+              }
+            }
+            return;
+          }
+        }
+      });
+    } catch (error) {
+      firstError ??= error;
+      logger.error(
+        { stream: name, credential: account, err: error },
+        'the stream failed for this credential',
+      );
+    }
+  }
+  return firstError === undefined ? { state: {} } : { state: {}, error: firstError };
+}
+
+/**
+ * Rankings, one record per business, keyword, site and upstream day. Incremental: a
+ * credential whose upstream day is the one its state records is not asked again; its day
+ * moves on only when every business's rankings of the day were written.
+ */
+async function readRankings(
+  context: StreamContext,
+): Promise<{ state: Record<string, unknown>; error?: unknown }> {
+  const { source, api, logger, emitRecord } = context;
+  const prior = context.incremental ? daysOf(context.priorState) : {};
+  const days: Record<string, string> = { ...prior };
+  let firstError: unknown;
+  for (const credential of source.credentials) {
+    const account = credential.name;
+    try {
+      const list = await context.businessesOf(credential);
+      // The day the upstream is on, from the Date of its latest answer (the list's).
+      const day = utcDay(observationTime(api, credential).at);
+      const last = prior[account];
+      if (last !== undefined && day <= last) {
+        logger.info(
+          { stream: 'rankings', credential: account, day, state: last },
+          'rankings of this upstream day were read before: none asked for',
+        );
+        continue;
+      }
+      await eachBusiness(context, list, async (business) => {
+        const result = await getRankings(api, credential, business.id, { signal: context.signal });
+        reportRejected(logger, `rankings of business ${business.id}`, credential, result.rejected);
+        for (const o of result.records) {
+          emitRecord('rankings', rankingRecordOf(account, business.id, day, o));
+        }
+      });
+      days[account] = day;
+    } catch (error) {
+      firstError ??= error;
+      logger.error(
+        { stream: 'rankings', credential: account, err: error },
+        'the stream failed for this credential',
+      );
+    }
+  }
+  const state = { days };
+  return firstError === undefined ? { state } : { state, error: firstError };
+}
+
+function daysOf(state: Record<string, unknown>): Record<string, string> {
+  const days = state.days;
+  if (days === undefined) return {};
+  if (
+    typeof days !== 'object' ||
+    days === null ||
+    Object.values(days).some((d) => typeof d !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(d))
+  ) {
+    throw new ConfigError(
+      'the rankings state must be {"days": {"<credential name>": "YYYY-MM-DD"}}, as a previous read wrote it.',
+    );
+  }
+  return days as Record<string, string>;
+}
+
+/**
+ * Runs `work` for each business, SYNC_ACCOUNT_CONCURRENCY at once; the first failure
+ * stops new ones from starting and is thrown once those in flight are done.
+ */
+async function eachBusiness(
+  context: StreamContext,
+  list: readonly BusinessSummary[],
+  work: (business: BusinessSummary) => Promise<void>,
+): Promise<void> {
+  const limit = pLimit(context.source.config.syncAccountConcurrency);
+  let failed: { error: unknown } | undefined;
+  await Promise.all(
+    list.map((business) =>
+      limit(async () => {
+        if (failed || context.signal?.aborted) return;
+        try {
+          await work(business);
+        } catch (error) {
+          failed ??= { error };
+        }
+      }),
+    ),
+  );
+  if (failed) throw failed.error;
+  if (context.signal?.aborted) throw new Error('stopped before every business was read');
+}
+
+function reportRejected(
+  logger: Logger,
+  what: string,
+  credential: Credential,
+  rejected: readonly RejectedRecord[],
+): void {
+  for (const r of rejected) {
+    // The location and the reason; never the payload, which may hold what a record carries.
+    logger.warn(
+      { credential: credential.name, location: r.location, reason: r.reason },
+      `a record of ${what} failed its schema and was left out`,
+    );
+  }
+}

@@ -1,0 +1,409 @@
+/**
+ * `listings-sync airbyte …` against the sandbox over HTTP (docs/airbyte.md): every line
+ * of every command is an AirbyteMessage by the protocol's definitions
+ * (./protocol-definitions.ts), every RECORD validates against the JSON schema its stream
+ * was discovered with (ajv, not the source's zod), the rankings state round-trips, and
+ * failures come out as the protocol wants them: FAILED for `check`, an ERROR trace with
+ * the right failure_type for `read`.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiClient } from '../../src/api/index.ts';
+import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { runCli } from '../helpers/cli.ts';
+import { type ParsedMessage, protocolLines } from './protocol-definitions.ts';
+
+type JsonObject = Record<string, unknown>;
+interface DiscoveredStream {
+  name: string;
+  json_schema: object;
+  supported_sync_modes: string[];
+  source_defined_primary_key: string[][];
+  source_defined_cursor?: boolean;
+  default_cursor_field?: string[];
+}
+
+const FAST = { retry: { baseDelayMs: 1, maxDelayMs: 5 } };
+const services = { createApi: () => createApiClient(FAST) };
+
+let sandbox: RunningSandbox;
+let dir: string;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ seed: 11, accounts: 2, businessesPerAccount: 3 });
+  dir = mkdtempSync(join(tmpdir(), 'airbyte-'));
+});
+afterAll(async () => {
+  await sandbox.close();
+});
+
+function file(name: string, value: unknown): string {
+  const path = join(dir, name);
+  writeFileSync(path, JSON.stringify(value));
+  return path;
+}
+
+function sourceConfig(overrides: Record<string, unknown> = {}) {
+  return {
+    credentials: sandbox.credentials.map((c) => ({
+      name: c.name,
+      baseUrl: c.baseUrl,
+      authToken: c.authToken,
+      userEmail: c.userEmail,
+    })),
+    sync_account_concurrency: 4,
+    ...overrides,
+  };
+}
+
+async function airbyte(args: string[]) {
+  const finished = await runCli(['airbyte', ...args], {}, { services });
+  return { ...finished, messages: protocolLines(finished.stdout) };
+}
+
+function ofType<T extends ParsedMessage['type']>(messages: ParsedMessage[], type: T) {
+  return messages.filter((m): m is Extract<ParsedMessage, { type: T }> => m.type === type);
+}
+
+async function discoverCatalog() {
+  const { messages } = await airbyte(['discover', '--config', file('config.json', sourceConfig())]);
+  const [catalog] = ofType(messages, 'CATALOG');
+  return catalog!.catalog as {
+    streams: { name: string; json_schema: object; supported_sync_modes: string[] }[];
+  };
+}
+
+function configured(
+  streams: { name: string; json_schema: object; supported_sync_modes: string[] }[],
+  names?: string[],
+) {
+  return {
+    streams: streams
+      .filter((s) => !names || names.includes(s.name))
+      .map((stream) => ({
+        stream,
+        sync_mode: stream.supported_sync_modes.includes('incremental')
+          ? 'incremental'
+          : 'full_refresh',
+        destination_sync_mode: 'append',
+      })),
+  };
+}
+
+describe('airbyte spec', () => {
+  it('prints one SPEC whose connectionSpecification is a JSON schema that accepts a real config and marks the token secret', async () => {
+    const { code, stdout, messages } = await airbyte(['spec']);
+    expect(code).toBe(0);
+    expect(stdout.trim().split('\n')).toHaveLength(1);
+    const [spec] = ofType(messages, 'SPEC');
+    const schema = spec!.spec.connectionSpecification as Record<string, never>;
+    const ajv = new Ajv({ strict: false });
+    addFormats.default(ajv);
+    const validate = ajv.compile(schema);
+    expect(validate(sourceConfig()), JSON.stringify(validate.errors)).toBe(true);
+    expect(validate({ credentials: [{ name: 'x' }] })).toBe(false);
+    const properties = (schema as unknown as JsonObject).properties as JsonObject;
+    const credentials = properties.credentials as JsonObject;
+    const item = (credentials.items as JsonObject).properties as JsonObject;
+    expect((item.authToken as JsonObject).airbyte_secret).toBe(true);
+    expect((properties.sync_concurrency as JsonObject).default).toBe(16);
+  });
+});
+
+describe('airbyte check', () => {
+  it('SUCCEEDED when every credential answers', async () => {
+    const { code, messages } = await airbyte([
+      'check',
+      '--config',
+      file('ok.json', sourceConfig()),
+    ]);
+    expect(code).toBe(0);
+    const [status] = ofType(messages, 'CONNECTION_STATUS');
+    expect(status!.connectionStatus.status).toBe('SUCCEEDED');
+  });
+
+  it('FAILED naming the credential and the fix for a bad token, never repeating it', async () => {
+    const config = sourceConfig();
+    config.credentials[1]!.authToken = 'wrong-token-s3cret';
+    const { code, stdout, messages } = await airbyte([
+      'check',
+      '--config',
+      file('bad.json', config),
+    ]);
+    expect(code).toBe(0);
+    const [status] = ofType(messages, 'CONNECTION_STATUS');
+    expect(status!.connectionStatus.status).toBe('FAILED');
+    expect(status!.connectionStatus.message).toContain(
+      `credential "${config.credentials[1]!.name}"`,
+    );
+    expect(status!.connectionStatus.message).toContain('check authToken and userEmail');
+    expect(status!.connectionStatus.message).not.toContain(config.credentials[0]!.name);
+    expect(stdout).not.toContain('wrong-token-s3cret');
+  });
+
+  it('FAILED naming the field for a configuration that breaks a rule', async () => {
+    const { messages } = await airbyte([
+      'check',
+      '--config',
+      file('rule.json', sourceConfig({ sync_concurrency: 0 })),
+    ]);
+    const [status] = ofType(messages, 'CONNECTION_STATUS');
+    expect(status!.connectionStatus.status).toBe('FAILED');
+    expect(status!.connectionStatus.message).toContain(
+      'sync_concurrency must be a whole number from 1 to 1024',
+    );
+  });
+});
+
+describe('airbyte discover', () => {
+  it('lists every stream with a compilable JSON schema, a primary key, and rankings incremental by day', async () => {
+    const catalog = await discoverCatalog();
+    expect(catalog.streams.map((s) => s.name)).toEqual([
+      'businesses',
+      'listings',
+      'reviews',
+      'review_responses',
+      'rankings',
+      'keywords',
+      'countries',
+      'states',
+      'sub_categories',
+    ]);
+    const ajv = new Ajv({ strict: false });
+    addFormats.default(ajv);
+    for (const stream of catalog.streams as DiscoveredStream[]) {
+      expect(() => ajv.compile(stream.json_schema), stream.name).not.toThrow();
+      expect(stream.source_defined_primary_key.length, stream.name).toBeGreaterThan(0);
+    }
+    const rankings = (catalog.streams as DiscoveredStream[]).find((s) => s.name === 'rankings')!;
+    expect(rankings.supported_sync_modes).toEqual(['full_refresh', 'incremental']);
+    expect(rankings.default_cursor_field).toEqual(['day']);
+    expect(rankings.source_defined_cursor).toBe(true);
+  });
+
+  it('a config that is not JSON is a config_error trace and exit 1', async () => {
+    const path = join(dir, 'broken.json');
+    writeFileSync(path, '{"credentials": [');
+    const { code, messages } = await airbyte(['discover', '--config', path]);
+    expect(code).toBe(1);
+    const [trace] = ofType(messages, 'TRACE');
+    expect(trace!.trace.type).toBe('ERROR');
+    expect(trace!.trace.error!.failure_type).toBe('config_error');
+    expect(trace!.trace.error!.message).toContain('is not valid JSON');
+  });
+});
+
+describe('airbyte read', () => {
+  it('writes records valid by their discovered schemas, STATE after each stream, and no secret', async () => {
+    const catalog = await discoverCatalog();
+    const { code, stdout, messages } = await airbyte([
+      'read',
+      '--config',
+      file('read.json', sourceConfig()),
+      '--catalog',
+      file('catalog.json', configured(catalog.streams)),
+    ]);
+    expect(code, stdout.slice(-2000)).toBe(0);
+    const ajv = new Ajv({ strict: false, allErrors: true });
+    addFormats.default(ajv);
+    const validators = new Map(catalog.streams.map((s) => [s.name, ajv.compile(s.json_schema)]));
+    const counts = new Map<string, number>();
+    for (const { record } of ofType(messages, 'RECORD')) {
+      const validate = validators.get(record.stream)!;
+      expect(validate(record.data), `${record.stream}: ${JSON.stringify(validate.errors)}`).toBe(
+        true,
+      );
+      counts.set(record.stream, (counts.get(record.stream) ?? 0) + 1);
+    }
+    for (const stream of catalog.streams) {
+      if (stream.name === 'review_responses') continue;
+      expect(counts.get(stream.name) ?? 0, stream.name).toBeGreaterThan(0);
+    }
+    // Each stream: STARTED, its records, STATE, COMPLETE; nothing of it after its STATE.
+    for (const stream of catalog.streams) {
+      const indexes = (pred: (m: ParsedMessage) => boolean) =>
+        messages.flatMap((m, i) => (pred(m) ? [i] : []));
+      const records = indexes((m) => m.type === 'RECORD' && m.record.stream === stream.name);
+      const [state] = indexes(
+        (m) => m.type === 'STATE' && m.state.stream?.stream_descriptor.name === stream.name,
+      );
+      const statuses = messages
+        .filter(
+          (m) =>
+            m.type === 'TRACE' &&
+            m.trace.type === 'STREAM_STATUS' &&
+            m.trace.stream_status!.stream_descriptor.name === stream.name,
+        )
+        .map((m) => (m.type === 'TRACE' ? m.trace.stream_status?.status : undefined));
+      expect(state, stream.name).toBeDefined();
+      if (records.length) expect(Math.max(...records)).toBeLessThan(state!);
+      expect(statuses, stream.name).toEqual(
+        records.length ? ['STARTED', 'RUNNING', 'COMPLETE'] : ['STARTED', 'COMPLETE'],
+      );
+    }
+    for (const credential of sandbox.credentials) {
+      expect(stdout).not.toContain(credential.authToken);
+      expect(stdout).not.toContain(credential.userEmail);
+    }
+    expect(stdout).not.toMatch(/"(password|login|site_password|site_login)"/);
+  });
+
+  it('emits each listing and rank the upstream answered, with null for a "-" rank', async () => {
+    const credential = sandbox.credentials[0]!;
+    const catalog = await discoverCatalog();
+    const { messages } = await airbyte([
+      'read',
+      '--config',
+      file('one.json', sourceConfig({ credentials: [sourceConfig().credentials[0]] })),
+      '--catalog',
+      file('one-catalog.json', configured(catalog.streams, ['listings', 'rankings'])),
+    ]);
+    const records = ofType(messages, 'RECORD').map((m) => m.record);
+    // The oracle: the upstream's own answers, read over HTTP here, not through the client.
+    const raw = async (path: string) => {
+      const url = new URL(`${credential.baseUrl}/api/v2${path}`);
+      url.searchParams.set('auth_token', credential.authToken);
+      url.searchParams.set('user_email', credential.userEmail);
+      return ((await (await fetch(url)).json()) as { result: unknown }).result;
+    };
+    const businesses = (await raw('/businesses.json')) as { id: number }[];
+    let ranks = 0;
+    let dashes = 0;
+    for (const business of businesses) {
+      const listings = (await raw(`/businesses/${business.id}/listings.json`)) as unknown[];
+      const ours = records.filter(
+        (r) => r.stream === 'listings' && r.data.business_id === business.id,
+      );
+      expect(ours).toHaveLength(listings.length);
+      const rankings = (await raw(`/businesses/${business.id}/rankings.json`)) as Record<
+        string,
+        Record<string, unknown>
+      >;
+      for (const sites of Object.values(rankings)) {
+        for (const value of Object.values(sites)) {
+          if (value && typeof value === 'object') {
+            // Google_new: one entry per local / organic.
+            for (const inner of Object.values(value as object)) {
+              ranks += 1;
+              if (inner === '-') dashes += 1;
+            }
+          } else {
+            ranks += 1;
+            if (value === '-') dashes += 1;
+          }
+        }
+      }
+    }
+    const rankRecords = records.filter((r) => r.stream === 'rankings');
+    expect(rankRecords).toHaveLength(ranks);
+    expect(rankRecords.filter((r) => r.data.rank === null)).toHaveLength(dashes);
+    expect(new Set(rankRecords.map((r) => r.data.day))).toEqual(new Set([sandbox.today()]));
+  });
+
+  it('a read with the previous state emits no rankings on the same upstream day, and the next day after clock/advance', async () => {
+    const catalog = await discoverCatalog();
+    const configPath = file('inc.json', sourceConfig());
+    const catalogPath = file(
+      'inc-catalog.json',
+      configured(catalog.streams, ['rankings', 'countries']),
+    );
+    const first = await airbyte(['read', '--config', configPath, '--catalog', catalogPath]);
+    const stateOf = (messages: ParsedMessage[]) => ofType(messages, 'STATE').map((m) => m.state);
+    const firstRanks = ofType(first.messages, 'RECORD').filter(
+      (m) => m.record.stream === 'rankings',
+    );
+    expect(firstRanks.length).toBeGreaterThan(0);
+    const statePath = file('state.json', stateOf(first.messages));
+
+    sandbox.resetStats();
+    const second = await airbyte([
+      'read',
+      '--config',
+      configPath,
+      '--catalog',
+      catalogPath,
+      '--state',
+      statePath,
+    ]);
+    expect(second.code).toBe(0);
+    expect(ofType(second.messages, 'RECORD').filter((m) => m.record.stream === 'rankings')).toEqual(
+      [],
+    );
+    // Not asked for either: the upstream day was read from the business list's Date.
+    expect(sandbox.stats().byOperation.get_rankings).toBeUndefined();
+    // Full refresh streams are read again whatever the state.
+    expect(ofType(second.messages, 'RECORD').some((m) => m.record.stream === 'countries')).toBe(
+      true,
+    );
+
+    const before = sandbox.today();
+    sandbox.advanceDays(1);
+    const third = await airbyte([
+      'read',
+      '--config',
+      configPath,
+      '--catalog',
+      catalogPath,
+      '--state',
+      file('state2.json', stateOf(second.messages)),
+    ]);
+    const thirdRanks = ofType(third.messages, 'RECORD').filter(
+      (m) => m.record.stream === 'rankings',
+    );
+    // The sandbox's keywords move from day to day: some, not the same count.
+    expect(thirdRanks.length).toBeGreaterThan(0);
+    expect(new Set(thirdRanks.map((m) => m.record.data.day))).toEqual(new Set([sandbox.today()]));
+    expect(sandbox.today()).not.toBe(before);
+  });
+
+  it('a bad token is a config_error trace naming the credential, and exit 1', async () => {
+    const config = sourceConfig();
+    config.credentials[0]!.authToken = 'nope-token-s3cret';
+    const catalog = await discoverCatalog();
+    const { code, stdout, messages } = await airbyte([
+      'read',
+      '--config',
+      file('badtoken.json', config),
+      '--catalog',
+      file('bt-catalog.json', configured(catalog.streams, ['listings'])),
+    ]);
+    expect(code).toBe(1);
+    const errors = ofType(messages, 'TRACE').filter((m) => m.trace.type === 'ERROR');
+    expect(errors).toHaveLength(1);
+    expect(errors[0]!.trace.error!.failure_type).toBe('config_error');
+    expect(errors[0]!.trace.error!.stream_descriptor?.name).toBe('listings');
+    expect(stdout).not.toContain('nope-token-s3cret');
+    // The other credential's listings still came.
+    expect(
+      ofType(messages, 'RECORD').some((m) => m.record.data.account === config.credentials[1]!.name),
+    ).toBe(true);
+  });
+
+  it('an upstream outage is a transient_error trace, and exit 1', async () => {
+    const catalog = await discoverCatalog();
+    sandbox.setFaults({ errorRate: 1 });
+    try {
+      const { code, messages } = await airbyte([
+        'read',
+        '--config',
+        file('outage.json', sourceConfig()),
+        '--catalog',
+        file('outage-catalog.json', configured(catalog.streams, ['countries'])),
+      ]);
+      expect(code).toBe(1);
+      const [error] = ofType(messages, 'TRACE').filter((m) => m.trace.type === 'ERROR');
+      expect(error!.trace.error!.failure_type).toBe('transient_error');
+      expect(
+        ofType(messages, 'TRACE').some(
+          (m) => m.trace.type === 'STREAM_STATUS' && m.trace.stream_status!.status === 'INCOMPLETE',
+        ),
+      ).toBe(true);
+    } finally {
+      sandbox.setFaults({ errorRate: 0 });
+    }
+  });
+});
