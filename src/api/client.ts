@@ -15,6 +15,7 @@ import { type Dispatcher, EnvHttpProxyAgent, Pool } from 'undici';
 import { ZodError } from 'zod';
 import { type Config, DEFAULTS } from '../config/index.ts';
 import { type Logger, REDACTED, redactText, silentLogger } from '../log.ts';
+import { inSpan } from '../tracing.ts';
 import { type AnswerBounds, AnswerOverBound, resolveAnswerBounds } from './bounds.ts';
 import {
   ApiError,
@@ -484,11 +485,34 @@ async function runWithRetries<T>(
   // Writes are never retried: the upstream has no idempotency keys, a repeat could
   // create a second business or submit a second review response.
   const maxAttempts = call.method === 'GET' ? state.policy.maxAttempts : 1;
+  // The backoff waited before this attempt, for its span.
+  let waitedMs = 0;
   for (let attempt = 1; ; attempt++) {
     signal?.throwIfAborted();
     const exchange = await account.limit(async () => {
       await waitForTurn(state, account, credential, call, signal);
-      return state.global(() => exchangeOnce(state, credential, call, attempt, signal));
+      return state.global(() =>
+        inSpan(
+          'upstream.request',
+          {
+            'listings.operation': call.operation,
+            'listings.credential': credential.name,
+            'http.request.method': call.method,
+            'url.template': templatedPath(call.path),
+            'listings.attempt': attempt,
+            'listings.retry_wait_ms': waitedMs,
+          },
+          async (span) => {
+            const exchange = await exchangeOnce(state, credential, call, attempt, signal);
+            if (exchange.kind === 'response') {
+              span.setAttribute('http.response.status_code', exchange.status);
+            } else {
+              span.setAttribute('error.type', errorCodeOf(exchange.error) ?? 'error');
+            }
+            return exchange;
+          },
+        ),
+      );
     });
     if (
       unchanged &&
@@ -560,7 +584,23 @@ async function runWithRetries<T>(
       'retrying upstream read',
     );
     await state.clock.sleep(delay, signal);
+    waitedMs = delay;
   }
+}
+
+/**
+ * The path of a call with its ids as `{id}` (a span's `url.template`): never a query, and
+ * no business, review or request id, so spans group by route.
+ */
+export function templatedPath(path: string): string {
+  return path
+    .split('/')
+    .map((segment, i, all) =>
+      i > 0 && /^(businesses|reviews|keywords|requests|responses|countries)$/.test(all[i - 1] ?? '')
+        ? segment.replace(/^[^.]+/, '{id}')
+        : segment,
+    )
+    .join('/');
 }
 
 function relaxSpacing(account: AccountState): void {

@@ -22,6 +22,7 @@ import type { BusinessSummary, Credential, ListResult, Review } from '../api/typ
 import { utcDay } from '../calendar-day.ts';
 import { keptBody } from '../raw/body.ts';
 import { writeRawReads } from '../raw/capture.ts';
+import { inSpan } from '../tracing.ts';
 import {
   type AnswerHashes,
   type AnswerRead,
@@ -145,7 +146,23 @@ function answersOf(answers: BusinessAnswers): Fetched<unknown>[] {
  * authentication failure or a too-long pause (`isCredentialStop`) for the credential to
  * stop on, writing nothing of this business.
  */
-export async function syncBusiness(
+export function syncBusiness(
+  context: RunContext,
+  credential: Credential,
+  business: BusinessSummary,
+): Promise<'ok' | 'failed' | 'missing' | 'stopped'> {
+  return inSpan(
+    'sync.business',
+    { 'listings.credential': credential.name, 'listings.business_id': business.id },
+    async (span) => {
+      const outcome = await syncBusinessInSpan(context, credential, business);
+      span.setAttribute('listings.business_status', outcome);
+      return outcome;
+    },
+  );
+}
+
+async function syncBusinessInSpan(
   context: RunContext,
   credential: Credential,
   business: BusinessSummary,
@@ -283,14 +300,19 @@ export async function writeBusiness(
     stats.businesses.synced += 1;
     return 'ok';
   }
-  const written = await writeBusinessSnapshotIsolating(options.warehouse.db, snapshot, {
-    runId: context.runId,
-    observedAt,
-    onChanges: alertsUnder(options.alertRules),
-    removalLimit: removalLimitUnder(options.alertRules ?? DEFAULT_ALERT_RULES),
-    copyNewRows: options.warehouse.kind === 'postgres',
-    ...(inTransaction ? { inTransaction } : {}),
-  });
+  const written = await inSpan(
+    'warehouse.transaction',
+    { 'db.system.name': options.warehouse.kind, 'listings.business_id': id },
+    () =>
+      writeBusinessSnapshotIsolating(options.warehouse.db, snapshot, {
+        runId: context.runId,
+        observedAt,
+        onChanges: alertsUnder(options.alertRules),
+        removalLimit: removalLimitUnder(options.alertRules ?? DEFAULT_ALERT_RULES),
+        copyNewRows: options.warehouse.kind === 'postgres',
+        ...(inTransaction ? { inTransaction } : {}),
+      }),
+  );
   for (const held of written.removalsHeld) {
     // Not a failure: the read loaded; only its removals wait for the next run (docs/warehouse.md).
     stats.removalsHeld = (stats.removalsHeld ?? 0) + 1;

@@ -12,6 +12,7 @@ import { ApiError } from '../api/errors.ts';
 import { listBusinesses } from '../api/index.ts';
 import { readableIdOf } from '../api/schemas.ts';
 import type { BusinessSummary, Credential, ListResult } from '../api/types.ts';
+import { inSpan } from '../tracing.ts';
 import { markAccountSynced, upsertAccount } from '../warehouse/accounts.ts';
 import {
   archiveMissingBusinesses,
@@ -52,7 +53,18 @@ export function authFailureText(
   return `${error.message}. Check the auth token and user e-mail of ${origin}.`;
 }
 
-export async function syncCredential(
+export function syncCredential(
+  context: RunContext,
+  credential: Credential,
+): Promise<CredentialOutcome> {
+  return inSpan('sync.credential', { 'listings.credential': credential.name }, async (span) => {
+    const outcome = await syncCredentialInSpan(context, credential);
+    span.setAttribute('listings.credential_status', outcome.status);
+    return outcome;
+  });
+}
+
+async function syncCredentialInSpan(
   context: RunContext,
   credential: Credential,
 ): Promise<CredentialOutcome> {

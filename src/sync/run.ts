@@ -15,10 +15,12 @@
  * commit, and ends the run `interrupted`. A warehouse outage (src/warehouse/outage.ts)
  * ends it `failed`.
  */
+import type { Span } from '@opentelemetry/api';
 import pLimit from 'p-limit';
 import { answerSettings, apiStats } from '../api/index.ts';
 import { type RawCapture, startRawCapture } from '../raw/capture.ts';
 import { pruneRawZone } from '../raw/retention.ts';
+import { currentTraceId, inSpan } from '../tracing.ts';
 import { timeoutsOf } from '../warehouse/connection.ts';
 import { isWarehouseGone, WarehouseGoneError } from '../warehouse/outage.ts';
 import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
@@ -93,8 +95,25 @@ export class SyncLockedError extends Error {
  * start (lock held, warehouse unreachable) — everything after `sync_runs` has its row is
  * recorded there.
  */
-export async function runSync(options: SyncOptions): Promise<SyncResult> {
-  const { warehouse, api, logger } = options;
+export function runSync(options: SyncOptions): Promise<SyncResult> {
+  // One trace per run (docs/running.md, "Traces"): credentials, businesses, upstream
+  // requests and warehouse transactions are its spans.
+  return inSpan(
+    'sync.run',
+    {
+      'listings.trigger': options.trigger ?? 'cli',
+      'listings.credentials': options.credentials.length,
+      ...(options.shard ? { 'listings.shard': formatShard(options.shard) } : {}),
+    },
+    (span) => runSyncInSpan(options, span),
+  );
+}
+
+async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResult> {
+  const { warehouse, api } = options;
+  const traceId = currentTraceId();
+  // The run's log lines carry its trace id, to go from a line to its trace.
+  const logger = traceId ? options.logger.child({ traceId }) : options.logger;
   const db = warehouse.db;
   const now = observationClock(api, options.now, logger);
   const streams = new Set<Stream>(options.streams ?? STREAMS);
@@ -131,7 +150,9 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
       accounts: options.credentials.map((c) => c.name),
       shard: formatShard(options.shard),
       settings: { ...answerSettings(api) },
+      traceId: traceId ?? null,
     });
+    span.setAttribute('listings.run_id', runId);
     const log = logger.child({ runId });
     // Each read is stamped when it is observed, on the credential's clock.
     if (options.keepRaw !== false) raw = startRawCapture(api, options.credentials, now);
@@ -272,6 +293,7 @@ export async function runSync(options: SyncOptions): Promise<SyncResult> {
     const status = decideStatus(stats, fatal, options.signal);
     const error = fatal ? fatal.message : summariseFailures(stats);
     await recordSyncRunEnd(db, runId, { status, stats, error: error ?? null }, log);
+    span.setAttribute('listings.run_status', status);
     log.info(
       {
         status,

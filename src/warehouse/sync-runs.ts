@@ -117,6 +117,8 @@ export interface SyncRunStart {
   shard?: string;
   /** What shaped the run's writes, for its replay (migration 0015). */
   settings?: Record<string, unknown>;
+  /** The run's trace, when traces are on (docs/running.md, "Traces"). */
+  traceId?: string | null;
 }
 
 export interface SyncRunResult {
