@@ -7,6 +7,11 @@
  * grace); a second one aborts `io.stopNow`: the run ends now, businesses in flight roll
  * back, and it is still recorded `interrupted`. Should even that hang, the process exits
  * with 3 after SECOND_SIGNAL_EXIT_MS.
+ *
+ * Under npm (`npx listings-sync …`, `npm start`) one Ctrl-C can arrive twice: the terminal
+ * sends it to npm and the command alike, and npm passes what it receives on to the
+ * command (when its shell execs the command, as bash does). A repeat within
+ * NPM_REPEAT_MS is that copy, not a second stop (docs/running.md, "Signals").
  */
 import { EXIT } from '../command/exit-codes.ts';
 import type { CliIo } from '../command/io.ts';
@@ -20,6 +25,13 @@ async function readAllStdin(): Promise<string> {
 
 /** After a second signal, how long recording the run `interrupted` may take before the process exits regardless. */
 const SECOND_SIGNAL_EXIT_MS = 10_000;
+
+/**
+ * npm passes a signal on as soon as it sees it: milliseconds later, tens on a loaded
+ * machine. A person's second Ctrl-C follows their reading of the first one's "stopping"
+ * line, seconds later. One second lies between the two.
+ */
+const NPM_REPEAT_MS = 1_000;
 
 export function processIo(signal: AbortSignal, stopNow?: AbortSignal): CliIo {
   return {
@@ -35,14 +47,45 @@ export function processIo(signal: AbortSignal, stopNow?: AbortSignal): CliIo {
   };
 }
 
+/** npm sets `npm_lifecycle_event` for what it runs: `npx` for `npx`/`npm exec`, else the script's name. */
+function startedByNpm(env: Record<string, string | undefined>): boolean {
+  return Boolean(env['npm_lifecycle_event']);
+}
+
+/**
+ * What each SIGTERM or SIGINT means: the first stops; a later one stops now, unless the
+ * process runs under npm and it comes within NPM_REPEAT_MS of the first (npm's copy).
+ * `now` is in milliseconds (`performance.now()` in the process).
+ */
+export function signalMeaning(options: {
+  underNpm: boolean;
+  now: () => number;
+}): () => 'stop' | 'repeat' | 'stop-now' {
+  let stoppedAt: number | undefined;
+  return () => {
+    const at = options.now();
+    if (stoppedAt === undefined) {
+      stoppedAt = at;
+      return 'stop';
+    }
+    return options.underNpm && at - stoppedAt < NPM_REPEAT_MS ? 'repeat' : 'stop-now';
+  };
+}
+
 /** Runs `main` as the process: signals wired to the io's signal, the exit code set. */
 export async function runProcess(
   main: (argv: readonly string[], io: CliIo) => Promise<number>,
 ): Promise<void> {
   const stop = new AbortController();
   const stopNow = new AbortController();
+  const meaning = signalMeaning({
+    underNpm: startedByNpm(processEnvironment()),
+    now: () => performance.now(),
+  });
   const onSignal = (name: NodeJS.Signals) => {
-    if (stop.signal.aborted) {
+    const means = meaning();
+    if (means === 'repeat') return;
+    if (means === 'stop-now') {
       process.stderr.write(
         `listings-sync: second ${name}: ending now; businesses in flight roll back\n`,
       );

@@ -8,7 +8,7 @@
  * a warehouse of the test's own.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { main } from '../../src/cli/main.ts';
@@ -165,7 +165,10 @@ export function runCli(
   return startCli(args, env, options).done;
 }
 
-/** A real `listings-sync` process on this Node, with only the environment a test gives it. */
+/**
+ * A real `listings-sync` process on this Node, with only the environment a test gives it
+ * and the run's temporary directory (TMPDIR, test/helpers/temporary-root.ts).
+ */
 export interface Spawned {
   child: ChildProcess;
   done: Promise<Finished>;
@@ -180,7 +183,7 @@ export function spawnCli(
 ): Spawned {
   const child = spawn(process.execPath, [CLI, ...args], {
     ...(options.cwd ? { cwd: options.cwd } : {}),
-    env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env['PATH'] ?? '', TMPDIR: tmpdir(), LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -248,7 +251,7 @@ export interface SyncCommandFixture {
   prepare(options: { migrate: boolean }): Promise<Record<string, string>>;
   /** Opens the warehouse the command uses, from this process. */
   open(): Promise<Warehouse>;
-  /** Closes the warehouse (PostgreSQL: dropped) and the sandbox. */
+  /** Closes the warehouse (PostgreSQL: dropped) and the sandbox, and removes the directory. */
   close(): Promise<void>;
 }
 
@@ -290,6 +293,7 @@ export async function startSyncFixture(
       await fixture.target?.close();
       fixture.target = undefined;
       await sandbox.close();
+      rmSync(dir, { recursive: true, force: true });
     },
   };
   return fixture;

@@ -8,6 +8,8 @@
  *
  * Both templates are named by a hash of what shapes them (the migrations, the migrator,
  * the PGlite version), so adding a migration builds a new one and a stale one is never used.
+ * The PGlite ones outlive the run, in the machine's temporary directory (`testCacheDir()`,
+ * not the run's own, which test/helpers/temporary-root.ts removes at the end).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import {
@@ -19,7 +21,6 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect } from 'kysely';
@@ -27,6 +28,7 @@ import pg from 'pg';
 import { openWarehouse } from '../../src/warehouse/connection.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { migrateToLatest } from '../../src/warehouse/migrate.ts';
+import { testCacheDir } from './temporary-root.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
 
@@ -52,17 +54,17 @@ export function templateKey(): string {
 }
 
 export function pgliteTemplatePath(): string {
-  return join(tmpdir(), `listings-sync-pglite-template-${templateKey()}.tar`);
+  return join(testCacheDir(), `listings-sync-pglite-template-${templateKey()}.tar`);
 }
 
 /** An initialised but unmigrated data directory, dumped: a `migrate: false` warehouse. */
 export function pgliteEmptyTemplatePath(): string {
-  return join(tmpdir(), `listings-sync-pglite-empty-${templateKey()}.tar`);
+  return join(testCacheDir(), `listings-sync-pglite-empty-${templateKey()}.tar`);
 }
 
 /** The migrated template unpacked, for tests that give a command a data directory. */
 export function pgliteTemplateDir(): string {
-  return join(tmpdir(), `listings-sync-pglite-template-${templateKey()}.d`);
+  return join(testCacheDir(), `listings-sync-pglite-template-${templateKey()}.d`);
 }
 
 /**
