@@ -35,7 +35,7 @@ FROM ${NODE_IMAGE} AS runtime
 WORKDIR /app
 ENV NODE_ENV=production
 # The sync's live heap is about 30 MB but it allocates fast; unbounded, V8 lets the young
-# generation grow to 128 MB and the old one as far before collecting (docs/operations.md,
+# generation grow to 128 MB and the old one as far before collecting (docs/benchmarks.md,
 # "Heap flags"). These keep a 10,000-business sync near 220 MB of RSS; override per
 # deployment through the environment. `--heap-growing-percent=50` (fewer full collections
 # for the same bound) is not allowed in NODE_OPTIONS: the entrypoint passes it.
@@ -57,14 +57,17 @@ COPY migrations ./migrations
 # Kubernetes' runAsNonRoot can verify it without reading /etc/passwd.
 USER 1000:1000
 
-# `serve`: webhook intake, /healthz, /readyz, /metrics.
-EXPOSE 8080
+# `serve`: webhook intake (PORT, 8080) and /metrics with the probes (METRICS_PORT, 9464,
+# for your Prometheus only: publish 8080 alone; docs/deploy.md, "docker run").
+EXPOSE 8080 9464
 
 # Docker (and Compose) only; Kubernetes ignores HEALTHCHECK and uses the probes in
 # k8s/serve-deployment.yaml. Slim has no curl, so node asks. Meaningful for `serve`;
-# one-shot commands (migrate, sync) exit long before the first check.
+# one-shot commands (migrate, sync) exit long before the first check. It asks the
+# metrics port, as the Kubernetes probes do: a flood of webhook connections cannot make
+# a busy container look dead.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+  CMD node -e "fetch('http://127.0.0.1:'+(process.env.METRICS_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 
 # SIGTERM is what the CLI handles: a sync stops taking new businesses, lets in-flight
 # business transactions commit, records the run as `interrupted`, and exits.
@@ -74,5 +77,8 @@ STOPSIGNAL SIGTERM
 # kernel ignores a signal the process has no handler for: `sync` (and `serve`) handle
 # SIGTERM; `migrate` does not and is killed at the end of the grace period, which is
 # safe because Kysely applies Postgres migrations in a transaction.
+# Airbyte runs a source as "$AIRBYTE_ENTRYPOINT spec|check|discover|read …"
+# (docs/airbyte.md); `docker run IMAGE spec` works too: the CLI takes those as `airbyte …`.
+ENV AIRBYTE_ENTRYPOINT="node --heap-growing-percent=50 src/cli/main.ts airbyte"
 ENTRYPOINT ["node", "--heap-growing-percent=50", "src/cli/main.ts"]
 CMD ["serve"]

@@ -1,7 +1,7 @@
 /**
  * Prometheus metrics of `serve`, on its own Registry (so tests can start several servers
  * in one process, and nothing else's metrics leak in). Names are documented in
- * docs/operations.md ("Metrics"); they are a contract for dashboards.
+ * docs/serve.md ("Metrics"); they are a contract for dashboards.
  *
  * Upstream request counters are read from the scheduler's API client on every scrape
  * (deltas of `apiStats`), so they move during a run, not only after it. What the warehouse

@@ -1,6 +1,7 @@
 /**
- * `serve`: one fastify server on PORT with the webhook intake, health and metrics, the
- * sync schedule, and the alert dispatcher (after each scheduled run and on an interval).
+ * `serve`: the public fastify server on PORT with the webhook intake and health, a second
+ * listener on METRICS_PORT with /metrics and health (metrics are not for the public that
+ * sends webhooks: docs/serve.md, "Metrics"), the sync schedule, and the alert dispatcher (after each scheduled run and on an interval).
  * On the same interval it checks `sync_runs` for the `sync_failed` and `sync_stale` rules
  * (src/alerts/sync-health.ts), so a load that failed or never ran raises an alert
  * whoever was meant to run it.
@@ -12,14 +13,19 @@
  * alert interval and wait for a dispatch in flight.
  */
 import type { Socket } from 'node:net';
-import Fastify from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { alertSinksFromConfig } from '../alerts/configured-sinks.ts';
 import { type AlertDispatcher, type Backoff, createAlertDispatcher } from '../alerts/dispatcher.ts';
 import type { AlertSink } from '../alerts/sinks.ts';
 import { raiseSyncHealthAlerts } from '../alerts/sync-health.ts';
 import type { ApiClient } from '../api/index.ts';
 import type { Credential } from '../api/types.ts';
-import { type Config, requireCredentials, requireWebhookSecrets } from '../config/index.ts';
+import {
+  type Config,
+  ConfigError,
+  requireCredentials,
+  requireWebhookSecrets,
+} from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import { syncOptionsFromConfig } from '../sync/options.ts';
 import { runSync, SyncLockedError } from '../sync/run.ts';
@@ -42,7 +48,12 @@ export interface ServeOptions {
   credentials?: readonly Credential[];
   /** Overrides `config.port`; 0 picks a free port. */
   port?: number;
-  /** Address to listen on; every interface by default (a container). */
+  /**
+   * Overrides `config.metricsPort`; 0 picks a free port. Unset with neither, 9464, or a
+   * free port when the public port is 0.
+   */
+  metricsPort?: number;
+  /** Address both listeners bind; every interface by default (a container). */
   host?: string;
   /** Overrides the sinks the configuration names. */
   alertSinks?: readonly AlertSink[];
@@ -54,8 +65,12 @@ export interface ServeOptions {
 }
 
 export interface RunningServe {
+  /** The public listener: POST /webhooks, /healthz, /readyz. */
   url: string;
   port: number;
+  /** The operator's listener: /metrics, /healthz, /readyz. */
+  metricsUrl: string;
+  metricsPort: number;
   metrics: ServeMetrics;
   /** Null when the schedule is off. */
   scheduler: Scheduler | null;
@@ -87,6 +102,21 @@ function connectionLimits(config: Config) {
       connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(timeoutMs / 4))),
     },
   };
+}
+
+/** METRICS_PORT when unset (docs/serve.md, "Metrics"). */
+export const DEFAULT_METRICS_PORT = 9464;
+
+/** The metrics port: the option, METRICS_PORT, or 9464 (a free port beside a free PORT). */
+function metricsPortFor(options: ServeOptions, port: number): number {
+  const chosen = options.metricsPort ?? options.config.metricsPort;
+  if (chosen === undefined) return port === 0 ? 0 : DEFAULT_METRICS_PORT;
+  if (chosen !== 0 && chosen === port) {
+    throw new ConfigError(
+      `METRICS_PORT and PORT are both ${port}: /metrics has a listener of its own, apart from the public webhooks. Choose another METRICS_PORT (unset: ${DEFAULT_METRICS_PORT}).`,
+    );
+  }
+  return chosen;
 }
 
 function hostForUrl(host: string): string {
@@ -122,8 +152,12 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
   // The dead man's switch measures an account that never synced from here.
   const watchingSince = new Date();
   const accountNames = (options.credentials ?? config.credentials).map((c) => c.name);
-  // One check and pass at a time; close() waits for the last.
-  let passes: Promise<void> = Promise.resolve();
+  // One check and pass at a time; close() waits for the last. The sinks are recorded
+  // first, so what this process raises is never taken for a new sink's backlog
+  // (docs/alerts.md, "A sink added later"); on failure the first pass tries again.
+  let passes: Promise<void> = dispatcher.recordSinks().catch((error: unknown) => {
+    log.error({ err: error }, 'recording the alert sinks failed; the next pass tries again');
+  });
   const dispatch = () => {
     passes = passes.then(checkAndDispatch);
     return passes;
@@ -173,7 +207,12 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
     );
   });
   registerHealth(app, warehouse.db);
-  app.get('/metrics', async (_request, reply) => {
+  // The operator's listener: scraping and the kubelet's probes, never the webhook senders.
+  // Probes here too, so that a flood of webhook connections (WEBHOOK_MAX_CONNECTIONS
+  // reached) cannot fail liveness and have a busy pod restarted.
+  const operator = Fastify({ logger: false });
+  registerHealth(operator, warehouse.db);
+  operator.get('/metrics', async (_request, reply) => {
     reply.header('content-type', metrics.registry.contentType);
     return metrics.render();
   });
@@ -228,10 +267,18 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
 
   const port = options.port ?? config.port;
   const host = options.host ?? '0.0.0.0';
-  await app.listen({ port, host });
-  const address = app.server.address();
-  const boundPort = typeof address === 'object' && address ? address.port : port;
+  const metricsPort = metricsPortFor(options, port);
+  await operator.listen({ port: metricsPort, host });
+  try {
+    await app.listen({ port, host });
+  } catch (error) {
+    await operator.close();
+    throw error;
+  }
+  const boundPort = boundPortOf(app, port);
   const url = `http://${hostForUrl(host)}:${boundPort}`;
+  const boundMetricsPort = boundPortOf(operator, metricsPort);
+  const metricsUrl = `http://${hostForUrl(host)}:${boundMetricsPort}`;
 
   const scheduler = scheduleOn
     ? startScheduler({
@@ -256,6 +303,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
   log.info(
     {
       url,
+      metricsUrl,
       schedule: scheduleOn ? schedule : 'off',
       sinks: dispatcher.sinks.map((s) => s.name),
     },
@@ -266,6 +314,8 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
   return {
     url,
     port: boundPort,
+    metricsUrl,
+    metricsPort: boundMetricsPort,
     metrics,
     scheduler,
     dispatcher,
@@ -280,9 +330,16 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
         if (interval) clearInterval(interval);
         await passes;
         await dispatcher.idle();
+        // Last, so that probes and a final scrape answer while the rest winds down.
+        await operator.close();
         log.info('serve stopped');
       })();
       return closing;
     },
   };
+}
+
+function boundPortOf(server: FastifyInstance, requested: number): number {
+  const address = server.server.address();
+  return typeof address === 'object' && address ? address.port : requested;
 }

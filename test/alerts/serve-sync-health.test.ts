@@ -104,7 +104,7 @@ describe.each(testBackends)('sync health in serve (%s)', (backend) => {
     expect(raised[0]!.detected_at.getTime()).toBeGreaterThanOrEqual(T0.getTime() + 26 * HOUR);
     await hoursPass(10);
     expect(await alerts('sync_stale')).toHaveLength(1);
-    const metrics = await (await fetch(`${serve.url}/metrics`)).text();
+    const metrics = await (await fetch(`${serve.metricsUrl}/metrics`)).text();
     expect(metricValue(metrics, 'listings_sync_last_success_timestamp_seconds')).toBe(0);
     expect(metricValue(metrics, 'listings_sync_alerts_raised_total', { kind: 'sync_stale' })).toBe(
       1,
@@ -119,7 +119,7 @@ describe.each(testBackends)('sync health in serve (%s)', (backend) => {
     }
     expect(await alerts('sync_stale')).toHaveLength(0);
     const lastRun = T0.getTime() + (3 * 24 + 20) * HOUR;
-    const metrics = await (await fetch(`${serve.url}/metrics`)).text();
+    const metrics = await (await fetch(`${serve.metricsUrl}/metrics`)).text();
     expect(metricValue(metrics, 'listings_sync_last_success_timestamp_seconds')).toBe(
       lastRun / 1000,
     );

@@ -1,14 +1,17 @@
 /**
  * The deployment files, checked offline: every manifest in k8s/ against the Kubernetes
- * API schemas (kubernetes-models), then against what this program needs from them
- * (exit-code handling, probes, hardening, real CLI commands and config variables), and
- * the Dockerfile and .dockerignore as text.
+ * API schemas (kubernetes-models; the ServiceMonitor against prometheus-operator's where
+ * @kubernetes-models/prometheus-operator is installed, else by its shape), then against
+ * what this program needs from them (exit-code handling, probes, hardening, real CLI
+ * commands and config variables, metrics apart from webhooks, a network policy open to
+ * nothing by default, migrations a GitOps tool can apply again), and the Dockerfile and
+ * .dockerignore as text.
  *
  * kubernetes-models' `validate()` checks types, enums and required fields but not
  * unknown keys, so a misspelt field (`backofLimit`) would pass it; the vocabulary test
  * below closes that gap.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,9 +46,32 @@ const DEPLOYABLE_COMMANDS = ['migrate', 'sync', 'serve'];
 const PLACEHOLDER = 'REPLACE_ME';
 const CREDENTIALS_KEY = 'credentials.json';
 
+type ModelClass = new (data: never) => { validate(): void };
+
+/**
+ * prometheus-operator's models, when the package is installed (a devDependency to add);
+ * null otherwise, and the ServiceMonitor is checked by its shape alone.
+ */
+const PROMETHEUS_OPERATOR = await (async () => {
+  // A variable specifier: the package is optional, and ESM-only.
+  const specifier = '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+  try {
+    const module = (await import(specifier)) as { ServiceMonitor: ModelClass };
+    return {
+      ServiceMonitor: module.ServiceMonitor,
+      dir: join(ROOT, 'node_modules', specifier),
+    };
+  } catch {
+    process.stdout.write(
+      'test/k8s/manifests.test.ts: the ServiceMonitor is checked by shape only: @kubernetes-models/prometheus-operator is not installed\n',
+    );
+    return null;
+  }
+})();
+
 // One model class per kind we ship; a kind not listed here fails the suite (a Secret
 // among them: the overlay generates it, the repository ships none).
-const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+const MODELS: Record<string, ModelClass | null> = {
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'v1/ConfigMap': ConfigMap,
@@ -53,6 +79,7 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   'batch/v1/Job': Job,
   'batch/v1/CronJob': CronJob,
   'apps/v1/Deployment': Deployment,
+  'monitoring.coreos.com/v1/ServiceMonitor': PROMETHEUS_OPERATOR?.ServiceMonitor ?? null,
 };
 
 interface Manifest {
@@ -148,27 +175,30 @@ const allContainers = workloads.flatMap((w) =>
 
 describe('k8s manifests: Kubernetes API schemas', () => {
   it('has the expected files', () => {
-    expect(manifestFiles).toEqual(
-      expect.arrayContaining([
-        'configmap.yaml',
-        'migrate-job.yaml',
-        'network-policy/network-policy.yaml',
-        'serve-deployment.yaml',
-        'serve-pdb.yaml',
-        'serve-service.yaml',
-        'sync-cronjob.yaml',
-        'sync-sharded-cronjob.yaml',
-      ]),
-    );
+    expect(manifestFiles).toEqual([
+      'components/migrate-job/migrate-job.yaml',
+      'components/network-policy/network-policy.yaml',
+      'components/service-monitor/service-monitor.yaml',
+      'configmap.yaml',
+      'serve-deployment.yaml',
+      'serve-metrics-service.yaml',
+      'serve-pdb.yaml',
+      'serve-service.yaml',
+      'sync-cronjob.yaml',
+      'sync-sharded-cronjob.yaml',
+    ]);
   });
 
   it.each(manifestFiles)('%s holds one resource, valid against its API schema', (file) => {
     const docs = manifests.filter((m) => m.file === file);
     expect(docs).toHaveLength(1);
     const { doc } = docs[0]!;
-    const Model = MODELS[`${doc.apiVersion}/${doc.kind}`];
-    expect(Model, `${file}: no model for ${doc.apiVersion} ${doc.kind}`).toBeDefined();
-    expect(() => new Model!(doc as never).validate()).not.toThrow();
+    const key = `${doc.apiVersion}/${doc.kind}`;
+    expect(Object.keys(MODELS), `${file}: no model for ${doc.apiVersion} ${doc.kind}`).toContain(
+      key,
+    );
+    const Model = MODELS[key];
+    if (Model) expect(() => new Model(doc as never).validate()).not.toThrow();
     expect(doc.metadata?.name).toMatch(/^listings-sync(-[a-z]+)?$/);
     // Namespace-agnostic: the namespace is chosen at apply time.
     expect(doc.metadata).not.toHaveProperty('namespace');
@@ -210,8 +240,19 @@ describe('k8s manifests: Kubernetes API schemas', () => {
         if (!freeForm.has(key)) walk(child, `${path}.${key}`, key);
       }
     };
-    for (const { file, doc } of manifests) walk(doc, file, '');
+    for (const { file, doc } of manifests) {
+      // Without prometheus-operator's declarations its vocabulary is unknown here; the
+      // ServiceMonitor's shape is checked field by field below.
+      if (doc.kind === 'ServiceMonitor' && !PROMETHEUS_OPERATOR) continue;
+      walk(doc, file, '');
+    }
     expect(unknown).toEqual([]);
+  });
+
+  it('the vocabulary test can fail: a misspelt field is caught', () => {
+    const known = knownFieldNames();
+    expect(known.has('backoffLimit')).toBe(true);
+    expect(known.has('backofLimit')).toBe(false);
   });
 });
 
@@ -225,18 +266,37 @@ describe('k8s manifests: kustomization', () => {
     replacements?: { source: { kind: string; name: string } }[];
   };
 
-  it('lists files that exist, and every manifest but the sharded alternative and the example policy', () => {
+  it('lists files that exist, and every manifest but the sharded alternative and the components', () => {
     for (const resource of kustomization.resources) expect(manifestFiles).toContain(resource);
     const unlisted = manifestFiles.filter((f) => !kustomization.resources.includes(f));
     // The sharded CronJob replaces sync-cronjob.yaml; both at once would contend for
-    // the warehouse's sync lock every night. The NetworkPolicy is a component of its own.
-    expect(unlisted).toEqual(['network-policy/network-policy.yaml', 'sync-sharded-cronjob.yaml']);
+    // the warehouse's sync lock every night. The optional parts are components of their own.
+    expect(unlisted).toEqual([
+      'components/migrate-job/migrate-job.yaml',
+      'components/network-policy/network-policy.yaml',
+      'components/service-monitor/service-monitor.yaml',
+      'sync-sharded-cronjob.yaml',
+    ]);
     expect(read('k8s/kustomization.yaml')).toContain('sync-sharded-cronjob.yaml');
-    const policy = parseYaml(read('k8s/network-policy/kustomization.yaml'), '1.2')[0] as {
-      kind: string;
-      resources: string[];
-    };
-    expect(policy).toMatchObject({ kind: 'Component', resources: ['network-policy.yaml'] });
+    for (const name of ['migrate-job', 'network-policy', 'service-monitor']) {
+      const component = parseYaml(read(`k8s/components/${name}/kustomization.yaml`), '1.2')[0] as {
+        kind: string;
+        resources: string[];
+      };
+      expect(component).toMatchObject({ kind: 'Component', resources: [`${name}.yaml`] });
+    }
+  });
+
+  it('the base has no Job: a GitOps tool can apply it again and again (migrations run as init containers)', () => {
+    const inBase = (file: string) => kustomization.resources.includes(file);
+    expect(jobs.filter((j) => inBase(j.file))).toEqual([]);
+    // Every workload of the base that opens the warehouse migrates first.
+    for (const { file, pod } of workloads.filter((w) => inBase(w.file))) {
+      expect(
+        pod.initContainers?.map((c) => c.args),
+        file,
+      ).toEqual([['migrate']]);
+    }
   });
 
   it('ships no Secret, and requires the one the overlay generates', () => {
@@ -281,7 +341,8 @@ describe('k8s manifests: what the program needs', () => {
       expect(DEPLOYABLE_COMMANDS, `${file}/${container.name}`).toContain(command);
       expect(cliCommands, `${file}/${container.name}`).toContain(command);
       for (const flag of rest.filter((a) => a.startsWith('--'))) {
-        expect(cli, `${file}/${container.name}: ${flag}`).toContain(`'${flag} `);
+        // `'--shard <I/N>'`, or a switch `'--exit-zero-on-partial'`.
+        expect(cli, `${file}/${container.name}: ${flag}`).toMatch(new RegExp(`'${flag}[ ']`));
       }
     }
   });
@@ -450,8 +511,24 @@ describe('k8s manifests: jobs and exit codes', () => {
       );
       expect(job!.podFailurePolicy?.rules[0]?.action, file).toBe('Ignore');
     }
+  });
+
+  it('the optional migrate Job is an Argo CD hook and Flux recreates it; nothing collects it', () => {
     const migrate = jobs.find((j) => j.spec?.template.spec?.containers[0]?.args?.[0] === 'migrate');
-    expect(migrate?.spec?.ttlSecondsAfterFinished).toBeGreaterThan(0);
+    expect(migrate?.file).toBe('components/migrate-job/migrate-job.yaml');
+    expect(migrate?.metadata?.annotations).toEqual({
+      'argocd.argoproj.io/hook': 'Sync',
+      'argocd.argoproj.io/hook-delete-policy': 'BeforeHookCreation',
+      'argocd.argoproj.io/sync-wave': '-1',
+      'kustomize.toolkit.fluxcd.io/force': 'enabled',
+    });
+    // A Job collected by its TTL is drift that a GitOps tool would put back.
+    expect(migrate?.spec?.ttlSecondsAfterFinished).toBeUndefined();
+    // The configuration it reads goes in an earlier wave (a patch on every ConfigMap and
+    // Secret; test/k8s/overlay.test.ts renders it).
+    const component = read('k8s/components/migrate-job/kustomization.yaml');
+    expect(component).toMatch(/kind: ConfigMap\n[\s\S]*argocd\.argoproj\.io\/sync-wave: "-2"/);
+    expect(component).toMatch(/kind: Secret\n[\s\S]*argocd\.argoproj\.io\/sync-wave: "-2"/);
   });
 
   it('the nightly CronJobs run once at a time, at 03:00 UTC', () => {
@@ -478,7 +555,14 @@ describe('k8s manifests: jobs and exit codes', () => {
     }
   });
 
-  it('exit 3 (partial) is not retried, exit 2 fails the Job, exit 1 counts', () => {
+  it('a partial night exits 0 (the sync reports it, not the Job): every CronJob runs sync --exit-zero-on-partial', () => {
+    for (const { file, pod } of workloads.filter((w) => w.kind === 'CronJob')) {
+      const sync = pod.containers.find((c) => c.args?.[0] === 'sync');
+      expect(sync?.args, file).toContain('--exit-zero-on-partial');
+    }
+  });
+
+  it('exit 3 (interrupted) is not retried, exit 2 fails the Job, exit 1 counts', () => {
     for (const { file, job } of workloads.filter((w) => w.kind === 'CronJob')) {
       const indexed = job!.completionMode === 'Indexed';
       expect(actionFor(job!, 'sync', 3), file).toBe(indexed ? 'FailIndex' : 'FailJob');
@@ -507,36 +591,93 @@ describe('k8s manifests: jobs and exit codes', () => {
 });
 
 describe('k8s manifests: serve', () => {
+  const serveDeployment = () =>
+    deployments.find((d) => d.metadata?.name === 'listings-sync-serve')!;
+  const serveContainer = () =>
+    serveDeployment().spec!.template.spec!.containers.find((c) => c.args?.[0] === 'serve')!;
+
   it('the Deployment runs two probed replicas with time to finish a business', () => {
     expect(deployments).toHaveLength(1);
-    const deployment = deployments[0]!;
+    const deployment = serveDeployment();
     const pod = deployment.spec!.template.spec!;
-    const serve = pod.containers.find((c) => c.args?.[0] === 'serve')!;
+    const serve = serveContainer();
     expect(deployment.spec!.replicas).toBe(2);
     expect(deployment.spec!.strategy?.rollingUpdate?.maxUnavailable).toBe(0);
     expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(60);
-    expect(serve.ports).toEqual([{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
-    expect(serve.livenessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'http' });
-    expect(serve.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: 'http' });
     expect(serve.env?.map((e) => e.name)).toContain('WEBHOOK_SECRET');
-    expect(configMaps[0]!.data!.PORT).toBe('8080');
   });
 
-  it('the Service reaches the Deployment pods on port 80 and advertises /metrics', () => {
-    expect(services).toHaveLength(1);
-    const service = services[0]!;
-    const podLabels = deployments[0]!.spec!.template.metadata!.labels!;
-    expect(service.spec!.type).toBe('ClusterIP');
-    expect(podLabels).toMatchObject(service.spec!.selector!);
-    expect(deployments[0]!.spec!.selector.matchLabels).toEqual(service.spec!.selector);
-    expect(service.spec!.ports).toEqual([
+  it('webhooks on `http` (PORT), metrics and probes on `metrics` (METRICS_PORT)', () => {
+    const serve = serveContainer();
+    const data = configMaps[0]!.data!;
+    expect(serve.ports).toEqual([
+      { name: 'http', containerPort: Number(data.PORT), protocol: 'TCP' },
+      { name: 'metrics', containerPort: Number(data.METRICS_PORT), protocol: 'TCP' },
+    ]);
+    expect(data.PORT).toBe('8080');
+    expect(data.METRICS_PORT).toBe('9464');
+    // The probes on the operator's port: a webhook flood cannot fail liveness.
+    expect(serve.startupProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'metrics' });
+    expect(serve.livenessProbe?.httpGet).toMatchObject({ path: '/healthz', port: 'metrics' });
+    expect(serve.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: 'metrics' });
+  });
+
+  it('the webhook Service carries no metrics; the metrics Service carries nothing else', () => {
+    expect(services.map((s) => s.metadata!.name).sort()).toEqual([
+      'listings-sync',
+      'listings-sync-metrics',
+    ]);
+    const deployment = serveDeployment();
+    const podLabels = deployment.spec!.template.metadata!.labels!;
+    for (const service of services) {
+      expect(service.spec!.type, service.file).toBe('ClusterIP');
+      expect(podLabels, service.file).toMatchObject(service.spec!.selector!);
+      expect(deployment.spec!.selector.matchLabels).toEqual(service.spec!.selector);
+    }
+    const webhooks = services.find((s) => s.metadata!.name === 'listings-sync')!;
+    expect(webhooks.spec!.ports).toEqual([
       { name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' },
     ]);
-    expect(service.metadata!.annotations).toEqual({
+    expect(webhooks.metadata!.annotations ?? {}).toEqual({});
+    const metrics = services.find((s) => s.metadata!.name === 'listings-sync-metrics')!;
+    expect(metrics.spec!.ports).toEqual([
+      { name: 'metrics', port: 9464, targetPort: 'metrics', protocol: 'TCP' },
+    ]);
+    expect(metrics.metadata!.annotations).toEqual({
       'prometheus.io/scrape': 'true',
-      'prometheus.io/port': '8080',
+      'prometheus.io/port': configMaps[0]!.data!.METRICS_PORT,
       'prometheus.io/path': '/metrics',
     });
+  });
+
+  it('the ServiceMonitor scrapes the metrics Service by its labels and port name', () => {
+    const monitors = manifests.filter((m) => m.doc.kind === 'ServiceMonitor');
+    expect(monitors.map((m) => m.file)).toEqual([
+      'components/service-monitor/service-monitor.yaml',
+    ]);
+    const monitor = monitors[0]!.doc as unknown as {
+      apiVersion: string;
+      spec: {
+        selector: { matchLabels: Record<string, string> };
+        endpoints: { port: string; path: string; interval: string; scrapeTimeout: string }[];
+        namespaceSelector?: unknown;
+      };
+    };
+    expect(monitor.apiVersion).toBe('monitoring.coreos.com/v1');
+    expect(Object.keys(monitor.spec).sort()).toEqual(['endpoints', 'selector']);
+    const selected = services.filter((service) =>
+      Object.entries(monitor.spec.selector.matchLabels).every(
+        ([k, v]) => service.metadata!.labels?.[k] === v,
+      ),
+    );
+    expect(selected.map((s) => s.metadata!.name)).toEqual(['listings-sync-metrics']);
+    expect(monitor.spec.endpoints).toHaveLength(1);
+    const [endpoint] = monitor.spec.endpoints;
+    expect(selected[0]!.spec!.ports!.map((p) => p.name)).toContain(endpoint!.port);
+    expect(endpoint).toMatchObject({ port: 'metrics', path: '/metrics' });
+    // Prometheus durations, the scrape shorter than the interval.
+    const seconds = (d: string) => Number(/^(\d+)s$/.exec(d)?.[1]);
+    expect(seconds(endpoint!.scrapeTimeout)).toBeLessThan(seconds(endpoint!.interval));
   });
 });
 
@@ -551,9 +692,13 @@ describe('k8s manifests: disruption budget and network policy', () => {
     expect(pdb!.spec?.unhealthyPodEvictionPolicy).toBe('AlwaysAllow');
   });
 
-  it("the NetworkPolicy selects every workload's pods, lets in serve's port, and lets out DNS, Postgres, HTTPS", () => {
+  const policy = () => {
     expect(networkPolicies).toHaveLength(1);
-    const spec = networkPolicies[0]!.spec!;
+    return networkPolicies[0]!.spec!;
+  };
+
+  it("the NetworkPolicy selects every workload's pods and lets out DNS, Postgres and HTTPS only", () => {
+    const spec = policy();
     expect(spec.policyTypes).toEqual(['Ingress', 'Egress']);
     const selector = spec.podSelector?.matchLabels ?? {};
     for (const { file, kind, job } of workloads) {
@@ -563,13 +708,6 @@ describe('k8s manifests: disruption budget and network policy', () => {
           : job!.template.metadata!.labels!;
       for (const [k, v] of Object.entries(selector)) expect(labels[k], file).toBe(v);
     }
-    const servePorts = deployments.flatMap((d) =>
-      d.spec!.template.spec!.containers.flatMap((c) => (c.ports ?? []).map((p) => p.containerPort)),
-    );
-    const ingressPorts = (spec.ingress ?? []).flatMap((rule) =>
-      (rule.ports ?? []).map((p) => p.port),
-    );
-    expect(ingressPorts).toEqual(servePorts);
     const egressPorts = (spec.egress ?? []).flatMap((rule) =>
       (rule.ports ?? []).map((p) => p.port),
     );
@@ -577,6 +715,77 @@ describe('k8s manifests: disruption budget and network policy', () => {
     // HTTPS goes to public addresses only: not the cloud metadata endpoint.
     const https = spec.egress!.find((rule) => rule.ports?.some((p) => p.port === 443));
     expect(https?.to?.[0]?.ipBlock?.except).toContain('169.254.0.0/16');
+    // DNS: the cluster resolver's pods in kube-system, not every namespace.
+    const dns = spec.egress!.find((rule) => rule.ports?.some((p) => p.port === 53));
+    expect(dns?.to?.[0]?.namespaceSelector?.matchLabels).toEqual({
+      'kubernetes.io/metadata.name': 'kube-system',
+    });
+  });
+
+  it("no rule lets the database port out to everyone: its address is the operator's placeholder", () => {
+    const spec = policy();
+    for (const rule of spec.egress ?? []) {
+      const ports = (rule.ports ?? []).map((p) => p.port);
+      const everywhere =
+        !rule.to?.length ||
+        rule.to.some((peer) => peer.ipBlock?.cidr === '0.0.0.0/0' || peer.ipBlock?.cidr === '::/0');
+      // A rule open to every address may carry HTTPS, never PostgreSQL (or any port).
+      if (everywhere) expect(ports, JSON.stringify(rule)).toEqual([443]);
+    }
+    const database = spec.egress!.filter((rule) => rule.ports?.some((p) => p.port === 5432));
+    expect(database).toHaveLength(1);
+    expect(database[0]!.to).toEqual([{ ipBlock: { cidr: PLACEHOLDER } }]);
+  });
+
+  it('ingress: the webhook port from one namespace, the metrics port from another, nothing from everyone', () => {
+    const spec = policy();
+    const serve = deployments[0]!.spec!.template.spec!.containers[0]!;
+    const named = (serve.ports ?? []).map((p) => p.name);
+    const rules = spec.ingress ?? [];
+    expect(rules.map((rule) => rule.ports?.map((p) => p.port))).toEqual([['http'], ['metrics']]);
+    for (const rule of rules) {
+      for (const port of rule.ports ?? []) expect(named).toContain(port.port);
+      // `from` missing or empty, or an empty selector, would admit every source.
+      expect(rule.from?.length, JSON.stringify(rule)).toBe(1);
+      const [peer] = rule.from!;
+      expect(peer?.ipBlock).toBeUndefined();
+      expect(peer?.podSelector).toBeUndefined();
+      expect(peer?.namespaceSelector?.matchExpressions).toEqual([
+        { key: 'kubernetes.io/metadata.name', operator: 'In', values: [PLACEHOLDER] },
+      ]);
+    }
+  });
+
+  it("the component fills every placeholder from the overlay's ConfigMap listings-sync-network", () => {
+    const component = parseYaml(
+      read('k8s/components/network-policy/kustomization.yaml'),
+      '1.2',
+    )[0] as {
+      replacements: {
+        source: { kind: string; name: string; fieldPath: string };
+        targets: { fieldPaths: string[] }[];
+      }[];
+    };
+    const filled = component.replacements.flatMap((r) => {
+      expect(r.source).toMatchObject({ kind: 'ConfigMap', name: 'listings-sync-network' });
+      return r.targets.flatMap((t) => t.fieldPaths);
+    });
+    // Each placeholder's path in the policy, found by walking it.
+    const placeholders: string[] = [];
+    const walk = (value: unknown, path: string[]) => {
+      if (value === PLACEHOLDER) placeholders.push(path.join('.'));
+      else if (value && typeof value === 'object') {
+        for (const [key, child] of Object.entries(value)) walk(child, [...path, key]);
+      }
+    };
+    walk(networkPolicies[0]!.spec, ['spec']);
+    expect(placeholders).toHaveLength(3);
+    expect([...filled].sort()).toEqual([...placeholders].sort());
+    expect(component.replacements.map((r) => r.source.fieldPath).sort()).toEqual([
+      'data.DATABASE_CIDR',
+      'data.INGRESS_NAMESPACE',
+      'data.MONITORING_NAMESPACE',
+    ]);
   });
 });
 
@@ -613,7 +822,11 @@ describe('Dockerfile and .dockerignore', () => {
     expect(has(/^HEALTHCHECK .*CMD node .*\/healthz/)).toBe(true);
     expect(has(/^ENTRYPOINT \["node", (".+", )*"src\/cli\/main\.ts"\]$/)).toBe(true);
     expect(has(/^CMD \["serve"\]$/)).toBe(true);
-    expect(has(/^EXPOSE 8080$/)).toBe(true);
+    // Airbyte runs a source as "$AIRBYTE_ENTRYPOINT spec|check|discover|read" (docs/airbyte.md).
+    expect(has(/^ENV AIRBYTE_ENTRYPOINT="node .*src\/cli\/main\.ts airbyte"$/)).toBe(true);
+    // The webhooks and the metrics, as the ConfigMap's PORT and METRICS_PORT.
+    expect(has(/^EXPOSE 8080 9464$/)).toBe(true);
+    expect(has(/^HEALTHCHECK .*METRICS_PORT\|\|9464\)\+'\/healthz'/)).toBe(true);
     expect(has(/^STOPSIGNAL SIGTERM$/)).toBe(true);
     // The embedded database's directory belongs to the unprivileged user.
     expect(has(/^RUN mkdir -p \/app\/\.data && chown node:node \/app\/\.data$/)).toBe(true);
@@ -671,6 +884,7 @@ function jsonStrings(value: unknown): string[] {
  */
 function knownFieldNames(): Set<string> {
   const roots = [
+    ...(PROMETHEUS_OPERATOR ? [PROMETHEUS_OPERATOR.dir] : []),
     'node_modules/kubernetes-models/v1',
     'node_modules/kubernetes-models/apps/v1',
     'node_modules/kubernetes-models/batch/v1',
@@ -679,10 +893,11 @@ function knownFieldNames(): Set<string> {
     'node_modules/@kubernetes-models/apimachinery',
   ];
   const names = new Set<string>();
-  for (const root of roots) {
-    const files = readdirSync(join(ROOT, root), { recursive: true, encoding: 'utf8' });
+  for (const root of roots.map((r) => (r.startsWith('/') ? r : join(ROOT, r)))) {
+    if (!existsSync(root)) continue;
+    const files = readdirSync(root, { recursive: true, encoding: 'utf8' });
     for (const file of files.filter((f) => f.endsWith('.d.ts'))) {
-      const text = readFileSync(join(ROOT, root, file), 'utf8');
+      const text = readFileSync(join(root, file), 'utf8');
       for (const match of text.matchAll(/^\s+"([A-Za-z0-9_$]+)"\??:/gm)) names.add(match[1]!);
     }
   }

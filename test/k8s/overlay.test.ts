@@ -1,9 +1,11 @@
 /**
  * The overlay docs/deploy.md tells a user to write, rendered by `kubectl kustomize` over
  * this repository's k8s/: every container runs the overlay's image, everything lands in
- * the overlay's namespace, the Secret is the user's (no placeholder left), and the
- * upgrade procedure's label selector picks the migrate Job. Skipped, with the reason
- * printed, where kubectl is not installed.
+ * the overlay's namespace, the Secret is the user's (no placeholder left), and each
+ * documented component renders as documented: the network policy with the overlay's
+ * values and no placeholder (and no build without them), the migrate Job for Argo CD
+ * and Flux after the configuration it reads, the ServiceMonitor. Skipped, with the
+ * reason printed, where kubectl is not installed.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
@@ -138,7 +140,7 @@ describe.skipIf(!KUBECTL)('the overlay of docs/deploy.md', () => {
   }
 
   it('with the alert-rules block, every container that reads the ConfigMap can read the rules file', () => {
-    const rules = documentedBlock('docs/operations.md', 'rules:\n');
+    const rules = documentedBlock('docs/alerts.md', 'rules:\n');
     const rendered = render({
       kustomization: documentedBlock(
         'docs/deploy.md',
@@ -235,22 +237,120 @@ describe.skipIf(!KUBECTL)('the overlay of docs/deploy.md', () => {
     expect(Object.keys(config?.data ?? {}).filter((k) => keys.includes(k))).toEqual([]);
   });
 
-  it('renders the PodDisruptionBudget, and the NetworkPolicy when the overlay adds its component', () => {
+  /** The overlay with a documented block's keys added (its lists replace the overlay's). */
+  const withBlock = (first: string) =>
+    stringifyYaml({
+      ...overlay,
+      ...(parseYaml(documentedBlock('docs/deploy.md', first)) as Record<string, unknown>),
+    });
+  const annotations = (o: K8sObject) =>
+    (o.metadata as { annotations?: Record<string, string> }).annotations ?? {};
+
+  it('renders the PodDisruptionBudget; no NetworkPolicy, ServiceMonitor or Job unless a component adds it', () => {
     const pdb = objects.find((o) => o.kind === 'PodDisruptionBudget');
     expect(pdb?.metadata).toMatchObject({
       name: 'listings-sync-serve',
       namespace: overlay.namespace,
     });
-    expect(objects.some((o) => o.kind === 'NetworkPolicy')).toBe(false);
-    const components = parseYaml(
-      documentedBlock('docs/deploy.md', '# overlays/prod/kustomization.yaml: its components'),
-    ) as { components: string[] };
-    const withPolicy = render({
-      overlay: stringifyYaml({ ...overlay, components: components.components }),
+    for (const kind of ['NetworkPolicy', 'ServiceMonitor', 'Job']) {
+      expect(objects.filter((o) => o.kind === kind)).toEqual([]);
+    }
+  });
+
+  it("the network policy component takes the overlay's three values, and leaves no placeholder", () => {
+    const rendered = render({
+      overlay: withBlock(
+        '# overlays/prod/kustomization.yaml: its components, with the network policy',
+      ),
     });
-    const policy = withPolicy.find((o) => o.kind === 'NetworkPolicy');
-    expect(policy?.metadata).toMatchObject({ name: 'listings-sync', namespace: overlay.namespace });
-    expect(withPolicy.length).toBe(objects.length + 1);
+    const policies = rendered.filter((o) => o.kind === 'NetworkPolicy');
+    expect(policies).toHaveLength(1);
+    const policy = policies[0]!;
+    expect(policy.metadata).toMatchObject({ name: 'listings-sync', namespace: overlay.namespace });
+    expect(JSON.stringify(policy)).not.toContain('REPLACE_ME');
+    const spec = policy.spec as {
+      ingress: { from: { namespaceSelector: { matchExpressions: { values: string[] }[] } }[] }[];
+      egress: { to?: { ipBlock?: { cidr: string } }[]; ports: { port: number }[] }[];
+    };
+    const namespaces = spec.ingress.map(
+      (rule) => rule.from[0]?.namespaceSelector.matchExpressions[0]?.values,
+    );
+    expect(namespaces).toEqual([['ingress-nginx'], ['monitoring']]);
+    const database = spec.egress.find((rule) => rule.ports.some((p) => p.port === 5432));
+    expect(database?.to).toEqual([{ ipBlock: { cidr: '10.0.12.7/32' } }]);
+    // The values' ConfigMap is read at build time and never applied.
+    expect(rendered.some((o) => o.metadata.name.startsWith('listings-sync-network'))).toBe(false);
+    expect(rendered.length).toBe(objects.length + 1);
+  });
+
+  it('the network policy component without its values fails the build, naming the ConfigMap', () => {
+    render();
+    const overlayDir = join(dir, 'overlays/prod');
+    writeFileSync(
+      join(overlayDir, 'kustomization.yaml'),
+      stringifyYaml({
+        ...overlay,
+        components: ['../../k8s', '../../k8s/components/network-policy'],
+      }),
+    );
+    const result = spawnSync(KUBECTL as string, ['kustomize', overlayDir], { encoding: 'utf8' });
+    expect(result.status).not.toBe(0);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain('listings-sync-network');
+  });
+
+  it('the migrate Job component: a Sync hook in wave -1, after every ConfigMap and Secret (wave -2)', () => {
+    const rendered = render({
+      overlay: withBlock(
+        '# overlays/prod/kustomization.yaml: its components, for Argo CD and Flux',
+      ),
+      kustomization: documentedBlock(
+        'docs/deploy.md',
+        '# overlays/prod/kustomization.yaml, continued: alert rules',
+      ),
+      files: { 'alert-rules.yaml': 'rules: {}\n' },
+    });
+    const jobs = rendered.filter((o) => o.kind === 'Job');
+    expect(jobs.map((j) => j.metadata.name)).toEqual(['listings-sync-migrate']);
+    expect(annotations(jobs[0]!)).toMatchObject({
+      'argocd.argoproj.io/hook': 'Sync',
+      'argocd.argoproj.io/sync-wave': '-1',
+      'kustomize.toolkit.fluxcd.io/force': 'enabled',
+    });
+    expect(containersOf(jobs[0]!).map((c) => c.image)).toEqual([
+      `${overlay.images[0]?.newName}:${overlay.images[0]?.newTag}`,
+    ]);
+    const config = rendered.filter((o) => o.kind === 'ConfigMap' || o.kind === 'Secret');
+    // The ConfigMap, the generated alert rules and the Secret.
+    expect(config).toHaveLength(3);
+    for (const object of config) {
+      expect(annotations(object)['argocd.argoproj.io/sync-wave'], object.metadata.name).toBe('-2');
+    }
+    // Everything else stays in wave 0, after the Job.
+    for (const object of rendered.filter((o) => !config.includes(o) && o.kind !== 'Job')) {
+      expect(annotations(object)['argocd.argoproj.io/sync-wave'], object.metadata.name).toBe(
+        undefined,
+      );
+    }
+  });
+
+  it('the ServiceMonitor component selects the rendered metrics Service', () => {
+    const rendered = render({
+      overlay: withBlock(
+        '# overlays/prod/kustomization.yaml: its components, with the ServiceMonitor',
+      ),
+    });
+    const monitors = rendered.filter((o) => o.kind === 'ServiceMonitor');
+    expect(monitors).toHaveLength(1);
+    expect(monitors[0]!.metadata.namespace).toBe(overlay.namespace);
+    const selector = (monitors[0]!.spec as { selector: { matchLabels: Record<string, string> } })
+      .selector.matchLabels;
+    const selected = rendered.filter(
+      (o) =>
+        o.kind === 'Service' &&
+        Object.entries(selector).every(([k, v]) => o.metadata.labels?.[k] === v),
+    );
+    expect(selected.map((o) => o.metadata.name)).toEqual(['listings-sync-metrics']);
   });
 
   it('the base alone renders nothing and names the missing Secret', () => {
@@ -261,14 +361,5 @@ describe.skipIf(!KUBECTL)('the overlay of docs/deploy.md', () => {
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain('nothing selected by Secret');
     expect(result.stderr).toContain('/listings-sync.');
-  });
-
-  it('the upgrade selector app.kubernetes.io/component=migrate picks exactly the migrate Job', () => {
-    const migrate = objects.filter(
-      (o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'migrate',
-    );
-    expect(migrate.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
-      'Job/listings-sync-migrate',
-    ]);
   });
 });

@@ -164,7 +164,7 @@ describe.each(testBackends)('alert delivery (%s)', (backend) => {
       );
     }
 
-    const metrics = await (await fetch(`${serve.url}/metrics`)).text();
+    const metrics = await (await fetch(`${serve.metricsUrl}/metrics`)).text();
     expect(metricValue(metrics, 'listings_sync_alerts_delivered_total', { sink: 'slack' })).toBe(
       raised,
     );

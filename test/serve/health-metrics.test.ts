@@ -1,14 +1,21 @@
 /**
- * /healthz, /readyz and /metrics on a running `serve`: the counters move after a
- * scheduled sync; readiness fails while the schema is behind or the database is down,
- * and recovers. "Down" on PostgreSQL is a TCP proxy we cut (connections refused); PGlite
+ * /healthz, /readyz and /metrics on a running `serve`: /metrics on its own listener
+ * (METRICS_PORT), never on the public webhook port; both listeners close on shutdown; the
+ * counters move after a scheduled sync; readiness fails while the schema is behind or the
+ * database is down, and recovers. "Down" on PostgreSQL is a TCP proxy we cut (connections refused); PGlite
  * runs in this process, so there "down" is a closed instance (which cannot come back).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/index.ts';
+import { SETTINGS } from '../../src/config/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { type RunningServe, type ServeOptions, startServe } from '../../src/serve/server.ts';
+import {
+  DEFAULT_METRICS_PORT,
+  type RunningServe,
+  type ServeOptions,
+  startServe,
+} from '../../src/serve/server.ts';
 import { openWarehouse } from '../../src/warehouse/connection.ts';
 import { migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
@@ -50,15 +57,31 @@ describe.each(testBackends)('health and metrics (%s)', (backend) => {
     await sandbox?.close();
   });
 
-  it('answers /healthz and /readyz', async () => {
-    expect(await get(`${serve.url}/healthz`)).toMatchObject({ status: 200 });
-    const ready = await get(`${serve.url}/readyz`);
-    expect(ready.status).toBe(200);
-    expect(JSON.parse(ready.text)).toEqual({ status: 'ready' });
+  it('answers /healthz and /readyz on both listeners', async () => {
+    for (const url of [serve.url, serve.metricsUrl]) {
+      expect(await get(`${url}/healthz`), url).toMatchObject({ status: 200 });
+      const ready = await get(`${url}/readyz`);
+      expect(ready.status, url).toBe(200);
+      expect(JSON.parse(ready.text)).toEqual({ status: 'ready' });
+    }
+  });
+
+  it('serves /metrics on the metrics port only: the public webhook port answers 404', async () => {
+    expect(serve.metricsPort).not.toBe(serve.port);
+    expect(serve.metricsUrl).toBe(`http://127.0.0.1:${serve.metricsPort}`);
+    const scraped = await get(`${serve.metricsUrl}/metrics`);
+    expect(scraped.status).toBe(200);
+    expect(scraped.text).toContain('listings_sync_webhook_deliveries_total');
+    const publicPort = await get(`${serve.url}/metrics`);
+    expect(publicPort.status).toBe(404);
+    expect(publicPort.text).not.toContain('listings_sync_');
+    // And the webhooks are not taken on the metrics port.
+    const posted = await fetch(`${serve.metricsUrl}/webhooks`, { method: 'POST', body: '{}' });
+    expect(posted.status).toBe(404);
   });
 
   it('the webhook counter help text names every outcome it counts', async () => {
-    const { text } = await get(`${serve.url}/metrics`);
+    const { text } = await get(`${serve.metricsUrl}/metrics`);
     const name = 'listings_sync_webhook_deliveries_total';
     const help = text.split('\n').find((line) => line.startsWith(`# HELP ${name} `));
     const outcomes = [...text.matchAll(new RegExp(`^${name}\\{outcome="([a-z_]+)"\\}`, 'gm'))].map(
@@ -70,14 +93,14 @@ describe.each(testBackends)('health and metrics (%s)', (backend) => {
   });
 
   it('shows the counters moving after a scheduled sync', async () => {
-    const before = await get(`${serve.url}/metrics`);
+    const before = await get(`${serve.metricsUrl}/metrics`);
     expect(before.status).toBe(200);
     expect(before.type).toContain('text/plain');
     expect(metricValue(before.text, 'listings_sync_runs_total', { outcome: 'succeeded' })).toBe(0);
     expect(metricValue(before.text, 'listings_sync_last_success_timestamp_seconds')).toBe(0);
 
     expect(await serve.scheduler!.runNow()).toBe('ran');
-    const after = (await get(`${serve.url}/metrics`)).text;
+    const after = (await get(`${serve.metricsUrl}/metrics`)).text;
     expect(metricValue(after, 'listings_sync_runs_total', { outcome: 'succeeded' })).toBe(1);
     expect(
       metricValue(after, 'listings_sync_run_duration_seconds_count', { outcome: 'succeeded' }),
@@ -111,13 +134,49 @@ describe.each(testBackends)('health and metrics (%s)', (backend) => {
     expect(after).toContain('process_cpu_user_seconds_total');
 
     // A scrape is not a side effect: the counters stay where they were.
-    const again = (await get(`${serve.url}/metrics`)).text;
+    const again = (await get(`${serve.metricsUrl}/metrics`)).text;
     expect(
       metricValue(again, 'listings_sync_upstream_requests_total', {
         operation: 'list_businesses',
         outcome: 'ok',
       }),
     ).toBe(1);
+  });
+
+  it('closes both listeners on shutdown', async () => {
+    const second = await startServe({ ...base(), warehouse, schedule: 'off' });
+    expect((await get(`${second.metricsUrl}/metrics`)).status).toBe(200);
+    await second.close();
+    await expect(fetch(`${second.url}/healthz`)).rejects.toThrow();
+    await expect(fetch(`${second.metricsUrl}/healthz`)).rejects.toThrow();
+  });
+
+  it('METRICS_PORT: the configured port is the one bound; PORT itself is refused; unset, 9464 as documented', async () => {
+    const blocker = await startServe({ ...base(), warehouse, schedule: 'off' });
+    try {
+      // A taken port, named in the configuration, is the one it tries.
+      await expect(
+        startServe({
+          ...base(),
+          config: serveConfig({ METRICS_PORT: String(blocker.metricsPort) }),
+          warehouse,
+          schedule: 'off',
+        }),
+      ).rejects.toThrow(/EADDRINUSE/);
+    } finally {
+      await blocker.close();
+    }
+    await expect(
+      startServe({
+        ...base(),
+        config: serveConfig({ PORT: '18080', METRICS_PORT: '18080' }),
+        port: 18080,
+        warehouse,
+        schedule: 'off',
+      }),
+    ).rejects.toThrow('METRICS_PORT and PORT are both 18080');
+    expect(serveConfig().metricsPort).toBeUndefined();
+    expect(SETTINGS.METRICS_PORT.defaultText).toContain(String(DEFAULT_METRICS_PORT));
   });
 
   it('/readyz fails while migrations are pending, and recovers after `migrate`', async () => {
@@ -154,7 +213,7 @@ describe.each(testBackends)('health and metrics (%s)', (backend) => {
         expect(JSON.parse(down.text).reason).toMatch(/database is unreachable/);
         // /healthz is the process: still alive; /metrics still answers.
         expect((await get(`${second.url}/healthz`)).status).toBe(200);
-        expect((await get(`${second.url}/metrics`)).status).toBe(200);
+        expect((await get(`${second.metricsUrl}/metrics`)).status).toBe(200);
         await proxy.restore();
         expect((await get(`${second.url}/readyz`)).status).toBe(200);
       } finally {

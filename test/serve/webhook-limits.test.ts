@@ -119,7 +119,7 @@ describe.each(testBackends)('webhook bodies the warehouse cannot store (%s)', (b
   ])(
     'answers 422 for %s, stores nothing, logs the event, and counts no outage',
     async (_what, body, reason) => {
-      const before = await (await fetch(`${serve.url}/metrics`)).text();
+      const before = await (await fetch(`${serve.metricsUrl}/metrics`)).text();
       const answer = await post(serve.url, body);
       expect(answer.status).toBe(422);
       expect(answer.retryAfter).toBeNull();
@@ -127,7 +127,7 @@ describe.each(testBackends)('webhook bodies the warehouse cannot store (%s)', (b
       expect(await count(warehouse, 'webhook_events')).toBe(0);
       expect(await count(warehouse, 'social_post_boosts')).toBe(0);
 
-      const after = await (await fetch(`${serve.url}/metrics`)).text();
+      const after = await (await fetch(`${serve.metricsUrl}/metrics`)).text();
       const delta = (outcome: string) =>
         metricValue(after, DELIVERIES, { outcome }) - metricValue(before, DELIVERIES, { outcome });
       expect(delta('unprocessable')).toBe(1);

@@ -172,7 +172,7 @@ describe.each(testBackends)('webhook intake (%s)', (backend) => {
     // Unsigned: this test's own 401, so that it passes alone.
     expect((await post(serve.url, boost('unsigned-1'))).status).toBe(401);
     expect(await count(warehouse, 'webhook_events')).toBe(0);
-    const metrics = await (await fetch(`${serve.url}/metrics`)).text();
+    const metrics = await (await fetch(`${serve.metricsUrl}/metrics`)).text();
     const name = 'listings_sync_webhook_deliveries_total';
     expect(metricValue(metrics, name, { outcome: 'too_large' })).toBeGreaterThanOrEqual(1);
     expect(metricValue(metrics, name, { outcome: 'bad_json' })).toBeGreaterThanOrEqual(4);
@@ -237,7 +237,7 @@ describe.each(testBackends)('webhook intake (%s)', (backend) => {
         await proxy.restore();
         expect((await post(second.url, body, signature)).status).toBe(200);
         expect(await count(warehouse, 'webhook_events')).toBe(1);
-        const metrics = await (await fetch(`${second.url}/metrics`)).text();
+        const metrics = await (await fetch(`${second.metricsUrl}/metrics`)).text();
         expect(
           metricValue(metrics, 'listings_sync_webhook_deliveries_total', {
             outcome: 'unavailable',

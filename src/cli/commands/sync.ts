@@ -3,7 +3,7 @@ import { type Command, Option } from 'commander';
 import { alertSinksFromConfig } from '../../alerts/configured-sinks.ts';
 import { createAlertDispatcher } from '../../alerts/dispatcher.ts';
 import { createConfiguredApiClient } from '../../api/client.ts';
-import { EXIT_FOR_STATUS } from '../../command/exit-codes.ts';
+import { EXIT, EXIT_FOR_STATUS } from '../../command/exit-codes.ts';
 import type { CliIo } from '../../command/io.ts';
 import { createCommandLogger } from '../../command/logger.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
@@ -22,6 +22,7 @@ export interface SyncCommandOptions {
   account?: string[];
   shard?: import('../../sync/shard.ts').Shard;
   reapply?: boolean;
+  exitZeroOnPartial?: boolean;
 }
 
 export function parseStreams(
@@ -75,6 +76,11 @@ export function registerSyncCommand(program: Command, io: CliIo): void {
       '--reapply',
       'parse and write every answer, also one that is the body its rows were built from ' +
         '(docs/warehouse.md, "Answers applied")',
+    )
+    .option(
+      '--exit-zero-on-partial',
+      'exit 0, not 3, when the run ends partial (recorded and alerted on as partial all the ' +
+        'same): for schedulers that count any other exit as a failed job (docs/deploy.md)',
     )
     .action(async (options: SyncCommandOptions) => {
       io.exitCode = await runSyncCommand(io, options, await import('../../sync/run.ts'));
@@ -138,6 +144,9 @@ async function runSyncCommand(
       .catch((error: unknown) => {
         logger.error({ err: error }, 'alert dispatch failed; pending alerts stay queued');
       });
+    // A partial night is the warehouse's to report (sync_runs, the sync_failed rule),
+    // not the scheduler's; an interrupted run still exits 3, so that a Job retries it.
+    if (result.status === 'partial' && options.exitZeroOnPartial) return EXIT.ok;
     return EXIT_FOR_STATUS[result.status];
   } catch (error) {
     progress.stop();
