@@ -1,5 +1,5 @@
 /**
- * `npm run bench:warehouse`: the warehouse at a year of history (docs/operations.md,
+ * `npm run bench:warehouse`: the warehouse at a year of history (docs/benchmarks.md,
  * "Warehouse at a year").
  *
  * Builds `--days` nights of history for `--businesses` businesses (10 keywords × 9 sites
@@ -13,7 +13,13 @@
  *   cost of a night must not grow with the history;
  * - for each SQL example of docs/warehouse.md, at night 30 and on the last night: its time,
  *   the rows it returns and the rows it reads (EXPLAIN ANALYZE: every scan's rows, plus
- *   those its filters and rechecks removed, times its loops).
+ *   those its filters and rechecks removed, times its loops);
+ * - for the local-SEO views, on the last night, a 30-day and a 365-day window: rows read
+ *   and shared buffers (EXPLAIN (ANALYZE, BUFFERS)).
+ *
+ * The set-based nights also store about one new review a night for one business in two
+ * (most answered within 60 hours), the day's `visibility_days` rows and the Inaccurate
+ * episodes the listing flips open and close, as the writers would.
  *
  * Nights 1, 2, 30 and the last go through the writers. The nights between are built by
  * set-based statements that store what the writers would (the same rows in the same
@@ -44,6 +50,7 @@ import {
 import { openWarehouse, type Warehouse } from '../src/warehouse/connection.ts';
 import { listingContentHash, listingToRow } from '../src/warehouse/listings.ts';
 import { migrateToLatest } from '../src/warehouse/migrate.ts';
+import { CLICKS_PER_1000, UNRANKED_POSITION } from '../src/warehouse/visibility.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -115,7 +122,7 @@ const businessId = (b: number) => 100_000 + b;
 const keywordText = (k: number) => `keyword ${k + 1}`;
 
 /** One night of the world: each rank moves by -2..+2, a fifth unranked; a few listings flip. */
-function advanceWorld(): { ranks: Int16Array; flipped: number[] } {
+function advanceWorld(): { ranks: Int16Array; flipped: number[]; before: ListingStatus[] } {
   const ranks = new Int16Array(walk.length);
   for (let i = 0; i < walk.length; i++) {
     const moved = Math.max(1, Math.min(100, (walk[i] ?? 1) + Math.floor(next() * 5) - 2));
@@ -123,13 +130,15 @@ function advanceWorld(): { ranks: Int16Array; flipped: number[] } {
     ranks[i] = next() < UNRANKED ? 0 : moved; // 0: not ranked tonight
   }
   const flipped: number[] = [];
+  const before: ListingStatus[] = [];
   for (let i = 0; i < statuses.length; i++) {
     if (next() >= FLIP) continue;
     const now = statuses[i];
     statuses[i] = STATUSES.filter((s) => s !== now)[Math.floor(next() * 2)] ?? 'Accurate';
     flipped.push(i);
+    before.push(now ?? 'Accurate');
   }
-  return { ranks, flipped };
+  return { ranks, flipped, before };
 }
 
 function listingOf(b: number, l: number): Listing {
@@ -222,7 +231,7 @@ async function bulkNight(
   at: Date,
   seriesIds: Int32Array,
 ): Promise<void> {
-  const { ranks, flipped } = advanceWorld();
+  const { ranks, flipped, before } = advanceWorld();
   const values = Array.from(ranks, (r) => (r === 0 ? null : r));
   const ids = Array.from(seriesIds);
   await wh.db.transaction().execute(async (trx) => {
@@ -282,12 +291,78 @@ async function bulkNight(
     }
     await sql`
       insert into listing_accuracy_days (business_id, day, listings, accurate, inaccurate,
-        not_present)
+        not_present, names_checked, names_valid, phones_checked, phones_valid,
+        addresses_checked, addresses_valid)
       select business_id, ${day}::date, count(*),
         count(*) filter (where status = 'Accurate'), count(*) filter (where status = 'Inaccurate'),
-        count(*) filter (where status = 'Not Present')
+        count(*) filter (where status = 'Not Present'), count(name_valid),
+        count(*) filter (where name_valid), count(phone_valid), count(*) filter (where phone_valid),
+        count(address_valid), count(*) filter (where address_valid)
       from listings where removed_at is null
       group by business_id order by business_id`.execute(trx);
+    // The day's visibility per business and site, as the rankings writer stores it.
+    await sql`
+      insert into visibility_days (business_id, day, site, keywords_tracked, keywords_ranked,
+        position_sum, top3, top10, clicks_per_1000)
+      select s.business_id, ${day}::date, s.site, count(*), count(h.rank),
+        sum(coalesce(h.rank, ${UNRANKED_POSITION})), count(*) filter (where h.rank <= 3),
+        count(*) filter (where h.rank <= 10),
+        coalesce(sum((${sql.raw(`'{${CLICKS_PER_1000.join(',')}}'::int[]`)})[h.rank]), 0)
+      from rank_history h join rank_series s on s.series_id = h.series_id
+      where h.observed_on = ${day}::date
+      group by s.business_id, s.site order by s.business_id, s.site`.execute(trx);
+    // Inaccurate episodes the flips open and close, as the listings writer stores them.
+    const turned = flipped.map((i, n) => ({
+      business: businessId(Math.floor(i / LISTINGS)),
+      listing: (i % LISTINGS) + 1,
+      before: before[n],
+      after: statuses[i],
+    }));
+    const closing = turned.filter((t) => t.before === 'Inaccurate');
+    const opening = turned.filter((t) => t.after === 'Inaccurate');
+    if (closing.length > 0) {
+      await sql`
+        update listing_fixes f set fixed_at = ${at}, fixed_on = ${day}::date
+        from unnest(${closing.map((t) => t.business)}::bigint[],
+          ${closing.map((t) => t.listing)}::bigint[]) as c(business_id, listing_id)
+        where f.business_id = c.business_id and f.listing_id = c.listing_id
+          and f.fixed_at is null`.execute(trx);
+    }
+    if (opening.length > 0) {
+      await sql`
+        insert into listing_fixes (business_id, listing_id, site_name, turned_inaccurate_at,
+          turned_inaccurate_on, first_seen, previous_fixed_at)
+        select o.business_id, o.listing_id, 'Directory ' || o.listing_id, ${at}, ${day}::date,
+          false, (select max(f.fixed_at) from listing_fixes f
+            where f.business_id = o.business_id and f.listing_id = o.listing_id)
+        from unnest(${opening.map((t) => t.business)}::bigint[],
+          ${opening.map((t) => t.listing)}::bigint[]) as o(business_id, listing_id)`.execute(trx);
+    }
+    // New reviews: about one business in two gets one a night; most are answered within
+    // two days, some never, some were answered before the sync first read them.
+    await sql`
+      with fresh as (
+        select gen_random_uuid() as review_id, business_id,
+          ${at}::timestamptz - make_interval(hours => (random() * 20)::int) as reviewed_at,
+          1 + (random() * 4)::int as rating, random() as answered
+        from generate_series(${businessId(0)}::bigint, ${businessId(BUSINESSES - 1)}::bigint)
+          as business_id
+        where random() < 0.5
+      ),
+      written as (
+        insert into reviews (review_id, business_id, site_name, category, type, content, rating,
+          reviewed_at, reviewed_at_precision, can_respond, response_count, content_hash,
+          first_seen_at, last_seen_at)
+        select review_id, business_id, case when rating > 2 then 'Google' else 'Yelp' end,
+          'review', 'Review', 'text', rating, reviewed_at, 'instant', true,
+          (answered < 0.7)::int, 'h', ${at}, ${at}
+        from fresh order by business_id
+      )
+      insert into review_responses (response_id, review_id, business_id, content,
+        responded_at, responded_at_precision, content_hash, first_seen_at, last_seen_at)
+      select gen_random_uuid(), review_id, business_id, 'thanks',
+        reviewed_at + make_interval(hours => (answered * 60)::int), 'instant', 'h', ${at}, ${at}
+      from fresh where answered < 0.7`.execute(trx);
   });
 }
 
@@ -296,11 +371,16 @@ async function vacuumUpdated(wh: Warehouse): Promise<void> {
   await sql`vacuum rank_latest, listings`.execute(wh.db);
 }
 
+/**
+ * Every table's size with its indexes, but the reviews the set-based nights add for the
+ * review views: they are not what a rank observation costs.
+ */
 async function warehouseBytes(wh: Warehouse): Promise<number> {
   const { rows } = await sql<{ bytes: number }>`
     select coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint as bytes
     from pg_class c join pg_namespace n on n.oid = c.relnamespace
-    where n.nspname = current_schema() and c.relkind in ('r', 'm')`.execute(wh.db);
+    where n.nspname = current_schema() and c.relkind in ('r', 'm')
+      and c.relname not in ('reviews', 'review_responses')`.execute(wh.db);
   return Number(rows[0]?.bytes ?? 0);
 }
 
@@ -396,6 +476,81 @@ async function measureQueries(
   return out;
 }
 
+/**
+ * The local-SEO views over a 30-day and a 365-day window on the same year of history:
+ * what each reads (rows and shared buffers, from EXPLAIN (ANALYZE, BUFFERS)) should grow
+ * with the window, about twelvefold, not with the history.
+ */
+const WINDOW_QUERIES: { title: string; text: (days: number) => string }[] = [
+  {
+    title: 'v_visibility_daily, every business, per site and day',
+    text: (days) => `select site, day, sum(keywords_tracked) as keywords,
+        round(sum(visibility_pct * keywords_tracked) / sum(keywords_tracked), 2) as visibility_pct
+      from v_visibility_daily where day > current_date - ${days} group by site, day`,
+  },
+  {
+    title: 'v_visibility_daily, one business',
+    text: (days) => `select * from v_visibility_daily
+      where business_id = ${businessId(0)} and day > current_date - ${days}`,
+  },
+  {
+    title: 'v_listing_fixes, every business',
+    text: (
+      days,
+    ) => `select site_name, count(*), avg(days_to_fix), count(*) filter (where broken_again)
+      from v_listing_fixes where turned_inaccurate_on > current_date - ${days} group by site_name`,
+  },
+  {
+    title: 'v_listing_field_accuracy_daily, every business',
+    text: (days) => `select day, sum(names_checked), avg(phone_valid)
+      from v_listing_field_accuracy_daily where day > current_date - ${days} group by day`,
+  },
+  {
+    title: 'v_review_velocity_weekly, every business',
+    text: (days) => `select week, sum(new_reviews), avg(median_hours_to_response)
+      from v_review_velocity_weekly where week >= current_date - ${days} group by week`,
+  },
+  {
+    title: 'v_review_velocity_weekly, one business',
+    text: (days) => `select * from v_review_velocity_weekly
+      where business_id = ${businessId(0)} and week >= current_date - ${days}`,
+  },
+];
+
+interface BufferedPlan extends PlanNode {
+  'Shared Hit Blocks'?: number;
+  'Shared Read Blocks'?: number;
+}
+
+async function measureWindows(wh: Warehouse, night: Date): Promise<string[][]> {
+  await sql`vacuum analyze`.execute(wh.db);
+  const rows: string[][] = [];
+  for (const query of WINDOW_QUERIES) {
+    for (const days of [30, 365]) {
+      let plan: { Plan: BufferedPlan; 'Execution Time': number } | undefined;
+      for (let i = 0; i < 2; i++) {
+        const { rows: out } = await sql<{
+          'QUERY PLAN': unknown;
+        }>`explain (analyze, buffers, format json) ${sql.raw(asOf(query.text(days), night))}`.execute(
+          wh.db,
+        );
+        const value = out[0]?.['QUERY PLAN'];
+        plan = ((typeof value === 'string' ? JSON.parse(value) : value) as (typeof plan)[])[0];
+      }
+      if (!plan) continue;
+      rows.push([
+        query.title,
+        `${days} days`,
+        String(plan.Plan['Actual Rows'] ?? 0),
+        String(rowsRead(plan.Plan)),
+        String((plan.Plan['Shared Hit Blocks'] ?? 0) + (plan.Plan['Shared Read Blocks'] ?? 0)),
+        plan['Execution Time'].toFixed(1),
+      ]);
+    }
+  }
+  return rows;
+}
+
 async function main(): Promise<void> {
   const url = process.env['BENCH_DATABASE_URL']?.trim() || DEFAULT_URL;
   const schema = `bench_warehouse_${process.pid}`;
@@ -441,12 +596,14 @@ async function main(): Promise<void> {
     const buildSeconds = (performance.now() - build) / 1000;
     const nightLast = await writerNight(wh, nightAt(DAYS));
     const atLast = await measureQueries(wh, nightAt(DAYS));
+    const windows = await measureWindows(wh, nightAt(DAYS));
     const bytesLast = (await warehouseBytes(wh)) - emptyBytes;
     const observations = await count(wh, 'rank_history');
     const { rows: sizes } = await sql<{ relation: string; bytes: number }>`
       select c.relname as relation, pg_relation_size(c.oid)::bigint as bytes
       from pg_class c join pg_namespace n on n.oid = c.relnamespace
-      where n.nspname = current_schema() and c.relname like 'rank%' and c.relkind in ('r', 'i')
+      where n.nspname = current_schema() and c.relkind in ('r', 'i')
+        and (c.relname like 'rank%' or c.relname like 'visibility_days%')
       order by bytes desc`.execute(wh.db);
     // What routine maintenance would recover: the primary key rebuilt with full pages.
     const pkeyBefore = await relationBytes(wh, 'rank_history_pkey');
@@ -514,6 +671,14 @@ async function main(): Promise<void> {
           `read @${DAYS}`,
         ],
         queryRows,
+      ),
+    );
+    out('');
+    out(`Local-SEO views at night ${DAYS}: a 30-day window against a 365-day one`);
+    out(
+      renderTable(
+        ['query', 'window', 'rows', 'rows read', 'buffers (shared hit + read)', 'ms'],
+        windows,
       ),
     );
   } finally {

@@ -10,6 +10,7 @@
  */
 
 export const LISTING_INACCURATE = 'listing_inaccurate';
+export const LISTING_BROKEN_AGAIN = 'listing_broken_again';
 export const RANK_DROP = 'rank_drop';
 export const LOW_RATING_REVIEW = 'low_rating_review';
 export const REVIEW_RESPONSE_FAILED = 'review_response_failed';
@@ -25,6 +26,7 @@ export const ALERT_KINDS = [
   SYNC_FAILED,
   SYNC_STALE,
   VOLUME_DROP,
+  LISTING_BROKEN_AGAIN,
 ] as const;
 
 export type AlertKind = (typeof ALERT_KINDS)[number];
@@ -39,6 +41,9 @@ export const KIND_SEVERITY: Readonly<Record<AlertKind, number>> = {
   // Rows the warehouse would have lost: BI is wrong tomorrow unless someone looks.
   [VOLUME_DROP]: 2,
   [REVIEW_RESPONSE_FAILED]: 3,
+  // A listing that broke again soon after its fix: a cause the fix did not reach, ahead
+  // of a first break. Between two whole numbers so the kinds above keep theirs.
+  [LISTING_BROKEN_AGAIN]: 3.5,
   [LISTING_INACCURATE]: 4,
   [LOW_RATING_REVIEW]: 5,
   [RANK_DROP]: 6,
@@ -60,6 +65,14 @@ export function listingInaccurateKey(
 ): string {
   const since = previousStatusSince ? previousStatusSince.toISOString() : 'first-seen';
   return `${LISTING_INACCURATE}:${businessId}:${listingId}:${since}`;
+}
+
+/**
+ * A listing Inaccurate again soon after a fix: once per fix (the listing and the time of
+ * the fix it undid), however often that transition is re-applied.
+ */
+export function listingBrokenAgainKey(businessId: number, listingId: number, fixedAt: Date) {
+  return `${LISTING_BROKEN_AGAIN}:${businessId}:${listingId}:${fixedAt.toISOString()}`;
 }
 
 /** A rank drop: at most one per series (business, site, keyword) and UTC day. */

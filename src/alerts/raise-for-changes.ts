@@ -2,12 +2,13 @@
  * The one entry point from what the warehouse changed to the alerts it raises: the writers
  * report their changes (`src/warehouse/changes.ts`), and this applies each kind's rule to
  * them, in the writer's transaction, so the outbox rows commit with the data. The kinds
- * are raised in the order the changes come: listings, then reviews, then ranks, then the
- * held volume drops.
+ * are raised in the order the changes come: listings (newly Inaccurate, then broken again),
+ * then reviews, then ranks, then the held volume drops.
  */
 import type { Change, ChangeHandler, ListingTurnedInaccurate } from '../warehouse/changes.ts';
 import type { Db } from '../warehouse/database.ts';
 import { daysOfWindow } from '../warehouse/rankings.ts';
+import { raiseListingBrokenAgain } from './listing-broken-again.ts';
 import { raiseListingInaccurate } from './listing-inaccurate.ts';
 import { raiseLowRatingReviews } from './low-rating-review.ts';
 import { raiseRankDrops } from './rank-drop.ts';
@@ -26,7 +27,9 @@ export async function raiseForChanges(
   const turned: ListingTurnedInaccurate[] = [];
   const flushListings = async () => {
     if (turned.length === 0) return;
-    raised += await raiseListingInaccurate(db, rules, turned.splice(0));
+    const transitions = turned.splice(0);
+    raised += await raiseListingInaccurate(db, rules, transitions);
+    raised += await raiseListingBrokenAgain(db, rules, transitions);
   };
   for (const change of changes) {
     if (change.type === 'listing_turned_inaccurate') {

@@ -1,6 +1,6 @@
 /**
  * Alert rules as code: the `ALERT_RULES_FILE` schema and loader live with the
- * configuration (src/config/alert-rules.ts; docs/operations.md, "Alert rules"), which is
+ * configuration (src/config/alert-rules.ts; docs/alerts.md, "Alert rules"), which is
  * read once at start. The alert code imports them from here.
  */
 export {

@@ -7,8 +7,8 @@
  * The built-in defaults keep the behaviour from before rules existed: listings newly
  * Inaccurate (no damping) and failed review responses, each sent to Slack, plus
  * `volume_drop` (a read that would remove most of a business's rows is held a night); the
- * other kinds are off until a rules file turns them on. docs/operations.md ("Alert rules") has a full
- * example and each kind's exact trigger.
+ * other kinds (`listing_broken_again` among them) are off until a rules file turns them
+ * on. docs/alerts.md, "Alert rules") has a full example and each kind's exact trigger.
  *
  * The file's schema and loading live with the configuration (the base imports nothing of
  * ours); `src/alerts/rules.ts` re-exports them for the alert code.
@@ -68,6 +68,7 @@ export const ALERT_RULE_KINDS = [
   'sync_failed',
   'sync_stale',
   'volume_drop',
+  'listing_broken_again',
 ] as const;
 
 const rulesSchema = z.strictObject(
@@ -123,6 +124,11 @@ const rulesSchema = z.strictObject(
       /** …and at least this many rows (so losing one or two of three still applies at once). */
       minRows: whole(1, 1_000_000).default(3),
     }).default({ enabled: true, removedPercent: 50, minRows: 3 }),
+    listing_broken_again: settings({
+      enabled: enabled.default(false),
+      /** A listing that turns Inaccurate within this many days of its last fix. */
+      windowDays: whole(1, 365).default(30),
+    }).default({ enabled: false, windowDays: 30 }),
   },
   { error: (issue) => unknownKeyMessage(issue, 'rule', ALERT_RULE_KINDS) },
 );
@@ -179,6 +185,8 @@ export interface AlertRules {
    * business's live stored rows of that stream, and at least `minRows` of them.
    */
   volumeDrop: { enabled: boolean; share: number; minRows: number };
+  /** A listing Inaccurate again within `windowMs` of its last fix. */
+  listingBrokenAgain: { enabled: boolean; windowDays: number; windowMs: number };
   sinks: {
     slack: { mode: 'digest' | 'each'; worst: number };
     webhook: { mode: 'each' | 'batch' };
@@ -203,6 +211,11 @@ function toRules(file: AlertRulesFile, source: string): AlertRules {
       enabled: r.volume_drop.enabled,
       share: r.volume_drop.removedPercent / 100,
       minRows: r.volume_drop.minRows,
+    },
+    listingBrokenAgain: {
+      enabled: r.listing_broken_again.enabled,
+      windowDays: r.listing_broken_again.windowDays,
+      windowMs: r.listing_broken_again.windowDays * 24 * HOUR_MS,
     },
     sinks: { slack: { ...file.sinks.slack }, webhook: { ...file.sinks.webhook } },
     source,

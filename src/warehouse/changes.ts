@@ -3,7 +3,7 @@
  * seen for the first time, the day's ranks, review response requests that failed, reads
  * whose removals were held (a volume drop). The
  * warehouse stores and reports these; it does not decide what they mean. The alert rules
- * (`src/alerts`, docs/operations.md "Alert rules") decide that, through a `ChangeHandler`
+ * (`src/alerts`, docs/alerts.md, "Alert rules") decide that, through a `ChangeHandler`
  * the caller hands in and the writer calls inside its transaction, so the alerts a change
  * raises commit with it or not at all.
  */
@@ -23,6 +23,11 @@ export interface ListingTurnedInaccurate {
   status: string;
   detectedAt: Date;
   runId: string | null;
+  /**
+   * When the listing was last fixed (read as not `Inaccurate` after an Inaccurate
+   * episode, `listing_fixes.fixed_at`) before this transition; null when it never was.
+   */
+  lastFixedAt: Date | null;
 }
 
 /** A review seen for the first time. */

@@ -6,8 +6,9 @@
  * stored row (and one for a listing seen for the first time: its starting point); the
  * listings that newly turned Inaccurate, reported as changes (`changes.ts`) for the alert
  * rules; `removed_at` for stored listings that the (successful) stream no longer lists
- * (held instead on a volume drop, held-removals.ts); and the
- * day's row of the `listing_accuracy_days` read model (see `listing-accuracy.ts`).
+ * (held instead on a volume drop, held-removals.ts); the
+ * day's row of the `listing_accuracy_days` read model (see `listing-accuracy.ts`); and the
+ * Inaccurate episodes that open or close, in `listing_fixes` (see `listing-fixes.ts`).
  * Directory usernames and passwords never get here: only `has_site_credentials`.
  */
 import { sql } from 'kysely';
@@ -16,7 +17,8 @@ import { type BulkRow, type ColumnTypes, writeChildRows } from './bulk-write.ts'
 import type { Change } from './changes.ts';
 import { fieldsHash } from './content-hash.ts';
 import type { Db } from './database.ts';
-import { countStatuses, writeListingAccuracyDay } from './listing-accuracy.ts';
+import { type CountedListing, countStatuses, writeListingAccuracyDay } from './listing-accuracy.ts';
+import { type EpisodeOpened, writeListingFixes } from './listing-fixes.ts';
 import { type BusinessWriteContext, isRefused } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
@@ -142,7 +144,9 @@ export async function writeListings(
   const latest = new Map(listings.map((listing) => [listing.id, listing]));
   const rows: BulkRow<'listings'>[] = [];
   const statusChanges: StatusChange[] = [];
-  const changes: Change[] = [];
+  const changes: (Change & { type: 'listing_turned_inaccurate' })[] = [];
+  const opened: EpisodeOpened[] = [];
+  const closed: number[] = [];
   let unchanged = 0;
   for (const listing of latest.values()) {
     const content = listingToRow(listing);
@@ -165,6 +169,11 @@ export async function writeListings(
     if (!before || TRACKED.some((field) => before[field] !== content[field])) {
       statusChanges.push({ listingId: listing.id, previousStatus: before?.status ?? null });
     }
+    if (listing.status === INACCURATE && before?.status !== INACCURATE) {
+      opened.push({ listingId: listing.id, siteName: listing.siteName, firstSeen: !before });
+    } else if (listing.status !== INACCURATE && before?.status === INACCURATE) {
+      closed.push(listing.id);
+    }
     const newlyInaccurate =
       listing.status === INACCURATE &&
       (before ? before.status !== INACCURATE : ctx.hadListingsSync);
@@ -180,6 +189,7 @@ export async function writeListings(
         status: listing.status,
         detectedAt: observedAt,
         runId: ctx.runId,
+        lastFixedAt: null,
       });
     }
   }
@@ -214,16 +224,25 @@ export async function writeListings(
 
   const historyInserted = await appendStatusHistory(db, ctx, statusChanges);
   addCounts(stats, 'listing_status_history', { inserted: historyInserted });
+  const previousFix = await writeListingFixes(db, businessId, observedAt, opened, closed);
+  for (const change of changes) change.lastFixedAt = previousFix.get(change.listingId) ?? null;
 
   // The live listings after this write are the business's listings at the end of the day;
   // on a held drop, the listings it kept live count too (BI's accuracy must not drop).
-  const statuses: string[] = [...latest.values()].map((listing) => listing.status);
+  const live: CountedListing[] = [...latest.values()];
   if (held) {
     for (const row of stored) {
-      if (row.removed_at === null && !latest.has(row.listing_id)) statuses.push(row.status);
+      if (row.removed_at === null && !latest.has(row.listing_id)) {
+        live.push({
+          status: row.status,
+          nameValid: row.name_valid,
+          phoneValid: row.phone_valid,
+          addressValid: row.address_valid,
+        });
+      }
     }
   }
-  await writeListingAccuracyDay(db, businessId, observedAt, countStatuses(statuses));
+  await writeListingAccuracyDay(db, businessId, observedAt, countStatuses(live));
   return { stats, changes };
 }
 

@@ -2,8 +2,8 @@
  * Rank history (docs/warehouse.md, "Rank history"): `rank_series` names each business,
  * keyword and site once; `rank_history` holds one small row per series and UTC day, and
  * `rank_latest` is the read model `v_rank_latest` shows, written here in the business's
- * transaction. A second run on the same day rewrites only the ranks that changed; the
- * next day adds new rows. A rank of `-` upstream (searched, not ranked) is stored as NULL;
+ * transaction, as is the day's `visibility_days` row per site (visibility.ts). A second
+ * run on the same day rewrites only the ranks that changed; the next day adds new rows. A rank of `-` upstream (searched, not ranked) is stored as NULL;
  * a day without a row was not collected.
  *
  * The nightly write reads no history: what is stored comes from `rank_latest` (one row per
@@ -19,6 +19,7 @@ import { addDays, daysBetween, utcDay } from '../calendar-day.ts';
 import { arrayLiteral } from './bulk-write.ts';
 import type { Change } from './changes.ts';
 import type { Db, RankLatestTable } from './database.ts';
+import { sumBySite, writeVisibilityDay, writeVisibilitySites } from './visibility.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
@@ -196,6 +197,9 @@ export async function writeRankings(
     await relinkNextDays(db, day, ids, values);
     await recomputeLatest(db, ids);
   }
+  if (written.inserted + written.updated > 0) {
+    await writeVisibility(db, ctx.businessId, day, byKey.values(), [...forward, ...backdated]);
+  }
   const stats = addCounts({}, 'rank_observations', {
     inserted: written.inserted,
     updated: written.updated,
@@ -218,6 +222,41 @@ export async function writeRankings(
     })),
   };
   return { stats, changes: [change] };
+}
+
+/**
+ * The business's `visibility_days` rows of `day` after this write. The day's rank of every
+ * series is known without reading history: what this write sent, else the series' stored
+ * `rank_latest` row (its latest day, or its 31-day window for an earlier day). Only a day
+ * older than some series' window is summed from `rank_history`.
+ */
+async function writeVisibility(
+  db: Db,
+  businessId: number,
+  day: string,
+  series: Iterable<StoredSeries>,
+  sent: readonly { seriesId: number; rank: number | null }[],
+): Promise<void> {
+  const sentRank = new Map(sent.map((s) => [s.seriesId, s.rank]));
+  const ranks: { site: string; rank: number | null }[] = [];
+  for (const s of series) {
+    const rank = sentRank.get(s.series_id);
+    if (rank !== undefined) {
+      ranks.push({ site: s.site, rank });
+      continue;
+    }
+    const stored = s.latest;
+    if (!stored || stored.observed_on < day) continue;
+    const i = daysBetween(day, stored.observed_on);
+    if (i >= WINDOW) {
+      await writeVisibilityDay(db, businessId, day);
+      return;
+    }
+    if (stored.window_collected & (1 << i)) {
+      ranks.push({ site: s.site, rank: stored.window_ranks[i] ?? null });
+    }
+  }
+  await writeVisibilitySites(db, businessId, day, sumBySite(ranks));
 }
 
 /**

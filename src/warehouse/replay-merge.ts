@@ -1,5 +1,5 @@
 /**
- * The SQL of `replay --in-place` (docs/operations.md, "Replay in place"): which businesses
+ * The SQL of `replay --in-place` (docs/replay.md, "Replay in place"): which businesses
  * the raw zone can rebuild and from when (their window), the scratch schema seeded with
  * each one's state as it stood before its window, and the merge of the rebuilt rows into
  * the live tables in one transaction.
@@ -278,6 +278,21 @@ export async function seedScratch(
       join ${W} w on w.business_id = t.business_id and t.day < w.window_day
      where exists (select 1 from ${sql.id(scratch, 'businesses')} s where s.business_id = t.business_id)`,
   );
+  // The Inaccurate episodes begun before the window, as they stood then: one fixed inside
+  // it is open again, for the window's nights to fix.
+  await seedTable(
+    db,
+    scratch,
+    'listing_fixes',
+    't',
+    {
+      fixed_at: 'case when t.fixed_at < w.window_start then t.fixed_at end',
+      fixed_on: 'case when t.fixed_at < w.window_start then t.fixed_on end',
+    },
+    sql`from ${L('listing_fixes')} t
+      join ${W} w on w.business_id = t.business_id and t.turned_inaccurate_at < w.window_start
+     where exists (select 1 from ${sql.id(scratch, 'businesses')} s where s.business_id = t.business_id)`,
+  );
 
   const REVIEW_FIELDS = [
     'rating',
@@ -371,6 +386,16 @@ export async function seedScratch(
       join ${sql.id(scratch, 'rank_series')} s on s.series_id = t.series_id
       join ${W} w on w.business_id = s.business_id and t.observed_on < w.window_day`,
   );
+  await seedTable(
+    db,
+    scratch,
+    'visibility_days',
+    't',
+    {},
+    sql`from ${L('visibility_days')} t
+      join ${W} w on w.business_id = t.business_id and t.day < w.window_day
+     where exists (select 1 from ${sql.id(scratch, 'businesses')} s where s.business_id = t.business_id)`,
+  );
   // `db` works in the scratch schema (its search path): the writer's own recomputation.
   const { rows: series } = await sql<{ id: number }>`
     select series_id as id from ${sql.id(scratch, 'rank_series')}`.execute(db);
@@ -431,6 +456,11 @@ const MERGED: readonly { table: string; key: string[]; owner: (schema: string) =
     owner: () => 't.business_id',
   },
   { table: 'listing_accuracy_days', key: ['business_id', 'day'], owner: () => 't.business_id' },
+  {
+    table: 'listing_fixes',
+    key: ['business_id', 'listing_id', 'turned_inaccurate_at'],
+    owner: () => 't.business_id',
+  },
   { table: 'reviews', key: ['review_id'], owner: () => 't.business_id' },
   {
     table: 'review_versions',
@@ -453,6 +483,7 @@ const MERGED: readonly { table: string; key: string[]; owner: (schema: string) =
     owner: (schema) =>
       `(select s.business_id from "${schema}".rank_series s where s.series_id = t.series_id)`,
   },
+  { table: 'visibility_days', key: ['business_id', 'day', 'site'], owner: () => 't.business_id' },
   { table: 'business_answers', key: ['business_id'], owner: () => 't.business_id' },
 ];
 

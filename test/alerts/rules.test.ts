@@ -123,7 +123,7 @@ describe('alert rules', () => {
       '- sink "slack", field "mode": must be digest or each',
     ]);
     expect(problems({ rules: { rank_dorp: { enabled: true } } })).toEqual([
-      '- "rules": unknown rule rank_dorp (known: listing_inaccurate, rank_drop, low_rating_review, review_response_failed, sync_failed, sync_stale, volume_drop)',
+      '- "rules": unknown rule rank_dorp (known: listing_inaccurate, rank_drop, low_rating_review, review_response_failed, sync_failed, sync_stale, volume_drop, listing_broken_again)',
     ]);
     expect(problems({ rulez: {} })).toEqual([
       '- the file: unknown section rulez (known: rules, sinks)',

@@ -9,10 +9,14 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { up as rankSeries, down as revertRankSeries } from '../../migrations/0005_rank_series.ts';
+import {
+  up as localSeoViews,
+  down as revertLocalSeoViews,
+} from '../../migrations/0019_local_seo_views.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
 import { migrateTo, migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { createTestWarehouse, testBackends } from '../helpers/database.ts';
-import { BI_VIEWS, viewOutputs } from './view-outputs.ts';
+import { BI_VIEWS, LOCAL_SEO_VIEWS, viewOutputs } from './view-outputs.ts';
 
 const T0 = '2026-01-01T00:00:00Z';
 
@@ -428,15 +432,18 @@ describe.each(testBackends)('BI views (%s)', (backend) => {
 
   it('0005 down restores the history table and the views read the same rows, up again too', async () => {
     const before = await viewOutputs(wh.db);
+    // Migrations go down in reverse order: 0019's views read 0005's read models.
+    await revertLocalSeoViews(wh.db as never);
     await revertRankSeries(wh.db as never);
     const kinds = await select(sql`select table_name, table_type from information_schema.tables
       where table_schema = current_schema() and table_name in ('rank_observations', 'rank_history')`);
     expect(kinds).toEqual([{ table_name: 'rank_observations', table_type: 'BASE TABLE' }]);
     expect(await viewOutputs(wh.db)).toEqual(before);
     await rankSeries(wh.db as never);
+    await localSeoViews(wh.db as never);
     expect(await viewOutputs(wh.db)).toEqual(before);
     const views = await select(sql`select count(*)::int as n from information_schema.views
       where table_schema = current_schema() and table_name like 'v\\_%'`);
-    expect(views).toEqual([{ n: BI_VIEWS.length }]);
+    expect(views).toEqual([{ n: BI_VIEWS.length + LOCAL_SEO_VIEWS.length }]);
   });
 });

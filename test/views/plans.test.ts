@@ -54,7 +54,7 @@ describe.each(testBackends)('view plans (%s)', (backend) => {
   it('v_review_daily: the business reaches both reviews and responses before grouping', async () => {
     const text = await explain('select * from v_review_daily where business_id = 7');
     // Every scan of reviews is by business; the filter never sits above the aggregate.
-    expect(text).toMatch(/reviews_business_reviewed_at_idx/);
+    expect(text).toMatch(/reviews_business_(reviewed_at|week)_idx/);
     expect(text).not.toMatch(/Full Join|Hash Full Join|Merge Full Join/);
     const aggregate = text.split('\n').findIndex((line) => /Aggregate/.test(line));
     const filterAbove = text
@@ -63,5 +63,46 @@ describe.each(testBackends)('view plans (%s)', (backend) => {
       .some((line) => /Filter: .*business_id/.test(line));
     expect(aggregate).toBeGreaterThanOrEqual(0);
     expect(filterAbove).toBe(false);
+  });
+
+  it('v_visibility_daily reads its read model by business and day, never rank history', async () => {
+    const one = await explain(`select * from v_visibility_daily
+      where business_id = 7 and day > date '2026-01-01' - 30`);
+    expect(one).toMatch(/visibility_days_pkey/);
+    expect(one).toMatch(/Index Cond: \(.*day > /);
+    expect(one).not.toMatch(/rank_history/);
+    const all = await explain(
+      `select * from v_visibility_daily where day > date '2026-01-01' - 30`,
+    );
+    expect(all).toMatch(/visibility_days_day_idx|visibility_days_pkey/);
+    expect(all).toMatch(/Index Cond: \(.*day > /);
+  });
+
+  it('v_listing_fixes reads the episodes of its window, never the status history', async () => {
+    const text = await explain(`select * from v_listing_fixes
+      where turned_inaccurate_on > date '2026-01-01' - 30`);
+    expect(text).toMatch(/listing_fixes_turned_inaccurate_on_idx/);
+    expect(text).not.toMatch(/listing_status_history/);
+  });
+
+  it('v_review_velocity_weekly: a week range is an index condition, with or without a business', async () => {
+    const all = await explain(`select * from v_review_velocity_weekly
+      where week >= date '2026-01-05' - 84`);
+    expect(all).toMatch(/reviews_(business_)?week_idx/);
+    expect(all).toMatch(/Index Cond: .*date_trunc/);
+    const one = await explain(`select * from v_review_velocity_weekly
+      where business_id = 7 and week >= date '2026-01-05' - 84`);
+    expect(one).toMatch(/reviews_business_week_idx/);
+    expect(one).toMatch(/Index Cond: \(\(business_id = 7\) AND .*date_trunc/);
+  });
+
+  it('v_location_scorecard reads read models and indexes by business, no history', async () => {
+    const text = await explain('select * from v_location_scorecard where business_id = 7');
+    expect(text).not.toMatch(/listing_status_history|rank_history|review_versions/);
+    expect(text).toMatch(/visibility_days_pkey/);
+    expect(text).toMatch(/reviews_waiting_idx/);
+    // The 90 days' reviews by business (which index wins depends on the statistics).
+    expect(text).toMatch(/reviews_business_\w+_idx on reviews/);
+    expect(text).not.toMatch(/Seq Scan/);
   });
 });

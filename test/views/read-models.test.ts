@@ -230,6 +230,22 @@ describe.each(testBackends)('read models written by the sync (%s)', (backend) =>
     expect(actual).toEqual(expected);
   });
 
+  it('visibility_days sums each day of the history, second runs and a backdated night included', async () => {
+    const curve = sql.raw(`'{300,150,100,70,50,40,30,25,20,18,15,13,11,10,9,8,7,6,5,4}'::int[]`);
+    const expected = await rows(sql`select business_id, site, observed_on as day,
+        count(*)::int as keywords_tracked, count(rank)::int as keywords_ranked,
+        sum(coalesce(rank, 101))::int as position_sum,
+        (count(*) filter (where rank <= 3))::int as top3,
+        (count(*) filter (where rank <= 10))::int as top10,
+        coalesce(sum((${curve})[rank]), 0)::int as clicks_per_1000
+      from rank_observations group by 1, 2, 3 order by 1, 2, 3`);
+    expect(expected.length).toBeGreaterThan(BUSINESSES.length * SITES.length * 30);
+    const actual = await rows(sql`select business_id, site, day, keywords_tracked,
+        keywords_ranked, position_sum, top3, top10, clicks_per_1000
+      from visibility_days order by 1, 2, 3`);
+    expect(actual).toEqual(expected);
+  });
+
   // The former view knew only the current removed_at: a listing that came back counted on
   // the days it was gone. The read model stores what each sync saw.
   const CAME_BACK = sql`business_id = 502 and day between '2026-02-06' and '2026-02-10'`;

@@ -14,6 +14,15 @@ export const BI_VIEWS = [
   'v_review_response_sla',
 ] as const;
 
+/** The local-SEO views of migration 0019 (docs/warehouse.md, "Local-SEO views"). */
+export const LOCAL_SEO_VIEWS = [
+  'v_visibility_daily',
+  'v_listing_fixes',
+  'v_listing_field_accuracy_daily',
+  'v_review_velocity_weekly',
+  'v_location_scorecard',
+] as const;
+
 /** Relations whose output a conversion keeps: the views, and `rank_observations` as BI reads it. */
 const RELATIONS = [...BI_VIEWS, 'rank_observations'] as const;
 

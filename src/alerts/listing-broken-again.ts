@@ -1,0 +1,57 @@
+/**
+ * `listing_broken_again`: a listing that turns `Inaccurate` within `windowDays` of its last
+ * fix (the sync that last read it as not `Inaccurate` after an Inaccurate episode;
+ * `listing_fixes`, docs/warehouse.md "v_listing_fixes"). The listings writer reports each
+ * transition with that fix (`lastFixedAt`); this applies the rule and raises, in the
+ * writer's transaction. It is raised beside `listing_inaccurate`, whose own rule (and flap
+ * damping) is unchanged: this one says the fix did not hold.
+ */
+import type { ListingTurnedInaccurate } from '../warehouse/changes.ts';
+import type { Db } from '../warehouse/database.ts';
+import { LISTING_BROKEN_AGAIN, listingBrokenAgainKey } from './kinds.ts';
+import { type NewAlert, raise } from './outbox.ts';
+import type { AlertRules } from './rules.ts';
+
+const DAY_MS = 86_400_000;
+
+/** The alerts the rule raises for these transitions (pure). */
+export function listingsBrokenAgain(
+  rules: AlertRules,
+  turned: readonly ListingTurnedInaccurate[],
+): NewAlert[] {
+  const rule = rules.listingBrokenAgain;
+  if (!rule.enabled) return [];
+  const alerts: NewAlert[] = [];
+  for (const t of turned) {
+    if (!t.lastFixedAt) continue;
+    const sinceFix = t.detectedAt.getTime() - t.lastFixedAt.getTime();
+    if (sinceFix < 0 || sinceFix > rule.windowMs) continue;
+    alerts.push({
+      kind: LISTING_BROKEN_AGAIN,
+      dedupeKey: listingBrokenAgainKey(t.businessId, t.listingId, t.lastFixedAt),
+      accountName: t.accountName,
+      businessId: t.businessId,
+      listingId: t.listingId,
+      siteName: t.siteName,
+      previousStatus: t.previousStatus,
+      status: t.status,
+      details: {
+        fixedAt: t.lastFixedAt.toISOString(),
+        daysSinceFix: Math.round((sinceFix / DAY_MS) * 10) / 10,
+        windowDays: rule.windowDays,
+      },
+      detectedAt: t.detectedAt,
+      runId: t.runId,
+    });
+  }
+  return alerts;
+}
+
+/** Raises the rule's alerts for one business's transitions; returns how many were raised. */
+export async function raiseListingBrokenAgain(
+  db: Db,
+  rules: AlertRules,
+  turned: readonly ListingTurnedInaccurate[],
+): Promise<number> {
+  return raise(db, listingsBrokenAgain(rules, turned));
+}
