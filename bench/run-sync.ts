@@ -4,12 +4,16 @@
  * and the process's peak resident set and CPU seconds (the whole process, start to exit).
  *
  *   node bench/run-sync.ts '{"credentialsFile": "…", "databaseUrl": "…" | "pgliteDataDir": "…"}'
+ *
+ * With OTEL_EXPORTER_OTLP_ENDPOINT set it exports the run's spans, as the CLI does; the
+ * wall time includes flushing them.
  */
 import { readFileSync } from 'node:fs';
 import { createApiClient } from '../src/api/client.ts';
 import type { Credential } from '../src/api/types.ts';
 import { silentLogger } from '../src/log.ts';
 import { DEFAULT_OVERALL_BUSINESS_CONCURRENCY, runSync } from '../src/sync/run.ts';
+import { startTracing } from '../src/tracing.ts';
 import { openWarehouse } from '../src/warehouse/connection.ts';
 import { migrateToLatest } from '../src/warehouse/migrate.ts';
 import { POOL_RESERVE } from '../src/warehouse/open.ts';
@@ -37,6 +41,8 @@ const warehouse = await openWarehouse(
     : { pgliteDataDir: args.pgliteDataDir ?? './.data/bench' },
 );
 await migrateToLatest(warehouse.db);
+// Traces as the CLI starts them (src/cli/main.ts): only when the environment asks.
+const tracing = await startTracing(process.env, 'bench');
 const api = createApiClient({
   concurrency: args.concurrency,
   accountConcurrency: args.accountConcurrency,
@@ -51,6 +57,7 @@ const result = await runSync({
   trigger: 'bench',
 });
 const wallSeconds = (performance.now() - started) / 1000;
+await tracing?.shutdown();
 await api.close();
 await warehouse.close();
 const cpu = process.cpuUsage();

@@ -31,11 +31,15 @@
  *   npm run bench                      # 1,000 and 10,000 businesses
  *   npm run bench -- --small           # 1,000 only
  *   npm run bench -- --small --sync-only   # the sync's figures alone (no loader, no raw zone)
+ *   npm run bench -- --small --sync-only --traces   # and a first sync exporting its traces
+ *                                       # to an OTLP receiver in this process (what traces cost)
  *   BENCH_DATABASE_URL=postgres://… npm run bench   # default: postgres://postgres@127.0.0.1:5432/postgres
  *   BENCH_NODE_FLAGS='--max-old-space-size=512' npm run bench -- --small   # other V8 flags for the sync
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -53,7 +57,7 @@ const ACCOUNTS = 2;
 const CLK_TCK = 100;
 /**
  * The V8 flags the sync runs with: production's (`productionNodeFlags`), so that the peak
- * RSS measured here is the one a pod sees; docs/operations.md has the measurements behind
+ * RSS measured here is the one a pod sees; docs/benchmarks.md has the measurements behind
  * them. `BENCH_NODE_FLAGS` replaces them.
  */
 const SYNC_NODE_FLAGS =
@@ -165,6 +169,7 @@ async function runMeasured(
   nodeFlags: string[],
   script: string,
   args: object,
+  env: Record<string, string> = {},
 ): Promise<{ out: Record<string, unknown>; postgresCpu: number; sandboxCpu: number }> {
   const monitor = new pg.Client({ connectionString: url });
   await monitor.connect();
@@ -190,7 +195,7 @@ async function runMeasured(
       [...nodeFlags, join(ROOT, script), JSON.stringify(args)],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
-        env: { ...process.env, PGAPPNAME: applicationName },
+        env: { ...process.env, ...env, PGAPPNAME: applicationName },
       },
     );
     let text = '';
@@ -212,6 +217,34 @@ async function runMeasured(
     out: JSON.parse(stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>,
     postgresCpu,
     sandboxCpu,
+  };
+}
+
+/** An OTLP/HTTP receiver that counts the spans posted to it and answers 200. */
+async function startSpanReceiver(): Promise<{
+  url: string;
+  spans: () => number;
+  close: () => Promise<void>;
+}> {
+  let spans = 0;
+  const server = http.createServer((request, response) => {
+    let body = '';
+    request.setEncoding('utf8');
+    request.on('data', (chunk: string) => {
+      body += chunk;
+    });
+    request.on('end', () => {
+      spans += (body.match(/"spanId"/g) ?? []).length;
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    spans: () => spans,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
 
@@ -356,10 +389,44 @@ async function benchSize(url: string, businesses: number, dir: string): Promise<
       ),
     );
     if (syncOnly) {
-      return `${figureTable(businesses, [
+      const runs: [string, Measured][] = [
         ['sync first', first],
         ['sync unchanged', second],
-      ])}\n`;
+      ];
+      if (traces) {
+        // The same first sync into a fresh schema, exporting every span to a receiver here.
+        const receiver = await startSpanReceiver();
+        const tracedSchema = `bench_traced_${stamp}`;
+        await withAdmin(url, (c) => c.query(`create schema ${tracedSchema}`));
+        try {
+          process.stderr.write(`bench: ${businesses} businesses, first sync with traces …\n`);
+          const traced = syncFigures(
+            await runMeasured(
+              url,
+              sandboxPid,
+              `bench-traced-${stamp}`,
+              SYNC_NODE_FLAGS,
+              'bench/run-sync.ts',
+              { ...common, searchPath: tracedSchema },
+              { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url },
+            ),
+          );
+          runs.push(['sync first, traced', traced]);
+          const ratio = renderTable(
+            ['traces', 'value'],
+            [
+              ['spans received', String(receiver.spans())],
+              ['traced ÷ untraced process CPU', (traced.processCpu / first.processCpu).toFixed(2)],
+              ['traced ÷ untraced wall', (traced.wallSeconds / first.wallSeconds).toFixed(2)],
+            ],
+          );
+          return `${figureTable(businesses, runs)}\n\n${ratio}\n`;
+        } finally {
+          await receiver.close();
+          await withAdmin(url, (c) => c.query(`drop schema if exists ${tracedSchema} cascade`));
+        }
+      }
+      return `${figureTable(businesses, runs)}\n`;
     }
     process.stderr.write(`bench: ${businesses} businesses, plain loader (after the sync) …\n`);
     const loaderArgs = { ...common, searchPath: loaderSchema };
@@ -447,6 +514,7 @@ if (!(await postgresAnswers(url))) {
 }
 const small = process.argv.includes('--small');
 const syncOnly = process.argv.includes('--sync-only');
+const traces = process.argv.includes('--traces');
 const dir = mkdtempSync(join(tmpdir(), 'listings-sync-bench-'));
 try {
   process.stdout.write(`sync node flags: ${SYNC_NODE_FLAGS.join(' ') || '(none)'}\n\n`);

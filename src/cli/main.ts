@@ -13,6 +13,7 @@ import { EXIT } from '../command/exit-codes.ts';
 import type { CliIo } from '../command/io.ts';
 import { printError } from '../command/print-error.ts';
 import { environmentHelp } from '../command/settings-bridge.ts';
+import { startTracing } from '../tracing.ts';
 import { registerAirbyteCommand } from './commands/airbyte.ts';
 import { registerAlertsCommand } from './commands/alerts.ts';
 import { registerApiCommand } from './commands/api.ts';
@@ -28,6 +29,7 @@ import { registerRunsCommand } from './commands/runs.ts';
 import { registerSandboxCommand } from './commands/sandbox.ts';
 import { registerServeCommand } from './commands/serve.ts';
 import { registerSyncCommand } from './commands/sync.ts';
+import { registerWarehouseCommand } from './commands/warehouse.ts';
 
 /** The commands, in the order `--help` lists them. */
 const COMMANDS = [
@@ -45,6 +47,7 @@ const COMMANDS = [
   registerKeywordsCommand,
   registerReplayCommand,
   registerRawCommand,
+  registerWarehouseCommand,
   registerAirbyteCommand,
 ];
 
@@ -90,12 +93,33 @@ function packageVersion(): string {
  * code; every error is printed on `io.stderr`, none escapes.
  */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  // Traces only when the environment asks (docs/running.md, "Traces"): a command without
+  // OTEL_EXPORTER_OTLP_ENDPOINT neither loads the SDK nor makes a span.
+  const tracing = await startTracing(io.env, packageVersion());
   try {
-    await buildProgram(io).parseAsync([...argv]);
+    await buildProgram(io).parseAsync(airbyteCall(argv));
     return io.exitCode ?? EXIT.ok;
   } catch (error) {
     return printError(io, error);
+  } finally {
+    // What is buffered goes out before the process exits (bounded by the export timeout).
+    await tracing?.shutdown().catch(() => {});
   }
+}
+
+/**
+ * Airbyte runs a source image as `IMAGE spec`, `IMAGE check --config F`, `IMAGE discover …`
+ * and `IMAGE read …` (docs/airbyte.md, "As Airbyte runs it"): those are `airbyte …` here.
+ * `check` is also the program's own command; with `--config` it is Airbyte's.
+ */
+export function airbyteCall(argv: readonly string[]): string[] {
+  const [node = 'node', script = 'listings-sync', command, ...rest] = argv;
+  const airbyte =
+    command === 'spec' ||
+    command === 'discover' ||
+    command === 'read' ||
+    (command === 'check' && rest.some((arg) => arg === '--config' || arg.startsWith('--config=')));
+  return airbyte ? [node, script, 'airbyte', command as string, ...rest] : [...argv];
 }
 
 if (import.meta.main) {

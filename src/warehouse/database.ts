@@ -403,6 +403,8 @@ export interface SyncRunsTable {
   error: string | null;
   /** Migration 0015: the settings that shaped the run's writes (`RunSettings`); null before. */
   settings: ColumnType<JsonValue | null, string | null | undefined, string | null>;
+  /** Migration 0020: the run's OpenTelemetry trace id when traces were on; else null. */
+  trace_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface QuarantineTable {

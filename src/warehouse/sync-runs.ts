@@ -141,6 +141,7 @@ export async function startSyncRun(db: Db, run: SyncRunStart): Promise<string> {
       accounts: JSON.stringify(run.accounts),
       shard: run.shard ?? null,
       settings: run.settings ? JSON.stringify(run.settings) : null,
+      trace_id: run.traceId ?? null,
     })
     .execute();
   return runId;

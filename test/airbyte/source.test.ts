@@ -13,6 +13,7 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient } from '../../src/api/index.ts';
+import { airbyteCall } from '../../src/cli/main.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { runCli } from '../helpers/cli.ts';
 import { type ParsedMessage, protocolLines } from './protocol-definitions.ts';
@@ -93,6 +94,38 @@ function configured(
       })),
   };
 }
+
+describe('as Airbyte calls the image', () => {
+  it("takes spec, discover, read and check --config as airbyte commands, and leaves the program's own check alone", async () => {
+    expect(airbyteCall(['node', 'main.ts', 'spec'])).toEqual([
+      'node',
+      'main.ts',
+      'airbyte',
+      'spec',
+    ]);
+    expect(airbyteCall(['node', 'main.ts', 'check', '--config', 'c.json'])).toEqual([
+      'node',
+      'main.ts',
+      'airbyte',
+      'check',
+      '--config',
+      'c.json',
+    ]);
+    expect(airbyteCall(['node', 'main.ts', 'check'])).toEqual(['node', 'main.ts', 'check']);
+    expect(airbyteCall(['node', 'main.ts', 'sync', 'read'])).toEqual([
+      'node',
+      'main.ts',
+      'sync',
+      'read',
+    ]);
+    const { code, messages } = await (async () => {
+      const finished = await runCli(['spec'], {}, { services });
+      return { ...finished, messages: protocolLines(finished.stdout) };
+    })();
+    expect(code).toBe(0);
+    expect(messages.map((m) => m.type)).toEqual(['SPEC']);
+  });
+});
 
 describe('airbyte spec', () => {
   it('prints one SPEC whose connectionSpecification is a JSON schema that accepts a real config and marks the token secret', async () => {

@@ -182,9 +182,15 @@ describe.each(testBackends)('traces of a sync (%s)', (backend) => {
       expect(text).not.toMatch(/auth_token|user_email|\?/);
       // The collector's headers went with the export.
       expect(receiver.headers.some((h) => h['x-api-key'] === 'collector key')).toBe(true);
-      // The run's log lines name its trace.
+      // The run's log lines and its sync_runs row name its trace.
       const finished = lines().find((line) => line.includes('sync finished'));
       expect(finished).toContain(`"traceId":"${run.traceId}"`);
+      const stored = await world.warehouse.db
+        .selectFrom('sync_runs')
+        .select('trace_id')
+        .where('run_id', '=', result.runId)
+        .executeTakeFirstOrThrow();
+      expect(stored.trace_id).toBe(run.traceId);
     } finally {
       await receiver.close();
     }
@@ -203,5 +209,11 @@ describe.each(testBackends)('traces of a sync (%s)', (backend) => {
     });
     expect(result.status).toBe('succeeded');
     expect(lines().some((line) => line.includes('traceId'))).toBe(false);
+    const stored = await world.warehouse.db
+      .selectFrom('sync_runs')
+      .select('trace_id')
+      .where('run_id', '=', result.runId)
+      .executeTakeFirstOrThrow();
+    expect(stored.trace_id).toBeNull();
   });
 });
