@@ -1,11 +1,14 @@
 /**
  * The report's charts, drawn by Apache ECharts' server-side SVG renderer: an SVG string
- * per chart, inlined in the HTML, so the report needs no script and no network to view.
+ * per chart and its legend as an HTML list, inlined in the HTML, so a chart needs no
+ * script and no network to view.
  *
  * Every chart is disposed after rendering (with animation off), or ECharts' timers would
  * keep the process alive.
  */
 import * as echarts from 'echarts';
+import { addDays } from '../calendar-day.ts';
+import { counted } from './counted.ts';
 import type { AccuracyDay, KeywordRanks, ReviewDay } from './report-data.ts';
 import { siteLabel } from './site-names.ts';
 
@@ -75,45 +78,78 @@ export function renderChart(
   }
 }
 
-const dayAxis = (first: string, last: string) => ({
-  type: 'time' as const,
-  min: first,
-  max: last,
-  splitNumber: 5,
-  axisLabel: { hideOverlap: true, fontSize: 10, formatter: '{MMM} {d}' },
-  splitLine: { show: false },
-});
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
-const RANK_CHART_WIDTH = 480;
-const LEGEND_FONT_SIZE = 10;
-const LEGEND_ICON_WIDTH = 14;
-/** ECharts' defaults: icon to text, and between items. */
-const LEGEND_TEXT_GAP = 5;
-const LEGEND_ITEM_GAP = 10;
-/** A line of legend text (10 px type). */
-const LEGEND_ROW_HEIGHT = 16;
+/** Every day from `first` to `last`, both included. */
+export function windowDays(first: string, last: string): string[] {
+  const days: string[] = [];
+  for (let day = first; day <= last; day = addDays(day, 1)) days.push(day);
+  return days;
+}
+
+/** "Nov 22"; with the year ("Nov 22, 2026") when the window is longer than a year, where "Nov 22" would come twice. */
+export function dayLabel(day: string, withYear: boolean): string {
+  const month = MONTHS[Number(day.slice(5, 7)) - 1] ?? '?';
+  const label = `${month} ${Number(day.slice(8, 10))}`;
+  return withYear ? `${label}, ${day.slice(0, 4)}` : label;
+}
 
 /**
- * How many lines ECharts' horizontal legend takes for these labels in `width` pixels: it
- * wraps items that do not fit, and a chart that reserved one line would draw the second
- * over the day axis. Widths are estimated at 0.62 em a character, wider than system-ui's
- * average, so the estimate errs towards a line too many, never one too few.
+ * The day axis: one category per day of the window, so a day is one slot whatever the
+ * window's length (a time axis splits a one-day window into hours and prints its date at
+ * each). A label every `step` days, `step` chosen so that labels fit the plot's width:
+ * each label is a different day.
  */
-export function legendRows(labels: readonly string[], width: number): number {
-  const available = width - 10; // ECharts' legend padding: 5 px each side
-  let rows = 1;
-  let used = 0;
-  for (const label of labels) {
-    const item =
-      LEGEND_ICON_WIDTH + LEGEND_TEXT_GAP + Math.ceil(label.length * LEGEND_FONT_SIZE * 0.62);
-    const next = used === 0 ? item : used + LEGEND_ITEM_GAP + item;
-    if (next > available && used > 0) {
-      rows++;
-      used = item;
-    } else used = next;
-  }
-  return rows;
+export function dayAxis(first: string, last: string, plotWidth: number) {
+  const days = windowDays(first, last);
+  const withYear = days.length > 365;
+  // Room per label at 10 px type: "Nov 22" is about 36 px wide, "Nov 22, 2026" about
+  // 66 px, and a gap of at least 16 px between neighbours.
+  const slot = withYear ? 82 : 52;
+  const fit = Math.max(1, Math.floor(plotWidth / slot));
+  const interval = Math.ceil(days.length / fit) - 1;
+  return {
+    type: 'category' as const,
+    data: days,
+    boundaryGap: true,
+    axisTick: { alignWithLabel: true, interval },
+    axisLabel: {
+      interval,
+      fontSize: 10,
+      formatter: (day: string) => dayLabel(day, withYear),
+    },
+    splitLine: { show: false },
+  };
 }
+
+/** A legend entry: the series' colour, drawn as a short line or a bar swatch. */
+export interface LegendItem {
+  label: string;
+  color: string;
+  mark: 'line' | 'bar';
+}
+
+/**
+ * The legend as HTML beside the chart's SVG, not ECharts' own: ECharts places legend
+ * items by its own estimate of text widths, and where the browser's font is wider the
+ * text runs into the next item's marker. The browser lays out an HTML list with the
+ * widths it draws, and wraps it at any page width.
+ */
+export function legendHtml(items: readonly LegendItem[]): string {
+  return `<ul class="legend">${items
+    .map(
+      (item) =>
+        `<li><i class="mark ${item.mark}" style="background:${escapeXml(item.color)}"></i><span>${escapeXml(item.label)}</span></li>`,
+    )
+    .join('')}</ul>`;
+}
+
+/** The accuracy and review charts: the page's width; the legend is above them, in HTML. */
+const WIDE_WIDTH = 960;
+const WIDE_HEIGHT = 280;
+const WIDE_GRID = { left: 48, right: 52, top: 26, bottom: 28 };
+const RANK_CHART_WIDTH = 480;
+const RANK_GRID = { left: 36, right: 28, top: 44, bottom: 26 };
 
 /**
  * One keyword: a line per site, rank 1 at the top. A day searched but not ranked is a
@@ -128,63 +164,62 @@ export function rankChart(
   const ranks = keyword.sites.flatMap((s) => s.points.map((p) => p.rank ?? 0));
   // A round bottom for the axis: the worst rank shown, up to the next multiple of 5.
   const worst = Math.ceil(Math.max(10, ...ranks) / 5) * 5;
-  const labels = keyword.sites.map((s) => siteLabel(s.site));
-  // The legend's extra lines grow the chart downwards; the plot keeps its height.
-  const extra = (legendRows(labels, RANK_CHART_WIDTH) - 1) * LEGEND_ROW_HEIGHT;
-  return renderChart(
-    {
-      title: {
-        text: keyword.keyword,
-        subtext:
-          keyword.sitesTracked > keyword.sites.length
-            ? `best ${keyword.sites.length} of ${keyword.sitesTracked} sites`
-            : '',
-        left: 4,
-        top: 0,
-        itemGap: 2,
-        textStyle: { fontSize: 13 },
-        subtextStyle: { fontSize: 10 },
-      },
-      legend: {
-        bottom: 0,
-        itemWidth: LEGEND_ICON_WIDTH,
-        itemHeight: 8,
-        itemGap: LEGEND_ITEM_GAP,
-        textStyle: { fontSize: LEGEND_FONT_SIZE },
-        data: labels,
-      },
-      grid: { left: 36, right: 28, top: 44, bottom: 58 + extra },
-      xAxis: dayAxis(first, last),
-      yAxis: {
-        type: 'value',
-        inverse: true,
-        min: 1,
-        max: worst,
-        minInterval: 1,
-        axisLabel: { fontSize: 10 },
-      },
-      series: keyword.sites.map((s) => ({
-        name: siteLabel(s.site),
-        type: 'line',
-        showSymbol: s.points.length <= 2,
-        symbolSize: 4,
-        connectNulls: false,
-        lineStyle: { width: 2 },
-        color: siteColor(s.site),
-        data: s.points.map((p) => [p.day, p.rank]),
-      })),
-    },
-    RANK_CHART_WIDTH,
-    280 + extra,
-    keyword.sites.flatMap((s, seriesIndex) =>
-      s.points
-        .filter((p) => p.rank !== null)
-        .map((p) => ({
-          seriesIndex,
-          value: [p.day, p.rank as number] as [string, number],
-          title: `${keyword.keyword} · ${siteLabel(s.site)} · ${p.day}: rank ${p.rank}`,
+  return (
+    renderChart(
+      {
+        title: {
+          text: keyword.keyword,
+          subtext:
+            keyword.sitesTracked > keyword.sites.length
+              ? `best ${keyword.sites.length} of ${keyword.sitesTracked} sites`
+              : '',
+          left: 4,
+          top: 0,
+          itemGap: 2,
+          textStyle: { fontSize: 13 },
+          subtextStyle: { fontSize: 10 },
+        },
+        grid: RANK_GRID,
+        xAxis: dayAxis(first, last, RANK_CHART_WIDTH - RANK_GRID.left - RANK_GRID.right),
+        yAxis: {
+          type: 'value',
+          inverse: true,
+          min: 1,
+          max: worst,
+          minInterval: 1,
+          axisLabel: { fontSize: 10 },
+        },
+        series: keyword.sites.map((s) => ({
+          name: siteLabel(s.site),
+          type: 'line',
+          showSymbol: s.points.length <= 2,
+          symbolSize: 4,
+          connectNulls: false,
+          lineStyle: { width: 2 },
+          color: siteColor(s.site),
+          data: s.points.map((p) => [p.day, p.rank]),
         })),
-    ),
+      },
+      RANK_CHART_WIDTH,
+      // 178 px of plot between the title and the day labels.
+      RANK_GRID.top + 178 + RANK_GRID.bottom,
+      keyword.sites.flatMap((s, seriesIndex) =>
+        s.points
+          .filter((p) => p.rank !== null)
+          .map((p) => ({
+            seriesIndex,
+            value: [p.day, p.rank as number] as [string, number],
+            title: `${keyword.keyword} · ${siteLabel(s.site)} · ${p.day}: rank ${p.rank}`,
+          })),
+      ),
+    ) +
+    legendHtml(
+      keyword.sites.map((s) => ({
+        label: siteLabel(s.site),
+        color: siteColor(s.site),
+        mark: 'line',
+      })),
+    )
   );
 }
 
@@ -200,7 +235,6 @@ export function siteColors(): (site: string) => string {
   };
 }
 
-/** Listings by status per day (stacked bars) and the accuracy score (line, right axis). */
 /**
  * The accuracy axis around the data, not 0-100 %: a score that moves between 82 % and
  * 86 % must show its movement. Five points of margin, rounded to multiples of 5.
@@ -216,6 +250,7 @@ export function accuracyAxisRange(days: readonly AccuracyDay[]): { min: number; 
   return { min, max };
 }
 
+/** Listings by status per day (stacked bars) and the accuracy score (line, right axis). */
 export function accuracyChart(days: AccuracyDay[], first: string, last: string): string {
   const range = accuracyAxisRange(days);
   const bar = (name: string, color: string, pick: (d: AccuracyDay) => number) => ({
@@ -226,11 +261,16 @@ export function accuracyChart(days: AccuracyDay[], first: string, last: string):
     barMaxWidth: 18,
     data: days.map((d) => [d.day, pick(d)]),
   });
-  return renderChart(
+  const legend = legendHtml([
+    { label: 'Accurate', color: COLORS.accurate, mark: 'bar' },
+    { label: 'Inaccurate', color: COLORS.inaccurate, mark: 'bar' },
+    { label: 'Not Present', color: COLORS.notPresent, mark: 'bar' },
+    { label: 'Accuracy score', color: COLORS.score, mark: 'line' },
+  ]);
+  const svg = renderChart(
     {
-      legend: { top: 0, textStyle: { fontSize: 11 } },
-      grid: { left: 48, right: 52, top: 34, bottom: 28 },
-      xAxis: dayAxis(first, last),
+      grid: WIDE_GRID,
+      xAxis: dayAxis(first, last, WIDE_WIDTH - WIDE_GRID.left - WIDE_GRID.right),
       yAxis: [
         { type: 'value', name: 'listings', nameTextStyle: { fontSize: 10 }, minInterval: 1 },
         {
@@ -261,8 +301,8 @@ export function accuracyChart(days: AccuracyDay[], first: string, last: string):
         },
       ],
     },
-    960,
-    300,
+    WIDE_WIDTH,
+    WIDE_HEIGHT,
     days
       .filter((d) => d.accuracyScore !== null)
       .map((d) => ({
@@ -271,15 +311,20 @@ export function accuracyChart(days: AccuracyDay[], first: string, last: string):
         title: `${d.day}: accuracy ${(Math.round((d.accuracyScore as number) * 1000) / 10).toFixed(1)}% (${d.accurate} Accurate, ${d.inaccurate} Inaccurate, ${d.notPresent} Not Present)`,
       })),
   );
+  return legend + svg;
 }
 
 /** New reviews and responses per day (bars) and the day's average rating (line, right axis). */
 export function reviewChart(days: ReviewDay[], first: string, last: string): string {
-  return renderChart(
+  const legend = legendHtml([
+    { label: 'New reviews', color: COLORS.reviews, mark: 'bar' },
+    { label: 'Responses', color: COLORS.responses, mark: 'bar' },
+    { label: 'Average rating', color: COLORS.rating, mark: 'line' },
+  ]);
+  const svg = renderChart(
     {
-      legend: { top: 0, textStyle: { fontSize: 11 } },
-      grid: { left: 48, right: 52, top: 34, bottom: 28 },
-      xAxis: dayAxis(first, last),
+      grid: WIDE_GRID,
+      xAxis: dayAxis(first, last, WIDE_WIDTH - WIDE_GRID.left - WIDE_GRID.right),
       yAxis: [
         { type: 'value', name: 'per day', nameTextStyle: { fontSize: 10 }, minInterval: 1 },
         {
@@ -317,12 +362,13 @@ export function reviewChart(days: ReviewDay[], first: string, last: string): str
         },
       ],
     },
-    960,
-    300,
+    WIDE_WIDTH,
+    WIDE_HEIGHT,
     days.map((d) => ({
       seriesIndex: 0,
       value: [d.day, d.newReviews] as [string, number],
-      title: `${d.day}: ${d.newReviews} new review(s), ${d.responses} response(s)${d.averageRating === null ? '' : `, average rating ${d.averageRating}`}`,
+      title: `${d.day}: ${counted(d.newReviews, 'new review')}, ${counted(d.responses, 'response')}${d.averageRating === null ? '' : `, average rating ${d.averageRating}`}`,
     })),
   );
+  return legend + svg;
 }

@@ -7,7 +7,6 @@
  */
 
 import { type Kysely, type RawBuilder, sql } from 'kysely';
-import { LISTING_INACCURATE } from '../alerts/kinds.ts';
 import { addDays, daysBetween } from '../calendar-day.ts';
 import type { Database } from '../warehouse/database.ts';
 
@@ -38,6 +37,7 @@ const AWAITING_ROWS = 25;
 
 export interface ReportKpis {
   accounts: number;
+  /** Live (not archived) businesses in scope: the rows of the Businesses table. */
   businesses: number;
   listings: number;
   accurate: number;
@@ -48,8 +48,53 @@ export interface ReportKpis {
   keywordsTracked: number;
   reviewsInWindow: number;
   averageRatingInWindow: number | null;
-  alertsInWindow: number;
+  /**
+   * Reviews waiting for a response: no response stored and none counted upstream, and the
+   * API can answer them now (`can_respond`): `awaitingAnswerable`.
+   */
   unansweredAnswerable: number;
+}
+
+/**
+ * Listings that turned Inaccurate in the window (a `listing_inaccurate` alert), counted
+ * once each however often they turned, against the listings Inaccurate now.
+ */
+export interface TurnedInaccurate {
+  /** Distinct listings of live businesses with an alert in the window. */
+  listings: number;
+  /** Their alerts: more than `listings` when one turned, was corrected and turned again. */
+  turns: number;
+  /** Of `listings`, those Inaccurate now; the rest were corrected since, or removed. */
+  stillInaccurate: number;
+  /** All listings Inaccurate now (`kpis.inaccurate`): `stillInaccurate` + those Inaccurate since before the window. */
+  inaccurateNow: number;
+}
+
+/**
+ * One business of the Businesses table. Its "need" is the count of things to act on:
+ * Inaccurate listings + reviews waiting for a response + keywords down in the window (docs/running.md, "The report"); the table's default order is need, highest
+ * first, then the lower accuracy, then the business id.
+ */
+export interface BusinessRow {
+  businessId: number;
+  name: string;
+  accountName: string | null;
+  listings: number;
+  inaccurate: number;
+  accuracyScore: number | null;
+  /** Reviews waiting for a response, as `ReportKpis.unansweredAnswerable` counts them. */
+  waiting: number;
+  /** Average rating of the window's new reviews; null without a rated one. */
+  averageRating: number | null;
+  /**
+   * Keywords whose best rank on any search site, on the last day observed in the window,
+   * is better (up) or worse (down) than on the first; not ranked counts below every rank.
+   */
+  keywordsUp: number;
+  keywordsDown: number;
+  /** Keywords with rank observations in the window: 0 means nothing to chart. */
+  keywordsRanked: number;
+  need: number;
 }
 
 export interface RankPoint {
@@ -154,17 +199,25 @@ export interface ReportData {
   days: number;
   business: { businessId: number; name: string } | null;
   kpis: ReportKpis;
+  /** Every live business in scope, neediest first. */
+  businesses: BusinessRow[];
   ranks: BusinessRanks[];
+  /** Businesses with rank data in the window, charted or not. */
+  businessesWithRanks: number;
   /** Businesses with rank data beyond those charted (0 with `--business`). */
   businessesNotCharted: number;
   accuracy: AccuracyDay[];
   reviews: ReviewDay[];
+  /** One row per listing that turned Inaccurate in the window (its latest turn), latest first. */
   newlyInaccurate: NewlyInaccurateRow[];
-  newlyInaccurateTotal: number;
+  turnedInaccurate: TurnedInaccurate;
   sla: SlaRow[];
   /** Unanswered reviews, longest waiting and then lowest rated first (`AWAITING_ROWS`). */
   awaiting: AwaitingReviewRow[];
-  /** All unanswered reviews, and those of them the API can answer. */
+  /**
+   * All reviews without a response, and those of them the API can answer (the reviews
+   * waiting for a response: `kpis.unansweredAnswerable`).
+   */
   awaitingTotal: number;
   awaitingAnswerable: number;
   /** Worst first: left the top 3/10, then the largest 7- and 30-day rank losses. */
@@ -263,7 +316,7 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
   // scan cost as much as the first).
   const [kpiRow] = await rows(
     db,
-    sql<Omit<ReportKpis, 'accuracyScore'> & { accuracyScore: number | null }>`
+    sql<Omit<ReportKpis, 'unansweredAnswerable'>>`
       with acc as (
         select count(*)::int as businesses,
           coalesce(sum(listings), 0)::int as listings,
@@ -285,35 +338,17 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
         (select count(distinct (k.business_id, k.keyword))::int from keywords k
            join businesses b on b.business_id = k.business_id and b.archived_at is null
            where k.deleted_at is null and ${scope('k.business_id')}) as "keywordsTracked",
-        rev.reviews as "reviewsInWindow", rev.rating as "averageRatingInWindow",
-        (select count(*)::int from v_newly_inaccurate n
-           where (n.detected_at at time zone 'UTC')::date between ${windowStart} and ${windowEnd}
-             and ${scope('n.business_id')}) as "alertsInWindow",
-        (select coalesce(sum(unanswered_answerable), 0)::int from v_review_response_sla s
-           where ${scope('s.business_id')}) as "unansweredAnswerable"
+        rev.reviews as "reviewsInWindow", rev.rating as "averageRatingInWindow"
       from acc, rev
     `,
   );
-  const kpis = kpiRow as ReportKpis;
+  const kpis = { ...kpiRow, unansweredAnswerable: 0 } as ReportKpis; // set below, with the reviews
 
-  // Charted businesses: the chosen one, or those with rank data in the window that need
-  // attention most (alerts in the window, then the lowest accuracy).
-  const ranked = await rows(
-    db,
-    sql<{ businessId: number; name: string }>`
-      select b.business_id as "businessId", b.name
-      from businesses b
-      left join v_listing_accuracy a on a.business_id = b.business_id
-      where ${scope('b.business_id')}
-        and exists (select 1 from rank_observations o where o.business_id = b.business_id
-                    and o.observed_on between ${windowStart} and ${windowEnd})
-      order by
-        (select count(*) from alerts x where x.business_id = b.business_id
-           and x.kind = ${LISTING_INACCURATE}
-           and (x.detected_at at time zone 'UTC')::date between ${windowStart} and ${windowEnd}) desc,
-        a.accuracy_score asc nulls last,
-        b.business_id`,
-  );
+  const businesses = await readBusinessRows(db, scope, firstDay, lastDay);
+
+  // Charted: the neediest businesses (the Businesses table's order) with rank data in the
+  // window, or the chosen one.
+  const ranked = businesses.filter((b) => b.keywordsRanked > 0);
   const topBusinesses = options.topBusinesses ?? DEFAULT_TOP_BUSINESSES;
   const charted = businessId === undefined ? ranked.slice(0, topBusinesses) : ranked;
   const topKeywords =
@@ -347,17 +382,36 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
       group by day order by day`,
   );
 
+  // A listing that turned Inaccurate twice in the window is one listing: its latest turn.
+  const turnedInWindow = sql`
+    from v_newly_inaccurate n
+    join businesses b on b.business_id = n.business_id and b.archived_at is null
+    where (n.detected_at at time zone 'UTC')::date between ${windowStart} and ${windowEnd}
+      and ${scope('n.business_id')}`;
   const newlyInaccurate = await rows(
     db,
-    sql<NewlyInaccurateRow>`
-      select detected_at as "detectedAt", business_id as "businessId", business_name as "businessName",
-        site_name as "siteName", previous_status as "previousStatus",
-        current_status as "currentStatus", wrong_fields as "wrongFields", live_link as "liveLink"
-      from v_newly_inaccurate n
-      where (n.detected_at at time zone 'UTC')::date between ${windowStart} and ${windowEnd}
-        and ${scope('n.business_id')}
-      order by detected_at desc, alert_id desc
+    sql<NewlyInaccurateRow & { alert_id: string }>`
+      select * from (
+        select distinct on (n.business_id, n.listing_id)
+          n.detected_at as "detectedAt", n.business_id as "businessId",
+          n.business_name as "businessName", n.site_name as "siteName",
+          n.previous_status as "previousStatus", n.current_status as "currentStatus",
+          n.wrong_fields as "wrongFields", n.live_link as "liveLink", n.alert_id
+        ${turnedInWindow}
+        order by n.business_id, n.listing_id, n.detected_at desc, n.alert_id desc
+      ) latest
+      order by "detectedAt" desc, alert_id desc
       limit ${NEWLY_INACCURATE_ROWS}`,
+  );
+  // "Inaccurate now" as v_listing_accuracy counts it: a live listing of a live business.
+  const [turned] = await rows(
+    db,
+    sql<{ listings: number; turns: number; stillInaccurate: number }>`
+      select count(distinct (n.business_id, n.listing_id))::int as listings,
+        count(*)::int as turns,
+        count(distinct (n.business_id, n.listing_id))
+          filter (where n.still_inaccurate and n.listing_removed_at is null)::int as "stillInaccurate"
+      ${turnedInWindow}`,
   );
 
   const sla = await rows(
@@ -378,14 +432,7 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
       limit ${SLA_ROWS}`,
   );
 
-  // The same rows as docs/warehouse.md's "Reviews waiting for an answer", in the same order.
-  const unanswered = sql`
-    from reviews r
-    join businesses b on b.business_id = r.business_id and b.archived_at is null
-    where r.category = 'review' and r.removed_at is null and r.response_count = 0
-      and not exists (select 1 from review_responses p
-                      where p.review_id = r.review_id and p.removed_at is null)
-      and ${scope('r.business_id')}`;
+  const unanswered = unansweredReviews(scope);
   const awaiting = await rows(
     db,
     sql<AwaitingReviewRow>`
@@ -406,6 +453,7 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
       select count(*)::int as total, (count(*) filter (where r.can_respond))::int as answerable
       ${unanswered}`,
   );
+  kpis.unansweredAnswerable = awaitingCounts?.answerable ?? 0;
 
   // Movers, from the latest observation of each series in the window. A rank change is
   // `rank - earlier rank`: positive is a loss (a larger rank number).
@@ -445,12 +493,19 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
     days: daysBetween(firstDay, lastDay) + 1,
     business,
     kpis,
+    businesses,
     ranks,
+    businessesWithRanks: ranked.length,
     businessesNotCharted: ranked.length - charted.length,
     accuracy,
     reviews,
-    newlyInaccurate,
-    newlyInaccurateTotal: kpis.alertsInWindow,
+    newlyInaccurate: newlyInaccurate.map(({ alert_id: _, ...row }) => row),
+    turnedInaccurate: {
+      listings: turned?.listings ?? 0,
+      turns: turned?.turns ?? 0,
+      stillInaccurate: turned?.stillInaccurate ?? 0,
+      inaccurateNow: kpis.inaccurate,
+    },
     sla,
     awaiting,
     awaitingTotal: awaitingCounts?.total ?? 0,
@@ -458,6 +513,80 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
     declines,
     gains,
   };
+}
+
+/**
+ * Reviews without a response: none stored and none counted upstream. The same rows as
+ * docs/warehouse.md's "Reviews waiting for an answer"; those with `can_respond` are the
+ * reviews waiting for a response, counted in the key figures and per business.
+ */
+function unansweredReviews(scope: (column: string) => RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`
+    from reviews r
+    join businesses b on b.business_id = r.business_id and b.archived_at is null
+    where r.category = 'review' and r.removed_at is null and r.response_count = 0
+      and not exists (select 1 from review_responses p
+                      where p.review_id = r.review_id and p.removed_at is null)
+      and ${scope('r.business_id')}`;
+}
+
+/**
+ * The Businesses table: one row per live business in scope, neediest first (`BusinessRow`).
+ * A keyword's movement compares its best rank on the first and the last day observed in the window.
+ */
+async function readBusinessRows(
+  db: Kysely<Database>,
+  scope: (column: string) => RawBuilder<unknown>,
+  firstDay: string,
+  lastDay: string,
+): Promise<BusinessRow[]> {
+  // Not ranked sorts below every rank: a ranking that dropped out of the results is down.
+  const NOT_RANKED = 2_147_483_647;
+  return rows(
+    db,
+    sql<BusinessRow>`
+      with waiting as (
+        select r.business_id, count(*)::int as waiting
+        ${unansweredReviews(scope)} and r.can_respond
+        group by r.business_id
+      ), rating as (
+        select business_id,
+          round(sum(average_rating * rated_reviews) / nullif(sum(rated_reviews), 0), 2) as rating
+        from v_review_daily r
+        where r.day between ${firstDay}::date and ${lastDay}::date and ${scope('r.business_id')}
+        group by business_id
+      ), best as (
+        select business_id, keyword, observed_on, coalesce(min(rank), ${NOT_RANKED}) as rank
+        from v_rank_daily d
+        where d.observed_on between ${firstDay}::date and ${lastDay}::date
+          and ${scope('d.business_id')}
+        group by business_id, keyword, observed_on
+      ), ends as (
+        select business_id,
+          (array_agg(rank order by observed_on))[1] as first_rank,
+          (array_agg(rank order by observed_on desc))[1] as last_rank
+        from best group by business_id, keyword
+      ), movement as (
+        select business_id,
+          (count(*) filter (where last_rank < first_rank))::int as up,
+          (count(*) filter (where last_rank > first_rank))::int as down,
+          count(*)::int as keywords
+        from ends group by business_id
+      )
+      select a.business_id as "businessId", a.business_name as name,
+        a.account_name as "accountName", a.listings, a.inaccurate,
+        a.accuracy_score::float8 as "accuracyScore",
+        coalesce(w.waiting, 0) as waiting, r.rating::float8 as "averageRating",
+        coalesce(m.up, 0) as "keywordsUp", coalesce(m.down, 0) as "keywordsDown",
+        coalesce(m.keywords, 0) as "keywordsRanked",
+        (a.inaccurate + coalesce(w.waiting, 0) + coalesce(m.down, 0))::int as need
+      from v_listing_accuracy a
+      left join waiting w on w.business_id = a.business_id
+      left join rating r on r.business_id = a.business_id
+      left join movement m on m.business_id = a.business_id
+      where ${scope('a.business_id')}
+      order by need desc, a.accuracy_score asc nulls last, a.business_id`,
+  );
 }
 
 /**

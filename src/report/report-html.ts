@@ -1,9 +1,12 @@
 /**
- * The report as one self-contained HTML file: inline CSS, inline SVG charts, no script,
- * no font or image from anywhere else, so it opens offline and can be mailed around.
+ * The report as one self-contained HTML file: inline CSS, inline SVG charts, no font or
+ * image from anywhere else, so it opens offline and can be mailed around. Its one script,
+ * inline, sorts the Businesses table by a clicked column; without it the page reads the
+ * same, in the default order (docs/running.md, "The report").
  */
 import { accuracyChart, rankChart, reviewChart, siteColors } from './charts.ts';
-import type { ReportData } from './report-data.ts';
+import { counted, noun } from './counted.ts';
+import type { BusinessRow, ReportData } from './report-data.ts';
 import { siteLabel } from './site-names.ts';
 
 const ESCAPES: Record<string, string> = {
@@ -30,22 +33,24 @@ export function hoursText(hours: number | null): string {
   const days = hours / 24;
   if (hours < 1) return `${Math.max(0, Math.round(hours * 60))} min`;
   if (hours < 48) return `${Math.round(hours)} h`;
-  if (days < 14) return `${Math.round(days)} days`;
-  if (days < 90) return `${Math.round(days / 7)} weeks`;
-  if (days < 365) return `${Math.round(days / 30.44)} months`;
+  if (days < 14) return counted(Math.round(days), 'day');
+  if (days < 90) return counted(Math.round(days / 7), 'week');
+  if (days < 365) return counted(Math.round(days / 30.44), 'month');
   const years = Math.round((days / 365.25) * 10) / 10;
-  return `${years} ${years === 1 ? 'year' : 'years'}`;
+  return counted(years, 'year');
 }
 
 /** Only http(s) links become anchors: a stored link must not run script in the report. */
 function linkCell(url: string | null): string {
   if (!url) return '–';
   if (!/^https?:\/\//i.test(url)) return escapeHtml(url);
-  const text = url.length > 48 ? `${url.slice(0, 45)}…` : url;
+  // The address is cut, never an id: the whole address is the link's target.
+  const text = url.length > 40 ? `${url.slice(0, 37)}…` : url;
   return `<a href="${escapeHtml(url)}" rel="noopener noreferrer">${escapeHtml(text)}</a>`;
 }
 
-const CSS = `
+/** The report's style sheet, inlined in its `<head>`. */
+export const REPORT_CSS = `
 :root { color-scheme: light; --ink: #1d2330; --muted: #5b6475; --line: #e3e7ee; --bg: #f6f7fa; }
 * { box-sizing: border-box; }
 body { margin: 0; background: var(--bg); color: var(--ink);
@@ -54,38 +59,68 @@ main { max-width: 1200px; margin: 0 auto; padding: 28px 24px 48px; }
 h1 { font-size: 22px; margin: 0 0 4px; }
 h2 { font-size: 17px; margin: 32px 0 8px; }
 h3 { font-size: 14px; margin: 0 0 6px; }
+h3.more { margin-top: 14px; }
 p.sub, .note { color: var(--muted); margin: 0 0 12px; }
 .kpis { display: grid; grid-template-columns: repeat(4, 1fr); gap: 10px; margin-top: 18px; }
 .kpi { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 10px 12px; }
 .kpi b { display: block; font-size: 20px; }
 .kpi span { color: var(--muted); font-size: 12px; }
 .card { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 12px; margin-bottom: 12px; }
-.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 10px; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(420px, 100%), 1fr)); gap: 10px; }
 .chart svg { display: block; width: 100%; height: auto; }
+/* Legends are HTML, laid out by the browser with the widths it draws: no label can run
+   into the next item's marker, at any page width (test/report measures every pair). */
+ul.legend { display: flex; flex-wrap: wrap; justify-content: center; gap: 4px 16px; list-style: none;
+  margin: 4px 0; padding: 0; font-size: 12px; color: var(--muted); }
+ul.legend li { display: inline-flex; align-items: center; gap: 6px; white-space: nowrap; }
+ul.legend .mark { display: inline-block; flex: none; width: 16px; height: 10px; border-radius: 2px; }
+ul.legend .mark.line { height: 3px; border-radius: 0; }
+.scroll { overflow-x: auto; }
 table { width: 100%; border-collapse: collapse; background: #fff; font-size: 13px; }
 th, td { text-align: left; padding: 6px 6px; border-bottom: 1px solid var(--line); vertical-align: top;
   white-space: nowrap; }
 th { background: #eef1f6; font-weight: 600; }
 /* Free text (keywords, names, review text) is cut with an ellipsis, never wrapped: the
-   full text is in the cell's title. Keeps every table inside 1200 px (test/report). */
+   full text is in the cell's title. Keeps every table inside 1200 px (test/report). An id
+   is never cut: a business's name is clipped on its own, its id follows in full. */
 td.clip { max-width: 230px; overflow: hidden; text-overflow: ellipsis; }
+.name { display: inline-block; max-width: 200px; overflow: hidden; text-overflow: ellipsis;
+  vertical-align: top; }
+.id { color: var(--muted); }
+th[data-sort] { cursor: pointer; user-select: none; }
+th[aria-sort="descending"]::after { content: " ▾"; }
+th[aria-sort="ascending"]::after { content: " ▴"; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .bad { color: #b3261e; font-weight: 600; }
 .ok { color: #2e7d32; }
 footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
+@media (max-width: 760px) {
+  main { padding: 20px 12px 40px; }
+  .kpis { grid-template-columns: repeat(2, 1fr); }
+}
 `;
 
 function kpiTiles(data: ReportData): string {
   const k = data.kpis;
-  const tiles: [string, string][] = [
-    [number.format(k.businesses), 'businesses'],
-    [number.format(k.listings), `listings (${number.format(k.inaccurate)} Inaccurate)`],
+  const turned = data.turnedInaccurate.listings;
+  const tiles: [value: string, label: string][] = [
+    [number.format(k.businesses), noun(k.businesses, 'business')],
+    [
+      number.format(k.listings),
+      `${noun(k.listings, 'listing')} (${number.format(k.inaccurate)} Inaccurate)`,
+    ],
     [percent(k.accuracyScore), 'accuracy score now'],
-    [number.format(k.keywordsTracked), 'keywords tracked'],
-    [number.format(k.alertsInWindow), 'newly Inaccurate in window'],
-    [number.format(k.reviewsInWindow), 'new reviews in window'],
-    [k.averageRatingInWindow === null ? '–' : k.averageRatingInWindow.toFixed(2), 'average rating'],
-    [number.format(k.unansweredAnswerable), 'reviews awaiting a response'],
+    [number.format(k.keywordsTracked), `${noun(k.keywordsTracked, 'keyword')} tracked`],
+    [number.format(turned), `${noun(turned, 'listing')} turned Inaccurate in the window`],
+    [number.format(k.reviewsInWindow), `new ${noun(k.reviewsInWindow, 'review')} in the window`],
+    [
+      k.averageRatingInWindow === null ? '–' : k.averageRatingInWindow.toFixed(2),
+      'average rating of the new reviews',
+    ],
+    [
+      number.format(k.unansweredAnswerable),
+      `${noun(k.unansweredAnswerable, 'review')} waiting for a response: none yet, and the API can answer ${noun(k.unansweredAnswerable, 'it', 'them')}`,
+    ],
   ];
   return `<section class="kpis">${tiles
     .map(
@@ -95,9 +130,73 @@ function kpiTiles(data: ReportData): string {
     .join('')}</section>`;
 }
 
-/** A business name, cut if long (the full name in the title), and its id. */
+/** A business's name, cut if long (the full name in its title), and its id, never cut. */
+function businessName(name: string | null, id: number): string {
+  return `<span class="name" title="${escapeHtml(name ?? '')}">${escapeHtml(name ?? '')}</span> <span class="id">#${id}</span>`;
+}
+
 function businessCell(name: string | null, id: number): string {
-  return `<td class="clip" title="${escapeHtml(`${name ?? ''} #${id}`)}">${escapeHtml(name ?? '')} <span class="note">#${id}</span></td>`;
+  return `<td>${businessName(name, id)}</td>`;
+}
+
+/** A table that scrolls sideways on a narrow screen instead of widening the page. */
+const scrolling = (table: string) => `<div class="scroll">${table}</div>`;
+
+/**
+ * The Businesses table's sorting: a click on a column's header (or Enter on it) sorts by
+ * that column, the worse values first (`data-sort`), a second click reverses; rows that
+ * tie keep their need order, and an empty value ("–") sorts last. Plain JavaScript, no
+ * library: without it the table stays in need order.
+ */
+const SORT_SCRIPT = `for (const table of document.querySelectorAll('table.sortable')) {
+  const heads = [...table.tHead.rows[0].cells];
+  const body = table.tBodies[0];
+  for (const th of heads) {
+    if (!th.dataset.sort) continue;
+    th.tabIndex = 0;
+    const sort = () => {
+      const current = th.getAttribute('aria-sort');
+      const descending = current ? current === 'ascending' : th.dataset.sort === 'desc';
+      for (const other of heads) other.removeAttribute('aria-sort');
+      th.setAttribute('aria-sort', descending ? 'descending' : 'ascending');
+      const value = (row) => row.cells[th.cellIndex].dataset.v;
+      const rows = [...body.rows].sort((a, b) => {
+        const x = value(a);
+        const y = value(b);
+        const empty = (x === '') - (y === '');
+        if (empty || x === '') return empty || a.dataset.need - b.dataset.need;
+        const order = th.dataset.type === 'text' ? x.localeCompare(y) : x - y;
+        return (descending ? -order : order) || a.dataset.need - b.dataset.need;
+      });
+      body.append(...rows);
+    };
+    th.addEventListener('click', sort);
+    th.addEventListener('keydown', (event) => {
+      if (event.key === 'Enter' || event.key === ' ') {
+        event.preventDefault();
+        sort();
+      }
+    });
+  }
+}`;
+
+/** A sortable numeric cell: its value for sorting in `data-v` ("" for none), its text shown. */
+function sortCell(value: number | null, text: string, cls = 'num'): string {
+  return `<td class="${cls}" data-v="${value ?? ''}">${text}</td>`;
+}
+
+/**
+ * One row per business, neediest first: what an agency sends each client. Need is the
+ * count of things to act on (`BusinessRow`), shown so that the order can be checked.
+ */
+function businessesSection(data: ReportData): string {
+  const head = `<h2>Businesses</h2><p class="sub">One row per business, the neediest first. <b>Need</b> = Inaccurate listings + reviews waiting for a response + keywords down in the window: the things to act on. Ties: the lower accuracy first. A keyword is up (down) when its best rank on any search site is better (worse) on the last day of the window it was searched than on the first; not ranked counts below every rank. Click a column's header to sort by it, the worst first; click again to reverse.</p>`;
+  if (!data.businesses.length) return `${head}<p class="note">No business in the warehouse.</p>`;
+  const row = (b: BusinessRow, n: number) =>
+    `<tr data-need="${n}"><td data-v="${escapeHtml(b.name)}">${businessName(b.name, b.businessId)}</td>${sortCell(b.need, number.format(b.need))}${sortCell(b.inaccurate, `<span class="${b.inaccurate ? 'bad' : ''}">${number.format(b.inaccurate)}</span> of ${number.format(b.listings)}`)}${sortCell(b.accuracyScore, percent(b.accuracyScore))}${sortCell(b.waiting, number.format(b.waiting))}${sortCell(b.averageRating, b.averageRating === null ? '–' : b.averageRating.toFixed(2))}${sortCell(b.keywordsUp, `<span class="${b.keywordsUp ? 'ok' : ''}">${number.format(b.keywordsUp)}</span>`)}${sortCell(b.keywordsDown, `<span class="${b.keywordsDown ? 'bad' : ''}">${number.format(b.keywordsDown)}</span>`)}</tr>`;
+  const th = (label: string, sort: 'asc' | 'desc', title: string, extra = '') =>
+    `<th class="num" data-sort="${sort}" title="${escapeHtml(title)}"${extra}>${label}</th>`;
+  return `${head}${scrolling(`<table class="sortable" id="businesses"><thead><tr><th data-sort="asc" data-type="text">business</th>${th('need', 'desc', 'Inaccurate listings + reviews waiting for a response + keywords down', ' aria-sort="descending"')}${th('Inaccurate listings', 'desc', 'Inaccurate now, of the live listings')}${th('accuracy', 'asc', 'Accurate ÷ (Accurate + Inaccurate) now')}${th('reviews waiting', 'desc', 'no response yet, and the API can answer them')}${th('average rating', 'asc', 'of the new reviews in the window')}${th('keywords up', 'asc', 'best rank better at the end of the window than at its start')}${th('keywords down', 'desc', 'best rank worse at the end of the window than at its start')}</tr></thead><tbody>${data.businesses.map(row).join('')}</tbody></table>`)}`;
 }
 
 const signed = (n: number | null) => (n === null ? '–' : n > 0 ? `+${n}` : String(n));
@@ -122,7 +221,7 @@ function moversTable(rows: ReportData['declines']): string {
       return `<tr><td class="clip" title="${escapeHtml(m.keyword)}">${escapeHtml(m.keyword)}</td>${businessCell(m.businessName, m.businessId)}<td>${escapeHtml(siteLabel(m.site))}</td><td class="num">${rankText(m.rank)}</td><td class="num">${m.previousRank === null ? '–' : rankText(m.previousRank)}</td>${changeCell(m.rank7dAgo, m.rankChange7d)}${changeCell(m.rank30dAgo, m.rankChange30d)}<td class="bad">${left}</td></tr>`;
     })
     .join('');
-  return `<table><thead><tr><th>keyword</th><th>business</th><th>site</th><th class="num">rank now</th><th class="num" title="the observation before the latest">before</th><th class="num">7 days ago</th><th class="num">30 days ago</th><th></th></tr></thead><tbody>${body}</tbody></table>`;
+  return `<div class="scroll"><table><thead><tr><th>keyword</th><th>business</th><th>site</th><th class="num">rank now</th><th class="num" title="the observation before the latest">before</th><th class="num">7 days ago</th><th class="num">30 days ago</th><th></th></tr></thead><tbody>${body}</tbody></table></div>`;
 }
 
 /** First what got worse (an analyst's to-do list), then what got better. */
@@ -135,16 +234,37 @@ function moversSection(data: ReportData): string {
   const declines = data.declines.length
     ? `<h3>Declines</h3>${moversTable(data.declines)}`
     : '<h3>Declines</h3><p class="note">None.</p>';
-  const gains = data.gains.length
-    ? `<h3 style="margin-top:14px">Gains</h3>${moversTable(data.gains)}`
-    : '';
+  const gains = data.gains.length ? `<h3 class="more">Gains</h3>${moversTable(data.gains)}` : '';
   return head + declines + gains;
 }
 
+/**
+ * Which businesses are charted, in numbers that add up: those charted, the others with
+ * rankings in the window, and those without, make every business of the header.
+ */
+function chartedText(data: ReportData): string {
+  if (data.business) return '';
+  const total = data.kpis.businesses;
+  const charted = data.ranks.length;
+  const others = data.businessesWithRanks - charted;
+  const without = total - data.businessesWithRanks;
+  const rest =
+    others && without
+      ? `: ${number.format(others)} with rankings, ${number.format(without)} without rankings in this window`
+      : others
+        ? ', all with rankings'
+        : without
+          ? ', none with rankings in this window'
+          : '';
+  return ` ${number.format(charted)} of the ${counted(total, 'business')} ${noun(charted, 'is', 'are')} charted: those with rankings in this window that need most (the first in the Businesses table).${
+    total > charted
+      ? ` The other ${number.format(total - charted)} ${noun(total - charted, 'is', 'are')} in that table${rest}.`
+      : ''
+  } <code>--business ID</code> charts any one, with all its keywords.`;
+}
+
 function rankSection(data: ReportData): string {
-  const head =
-    '<h2>Keyword rankings</h2><p class="sub">Rank per day on each search site (1 is the top). ' +
-    'A gap means searched but not ranked; a day not collected is simply skipped.</p>';
+  const head = `<h2>Keyword rankings</h2><p class="sub">Rank per day on each search site (1 is the top). A gap means searched but not ranked; a day not collected is simply skipped.${chartedText(data)}</p>`;
   if (!data.ranks.length) return `${head}<p class="note">No rank observations in this window.</p>`;
   const color = siteColors();
   const parts = data.ranks.map((b) => {
@@ -157,15 +277,11 @@ function rankSection(data: ReportData): string {
     const shown = b.keywords.length;
     const more =
       b.keywordsTracked > shown
-        ? ` · ${shown} of ${b.keywordsTracked} keywords shown, biggest losses first (<code>--business ${b.businessId}</code> for all)`
+        ? ` · ${number.format(shown)} of ${counted(b.keywordsTracked, 'keyword')} shown, biggest losses first (<code>--business ${b.businessId}</code> for all)`
         : '';
     return `<h3>${escapeHtml(b.name)} <span class="note">#${b.businessId}${more}</span></h3><div class="grid">${charts}</div>`;
   });
-  const rest =
-    data.businessesNotCharted > 0
-      ? `<p class="note">${data.businessesNotCharted} more businesses with rankings are not charted: the ones with the most new Inaccurate listings, then the lowest accuracy, come first. Use <code>--business ID</code> for any one.</p>`
-      : '';
-  return head + parts.join('') + rest;
+  return head + parts.join('');
 }
 
 function accuracySection(data: ReportData): string {
@@ -175,12 +291,32 @@ function accuracySection(data: ReportData): string {
   return `${head}<div class="card chart">${accuracyChart(data.accuracy, data.firstDay, data.lastDay)}</div>`;
 }
 
+/**
+ * The listings that turned Inaccurate in the window against those Inaccurate now, so that
+ * the two figures of the key figures read together: turned = still Inaccurate + not any
+ * more; Inaccurate now = still Inaccurate + Inaccurate without an alert in the window.
+ */
+function turnedText(data: ReportData): string {
+  const t = data.turnedInaccurate;
+  const notNow = t.listings - t.stillInaccurate;
+  const earlier = t.inaccurateNow - t.stillInaccurate;
+  const times =
+    t.turns > t.listings
+      ? ` (${counted(t.turns, 'time')} in all: a listing corrected and wrong again counts once)`
+      : '';
+  const turned = `${counted(t.listings, 'listing')} turned Inaccurate in this window${times}`;
+  if (!t.listings)
+    return `No listing turned Inaccurate in this window; ${counted(t.inaccurateNow, 'listing')} ${noun(t.inaccurateNow, 'is', 'are')} Inaccurate now.`;
+  return `${turned}: ${number.format(t.stillInaccurate)} of them ${noun(t.stillInaccurate, 'is', 'are')} Inaccurate now and ${number.format(notNow)} ${noun(notNow, 'is', 'are')} not (corrected since, or removed). Of the ${counted(t.inaccurateNow, 'listing')} Inaccurate now, ${number.format(t.stillInaccurate)} turned in this window and ${number.format(earlier)} earlier.`;
+}
+
 function newlyInaccurateSection(data: ReportData): string {
-  const head = `<h2>Newly Inaccurate listings</h2><p class="sub">${number.format(data.newlyInaccurateTotal)} in this window${
-    data.newlyInaccurateTotal > data.newlyInaccurate.length
-      ? `, the latest ${data.newlyInaccurate.length} shown`
-      : ''
-  }; what is wrong and the current status are the listing as last synced.</p>`;
+  const shown = data.newlyInaccurate.length;
+  const head = `<h2>Newly Inaccurate listings</h2><p class="sub">${turnedText(data)}${
+    data.turnedInaccurate.listings > shown
+      ? ` Below, the latest ${number.format(shown)}`
+      : ' Below, each'
+  } with its latest turn; what is wrong and the current status are the listing as last synced.</p>`;
   if (!data.newlyInaccurate.length) return `${head}<p class="note">None.</p>`;
   const body = data.newlyInaccurate
     .map(
@@ -191,7 +327,7 @@ ${businessCell(r.businessName, r.businessId)}
 <td>${escapeHtml(r.wrongFields ?? '–')}</td><td>${linkCell(r.liveLink)}</td></tr>`,
     )
     .join('');
-  return `${head}<table><thead><tr><th>detected</th><th>business</th><th>site</th><th>was</th><th>now</th><th>wrong</th><th>live link</th></tr></thead><tbody>${body}</tbody></table>`;
+  return `${head}${scrolling(`<table><thead><tr><th>detected</th><th>business</th><th>site</th><th>was</th><th>now</th><th>wrong</th><th>live link</th></tr></thead><tbody>${body}</tbody></table>`)}`;
 }
 
 function reviewSection(data: ReportData): string {
@@ -201,12 +337,14 @@ function reviewSection(data: ReportData): string {
     ? `<div class="card chart">${reviewChart(data.reviews, data.firstDay, data.lastDay)}</div>`
     : '<p class="note">No reviews in this window.</p>';
   const sla = data.sla.length
-    ? `<h3>Awaiting a response</h3><table><thead><tr><th>business</th><th>site</th><th class="num">unanswered</th><th class="num">oldest waiting</th><th class="num">median time to first response</th></tr></thead><tbody>${data.sla
-        .map(
-          (s) =>
-            `<tr>${businessCell(s.businessName, s.businessId)}<td>${escapeHtml(siteLabel(s.siteName))}</td><td class="num">${s.unansweredAnswerable}</td><td class="num">${hoursText(s.oldestUnansweredAgeHours)}</td><td class="num">${hoursText(s.medianHoursToFirstResponse)}</td></tr>`,
-        )
-        .join('')}</tbody></table>`
+    ? `<h3>Awaiting a response</h3><p class="sub">Reviews waiting for a response (none yet, and the API can answer them) by business and site, the most first.</p>${scrolling(
+        `<table><thead><tr><th>business</th><th>site</th><th class="num">waiting</th><th class="num">oldest waiting</th><th class="num">median time to first response</th></tr></thead><tbody>${data.sla
+          .map(
+            (s) =>
+              `<tr>${businessCell(s.businessName, s.businessId)}<td>${escapeHtml(siteLabel(s.siteName))}</td><td class="num">${number.format(s.unansweredAnswerable)}</td><td class="num">${hoursText(s.oldestUnansweredAgeHours)}</td><td class="num">${hoursText(s.medianHoursToFirstResponse)}</td></tr>`,
+          )
+          .join('')}</tbody></table>`,
+      )}`
     : '';
   return head + chart + sla + awaitingTable(data);
 }
@@ -220,20 +358,27 @@ export function firstWords(text: string, max = 40): string {
   return `${(space > max / 2 ? cut.slice(0, space) : cut).replace(/[\s.,;:!?-]+$/, '')}…`;
 }
 
-/** One row per unanswered review, longest waiting and lowest rated first. */
+/**
+ * One row per review without a response, longest waiting and lowest rated first. Those
+ * the API can answer are the reviews waiting for a response of the key figures; the rest
+ * cannot be answered through it.
+ */
 function awaitingTable(data: ReportData): string {
   if (!data.awaitingTotal) return '';
   const shown = data.awaiting.length;
-  const head = `<h3 style="margin-top:14px">Waiting for an answer</h3><p class="sub">${number.format(data.awaitingTotal)} reviews have no response, ${number.format(data.awaitingAnswerable)} of them answerable through the API (<code>listings-sync api reviews respond</code>)${
-    shown < data.awaitingTotal ? `; the ${shown} waiting longest, lowest rated first` : ''
-  }. The query "Reviews waiting for an answer" in docs/warehouse.md lists them all.</p>`;
+  const cannot = data.awaitingTotal - data.awaitingAnswerable;
+  const head = `<h3 class="more">Reviews without a response</h3><p class="sub">${counted(data.awaitingTotal, 'review')} ${noun(data.awaitingTotal, 'has', 'have')} no response (none stored, none counted upstream). ${number.format(data.awaitingAnswerable)} of them ${noun(data.awaitingAnswerable, 'is', 'are')} waiting for a response, the key figure: the API can answer ${noun(data.awaitingAnswerable, 'it', 'them')} (<code>listings-sync api reviews respond</code>). The API cannot answer the other ${number.format(cannot)} (a site it does not answer on, no site login, or a response already submitted). ${
+    shown < data.awaitingTotal
+      ? `Below, the ${number.format(shown)} waiting longest, lowest rated first`
+      : 'Below, all of them, longest waiting first'
+  }; the query "Reviews waiting for an answer" in docs/warehouse.md lists them all.</p>`;
   const body = data.awaiting
     .map(
       (r) =>
         `<tr><td class="num">${hoursText(r.waitingHours)}</td><td class="num">${r.rating === null ? '–' : `${r.rating}★`}</td><td>${escapeHtml(siteLabel(r.siteName))}</td>${businessCell(r.businessName, r.businessId)}<td>${r.reviewedAt ? r.reviewedAt.toISOString().slice(0, 10) : '–'}</td><td class="clip" title="${escapeHtml(r.excerpt)}">${escapeHtml(firstWords(r.excerpt))}</td><td>${permalinkCell(r.permalink)}</td><td class="${r.canRespond ? 'ok' : ''}">${r.canRespond ? 'yes' : 'no'}</td></tr>`,
     )
     .join('');
-  return `${head}<table><thead><tr><th class="num">waiting</th><th class="num">rating</th><th>site</th><th>business</th><th>reviewed</th><th>text</th><th>link</th><th title="can_respond: answerable through the API">API</th></tr></thead><tbody>${body}</tbody></table>`;
+  return `${head}${scrolling(`<table><thead><tr><th class="num">waiting</th><th class="num">rating</th><th>site</th><th>business</th><th>reviewed</th><th>text</th><th>link</th><th title="can_respond: answerable through the API">API</th></tr></thead><tbody>${body}</tbody></table>`)}`;
 }
 
 /** The permalink as a short "open" anchor (http(s) only), the address in its title. */
@@ -246,20 +391,21 @@ function permalinkCell(url: string | null): string {
 export function renderReportHtml(data: ReportData): string {
   const scope = data.business
     ? `${escapeHtml(data.business.name)} (#${data.business.businessId})`
-    : `${number.format(data.kpis.accounts)} accounts, ${number.format(data.kpis.businesses)} businesses`;
+    : `${counted(data.kpis.accounts, 'account')}, ${counted(data.kpis.businesses, 'business')}`;
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Listings report ${data.firstDay} – ${data.lastDay}</title>
-<style>${CSS}</style>
+<style>${REPORT_CSS}</style>
 </head>
 <body>
 <main>
 <h1>Listings report</h1>
-<p class="sub">${scope} · ${data.firstDay} to ${data.lastDay} (${data.days} days)</p>
+<p class="sub">${scope} · ${data.firstDay} to ${data.lastDay} (${counted(data.days, 'day')})</p>
 ${kpiTiles(data)}
+${businessesSection(data)}
 ${moversSection(data)}
 ${rankSection(data)}
 ${accuracySection(data)}
@@ -267,6 +413,7 @@ ${newlyInaccurateSection(data)}
 ${reviewSection(data)}
 <footer>Generated ${data.generatedAt.toISOString().replace('T', ' ').slice(0, 16)} UTC by listings-sync from the warehouse views (docs/warehouse.md, “Views”).</footer>
 </main>
+<script>${SORT_SCRIPT}</script>
 </body>
 </html>
 `;

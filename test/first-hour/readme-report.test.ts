@@ -18,6 +18,7 @@ const ROOT = join(import.meta.dirname, '..', '..');
 
 /** Each section the report draws (its heading), and the words README describes it with. */
 const SECTIONS: [heading: string, readme: string][] = [
+  ['Businesses', 'one row per business, the neediest first'],
   ['Biggest movers', 'the biggest movers'],
   ['Declines', 'keywords that left the top 3 or top 10 and the worst 7- and 30-day rank losses'],
   ['Gains', 'then the best gains'],
@@ -26,7 +27,7 @@ const SECTIONS: [heading: string, readme: string][] = [
   ['Newly Inaccurate listings', 'the listings that newly turned Inaccurate'],
   ['Reviews', 'review volume, rating and responses'],
   ['Awaiting a response', 'the businesses with reviews awaiting a response'],
-  ['Waiting for an answer', 'the unanswered reviews themselves'],
+  ['Reviews without a response', 'the reviews without a response themselves'],
 ];
 
 /** README's paragraph on `report.html`, whitespace folded. */
@@ -94,7 +95,7 @@ describe("README's description of the report", () => {
     expect(text).toContain(
       'with site, rating, date, first words, permalink and whether the API can answer them',
     );
-    expect(columnsAfter(html, 'Waiting for an answer')).toEqual(
+    expect(columnsAfter(html, 'Reviews without a response')).toEqual(
       expect.arrayContaining(['site', 'rating', 'reviewed', 'text', 'link', 'API']),
     );
   });

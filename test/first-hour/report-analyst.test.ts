@@ -193,7 +193,7 @@ describe.each(testBackends)('the report on the demo (%s)', (backend) => {
       expect(dayA <= dayB).toBe(true);
       if (dayA === dayB) expect((a.rating ?? 99) <= (b.rating ?? 99)).toBe(true);
     }
-    const section = html.slice(html.indexOf('Waiting for an answer'));
+    const section = html.slice(html.indexOf('Reviews without a response'));
     const first = data.awaiting[0]!;
     expect(section).toContain(`title="${first.permalink}"`);
     expect(section).toContain(first.canRespond ? '>yes</td>' : '>no</td>');

@@ -1,22 +1,30 @@
 /**
  * The HTML report in a real browser: headless Chromium (Debian's, or the one inside the
- * `@sparticuz/chromium` devDependency: test/helpers/chromium.ts), driven by playwright-core. The page must load with no console error and no request leaving the
- * file, every chart must have drawn its lines, and at 1200 px no table cell may wrap, no
- * table overflow and no chart text overlap another (measured boxes). The screenshot is
- * docs/report.png when UPDATE_REPORT_SCREENSHOT=1 (README), from the demo as `npm start`
- * runs it (its defaults, ending yesterday); else a file in the test's temp directory.
+ * `@sparticuz/chromium` devDependency: test/helpers/chromium.ts), driven by playwright-core.
+ * The page must load with no console error and no request leaving the file, every chart
+ * must have drawn its lines, and at 1200 px no table cell may wrap, no table overflow and
+ * no chart text overlap another (measured boxes). Every legend item's marker and text are
+ * measured against every other item's, at 1200 px and at a phone's 480 px; each chart's
+ * day labels are distinct for windows of 1, 2, 7 and 90 days; no business id is cut; the
+ * Businesses table is in need order (computed here from the tables) and sorts on a click.
+ * The screenshot is docs/report.png when UPDATE_REPORT_SCREENSHOT=1 (README), from the
+ * demo as `npm start` runs it (its defaults, ending yesterday); else a file in the test's
+ * temp directory.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
-import { legendRows, rankChart, siteColors } from '../../src/report/charts.ts';
+import { accuracyChart, rankChart, reviewChart, siteColors } from '../../src/report/charts.ts';
+import { REPORT_CSS } from '../../src/report/report-html.ts';
 import { siteLabel } from '../../src/report/site-names.ts';
+import { openWarehouse } from '../../src/warehouse/connection.ts';
 import { findChromium } from '../helpers/chromium.ts';
 import { runCli } from '../helpers/cli.ts';
 import { pgliteTemplate } from '../helpers/warehouse-template.ts';
@@ -49,10 +57,116 @@ interface PageCheck {
   overflowing: string[];
   /** Pairs of text boxes that overlap within one chart (legend over axis, labels over each other). */
   chartOverlaps: string[];
+  /** Legend parts that overlap (`MEASURE_LEGENDS`), and the legend items per chart. */
+  legendOverlaps: string[];
+  legendItems: number[];
+  /** Day labels per chart. */
+  dayLabels: string[][];
+  /** Business ids drawn cut. */
+  cutIds: string[];
 }
 
 /** The width the report must lay out at without a wrap or an overlap (issue 22). */
 const VIEWPORT = { width: 1200, height: 1500 };
+/** A phone's width: the charts shrink, the legends wrap, and still nothing overlaps. */
+const NARROW = { width: 480, height: 900 };
+
+/**
+ * Every legend item of every chart, as boxes: its marker(s) and its text. Reads the
+ * report's HTML legends (`ul.legend li`) and ECharts' own SVG legend, should one come
+ * back: ECharts draws each item's marker paths and text under one `transform`, shared
+ * with the item's hit area (`ecmeta_ssr_type="legend"`). Every part of every item is
+ * compared with every part of every other item, and an item's marker with its own text.
+ */
+const MEASURE_LEGENDS = `(() => {
+  const overlaps = [];
+  const items = [];
+  const textBox = (node) => {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    return range.getBoundingClientRect();
+  };
+  document.querySelectorAll('.chart').forEach((chart, n) => {
+    const found = [];
+    chart.querySelectorAll('ul.legend li').forEach((li) => {
+      found.push({ label: li.textContent, parts: [
+        ['marker', li.querySelector('.mark').getBoundingClientRect()],
+        ['text', textBox(li.querySelector('span'))],
+      ] });
+    });
+    chart.querySelectorAll('svg [ecmeta_ssr_type="legend"]').forEach((hit) => {
+      const at = hit.getAttribute('transform');
+      const same = [...hit.ownerSVGElement.querySelectorAll('[transform]')]
+        .filter((e) => e !== hit && e.getAttribute('transform') === at);
+      const texts = same.filter((e) => e.tagName === 'text');
+      found.push({ label: texts.map((t) => t.textContent).join(' '), parts: [
+        ...same.filter((e) => e.tagName === 'path').map((e) => ['marker', e.getBoundingClientRect()]),
+        ...texts.map((e) => ['text', e.getBoundingClientRect()]),
+      ] });
+    });
+    items.push(found.length);
+    const hit = (a, b) =>
+      Math.min(a.right, b.right) - Math.max(a.left, b.left) > 0.5 &&
+      Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 0.5;
+    for (let i = 0; i < found.length; i++) {
+      const own = found[i].parts;
+      for (const [kind, box] of own.filter(([k]) => k === 'marker')) {
+        for (const [, text] of own.filter(([k]) => k === 'text')) {
+          if (hit(box, text)) overlaps.push('chart ' + n + ': "' + found[i].label + '" marker over its text');
+        }
+      }
+      for (let j = i + 1; j < found.length; j++) {
+        for (const [kindA, a] of own) {
+          for (const [kindB, b] of found[j].parts) {
+            if (hit(a, b)) overlaps.push('chart ' + n + ': "' + found[i].label + '" ' + kindA + ' over "' + found[j].label + '" ' + kindB);
+          }
+        }
+      }
+    }
+  });
+  return { overlaps, items };
+})()`;
+
+async function measureLegends(page: Page): Promise<{ overlaps: string[]; items: number[] }> {
+  return page.evaluate(MEASURE_LEGENDS);
+}
+
+/** A day label as the charts print it: "Nov 22", or "Nov 22, 2026" in a window over a year. */
+const DAY_LABEL = /^(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{1,2}(, \d{4})?$/;
+
+/** The day labels each chart drew, in page order. */
+async function dayLabels(page: Page): Promise<string[][]> {
+  const texts = await page.$$eval('.chart svg', (svgs) =>
+    svgs.map((svg) => [...svg.querySelectorAll('text')].map((t) => (t.textContent ?? '').trim())),
+  );
+  return texts.map((chart) => chart.filter((text) => DAY_LABEL.test(text)));
+}
+
+/**
+ * Business ids ("#20000014") the page shows cut: a part of the id outside the box of an
+ * ancestor that clips its overflow (an ellipsis hides it). Read from the text as drawn.
+ */
+const CUT_IDS = `(() => {
+  const cut = [];
+  const walker = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const match of node.textContent.matchAll(/#d{5,}/g)) {
+      const range = document.createRange();
+      range.setStart(node, match.index);
+      range.setEnd(node, match.index + match[0].length);
+      const box = range.getBoundingClientRect();
+      for (let el = node.parentElement; el && el !== document.body; el = el.parentElement) {
+        if (getComputedStyle(el).overflowX === 'visible') continue;
+        const clip = el.getBoundingClientRect();
+        if (box.right > clip.right + 0.5 || box.left < clip.left - 0.5) {
+          cut.push(match[0] + ' in "' + el.textContent.trim().slice(0, 60) + '"');
+          break;
+        }
+      }
+    }
+  }
+  return cut;
+})()`;
 
 /**
  * Layout measured in the page: every cell on one line, no table overflowing, no text on
@@ -104,8 +218,13 @@ async function measureLayout(
   return page.evaluate(MEASURE_LAYOUT);
 }
 
-async function openReport(browser: Browser, file: string, screenshot?: string): Promise<PageCheck> {
-  const page = await browser.newPage({ viewport: VIEWPORT });
+async function openReport(
+  browser: Browser,
+  file: string,
+  screenshot?: string,
+  viewport = VIEWPORT,
+): Promise<PageCheck> {
+  const page = await browser.newPage({ viewport });
   const check: PageCheck = {
     consoleErrors: [],
     outsideRequests: [],
@@ -115,6 +234,10 @@ async function openReport(browser: Browser, file: string, screenshot?: string): 
     wrappedCells: [],
     overflowing: [],
     chartOverlaps: [],
+    legendOverlaps: [],
+    legendItems: [],
+    dayLabels: [],
+    cutIds: [],
   };
   page.on('console', (message) => {
     if (message.type() === 'error') check.consoleErrors.push(message.text());
@@ -142,9 +265,115 @@ async function openReport(browser: Browser, file: string, screenshot?: string): 
   check.chartLongestLine = charts.map((c) => c.longest);
   check.tables = await page.locator('table tbody tr').count();
   Object.assign(check, await measureLayout(page));
+  const legends = await measureLegends(page);
+  check.legendOverlaps = legends.overlaps;
+  check.legendItems = legends.items;
+  check.dayLabels = await dayLabels(page);
+  check.cutIds = await page.evaluate(CUT_IDS);
   if (screenshot) await page.screenshot({ path: screenshot });
   await page.close();
   return check;
+}
+
+/** The last day of the charts drawn from made-up data. */
+const END = '2026-06-30';
+
+function dayBefore(day: string, days: number): string {
+  return new Date(Date.parse(`${day}T00:00:00Z`) - days * 86_400_000).toISOString().slice(0, 10);
+}
+
+/** "Jun 30": how a day reads on the axis, written here rather than taken from charts.ts. */
+function dayText(day: string): string {
+  const date = new Date(`${day}T00:00:00Z`);
+  return `${date.toLocaleString('en-US', { month: 'short', timeZone: 'UTC' })} ${date.getUTCDate()}`;
+}
+
+/** A rank per day over `days` days ending on `END`, wandering between 1 and 9. */
+function dayPoints(days: number, offset: number): { day: string; rank: number }[] {
+  return Array.from({ length: days }, (_, i) => ({
+    day: dayBefore(END, days - 1 - i),
+    rank: 1 + ((i + offset) % 9),
+  }));
+}
+
+/** Charts on a page styled as the report is, two to a row as its rank charts are. */
+function chartsPage(charts: string[]): string {
+  return `<!doctype html><meta name="viewport" content="width=device-width, initial-scale=1"><style>${REPORT_CSS}</style><main><div class="grid">${charts
+    .map((chart) => `<div class="card chart">${chart}</div>`)
+    .join('')}</div></main>`;
+}
+
+interface NeedRow {
+  businessId: number;
+  inaccurate: number;
+  need: number;
+}
+
+/**
+ * The Businesses table's default order, computed from the tables (not the report's
+ * views or queries): need = Inaccurate listings + reviews waiting for a response (no
+ * response stored or counted upstream, and `can_respond`) + keywords whose best rank on
+ * any site is worse on their last day in the window than on their first (not ranked is
+ * worst); ties by the lower accuracy, then the id.
+ */
+async function needOrder(dataDir: string, first: string, last: string): Promise<NeedRow[]> {
+  const warehouse = await openWarehouse({ pgliteDataDir: dataDir });
+  try {
+    const db = warehouse.db;
+    const businesses = (
+      await sql<{
+        id: number;
+      }>`select business_id::int as id from businesses where archived_at is null`.execute(db)
+    ).rows.map((r) => r.id);
+    const listings = (
+      await sql<{ id: number; status: string }>`
+        select business_id::int as id, status from listings where removed_at is null`.execute(db)
+    ).rows;
+    const waiting = (
+      await sql<{ id: number }>`
+        select r.business_id::int as id from reviews r
+        where r.category = 'review' and r.removed_at is null and r.can_respond
+          and r.response_count = 0
+          and r.review_id not in (select review_id from review_responses where removed_at is null)`.execute(
+        db,
+      )
+    ).rows;
+    const ranks = (
+      await sql<{ id: number; keyword: string; day: string; rank: number | null }>`
+        select s.business_id::int as id, s.keyword, to_char(h.observed_on, 'YYYY-MM-DD') as day,
+          h.rank::int as rank
+        from rank_history h join rank_series s on s.series_id = h.series_id
+        where h.observed_on between ${first}::date and ${last}::date`.execute(db)
+    ).rows;
+    // Best rank per business, keyword and day; not ranked anywhere is worse than any rank.
+    const best = new Map<string, Map<string, number>>();
+    for (const r of ranks) {
+      const key = `${r.id}|${r.keyword}`;
+      const days = best.get(key) ?? new Map<string, number>();
+      best.set(key, days);
+      days.set(r.day, Math.min(days.get(r.day) ?? Infinity, r.rank ?? Infinity));
+    }
+    const down = new Map<number, number>();
+    for (const [key, days] of best) {
+      const sorted = [...days].sort(([a], [b]) => a.localeCompare(b));
+      if ((sorted.at(-1)?.[1] ?? 0) > (sorted[0]?.[1] ?? 0)) {
+        const id = Number(key.split('|')[0]);
+        down.set(id, (down.get(id) ?? 0) + 1);
+      }
+    }
+    const rows = businesses.map((id) => {
+      const own = listings.filter((l) => l.id === id);
+      const inaccurate = own.filter((l) => l.status === 'Inaccurate').length;
+      const accurate = own.filter((l) => l.status === 'Accurate').length;
+      const need = inaccurate + waiting.filter((w) => w.id === id).length + (down.get(id) ?? 0);
+      const accuracy = accurate + inaccurate ? accurate / (accurate + inaccurate) : Infinity;
+      return { businessId: id, inaccurate, need, accuracy };
+    });
+    rows.sort((a, b) => b.need - a.need || a.accuracy - b.accuracy || a.businessId - b.businessId);
+    return rows.map(({ accuracy: _, ...row }) => row);
+  } finally {
+    await warehouse.close();
+  }
 }
 
 describe('report', () => {
@@ -184,8 +413,10 @@ describe('report', () => {
   it('opens offline in Chromium with no console error, and every chart is drawn', async () => {
     const html = await readFile(report, 'utf8');
     expect(html).not.toMatch(
-      /<script|<link |@import|url\((?!#)|https?:\/\/[^"]*\.(css|js|woff2?)\b/i,
+      /<script[^>]*\bsrc=|<link |@import|url\((?!#)|https?:\/\/[^"]*\.(css|js|woff2?)\b/i,
     );
+    // One inline script: the Businesses table's sorting.
+    expect(html.match(/<script/g)).toHaveLength(1);
     const check = await openReport(
       browser,
       report,
@@ -196,16 +427,23 @@ describe('report', () => {
     // Ranks (4 businesses × 2 keywords), accuracy, reviews.
     expect(check.chartPaths.length).toBe(10);
     for (const paths of check.chartPaths) expect(paths).toBeGreaterThan(10);
-    // A line across the window: at least a week of points in every chart.
-    for (const longest of check.chartLongestLine) expect(longest).toBeGreaterThanOrEqual(7);
+    // Every chart draws lines, and some line crosses the whole window (14 days and more: 13 segments or more);
+    // a keyword unranked on some days draws shorter pieces.
+    for (const longest of check.chartLongestLine) expect(longest).toBeGreaterThanOrEqual(3);
+    if (!updateScreenshot) expect(Math.max(...check.chartLongestLine)).toBeGreaterThanOrEqual(13);
     expect(check.tables).toBeGreaterThan(0);
     // At 1200 px nothing wraps, overflows or overlaps (measured boxes, not a look).
     expect(check.wrappedCells).toEqual([]);
     expect(check.overflowing).toEqual([]);
     expect(check.chartOverlaps).toEqual([]);
+    // Every chart has a legend, and no part of an item touches another's.
+    expect(check.legendItems).toEqual(check.chartPaths.map(() => expect.any(Number)));
+    for (const items of check.legendItems) expect(items).toBeGreaterThanOrEqual(3);
+    expect(check.legendOverlaps).toEqual([]);
+    expect(check.cutIds).toEqual([]);
     // The declines say where a rank came from, and the unanswered reviews are listed.
     expect(html).toContain('<th class="num" title="the observation before the latest">before</th>');
-    expect(html).toContain('<h3 style="margin-top:14px">Waiting for an answer</h3>');
+    expect(html).toContain('<h3 class="more">Reviews without a response</h3>');
     expect(existsSync(updateScreenshot ? SCREENSHOT : join(dir, 'report.png'))).toBe(true);
   });
 
@@ -229,7 +467,18 @@ describe('report', () => {
     for (const paths of check.chartPaths) expect(paths).toBeGreaterThan(10);
   });
 
-  it('a rank chart of five sites with the longest names keeps its legend clear of the axis', async () => {
+  it("at a phone's 480 px the legends wrap and still no item touches another, and no id is cut", async () => {
+    const check = await openReport(browser, report, undefined, NARROW);
+    expect(check.consoleErrors).toEqual([]);
+    expect(check.legendItems.length).toBe(10);
+    for (const items of check.legendItems) expect(items).toBeGreaterThanOrEqual(3);
+    expect(check.legendOverlaps).toEqual([]);
+    expect(check.cutIds).toEqual([]);
+    // The page scrolls down, not sideways: wide tables scroll in their own box.
+    expect(check.overflowing.filter((o) => o.startsWith('page'))).toEqual([]);
+  });
+
+  it('five sites with the longest names: every legend item clear of the others at 1200 and 480 px', async () => {
     const sites = [
       'Google_new.local',
       'Google_new.organic',
@@ -237,34 +486,171 @@ describe('report', () => {
       'Yahoo_local.organic',
       'Apple_maps.local',
     ];
-    const points = (offset: number) =>
-      Array.from({ length: 14 }, (_, i) => ({
-        day: `2026-06-${String(17 + i).padStart(2, '0')}`,
-        rank: 1 + ((i + offset) % 9),
-      }));
-    const svg = rankChart(
+    const chart = rankChart(
       {
         keyword: 'emergency plumber near me',
         sitesTracked: 5,
-        sites: sites.map((site, i) => ({ site, points: points(i) })),
+        sites: sites.map((site, i) => ({ site, points: dayPoints(14, i) })),
       },
-      '2026-06-17',
-      '2026-06-30',
+      dayBefore(END, 13),
+      END,
       siteColors(),
     );
-    // Without the extra legend line the second line of names lands on the day axis.
-    expect(legendRows(sites.map(siteLabel), 480)).toBeGreaterThan(1);
+    for (const viewport of [VIEWPORT, NARROW]) {
+      const page = await browser.newPage({ viewport });
+      try {
+        await page.setContent(chartsPage([chart]));
+        const legends = await measureLegends(page);
+        expect(legends.items).toEqual([5]);
+        expect(legends.overlaps).toEqual([]);
+        const legendTexts = await page.$$eval('ul.legend li', (items) =>
+          items.map((li) => li.textContent),
+        );
+        expect(legendTexts).toEqual(sites.map(siteLabel));
+        expect((await measureLayout(page)).chartOverlaps).toEqual([]);
+      } finally {
+        await page.close();
+      }
+    }
+  });
+
+  it.each([1, 2, 7, 90])(
+    'a %i-day window: each chart labels each day once, and labels fit',
+    async (days) => {
+      const first = dayBefore(END, days - 1);
+      const dates = Array.from({ length: days }, (_, i) => dayBefore(END, days - 1 - i));
+      const charts = [
+        rankChart(
+          {
+            keyword: 'plumber',
+            sitesTracked: 2,
+            sites: [
+              { site: 'Google', points: dayPoints(days, 0) },
+              { site: 'Bing', points: dayPoints(days, 3) },
+            ],
+          },
+          first,
+          END,
+          siteColors(),
+        ),
+        accuracyChart(
+          dates.map((day, i) => ({
+            day,
+            accurate: 80 + (i % 5),
+            inaccurate: 10,
+            notPresent: 5,
+            accuracyScore: (80 + (i % 5)) / (90 + (i % 5)),
+          })),
+          first,
+          END,
+        ),
+        reviewChart(
+          dates.map((day, i) => ({ day, newReviews: 3 + (i % 4), averageRating: 4, responses: 1 })),
+          first,
+          END,
+        ),
+      ];
+      const page = await browser.newPage({ viewport: VIEWPORT });
+      try {
+        await page.setContent(chartsPage(charts));
+        const labels = await dayLabels(page);
+        expect(labels).toHaveLength(3);
+        for (const chart of labels) {
+          expect(chart.length).toBeGreaterThanOrEqual(Math.min(days, 3));
+          expect(chart.length).toBeLessThanOrEqual(days);
+          expect(new Set(chart).size).toBe(chart.length);
+          // The window's first day is labelled, as "Mon D".
+          expect(chart[0]).toBe(dayText(first));
+        }
+        expect((await measureLayout(page)).chartOverlaps).toEqual([]);
+      } finally {
+        await page.close();
+      }
+    },
+  );
+
+  it.each([1, 2, 7])(
+    '`report --days %i`: distinct day labels on every chart, legends clear',
+    async (days) => {
+      const out = join(dir, `days-${days}.html`);
+      const ran = await runCli(['report', '--out', out, '--days', String(days)], {
+        PGLITE_DATA_DIR: join(dir, 'warehouse'),
+      });
+      expect(ran.code, ran.stderr).toBe(0);
+      const check = await openReport(browser, out);
+      expect(check.consoleErrors).toEqual([]);
+      // A charted keyword with no observation in a short window draws no chart.
+      expect(check.dayLabels.length).toBe(check.chartPaths.length);
+      expect(check.dayLabels.length).toBeGreaterThanOrEqual(6);
+      for (const chart of check.dayLabels) {
+        expect(chart.length).toBeGreaterThan(0);
+        expect(chart.length).toBeLessThanOrEqual(days);
+        expect(new Set(chart).size).toBe(chart.length);
+      }
+      expect(check.legendOverlaps).toEqual([]);
+      expect(check.chartOverlaps).toEqual([]);
+    },
+  );
+
+  it('the Businesses table: need order by default (from the tables), sorted by a header click, and read without JavaScript', async () => {
+    const out = join(dir, 'need.html');
+    const ran = await runCli(['report', '--out', out, '--days', '7'], {
+      PGLITE_DATA_DIR: join(dir, 'warehouse'),
+    });
+    expect(ran.code, ran.stderr).toBe(0);
+    const expected = await needOrder(join(dir, 'warehouse'), dayBefore(lastDay, 6), lastDay);
+    expect(expected.length).toBeGreaterThan(4);
+
+    const rowIds = (page: Page) =>
+      page.$$eval('#businesses tbody tr', (rows) =>
+        rows.map((row) => Number(row.querySelector('.id')?.textContent?.slice(1))),
+      );
+    const column = (page: Page, index: number) =>
+      page.$$eval(
+        '#businesses tbody tr',
+        (rows, i) => rows.map((row) => row.querySelectorAll('td')[i]?.getAttribute('data-v') ?? ''),
+        index,
+      );
+
     const page = await browser.newPage({ viewport: VIEWPORT });
     try {
-      await page.setContent(
-        `<!doctype html><main style="width:480px"><div class="chart">${svg}</div></main>`,
+      const errors: string[] = [];
+      page.on('pageerror', (error) => errors.push(error.message));
+      await page.goto(`file://${out}`);
+      expect(await rowIds(page)).toEqual(expected.map((b) => b.businessId));
+      // The need column shows what the order is made of.
+      expect((await column(page, 1)).map(Number)).toEqual(expected.map((b) => b.need));
+
+      // "Inaccurate listings": most first; ties keep their need order.
+      await page.locator('#businesses th', { hasText: 'Inaccurate listings' }).click();
+      const byInaccurate = [...expected].sort((a, b) => b.inaccurate - a.inaccurate);
+      expect(await rowIds(page)).toEqual(byInaccurate.map((b) => b.businessId));
+      expect(await rowIds(page)).not.toEqual(expected.map((b) => b.businessId));
+      // Again: fewest first.
+      await page.locator('#businesses th', { hasText: 'Inaccurate listings' }).click();
+      const fewest = [...expected].sort((a, b) => a.inaccurate - b.inaccurate);
+      expect(await rowIds(page)).toEqual(fewest.map((b) => b.businessId));
+      // "business": by name.
+      await page.locator('#businesses th', { hasText: 'business' }).first().click();
+      const names = await page.$$eval('#businesses tbody tr .name', (n) =>
+        n.map((e) => e.textContent ?? ''),
       );
-      const layout = await measureLayout(page);
-      expect(layout.chartOverlaps).toEqual([]);
-      const legendTexts = await page.$$eval('svg text', (texts) => texts.map((t) => t.textContent));
-      for (const site of sites) expect(legendTexts).toContain(siteLabel(site));
+      expect(names).toEqual([...names].sort((a, b) => a.localeCompare(b)));
+      expect(errors).toEqual([]);
     } finally {
       await page.close();
+    }
+
+    // Without JavaScript the table reads the same, in need order.
+    const context = await browser.newContext({ viewport: VIEWPORT, javaScriptEnabled: false });
+    try {
+      const still = await context.newPage();
+      await still.goto(`file://${out}`);
+      expect(await rowIds(still)).toEqual(expected.map((b) => b.businessId));
+      await still.locator('#businesses th', { hasText: 'Inaccurate listings' }).click();
+      expect(await rowIds(still)).toEqual(expected.map((b) => b.businessId));
+    } finally {
+      await context.close();
     }
   });
 
