@@ -1,6 +1,6 @@
 /**
  * `npm run bench:answer-shape`: a sync's peak memory does not depend on one answer's shape
- * (docs/operations.md, "Limits"). Each case is one `listings-sync sync` process, started
+ * (docs/configuration.md, "Limits"). Each case is one `listings-sync sync` process, started
  * as production starts it (the heap flags of `src/cli/main.ts`'s shebang), against a
  * sandbox whose first answer of one operation is reshaped; its peak RSS is read from
  * /proc (VmHWM) while it runs. Nothing asserts: it prints figures.

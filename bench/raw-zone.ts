@@ -1,6 +1,6 @@
 /**
- * `npm run bench:raw`: what the raw zone costs and what a replay gains (docs/operations.md,
- * "Benchmark: the raw zone"). In one process: a sandbox, a warehouse (PostgreSQL when
+ * `npm run bench:raw`: what the raw zone costs and what a replay gains (docs/benchmarks.md,
+ * "The raw zone and replay"). In one process: a sandbox, a warehouse (PostgreSQL when
  * BENCH_DATABASE_URL is set, else an in-memory PGlite), then
  *
  * - a first night: the raw zone's bytes, against the warehouse tables' growth;

@@ -5,10 +5,14 @@
  * repeat), so history, rank trends and alerts exist. Then a summary, read back from the
  * warehouse, and `report.html`.
  *
- * Resuming: the warehouse itself says how far the demo got. Its first and last rank
- * days are the sandbox's start date and the last day simulated, so a second run starts
- * the same sandbox (same seed, same start date: the generated data is a function of
- * seed, business and day) at the next day, and adds only the days since.
+ * Resuming: the warehouse itself says how far the demo got. Its first rank day is the
+ * sandbox's start date, and its demo runs that finished (`sync_runs`) are the days synced
+ * in full, one a day from that date. A second run starts the same sandbox (same seed,
+ * same start date: the generated data is a function of seed, business and day) at the
+ * day after the last one synced in full, and adds only the days since. A day whose run
+ * was stopped (Ctrl-C) or killed is synced again: the businesses it had committed come
+ * back unchanged and the others are written, so the day ends with the rows of a run that
+ * was never stopped (docs/running.md).
  */
 
 import { existsSync } from 'node:fs';
@@ -24,7 +28,7 @@ import { type Logger, redactUrl } from './log.ts';
 import { writeReport } from './report/write-report.ts';
 import { startSandbox } from './sandbox/server.ts';
 import { startTerminalBar } from './sync/progress.ts';
-import { runSync, type SyncResult } from './sync/run.ts';
+import { runSync, type SyncProgress, type SyncResult } from './sync/run.ts';
 import { openWarehouse, type Warehouse } from './warehouse/connection.ts';
 import type { Database } from './warehouse/database.ts';
 import { migrateToLatest } from './warehouse/migrate.ts';
@@ -41,6 +45,8 @@ export const DEMO_DATA_DIR = DEMO_PGLITE_DATA_DIR;
  * and views (`set search_path to listings_demo`), which an embedded PGlite cannot offer.
  */
 export const DEMO_SCHEMA = 'listings_demo';
+/** `sync_runs.trigger` of the demo's runs: how a resumed demo counts the days it finished. */
+const DEMO_TRIGGER = 'demo';
 export const DEMO_DAYS = 30;
 export const DEMO_ACCOUNTS = 2;
 /**
@@ -73,6 +79,8 @@ export interface DemoOptions {
   terminal?: NodeJS.WriteStream;
   /** Stops the simulation between days (and the running sync between businesses). */
   signal?: AbortSignal;
+  /** Each day's sync progress as it goes (tests stop a day part-way through with it). */
+  onSyncProgress?: (day: string, progress: SyncProgress) => void;
   /**
    * Tests only: a migrated PGlite data directory (`dumpDataDir()`) to start a new `dataDir`
    * from, instead of initdb and the migrations; ignored when `dataDir` already holds one.
@@ -126,16 +134,28 @@ async function openDemoSchema(databaseUrl: string, schema: string): Promise<Ware
   return warehouse;
 }
 
-/** First and last day the demo simulated, from the warehouse's own rank history. */
+/**
+ * How far the demo got: its first day (the warehouse's first rank day, the sandbox's start
+ * date) and the last day synced in full, or null before the first day's run finished.
+ * The demo syncs one day per run, in order from the first, and a run that finished
+ * (`succeeded`, `partial` or `failed`: the demo went on to the next day after it) closed
+ * its day; a run stopped part-way (`interrupted`) or killed (still `running`) did not, so
+ * its day is synced again rather than kept with the businesses it had committed.
+ */
 async function simulatedDays(
   warehouse: Warehouse,
-): Promise<{ first: string; last: string } | null> {
-  const { rows } = await sql<{ first: string | null; last: string | null }>`
-    select to_char(min(observed_on), 'YYYY-MM-DD') as first,
-           to_char(max(observed_on), 'YYYY-MM-DD') as last
-    from rank_observations`.execute(warehouse.db);
+): Promise<{ first: string; lastComplete: string | null } | null> {
+  const { rows } = await sql<{ first: string | null; finished: number }>`
+    select (select to_char(min(observed_on), 'YYYY-MM-DD') from rank_observations) as first,
+           (select count(*)::int from sync_runs
+             where trigger = ${DEMO_TRIGGER}
+               and status in ('succeeded', 'partial', 'failed')) as finished`.execute(warehouse.db);
   const row = rows[0];
-  return row?.first && row.last ? { first: row.first, last: row.last } : null;
+  if (!row?.first) return null;
+  return {
+    first: row.first,
+    lastComplete: row.finished > 0 ? addDays(row.first, row.finished - 1) : null,
+  };
 }
 
 /** The numbers the demo prints, read back from the warehouse. */
@@ -255,9 +275,9 @@ export async function runDemo(
   try {
     const { applied } = await migrateToLatest(warehouse.db);
     const done = await simulatedDays(warehouse);
-    // Resume from the warehouse's own history, or begin `days` days before the end.
+    // Resume after the last day synced in full, or begin `days` days before the end.
     const startDate = done?.first ?? addDays(endDate, -days);
-    const firstToSync = done ? addDays(done.last, 1) : startDate;
+    const firstToSync = done?.lastComplete ? addDays(done.lastComplete, 1) : startDate;
     // At most the first run's length per run, should the demo be resumed months later.
     const toSimulate = Math.min(days + 1, Math.max(0, daysBetween(firstToSync, endDate) + 1));
     const lastToSync = addDays(firstToSync, toSimulate - 1);
@@ -272,10 +292,10 @@ export async function runDemo(
     out(`Sandbox of the upstream API (seed ${DEMO_SEED}, from ${startDate}) at ${sandbox.baseUrl}`);
     out(`Warehouse: ${where}${applied.length ? ` (${applied.length} migration(s) applied)` : ''}`);
     out(
-      done
+      done?.lastComplete
         ? toSimulate
-          ? `Resuming after ${done.last}: simulating ${toSimulate} more day(s) to ${lastToSync}.`
-          : `Already simulated through ${done.last}; nothing new to sync.`
+          ? `Resuming after ${done.lastComplete}, the last day synced in full: simulating ${toSimulate} more day(s) to ${lastToSync}.`
+          : `Already simulated through ${done.lastComplete}; nothing new to sync.`
         : `Simulating ${startDate} to ${lastToSync} (${toSimulate} syncs): advance the sandbox a day, sync, repeat.`,
     );
 
@@ -303,9 +323,18 @@ export async function runDemo(
           api,
           credentials: running.credentials,
           logger: syncLogger,
-          trigger: 'demo',
+          trigger: DEMO_TRIGGER,
           now,
+          // SYNC_ACCOUNT_CONCURRENCY and SYNC_CONCURRENCY apply to the demo's syncs too.
+          businessConcurrency: config.syncAccountConcurrency,
+          overallBusinessConcurrency: config.syncConcurrency,
           ...(options.signal ? { signal: options.signal } : {}),
+          ...(options.onSyncProgress
+            ? {
+                onProgress: (progress: SyncProgress) =>
+                  options.onSyncProgress?.(running.today(), progress),
+              }
+            : {}),
         });
         syncs.push(result);
         alerts += result.stats.alerts;

@@ -54,25 +54,35 @@ export function redactText(text: string): string {
 }
 
 /**
- * A URL fit to print: scheme, host, port, path and query, with the password (and any
- * userinfo it may hide in) replaced. The one redaction of every URL that reaches output
- * (`check`, `config`, summaries, errors, the demo's lines); `withoutUserinfo` is what
- * `accounts.base_url` stores. A URL that does not parse cleanly, or whose path or
- * query still holds an `@` (the sign of a password with an unencoded `/`, `#` or `?`),
- * prints no part of itself.
+ * True when `url` cannot be printed or used as written: it does not parse, or its path,
+ * query or fragment still holds an `@` (`%40`), the sign of a password with an unencoded
+ * `/`, `#` or `?` that moved the rest of the password past the host. Configuration loading
+ * refuses such a DATABASE_URL (docs/configuration.md), and `redactUrl` prints none of it.
  */
-export function redactUrl(url: string): string {
-  const unreadable = `[${REDACTED}: a URL that does not parse (percent-encode / # ? @ in a password)]`;
+export function isUnreadableUrl(url: string): boolean {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    return unreadable;
+    return true;
   }
   const tail = `${parsed.pathname}${parsed.search}${parsed.hash}`;
-  if (/@|%40/i.test(tail) || (url.includes('@') && !parsed.username && !parsed.password)) {
-    return unreadable;
-  }
+  return /@|%40/i.test(tail) || (url.includes('@') && !parsed.username && !parsed.password);
+}
+
+/** What `redactUrl` prints for a URL that `isUnreadableUrl`: no part of it. */
+export const UNREADABLE_URL = `[${REDACTED}: a URL that does not parse (percent-encode / # ? @ in a password)]`;
+
+/**
+ * A URL fit to print: scheme, user, host, port, path and query, with the password alone
+ * replaced (`postgres://sync:[REDACTED]@db:5432/listings`). The one redaction of every URL
+ * that reaches output (`check`, `config`, summaries, errors, the demo's lines);
+ * `withoutUserinfo` is what `accounts.base_url` stores. A URL that `isUnreadableUrl`
+ * prints no part of itself.
+ */
+export function redactUrl(url: string): string {
+  if (isUnreadableUrl(url)) return UNREADABLE_URL;
+  const parsed = new URL(url);
   const user = parsed.username ? `${parsed.username}${parsed.password ? `:${REDACTED}` : ''}@` : '';
   const path = parsed.pathname === '/' && !url.endsWith('/') ? '' : parsed.pathname;
   return `${parsed.protocol}//${user}${parsed.host}${path}${parsed.search}`;
@@ -97,29 +107,62 @@ export function withoutUserinfo(url: string): string {
 }
 
 /**
- * `text` with everything a database URL could leak removed: the URL itself (however it
- * is spelled), its password raw and percent-decoded, and what `redactText` catches.
+ * The spellings of a database URL's password a driver may echo: as written (between the
+ * userinfo's `:` and the last `@`), and percent-decoded. For a URL that `isUnreadableUrl`,
+ * also each stretch between the reserved characters: a driver that split such a URL
+ * elsewhere echoes them as a host, port or database name (`getaddrinfo ENOTFOUND <piece>`).
  */
-export function redactDatabaseUrlIn(text: string, url: string): string {
-  let out = text.split(url).join(redactUrl(url));
+function passwordSpellings(url: string): string[] {
   const start = url.indexOf('//');
   const at = url.lastIndexOf('@');
   const colon = url.indexOf(':', start + 2);
-  if (start >= 0 && at > colon && colon > start) {
-    const password = url.slice(colon + 1, at);
-    let decoded = password;
-    try {
-      decoded = decodeURIComponent(password);
-    } catch {}
-    // A driver that split the URL elsewhere echoes pieces of the password as a host,
-    // port or database name (`getaddrinfo ENOTFOUND <piece>`): the pieces go too.
-    const pieces = [password, decoded, ...password.split(/[/#?@:]/).filter((p) => p.length >= 2)];
-    for (const secret of [...new Set(pieces)].sort((a, b) => b.length - a.length)) {
-      if (secret.length > 0) out = out.split(secret).join(REDACTED);
-    }
-  }
-  return redactText(out);
+  if (start < 0 || at < 0 || colon < 0 || colon > at) return [];
+  const password = url.slice(colon + 1, at);
+  let decoded = password;
+  try {
+    decoded = decodeURIComponent(password);
+  } catch {}
+  const pieces = isUnreadableUrl(url)
+    ? password.split(/[/#?@:]/).filter((piece) => piece.length >= 2)
+    : [];
+  return [...new Set([password, decoded, ...pieces])]
+    .filter((secret) => secret.length > 0)
+    .sort((a, b) => b.length - a.length);
 }
+
+/**
+ * `text` with everything a database URL could leak removed: the URL itself (however it
+ * is spelled) printed as `redactUrl` prints it, its password raw and percent-decoded, and
+ * what `redactText` catches. The printed URL, and the message that names an unreadable
+ * one, are kept whole: a password that is also a word of them (`postgres`, the user's own
+ * name) must not turn the scheme, the user or the advice into `[REDACTED]`.
+ */
+export function redactDatabaseUrlIn(text: string, url: string): string {
+  const shown = redactUrl(url);
+  const kept = [shown, UNREADABLE_DATABASE_URL];
+  // Environment variables cannot hold a NUL, so no password holds these markers.
+  const marker = (i: number) => `\u0000${i}\u0000`;
+  let out = text.split(url).join(marker(0));
+  kept.forEach((piece, i) => {
+    out = out.split(piece).join(marker(i));
+  });
+  for (const secret of passwordSpellings(url)) out = out.split(secret).join(REDACTED);
+  out = redactText(out);
+  kept.forEach((piece, i) => {
+    out = out.split(marker(i)).join(piece);
+  });
+  return out;
+}
+
+/**
+ * Why a DATABASE_URL that `isUnreadableUrl` is refused, and the fix; it names no part of
+ * the value, since any part of it may be the password.
+ */
+export const UNREADABLE_DATABASE_URL =
+  'DATABASE_URL cannot be parsed as a URL: a / # or ? in its password (or an @ before one ' +
+  'of them) hides where the password ends and the host begins. Percent-encode them in the ' +
+  'password (/ as %2F, # as %23, ? as %3F, @ as %40; `node -p "encodeURIComponent(process.argv[1])" ' +
+  "'<password>'` prints it encoded). No part of the value is printed: any of it may be the password.";
 
 /**
  * A driver's error with `redactDatabaseUrlIn` applied to its message, keeping only its

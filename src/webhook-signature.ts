@@ -1,5 +1,5 @@
 /**
- * `X-Service-Signature` (docs/upstream.md, "Webhooks"; docs/operations.md): `sha256=<HMAC-SHA256(secret, raw
+ * `X-Service-Signature` (docs/upstream.md, "Webhooks"; docs/serve.md): `sha256=<HMAC-SHA256(secret, raw
  * body)>`, the digest in lowercase hex or in base64, the `sha256=` prefix optional. Any one
  * of several secrets may match, so a secret can be rotated without downtime. Compared in
  * constant time over equal-length buffers; nothing here ever logs or returns a secret.

@@ -15,6 +15,7 @@ export function alertSinksFromConfig(config: Config): AlertSink[] {
         mode: modes.slack.mode,
         worst: modes.slack.worst,
         timeoutMs,
+        backlog: config.alertBacklog,
       }),
     );
   }
@@ -29,6 +30,7 @@ export function alertSinksFromConfig(config: Config): AlertSink[] {
       jsonWebhookSink(config.alertWebhookUrl, config.alertWebhookSecret, {
         mode: modes.webhook.mode,
         timeoutMs,
+        backlog: config.alertBacklog,
       }),
     );
   }

@@ -6,7 +6,7 @@
  * them a few at a time, and records every alert's attempt in one statement: delivered
  * when every sink took it, otherwise the errors and a backed-off `next_attempt_at`.
  *
- * Bounds (docs/operations.md, "Alert delivery"):
+ * Bounds (docs/alerts.md, "Delivery"):
  * - the lease covers the work claimed: every send is bounded by the sink timeout, so a
  *   round of N items at concurrency C ends within ceil(N / C) timeouts; the lease is that
  *   plus a margin, and an item whose lease is nearly over is not started. Two replicas
@@ -17,6 +17,11 @@
  *   again); what it did not get to is released for `serve` at once;
  * - with no sink, each alert is logged once, paging on by alert id, so a backlog of any
  *   size never makes a pass re-read the same oldest rows.
+ *
+ * Before its first pass, a dispatcher records its sinks (`recordSinks`): a sink seen for
+ * the first time skips or takes the alerts raised before it, as its `backlog` says
+ * (ALERT_BACKLOG; docs/alerts.md, "A sink added later"). A sink skips only what was raised
+ * before; the run `sync` delivers is its own, never backlog.
  */
 import type { Kysely } from 'kysely';
 import pLimit from 'p-limit';
@@ -28,6 +33,7 @@ import {
   claimDueAlerts,
   type DeliveryAttempt,
   recordDeliveryAttempts,
+  recordSinksSeen,
   releaseClaims,
   undeliveredAlertsAfter,
 } from './outbox.ts';
@@ -82,6 +88,12 @@ export interface DispatchOptions {
 
 export interface AlertDispatcher {
   readonly sinks: readonly AlertSink[];
+  /**
+   * Records the sinks as configured (once per dispatcher; the first pass does it too):
+   * `serve` calls it at start, before it raises anything, so that what it raises is not
+   * taken for backlog.
+   */
+  recordSinks(options?: { exceptRunId?: string }): Promise<void>;
   /** One pass; waits for a pass already going, then runs its own. */
   dispatch(options?: DispatchOptions): Promise<DispatchResult>;
   /** Waits for the passes in flight. */
@@ -129,6 +141,36 @@ export function createAlertDispatcher(options: DispatcherOptions): AlertDispatch
   const log = logger.child({ component: 'alert-dispatcher' });
   let lastLoggedId = 0;
   let tail: Promise<unknown> = Promise.resolve();
+  let recorded: Promise<void> | undefined;
+
+  function recordSinks(recordOptions: { exceptRunId?: string } = {}): Promise<void> {
+    if (sinks.length === 0) return Promise.resolve();
+    recorded ??= recordSinksSeen(db, {
+      sinks: sinks.map((sink) => ({ name: sink.name, backlog: sink.backlog ?? 'send' })),
+      at: now(),
+      ...(recordOptions.exceptRunId ? { exceptRunId: recordOptions.exceptRunId } : {}),
+    }).then(
+      (seen) => {
+        for (const first of seen) {
+          log.info(
+            { sink: first.sink, backlog: first.backlog, skipped: first.skipped },
+            first.backlog === 'skip'
+              ? `alert sink ${first.sink} is configured for the first time: ${first.skipped} ` +
+                  'alerts raised before are not sent to it (ALERT_BACKLOG=skip; ' +
+                  '`listings-sync alerts` lists them, `listings-sync alerts send-backlog` sends them)'
+              : `alert sink ${first.sink} is configured for the first time: the alerts still ` +
+                  'pending are sent to it (ALERT_BACKLOG=send)',
+          );
+        }
+      },
+      (error: unknown) => {
+        // Tried again by the next pass.
+        recorded = undefined;
+        throw error;
+      },
+    );
+    return recorded;
+  }
 
   async function logWithoutSinks(runId?: string): Promise<DispatchResult> {
     let logged = 0;
@@ -170,7 +212,10 @@ export function createAlertDispatcher(options: DispatcherOptions): AlertDispatch
   function workItems(claimed: AlertForDelivery[]): WorkItem[] {
     const items: WorkItem[] = [];
     for (const sink of sinks) {
-      const open = claimed.filter((alert) => !alert.deliveredSinks.includes(sink.name));
+      const open = claimed.filter(
+        (alert) =>
+          !alert.deliveredSinks.includes(sink.name) && !alert.skippedSinks.includes(sink.name),
+      );
       if (sink.grouping === 'each') {
         for (const alert of open) items.push({ sink, alerts: [alert] });
         continue;
@@ -199,8 +244,8 @@ export function createAlertDispatcher(options: DispatcherOptions): AlertDispatch
     // A send is started only if it can end, at the sink's own timeout, before the deadline
     // (`sync`'s delivery budget) and before the lease nears its end; once started it is
     // never cut short. Cutting one would record as failed a message the receiver may
-    // already have taken, and `serve` would send it again (docs/operations.md, "Alert
-    // delivery"): only a crash may repeat a delivery.
+    // already have taken, and `serve` would send it again (docs/alerts.md,
+    // "Delivery"): only a crash may repeat a delivery.
     const deadline = dispatchOptions.deadline?.getTime() ?? Infinity;
     const latestStart = Math.min(leaseEnd, deadline) - sinkTimeoutMs;
     const taken = new Map(claimed.map((alert) => [alert.alertId, new Set(alert.deliveredSinks)]));
@@ -235,7 +280,10 @@ export function createAlertDispatcher(options: DispatcherOptions): AlertDispatch
     const unattempted: number[] = [];
     for (const alert of claimed) {
       const sinksTaken = taken.get(alert.alertId) ?? new Set<string>();
-      const delivered = sinks.every((sink) => sinksTaken.has(sink.name));
+      // A sink that skips the alert (raised before it was configured) is done with it.
+      const delivered = sinks.every(
+        (sink) => sinksTaken.has(sink.name) || alert.skippedSinks.includes(sink.name),
+      );
       if (!attempted.has(alert.alertId) && !delivered) {
         unattempted.push(alert.alertId);
         continue;
@@ -280,6 +328,7 @@ export function createAlertDispatcher(options: DispatcherOptions): AlertDispatch
 
   async function pass(dispatchOptions: DispatchOptions): Promise<DispatchResult> {
     if (sinks.length === 0) return logWithoutSinks(dispatchOptions.runId);
+    await recordSinks(dispatchOptions.runId ? { exceptRunId: dispatchOptions.runId } : {});
     const result: DispatchResult = { delivered: 0, failed: 0, logged: 0, released: 0 };
     for (let i = 0; i < MAX_ROUNDS; i++) {
       const deadline = dispatchOptions.deadline?.getTime();
@@ -301,6 +350,7 @@ export function createAlertDispatcher(options: DispatcherOptions): AlertDispatch
 
   return {
     sinks,
+    recordSinks,
     dispatch(dispatchOptions = {}) {
       const run = tail.then(() => pass(dispatchOptions));
       tail = run.catch(() => {});

@@ -1,13 +1,14 @@
 /**
  * What alerts say: a one-line summary per alert (`listings-sync alerts`, digests, the
  * log), the Slack text of one alert, the Slack digest of many, and the JSON body of the
- * signed webhook (documented in docs/operations.md, "Alert messages"). Pure functions of
+ * signed webhook (documented in docs/alerts.md). Pure functions of
  * the alerts as read from the outbox.
  */
 import type { JsonValue } from '../warehouse/database.ts';
 import {
   isAlertKind,
   KIND_SEVERITY,
+  LISTING_BROKEN_AGAIN,
   LISTING_INACCURATE,
   LOW_RATING_REVIEW,
   RANK_DROP,
@@ -72,6 +73,17 @@ export function whatChanged(alert: AlertForDelivery): string {
       return (
         `${alert.siteName ?? 'a directory'}: ${alert.previousStatus ?? '(first seen)'} → ${alert.status}` +
         (wrong.length ? ` (wrong: ${wrong.join(', ')})` : '')
+      );
+    }
+    case LISTING_BROKEN_AGAIN: {
+      const days = detail(alert, 'daysSinceFix');
+      const fixedAt = detail(alert, 'fixedAt');
+      return (
+        `${alert.siteName ?? 'a directory'}: Inaccurate again` +
+        (typeof days === 'number'
+          ? ` ${days} ${days === 1 ? 'day' : 'days'} after its fix`
+          : ' after its fix') +
+        (typeof fixedAt === 'string' ? ` (${fixedAt.slice(0, 10)})` : '')
       );
     }
     case RANK_DROP: {
@@ -163,6 +175,7 @@ function slackListingInaccurate(alert: AlertForDelivery): SlackMessage {
 
 const KIND_ICON: Record<string, string> = {
   [LISTING_INACCURATE]: ':warning:',
+  [LISTING_BROKEN_AGAIN]: ':repeat:',
   [RANK_DROP]: ':chart_with_downwards_trend:',
   [LOW_RATING_REVIEW]: ':star:',
   [REVIEW_RESPONSE_FAILED]: ':x:',
@@ -226,6 +239,7 @@ function plural(n: number, one: string, many = `${one}s`): string {
 
 const KIND_LABEL: Record<string, [string, string]> = {
   [LISTING_INACCURATE]: ['listing newly Inaccurate', 'listings newly Inaccurate'],
+  [LISTING_BROKEN_AGAIN]: ['listing broken again', 'listings broken again'],
   [RANK_DROP]: ['rank drop', 'rank drops'],
   [LOW_RATING_REVIEW]: ['low-rated review', 'low-rated reviews'],
   [REVIEW_RESPONSE_FAILED]: ['failed review response', 'failed review responses'],
@@ -303,7 +317,7 @@ export function digestMessages(
   return groupForDigest(alerts).map((group) => slackDigest(group, options));
 }
 
-/** The body of the signed JSON webhook for one alert (docs/operations.md). */
+/** The body of the signed JSON webhook for one alert (docs/alerts.md). */
 export function alertWebhookBody(alert: AlertForDelivery): Record<string, unknown> {
   const base = {
     kind: alert.kind,
@@ -375,4 +389,35 @@ export function alertWebhookBody(alert: AlertForDelivery): Record<string, unknow
     };
   }
   return base;
+}
+
+/** `kind` of the test message `listings-sync alerts test` sends; never a row of `alerts`. */
+export const TEST_ALERT_KIND = 'test';
+
+const TEST_SUMMARY =
+  'Test alert from listings-sync (`listings-sync alerts test`): alerts reach this receiver. ' +
+  'Nothing changed; no action needed.';
+
+/** The Slack text `listings-sync alerts test` posts. */
+export function testSlackMessage(at: Date): SlackMessage {
+  return { text: `:white_check_mark: *TEST* ${TEST_SUMMARY} Sent ${at.toISOString()}.` };
+}
+
+/**
+ * The webhook body `listings-sync alerts test` posts: the fields of a real alert's body that
+ * a receiver routes on, `kind` set to `test`, and `test: true`.
+ */
+export function testWebhookBody(at: Date): Record<string, unknown> {
+  return {
+    kind: TEST_ALERT_KIND,
+    test: true,
+    alert_id: null,
+    dedupe_key: `test:${at.toISOString()}`,
+    account_name: null,
+    business: null,
+    summary: TEST_SUMMARY,
+    details: {},
+    detected_at: at.toISOString(),
+    run_id: null,
+  };
 }

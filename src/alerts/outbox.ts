@@ -7,12 +7,39 @@
  * Claims are leases in `next_attempt_at`: a claimed alert is not due again until the
  * lease ends, so two dispatchers (two `serve` replicas, or `sync` and `serve`) never send
  * it at the same time. The caller sizes the lease to cover all the work it claims.
+ *
+ * A sink's backlog (docs/alerts.md, "A sink added later"): the first time a dispatcher runs
+ * with a sink, `recordSinksSeen` writes its `alert_sinks` row and, under ALERT_BACKLOG=skip,
+ * marks the alerts raised before as skipped for it (`skipped_sinks`).
  */
-import { type Kysely, sql } from 'kysely';
+import { type ColumnType, type Kysely, sql } from 'kysely';
 import { redactText } from '../log.ts';
 import { insertRows } from '../warehouse/bulk-write.ts';
-import type { Database, Db, JsonValue } from '../warehouse/database.ts';
+import type { Database, Db, JsonValue, JsonWithDefault, Timestamp } from '../warehouse/database.ts';
 import { type AlertKind, LISTING_INACCURATE } from './kinds.ts';
+
+/** What a sink does with the alerts raised before it was first configured (ALERT_BACKLOG). */
+export type BacklogPolicy = 'skip' | 'send';
+
+/** Migration 0018's table: one row per sink name, written the first time a dispatcher runs with it. */
+export interface AlertSinksTable {
+  sink: string;
+  first_seen_at: Timestamp;
+  /** ALERT_BACKLOG when the sink was first seen. */
+  backlog: BacklogPolicy;
+  /** Alerts raised before that it was marked as skipping. */
+  skipped: ColumnType<number, number | undefined, number>;
+}
+
+/** Migration 0018's table and column, on top of the warehouse's `Database`. */
+type BacklogTables = {
+  alert_sinks: AlertSinksTable;
+  alerts: { skipped_sinks: JsonWithDefault };
+};
+
+/** `last_error` of an alert closed because every configured sink skipped it. */
+export const SKIPPED_NOTE =
+  'not sent: raised before its sink was configured (ALERT_BACKLOG=skip; `listings-sync alerts send-backlog` sends it)';
 
 /** An alert to raise. `details` holds what changed, for messages (ranks, a rating, a run). */
 export interface NewAlert {
@@ -118,6 +145,8 @@ export interface AlertForDelivery {
   runId: string | null;
   attempts: number;
   deliveredSinks: string[];
+  /** Sinks that will not get it: it was raised before they were configured (ALERT_BACKLOG=skip). */
+  skippedSinks: string[];
   /** The listing as stored now; null when the alert names none or its row is gone. */
   listing: {
     name: string | null;
@@ -224,6 +253,7 @@ export async function readAlerts(
 ): Promise<AlertForDelivery[]> {
   if (ids.length === 0) return [];
   const rows = await db
+    .withTables<BacklogTables>()
     .selectFrom('alerts as a')
     .leftJoin('businesses as b', 'b.business_id', 'a.business_id')
     .leftJoin('listings as l', (join) =>
@@ -248,6 +278,7 @@ export async function readAlerts(
       'a.run_id',
       'a.attempts',
       'a.delivered_sinks',
+      'a.skipped_sinks',
       'b.name as business_name',
       'l.listing_id as stored_listing_id',
       'l.name as listing_name',
@@ -292,9 +323,8 @@ export async function readAlerts(
     detectedAt: row.detected_at,
     runId: row.run_id,
     attempts: row.attempts,
-    deliveredSinks: Array.isArray(row.delivered_sinks)
-      ? row.delivered_sinks.filter((s): s is string => typeof s === 'string')
-      : [],
+    deliveredSinks: sinkNames(row.delivered_sinks),
+    skippedSinks: sinkNames(row.skipped_sinks),
     listing:
       row.stored_listing_id == null
         ? null
@@ -330,6 +360,10 @@ export async function readAlerts(
             permalink: row.lr_permalink ?? null,
           },
   }));
+}
+
+function sinkNames(value: JsonValue): string[] {
+  return Array.isArray(value) ? value.filter((s): s is string => typeof s === 'string') : [];
 }
 
 function isRecord(value: unknown): value is Record<string, JsonValue> {
@@ -376,7 +410,7 @@ export async function recordDeliveryAttempts(
     where a.alert_id = o.alert_id`.execute(db);
 }
 
-/** Undelivered alerts that each named sink has not taken yet (the per-sink pending gauge). */
+/** Undelivered alerts that each named sink has neither taken nor skipped (the per-sink pending gauge). */
 export async function countPendingBySink(
   db: Kysely<Database>,
   sinks: readonly string[],
@@ -387,7 +421,7 @@ export async function countPendingBySink(
     .selectFrom('alerts')
     .select(
       sinks.map((sink, i) =>
-        sql<number>`count(*) filter (where not delivered_sinks @> jsonb_build_array(${sink}::text))::int`.as(
+        sql<number>`count(*) filter (where not (delivered_sinks || skipped_sinks) @> jsonb_build_array(${sink}::text))::int`.as(
           `s${i}`,
         ),
       ),
@@ -464,4 +498,184 @@ export async function alertsOfRuns(
     db,
     ids.map((row) => Number(row.alert_id)),
   );
+}
+
+/** A sink a dispatcher runs with, and what it does with the alerts raised before it. */
+export interface SinkToRecord {
+  name: string;
+  backlog: BacklogPolicy;
+}
+
+/** A sink seen for the first time: what it decided and how many older alerts it skipped. */
+export interface SinkFirstSeen {
+  sink: string;
+  backlog: BacklogPolicy;
+  skipped: number;
+}
+
+/**
+ * Records the sinks a dispatcher runs with; returns those seen for the first time. A sink
+ * seen before keeps its row: its decision was made then (docs/alerts.md, "A sink added
+ * later"). A new one under `skip` is marked as skipping every alert still open that it has
+ * not taken, except those of `exceptRunId` (the run `sync` is delivering: it ran with the
+ * sink configured); an alert that then has no configured sink left to take it is closed,
+ * not sent (`delivered_at` set, `last_error` SKIPPED_NOTE), so no pass claims it again.
+ * Under `send` nothing is marked: the open alerts go to it like new ones.
+ *
+ * One transaction: a second dispatcher that starts meanwhile waits on the `alert_sinks`
+ * row, then finds the sink seen and the marks in place, so it never sends what this one
+ * skips.
+ */
+export async function recordSinksSeen(
+  db: Kysely<Database>,
+  options: { sinks: readonly SinkToRecord[]; at: Date; exceptRunId?: string },
+): Promise<SinkFirstSeen[]> {
+  if (options.sinks.length === 0) return [];
+  return db.transaction().execute(async (trx) => {
+    const inserted = await trx
+      .withTables<BacklogTables>()
+      .insertInto('alert_sinks')
+      .values(
+        options.sinks.map((sink) => ({
+          sink: sink.name,
+          first_seen_at: options.at,
+          backlog: sink.backlog,
+        })),
+      )
+      .onConflict((oc) => oc.column('sink').doNothing())
+      .returning(['sink', 'backlog'])
+      .execute();
+    const seen: SinkFirstSeen[] = [];
+    // Sink by sink: the second sees the first's marks, so an alert both skip is closed.
+    for (const row of inserted) {
+      if (row.backlog !== 'skip') {
+        seen.push({ sink: row.sink, backlog: row.backlog, skipped: 0 });
+        continue;
+      }
+      const skipped = await markSkipped(trx, {
+        sink: row.sink,
+        configured: options.sinks.map((sink) => sink.name),
+        at: options.at,
+        ...(options.exceptRunId ? { exceptRunId: options.exceptRunId } : {}),
+      });
+      await trx
+        .withTables<BacklogTables>()
+        .updateTable('alert_sinks')
+        .set({ skipped })
+        .where('sink', '=', row.sink)
+        .execute();
+      seen.push({ sink: row.sink, backlog: 'skip', skipped });
+    }
+    return seen;
+  });
+}
+
+/**
+ * Marks every open alert `sink` has not taken as skipped for it, except those of
+ * `exceptRunId`; closes, not sent, those no sink of `configured` is left to take. Returns
+ * how many it marked.
+ */
+async function markSkipped(
+  db: Db,
+  options: { sink: string; configured: readonly string[]; at: Date; exceptRunId?: string },
+): Promise<number> {
+  const configured = JSON.stringify(options.configured);
+  const { rows } = await sql<{ marked: number }>`
+    with me as (select jsonb_build_array(${options.sink}::text) as sink),
+    marked as (
+      update alerts a set
+        skipped_sinks = a.skipped_sinks || me.sink,
+        delivered_at = case
+          when (a.delivered_sinks || a.skipped_sinks || me.sink) @> ${configured}::jsonb
+          then ${options.at}::timestamptz end,
+        next_attempt_at = case
+          when (a.delivered_sinks || a.skipped_sinks || me.sink) @> ${configured}::jsonb
+          then null else a.next_attempt_at end,
+        last_error = case
+          when (a.delivered_sinks || a.skipped_sinks || me.sink) @> ${configured}::jsonb
+          then ${SKIPPED_NOTE}::text else a.last_error end
+      from me
+      where a.delivered_at is null
+        and not (a.delivered_sinks || a.skipped_sinks) @> me.sink
+        and a.run_id is distinct from ${options.exceptRunId ?? null}::uuid
+      returning a.alert_id
+    )
+    select count(*)::int as marked from marked`.execute(db);
+  return Number(rows[0]?.marked ?? 0);
+}
+
+/**
+ * Starts sinks from now (`alerts skip-backlog`): every alert still open that one of `sinks`
+ * has not taken is marked skipped for it, as when a sink is first seen under `skip`.
+ * `configured`: every sink configured, to close what none is left to take. Returns how
+ * many alerts it marked, per sink.
+ */
+export async function skipPending(
+  db: Kysely<Database>,
+  options: { sinks: readonly string[]; configured: readonly string[]; at: Date },
+): Promise<Record<string, number>> {
+  return db.transaction().execute(async (trx) => {
+    const marked: Record<string, number> = {};
+    for (const sink of options.sinks) {
+      marked[sink] = await markSkipped(trx, {
+        sink,
+        configured: options.configured,
+        at: options.at,
+      });
+    }
+    return marked;
+  });
+}
+
+/** How many alerts each sink skips now (`listings-sync alerts`), by sink. */
+export async function countSkippedBySink(db: Kysely<Database>): Promise<Record<string, number>> {
+  const { rows } = await sql<{ sink: string; n: number }>`
+    select s.sink, count(*)::int as n
+    from alerts a, jsonb_array_elements_text(a.skipped_sinks) s(sink)
+    where a.skipped_sinks <> '[]'::jsonb
+    group by s.sink`.execute(db);
+  return Object.fromEntries(rows.map((row) => [row.sink, Number(row.n)]));
+}
+
+/** Every sink ever seen, oldest first (what `listings-sync alerts` says of each). */
+export async function sinksSeen(
+  db: Kysely<Database>,
+): Promise<{ sink: string; firstSeenAt: Date; backlog: BacklogPolicy; skipped: number }[]> {
+  const rows = await db
+    .withTables<BacklogTables>()
+    .selectFrom('alert_sinks')
+    .select(['sink', 'first_seen_at', 'backlog', 'skipped'])
+    .orderBy('first_seen_at')
+    .orderBy('sink')
+    .execute();
+  return rows.map((row) => ({
+    sink: row.sink,
+    firstSeenAt: row.first_seen_at,
+    backlog: row.backlog,
+    skipped: row.skipped,
+  }));
+}
+
+/**
+ * Makes alerts skipped for these sinks due for them again (`alerts send-backlog`): the sinks
+ * leave `skipped_sinks`, and an alert closed as not sent opens again. Those detected before
+ * `since` stay skipped. Returns how many alerts it opened for delivery.
+ */
+export async function reopenSkipped(
+  db: Kysely<Database>,
+  options: { sinks: readonly string[]; since?: Date },
+): Promise<number> {
+  if (options.sinks.length === 0) return 0;
+  const sinks = [...options.sinks];
+  const result = await sql`
+    update alerts a set
+      skipped_sinks = a.skipped_sinks - ${sinks}::text[],
+      delivered_at = null,
+      next_attempt_at = null,
+      last_error = case when a.last_error = ${SKIPPED_NOTE}::text then null else a.last_error end
+    where exists (
+        select 1 from jsonb_array_elements_text(a.skipped_sinks) s(sink)
+        where s.sink = any(${sinks}::text[]))
+      and a.detected_at >= ${options.since ?? new Date(0)}::timestamptz`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
 }

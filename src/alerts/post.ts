@@ -1,16 +1,37 @@
 /**
  * The one HTTP call every sink makes: a JSON POST bounded by a timeout that covers the
  * whole exchange (connect, headers and body), so a receiver that hangs costs at most
- * `timeoutMs`. Resolves on 2xx; throws a `SinkError` otherwise.
+ * `timeoutMs`. Resolves with the status on 2xx; throws a `SinkError` otherwise (with the
+ * status when the receiver answered).
  */
-import { request } from 'undici';
+import { type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
 
 export class SinkError extends Error {
   readonly code = 'ALERT_SINK_FAILED';
-  constructor(message: string, options?: ErrorOptions) {
+  /** The receiver's HTTP status; undefined when it never answered. */
+  readonly status: number | undefined;
+  constructor(message: string, options?: ErrorOptions & { status?: number }) {
     super(message, options);
     this.name = 'SinkError';
+    this.status = options?.status;
   }
+}
+
+/**
+ * Behind an HTTP proxy (docs/deploy.md, "Behind an HTTP proxy"), deliveries go through it
+ * as upstream requests do: undici's agent reads HTTPS_PROXY / HTTP_PROXY / NO_PROXY.
+ * Made once, on the first delivery; undefined (undici's own global agent) without a proxy.
+ */
+let proxyAgent: Dispatcher | undefined | null = null;
+function deliveryDispatcher(): Dispatcher | undefined {
+  if (proxyAgent === null) {
+    const env = process.env;
+    const proxied = ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY'].some(
+      (name) => env[name],
+    );
+    proxyAgent = proxied ? new EnvHttpProxyAgent() : undefined;
+  }
+  return proxyAgent;
 }
 
 /** A receiver's answer is read for the error message only: 200 characters say enough. */
@@ -21,7 +42,7 @@ export async function postJson(
   body: string,
   headers: Record<string, string>,
   options: { timeoutMs: number; signal?: AbortSignal | undefined },
-): Promise<void> {
+): Promise<number> {
   const timeout = AbortSignal.timeout(options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   let status: number;
@@ -34,6 +55,7 @@ export async function postJson(
       signal,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
+      ...(deliveryDispatcher() ? { dispatcher: deliveryDispatcher() } : {}),
     });
     status = response.statusCode;
     text = (await response.body.text()).slice(0, ERROR_BODY_CHARS);
@@ -49,6 +71,9 @@ export async function postJson(
     throw new SinkError(reason, { cause });
   }
   if (status < 200 || status > 299) {
-    throw new SinkError(`HTTP ${status}${text ? `: ${text.replace(/\s+/g, ' ').trim()}` : ''}`);
+    throw new SinkError(`HTTP ${status}${text ? `: ${text.replace(/\s+/g, ' ').trim()}` : ''}`, {
+      status,
+    });
   }
+  return status;
 }

@@ -2,7 +2,8 @@
  * The Slack incoming-webhook sink: by default one digest per account and run (counts per
  * kind, the worst alerts with links, "and N more"), or one message per alert.
  */
-import { digestMessages, slackMessage } from './messages.ts';
+import { digestMessages, slackMessage, testSlackMessage } from './messages.ts';
+import type { BacklogPolicy } from './outbox.ts';
 import { postJson } from './post.ts';
 import { type AlertSink, DEFAULT_SINK_TIMEOUT_MS } from './sinks.ts';
 
@@ -11,6 +12,8 @@ export interface SlackSinkOptions {
   /** Alerts listed by name in a digest. */
   worst?: number;
   timeoutMs?: number;
+  /** ALERT_BACKLOG: what it does with the alerts raised before it was first configured. */
+  backlog?: BacklogPolicy;
 }
 
 export function slackSink(url: string, options: SlackSinkOptions = {}): AlertSink {
@@ -19,6 +22,7 @@ export function slackSink(url: string, options: SlackSinkOptions = {}): AlertSin
   return {
     name: 'slack',
     grouping: mode === 'digest' ? 'group' : 'each',
+    ...(options.backlog ? { backlog: options.backlog } : {}),
     async send(alerts, signal) {
       const messages =
         mode === 'digest'
@@ -27,6 +31,9 @@ export function slackSink(url: string, options: SlackSinkOptions = {}): AlertSin
       for (const message of messages) {
         await postJson(url, JSON.stringify(message), {}, { timeoutMs, signal });
       }
+    },
+    sendTest(at, signal) {
+      return postJson(url, JSON.stringify(testSlackMessage(at)), {}, { timeoutMs, signal });
     },
   };
 }

@@ -7,13 +7,16 @@
  */
 import { createHash } from 'node:crypto';
 import { SIGNATURE_HEADER, signBody } from '../webhook-signature.ts';
-import { alertWebhookBody } from './messages.ts';
+import { alertWebhookBody, testWebhookBody } from './messages.ts';
+import type { BacklogPolicy } from './outbox.ts';
 import { postJson } from './post.ts';
 import { type AlertSink, DEFAULT_SINK_TIMEOUT_MS } from './sinks.ts';
 
 export interface WebhookSinkOptions {
   mode?: 'each' | 'batch';
   timeoutMs?: number;
+  /** ALERT_BACKLOG: what it does with the alerts raised before it was first configured. */
+  backlog?: BacklogPolicy;
 }
 
 export function jsonWebhookSink(
@@ -22,6 +25,7 @@ export function jsonWebhookSink(
   options: WebhookSinkOptions = {},
 ): AlertSink {
   const timeoutMs = options.timeoutMs ?? DEFAULT_SINK_TIMEOUT_MS;
+  const backlog = options.backlog ? { backlog: options.backlog } : {};
   const post = (body: string, key: string, signal?: AbortSignal) =>
     postJson(
       url,
@@ -29,10 +33,16 @@ export function jsonWebhookSink(
       { [SIGNATURE_HEADER]: signBody(secret, body), 'idempotency-key': key },
       { timeoutMs, signal },
     );
+  const sendTest = (at: Date, signal?: AbortSignal) => {
+    const body = testWebhookBody(at);
+    return post(JSON.stringify(body), String(body['dedupe_key']), signal);
+  };
   if (options.mode === 'batch') {
     return {
       name: 'webhook',
       grouping: 'group',
+      ...backlog,
+      sendTest,
       async send(alerts, signal) {
         const keys = alerts.map((alert) => alert.dedupeKey).sort();
         const key = `batch:${createHash('sha256').update(keys.join('\n')).digest('hex')}`;
@@ -43,6 +53,8 @@ export function jsonWebhookSink(
   return {
     name: 'webhook',
     grouping: 'each',
+    ...backlog,
+    sendTest,
     async send(alerts, signal) {
       for (const alert of alerts) {
         await post(JSON.stringify(alertWebhookBody(alert)), alert.dedupeKey, signal);

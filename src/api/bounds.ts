@@ -4,7 +4,7 @@
  * Bounds: an answer with more records than a bound allows is refused whole, counted on the
  * parsed JSON before any record is validated (zod builds a copy of each record, and a
  * rankings answer expands into two observations per site), so the memory a business costs
- * does not grow with the shape of one answer (docs/operations.md, "Limits").
+ * does not grow with the shape of one answer (docs/configuration.md, "Limits").
  *
  * Duplicates: the same id twice in one list answer. Copies that agree collapse into one
  * (counted); copies that disagree are both refused with the reason, so neither is stored

@@ -233,7 +233,7 @@ function positiveInteger(name: string, value: number | undefined, fallback: numb
   return value;
 }
 
-/** The client a command runs with: the limits from the configuration (docs/operations.md). */
+/** The client a command runs with: the limits from the configuration (docs/configuration.md, "Limits"). */
 export function createConfiguredApiClient(config: Config, logger: Logger): ApiClient {
   return createApiClient({
     concurrency: config.syncConcurrency,
@@ -341,7 +341,7 @@ export function apiStats(client: ApiClient): ApiStats {
  * The upstream's clock for this credential now: its latest response's `Date` header moved
  * on by the time elapsed here since. Undefined before any answer with a readable `Date`.
  * Whether to believe it is the sync's decision (src/sync/observation-clock.ts,
- * docs/operations.md "Which day a sync records").
+ * docs/running.md, "Which day a sync records").
  */
 export function upstreamNow(client: ApiClient, credential: Credential): Date | undefined {
   const seen = accountFor(stateOf(client), credential).upstreamDate;

@@ -1,6 +1,7 @@
 /**
  * Reference data: operations 15, 16 and 17 of docs/upstream.md. These lists are accepted as
- * `{success, result: […]}` or as a bare array.
+ * `{success, result: […]}` or as a bare array. A country is `{id, name}` upstream, with no
+ * code: `countryByIsoCode` finds one by its ISO 3166 code through the code's English name.
  */
 import { z } from 'zod';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
@@ -70,4 +71,34 @@ export function listSubCategories(
     },
     opts,
   );
+}
+
+/** English names of ISO 3166-1 alpha-2 codes, from the ICU data Node ships with. */
+const regionNames = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'none' });
+
+const foldName = (text: string) => text.trim().replace(/\s+/g, ' ').toLowerCase();
+
+/**
+ * What a two-letter argument means as an ISO 3166-1 alpha-2 code (`US`, `au`, case aside):
+ * undefined when it is not one; else the code, its English name (`United States`) and the
+ * country of `countries` of that name (exactly, else the one name that contains it, as in
+ * `United States of America`), undefined when the upstream lists none.
+ */
+export function countryByIsoCode(
+  countries: readonly Country[],
+  text: string,
+): { code: string; name: string; country: Country | undefined } | undefined {
+  const code = text.trim().toUpperCase();
+  if (!/^[A-Z]{2}$/.test(code)) return undefined;
+  let name: string | undefined;
+  try {
+    name = regionNames.of(code);
+  } catch {
+    return undefined;
+  }
+  if (name === undefined) return undefined;
+  const wanted = foldName(name);
+  const exact = countries.find((c) => foldName(c.name) === wanted);
+  const containing = countries.filter((c) => foldName(c.name).includes(wanted));
+  return { code, name, country: exact ?? (containing.length === 1 ? containing[0] : undefined) };
 }

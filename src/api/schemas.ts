@@ -29,7 +29,7 @@
  * a parser for them once, which builds the output in one pass and hands anything it does
  * not model, and every record that fails, to the runtime parser, so results and issues
  * are the runtime's (test/api/compiled-schemas.test.ts). About 2.5 times less CPU per
- * review and 3–6 times less per listing (docs/operations.md, "Compiled schemas").
+ * review and 3–6 times less per listing (docs/benchmarks.md, "The write path, as measured").
  */
 import { z } from 'zod';
 import { redactSecrets, redactText } from '../log.ts';

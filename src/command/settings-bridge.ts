@@ -2,7 +2,7 @@
  * Every use the command line makes of the configuration, in one file: loading it for a
  * command (its warnings on the command's standard error), the "Environment:" block of a
  * command's `--help`, and the rows `listings-sync config` prints. All of it derives from
- * the table of settings (src/config/settings.ts; docs/operations.md, "Configuration").
+ * the table of settings (src/config/settings.ts; docs/configuration.md, "Settings").
  */
 import {
   type Config,

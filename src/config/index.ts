@@ -1,7 +1,7 @@
 /**
  * The configuration, the base of the program: it imports nothing of ours but src/log.ts.
  * One table of settings (./settings.ts) from which the schema, `Config`, `--help`,
- * `listings-sync config` and docs/operations.md ("Configuration") derive.
+ * `listings-sync config` and docs/configuration.md ("Settings") derive.
  */
 export {
   ALERT_RULES_FILE_MAX_BYTES,

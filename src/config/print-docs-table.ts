@@ -1,5 +1,5 @@
 /**
- * Prints docs/operations.md's "Configuration" table from the table of settings:
+ * Prints docs/configuration.md's "Settings" table from the table of settings:
  * `npx node src/config/print-docs-table.ts`, then paste it over the old one
  * (test/unit/settings-docs.test.ts holds the two equal).
  */

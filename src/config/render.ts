@@ -1,7 +1,7 @@
 /**
  * What the table of settings shows people: the "Environment:" block of `--help`, the
- * rows of `listings-sync config` (secrets masked) and the table in docs/operations.md
- * ("Configuration"). The rows are plain strings: the command renders them.
+ * rows of `listings-sync config` (secrets masked) and the table in docs/configuration.md
+ * ("Settings"). The rows are plain strings: the command renders them.
  */
 import { redactUrl } from '../log.ts';
 import type { Config } from './load.ts';
@@ -126,7 +126,7 @@ const MASKING_DOCS: Record<Masking, string> = {
   'url-password': 'its password: never printed',
 };
 
-/** The table of docs/operations.md, "Configuration" (a test holds the two equal). */
+/** The table of docs/configuration.md, "Settings" (a test holds the two equal). */
 export function settingsMarkdown(): string {
   const cell = (text: string) => text.replace(/\|/g, '\\|');
   const rows = CONFIG_VARIABLES.map((name) => {

@@ -12,7 +12,7 @@ export interface RuleParts<T> {
   rule: (name: string) => z.ZodType<T, string | undefined>;
   /** The default as it would be written in the environment; undefined: none (unset). */
   default: number | string | undefined;
-  /** The default as `--help` and docs/operations.md show it. */
+  /** The default as `--help` and docs/configuration.md show it. */
   defaultText?: string;
   /** The value as `listings-sync config` prints it (String() otherwise). */
   show?: (value: T) => string;

@@ -2,10 +2,11 @@
  * The table of settings: every environment variable listings-sync reads, once, with its
  * rule and default, its meaning, whether it is a secret, and the commands that read it.
  * The environment schema, the `Config` object, `listings-sync config`, every `--help`
- * "Environment:" block and the table in docs/operations.md ("Configuration") derive
+ * "Environment:" block and the table in docs/configuration.md ("Settings") derive
  * from it. A new setting is one entry here.
  */
 import type { z } from 'zod';
+import { isUnreadableUrl, UNREADABLE_DATABASE_URL } from '../log.ts';
 import {
   cron,
   integer,
@@ -36,6 +37,7 @@ export const COMMANDS = [
   'keywords',
   'replay',
   'raw',
+  'warehouse',
 ] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
@@ -56,7 +58,7 @@ export interface Setting {
   defaultText?: string;
   /** One line, for `--help`. */
   meaning: string;
-  /** The longer text of docs/operations.md, where the line is not enough. */
+  /** The longer text of docs/configuration.md, where the line is not enough. */
   doc?: string;
   secret?: Masking;
   commands: readonly CommandName[];
@@ -76,6 +78,7 @@ const WAREHOUSE: readonly CommandName[] = [
   'keywords',
   'replay',
   'raw',
+  'warehouse',
 ];
 /** Everything that calls the upstream with the configured credentials. */
 const CREDENTIALS: readonly CommandName[] = ['sync', 'serve', 'check', 'api', 'keywords'];
@@ -102,6 +105,7 @@ const LOGS: readonly CommandName[] = [
   'api',
   'keywords',
   'replay',
+  'warehouse',
 ];
 
 const syncRequestsPerSecond: RuleParts<number | undefined> = (() => {
@@ -116,9 +120,18 @@ const syncRequestsPerSecond: RuleParts<number | undefined> = (() => {
 export const SETTINGS = {
   DATABASE_URL: {
     ...postgresUrl('unset: the embedded PGlite in PGLITE_DATA_DIR'),
+    // A URL pg would split in the wrong place is refused, naming no part of it.
+    rule: (name: string) =>
+      postgresUrl('')
+        .rule(name)
+        .refine(
+          (value) =>
+            value === undefined || !/^postgres(ql)?:\/\//.test(value) || !isUnreadableUrl(value),
+          { message: UNREADABLE_DATABASE_URL },
+        ),
     field: 'databaseUrl',
     meaning: 'postgres:// URL of the warehouse',
-    doc: '`postgres://` URL of the warehouse; its password is never printed (a password with an unencoded `/`, `#`, `?` or `@` makes the URL unparseable: then no part of it is printed; percent-encode them)',
+    doc: '`postgres://` URL of the warehouse; its password, and only its password, is never printed (errors name the user, host, port and database). A password with an unencoded `/`, `#` or `?` makes the URL unparseable: every command and `check` refuse it, printing no part of it; percent-encode them (`%2F`, `%23`, `%3F`; `%40` for `@`)',
     secret: 'url-password',
     commands: [...WAREHOUSE, 'demo'],
     show: (value: string | undefined) => value ?? '(unset: embedded PGlite)',
@@ -214,7 +227,7 @@ export const SETTINGS = {
   },
   // Bounds on what one answer may bring, counted before it is validated: generous for
   // real accounts (tens of keywords, a handful of search sites, hundreds of listings and
-  // reviews); an answer over one is refused whole and quarantined (docs/operations.md).
+  // reviews); an answer over one is refused whole and quarantined (docs/configuration.md, "Limits").
   LISTINGS_MAX_KEYWORDS_PER_BUSINESS: {
     ...integer({ default: 2_000, min: 1, max: 1_000_000 }),
     field: 'upstreamMaxKeywordsPerBusiness',
@@ -339,7 +352,7 @@ export const SETTINGS = {
   },
   ALERT_SINK_TIMEOUT_SECONDS: {
     // Ten seconds: long enough for Slack on a bad day, short enough that a hanging
-    // receiver costs little (docs/operations.md, "Alert delivery").
+    // receiver costs little (docs/alerts.md, "Delivery").
     ...seconds({ default: 10, min: 1, max: 300 }),
     field: 'alertSinkTimeoutMs',
     meaning: 'longest wait for one alert sink to answer, in seconds',
@@ -354,6 +367,17 @@ export const SETTINGS = {
       "how long `sync` spends delivering its run's alerts before leaving them to `serve`, in seconds",
     commands: ['sync'],
   },
+  ALERT_BACKLOG: {
+    // Skip by default: a sink configured later would otherwise open with digests of past
+    // runs, old news that reads as new; the skipped alerts stay listed by `alerts` and
+    // `alerts send-backlog` sends them (docs/alerts.md, "A sink added later").
+    ...oneOf(['skip', 'send'], 'skip'),
+    field: 'alertBacklog',
+    meaning:
+      'alerts raised before a sink is first configured: skip (not sent, listed as skipped) or send',
+    doc: 'what a sink does, the first time it is configured, with the alerts raised before: `skip` marks them not sent for it (`listings-sync alerts` lists them as skipped; `alerts send-backlog` sends them), `send` delivers them. Decided once per sink name, when a `serve` or `sync` first runs with it',
+    commands: SENDS_ALERTS,
+  },
   ALERT_RULES_FILE: {
     ...optionalText('unset: the built-in rules'),
     field: 'alertRulesFile',
@@ -367,6 +391,22 @@ export const SETTINGS = {
     field: 'port',
     meaning: '`serve` HTTP port',
     commands: ['serve'],
+  },
+  METRICS_PORT: {
+    // Unset is told apart from 9464 (the port registered for OpenTelemetry's Prometheus
+    // exporter) so that PORT=0, a free port, gives a free metrics port too: side-by-side
+    // servers never contend for one. src/serve/server.ts resolves it (docs/serve.md).
+    default: undefined,
+    defaultText: '9464; a free port when PORT is 0',
+    rule: (name: string) =>
+      integer({ default: -1, min: 0, max: 65535 })
+        .rule(name)
+        .transform((port) => (port === -1 ? undefined : port)),
+    field: 'metricsPort',
+    meaning: '`serve` port for /metrics (and /healthz, /readyz), apart from the webhooks',
+    doc: '`serve` port for `GET /metrics`, `/healthz` and `/readyz`, a listener apart from the public webhook port: `/metrics` is not served on PORT. Must differ from PORT',
+    commands: ['serve'],
+    show: (value: number | undefined) => (value === undefined ? '9464 (unset)' : String(value)),
   },
   LOG_LEVEL: {
     ...oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),

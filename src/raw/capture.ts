@@ -69,7 +69,7 @@ export function keptRead(response: ObservedResponse, observedAt: Date): KeptRead
 
 /**
  * Starts keeping the reads of these credentials made through `api`, each stamped by
- * `clock` when it is observed (the run's observation clock, docs/operations.md "Which day
+ * `clock` when it is observed (the run's observation clock, docs/running.md, "Which day
  * a sync records").
  */
 export function startRawCapture(

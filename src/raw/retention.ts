@@ -1,6 +1,6 @@
 /**
  * RAW_RETENTION_DAYS: what a full run deletes from the raw zone when it ends
- * (docs/operations.md, "Raw zone and replay"). Retention never deletes what replay needs
+ * (docs/replay.md). Retention never deletes what replay needs
  * to rebuild the warehouse as it stands, however long ago a business was last read, and
  * it measures age on the clock the reads were recorded with, never on ours.
  *
@@ -46,7 +46,7 @@ export async function pruneRawZone(db: Kysely<Database>, days: number): Promise<
   }
   // A night's pruning reads about the night that ages out, not every read kept: each step
   // is served by an index of migration 0011 (EXPLAIN ANALYZE, 860,000 reads, one night of
-  // 27,000 aging out: 1.2 s; docs/operations.md, "Raw zone and replay").
+  // 27,000 aging out: 1.2 s; docs/replay.md).
   // - clock: raw_reads_business_idx, `business_id is null` (a few reads per run);
   // - old: raw_reads_observed_at_idx, up to the latest account's cutoff;
   // - span: raw_reads_run_idx, each run with old reads read once;

@@ -1,6 +1,6 @@
 /**
  * `listings-sync raw show` and `raw stats`: what the upstream answered, from the raw zone
- * (docs/operations.md, "Raw zone and replay"). Read only.
+ * (docs/replay.md). Read only.
  */
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../warehouse/database.ts';

@@ -189,7 +189,7 @@ async function syncCredentialInSpan(
   if (stopped) {
     // One line and one failure for the whole credential, however many businesses were in
     // flight or waiting: what committed stays, nothing else of it is read, polled or
-    // archived this run (docs/operations.md, "Limits").
+    // archived this run (docs/configuration.md, "Limits").
     const error = `credential "${credential.name}" stopped: ${stopped.message}`;
     accountLog.error(
       { err: stopped, synced: context.progress.businessesDone },

@@ -2,7 +2,7 @@
  * What a run has in flight, and how it shows it is alive when nothing completes: every
  * `everyMs` a `still working` log line (businesses done of total, upstream requests in
  * flight, how long the oldest has waited), so a run held by one slow answer says so
- * rather than going quiet (docs/operations.md, "Limits").
+ * rather than going quiet (docs/configuration.md, "Limits").
  */
 import type { Logger } from '../log.ts';
 import type { SyncProgress } from './options.ts';

@@ -1,5 +1,5 @@
 /**
- * Which day a sync records (docs/operations.md, "Which day a sync records"): the
+ * Which day a sync records (docs/running.md, "Which day a sync records"): the
  * upstream's date, from the `Date` header of the credential's latest response (the
  * client's `upstreamNow`), so a sandbox whose clock has been advanced records its own
  * days. Without a plausible `Date` (absent, before 2000, or more than a day ahead of ours)

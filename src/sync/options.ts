@@ -21,7 +21,7 @@ export type Stream = (typeof STREAMS)[number];
 
 /**
  * Defaults of `businessConcurrency` and `overallBusinessConcurrency`: those of
- * SYNC_ACCOUNT_CONCURRENCY and SYNC_CONCURRENCY, which set both (docs/operations.md).
+ * SYNC_ACCOUNT_CONCURRENCY and SYNC_CONCURRENCY, which set both (docs/configuration.md).
  */
 export const DEFAULT_BUSINESS_CONCURRENCY = DEFAULTS.syncAccountConcurrency;
 export const DEFAULT_OVERALL_BUSINESS_CONCURRENCY = DEFAULTS.syncConcurrency;
@@ -127,7 +127,7 @@ export type ConfiguredSyncOptions = Required<
 /**
  * The configuration's part of a run: the alert rules, and the business limits from
  * SYNC_ACCOUNT_CONCURRENCY (per credential) and SYNC_CONCURRENCY (across credentials), the
- * same limits the API client keeps on requests (docs/operations.md).
+ * same limits the API client keeps on requests (docs/configuration.md, "Limits").
  */
 export function syncOptionsFromConfig(config: Config): ConfiguredSyncOptions {
   return {

@@ -1,5 +1,5 @@
 /**
- * `listings-sync replay --in-place` (docs/operations.md, "Replay in place"): the live
+ * `listings-sync replay --in-place` (docs/replay.md, "Replay in place"): the live
  * warehouse rebuilt from its raw zone, without losing what the raw zone cannot rebuild.
  * Under the sync lock (no sync runs meanwhile):
  *

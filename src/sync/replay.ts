@@ -1,6 +1,6 @@
 /**
- * `listings-sync replay`: the warehouse rebuilt from its raw zone (docs/operations.md,
- * "Replay"). Today's schemas and writers run over the kept bodies, run by run in their
+ * `listings-sync replay`: the warehouse rebuilt from its raw zone (docs/replay.md,
+ * "Replay into a fresh schema"). Today's schemas and writers run over the kept bodies, run by run in their
  * original order, each business at the observation time it was kept with, into a fresh
  * schema of the same database. The sync code is the live one: only its transport is
  * different (an undici mock pool that answers each request with the body kept for it),

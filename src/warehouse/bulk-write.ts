@@ -101,7 +101,7 @@ export function dedupeByKey<R extends Record<string, unknown>>(
  * parameter (`$n::<type>[]`). Built here rather than by the driver: pg turns a JS array
  * into text element by element (`prepareValue`, then two regular-expression replaces and
  * a string concatenation per element), which was a gigabyte of allocation in a first sync
- * of 1,000 businesses (docs/operations.md, "Benchmark"); here a number or boolean goes
+ * of 1,000 businesses (docs/benchmarks.md); here a number or boolean goes
  * bare, a string is quoted and escaped only when it holds a quote or a backslash, and the
  * literal is joined once. Dates become ISO text (the writers pass the same run-time Date
  * to every row, so it is converted once); jsonb values become their JSON text.
@@ -416,7 +416,7 @@ export type ChildOwner = Pick<BusinessWriteContext, 'businessId' | 'observedAt' 
 
 /**
  * Fewer new rows than this go with the upsert: a COPY is a statement of its own, parsed
- * each time (docs/operations.md, "COPY for new rows").
+ * each time (docs/benchmarks.md, "The write path, as measured").
  */
 const COPY_MIN_ROWS = 16;
 

@@ -2,7 +2,7 @@
  * Answers applied (docs/warehouse.md, "Answers applied"; migration 0014): for each
  * business, the `raw_bodies.body_hash` of each read whose rows the sync last wrote in
  * full. A read that brings the same body again says nothing the rows do not already say,
- * so the sync neither parses nor writes it (docs/operations.md, "Benchmark": most of an
+ * so the sync neither parses nor writes it (docs/benchmarks.md: most of an
  * unchanged night's CPU). The record is kept honest by three rules:
  *
  * - it is written in the business's transaction, only for the streams written in it, so

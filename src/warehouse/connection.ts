@@ -14,7 +14,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { DEFAULTS } from '../config/index.ts';
-import { redactUrl, withoutDatabaseUrl } from '../log.ts';
+import { isUnreadableUrl, redactUrl, UNREADABLE_DATABASE_URL, withoutDatabaseUrl } from '../log.ts';
 import type { Database } from './database.ts';
 import { lockDataDir } from './pglite-lock.ts';
 
@@ -88,10 +88,13 @@ const POOL_WAIT_TIMEOUT = /timeout exceeded when trying to connect/;
 
 /**
  * A database error in words a person can act on: for a bound that tripped, which bound,
- * its value and its setting; otherwise the error's own message. `timeouts` are those of
+ * its value and its setting; for a warehouse that could not be opened, the reason and its
+ * fix (`DatabaseUnreachableError.reason`: the caller names the database); otherwise the
+ * error's own message. `timeouts` are those of
  * the warehouse that raised it (timeoutsOf).
  */
 export function describeDatabaseError(error: unknown, timeouts?: DatabaseTimeouts): string {
+  if (error instanceof DatabaseUnreachableError) return error.reason;
   const message = error instanceof Error ? error.message : String(error);
   const code = (error as { code?: unknown } | null)?.code;
   const t = timeouts ?? DEFAULT_DATABASE_TIMEOUTS;
@@ -114,6 +117,56 @@ export function describeDatabaseError(error: unknown, timeouts?: DatabaseTimeout
     return `a transaction sat idle longer than ${t.statementMs} ms and the server ended it (DATABASE_STATEMENT_TIMEOUT_MS)`;
   }
   return message;
+}
+
+/**
+ * A PostgreSQL warehouse that did not answer when opened. `message` names the database
+ * (`redactUrl`: the password alone replaced) and the reason; `reason` is the reason alone,
+ * with the fix, for a caller that names the database itself (src/warehouse/open.ts).
+ */
+export class DatabaseUnreachableError extends Error {
+  readonly code = 'DATABASE_UNREACHABLE';
+  readonly reason: string;
+  /** `where` undefined: a URL no part of which may be printed (the reason says why). */
+  constructor(where: string | undefined, reason: string, options?: ErrorOptions) {
+    super(
+      where === undefined
+        ? reason
+        : `The warehouse database at ${where} cannot be reached: ${reason}`,
+      options,
+    );
+    this.name = 'DatabaseUnreachableError';
+    this.reason = reason;
+  }
+}
+
+/**
+ * What to do about a connection that failed, by the driver's code: the part of
+ * DATABASE_URL to correct, or the server to start. Empty for a cause without advice.
+ */
+function connectAdvice(error: unknown, url: URL): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : '';
+  const port = url.port || '5432';
+  // PostgreSQL's SQLSTATEs for a refused connection (Appendix A of its manual). The user
+  // and database are not repeated: the URL printed before names them, and a word that is
+  // also the password would be redacted here.
+  if (code === '3D000') {
+    return ': create it on that server (`createdb`), or name an existing database in DATABASE_URL';
+  }
+  if (code === '28P01' || code === '28000') {
+    return ": check the user and the password in DATABASE_URL, and the server's pg_hba.conf";
+  }
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+    return `: the host ${url.hostname} is not known; correct the host in DATABASE_URL`;
+  }
+  if (code === 'ECONNREFUSED') {
+    return `: nothing accepts connections at ${url.hostname}:${port}; start the server, or correct the host and port in DATABASE_URL`;
+  }
+  if (CONNECT_TIMEOUT.test(message)) {
+    return `: check that ${url.hostname}:${port} is the server's address and that the network lets it through`;
+  }
+  return '';
 }
 
 /**
@@ -170,8 +223,7 @@ const pgliteParsers = {
 /**
  * Named prepared statements: PostgreSQL parses and plans an unnamed statement every time
  * it runs, and the sync runs the same few dozen statement texts for every business (about
- * 20 per business in a first sync, 3 for a business whose answers all read as applied; docs/operations.md,
- * "Benchmark"). A statement with parameters whose text was seen before runs under a name,
+ * 20 per business in a first sync, 3 for a business whose answers all read as applied; docs/benchmarks.md). A statement with parameters whose text was seen before runs under a name,
  * so each connection parses it once. The names are bounded: a text seen once is only
  * remembered (in a set cleared when full), and past `MAX_NAMED_STATEMENTS` texts the rest
  * run unnamed, so statements whose text varies cannot grow the server's memory.
@@ -324,6 +376,10 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
   const searchPath =
     options.searchPath === undefined ? undefined : checkSearchPath(options.searchPath);
   if (options.databaseUrl) {
+    // pg would split such a URL elsewhere and echo pieces of the password as a host.
+    if (isUnreadableUrl(options.databaseUrl)) {
+      throw new DatabaseUnreachableError(undefined, UNREADABLE_DATABASE_URL);
+    }
     const timeouts = { ...DEFAULT_DATABASE_TIMEOUTS, ...options.timeouts };
     const readTimeout = queryTimeoutMs(timeouts);
     // Every socket the pool opens, so that close() can cut them when the server does not
@@ -379,8 +435,9 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
     } catch (error) {
       await close();
       const cause = withoutDatabaseUrl(error, options.databaseUrl);
-      throw new Error(
-        `The warehouse database at ${redactUrl(options.databaseUrl)} cannot be reached: ${describeDatabaseError(cause, timeouts)}`,
+      throw new DatabaseUnreachableError(
+        redactUrl(options.databaseUrl),
+        `${describeDatabaseError(cause, timeouts)}${connectAdvice(cause, new URL(options.databaseUrl))}`,
         { cause },
       );
     }

@@ -17,6 +17,7 @@ import {
   type Warehouse,
 } from './connection.ts';
 import { pendingMigrations } from './migrate.ts';
+import { DataDirInUseError, recordLockCommand } from './pglite-lock.ts';
 
 export class WarehouseUnavailableError extends Error {
   readonly code = 'WAREHOUSE_UNAVAILABLE';
@@ -105,6 +106,14 @@ export function resolveWarehouse(config: Config, access: WarehouseAccess): Wareh
   };
 }
 
+export interface OpenOptions {
+  /**
+   * The command holding an embedded database (`serve`): recorded beside its lock, so a
+   * command refused the directory names it (src/warehouse/pglite-lock.ts).
+   */
+  command?: string;
+}
+
 /**
  * Open the warehouse `config` names and check that it answers. With `access: 'read'`
  * (which may fall back to the demo's) or `'inspect'` (exactly the configured one, for
@@ -114,6 +123,7 @@ export function resolveWarehouse(config: Config, access: WarehouseAccess): Wareh
 export async function openConfiguredWarehouse(
   config: Config,
   access: WarehouseAccess = 'write',
+  options: OpenOptions = {},
 ): Promise<Warehouse & { target: WarehouseTarget }> {
   const target = resolveWarehouse(config, access);
   if (access !== 'write' && target.pgliteDataDir && !pgliteDatabaseExists(target.pgliteDataDir)) {
@@ -139,10 +149,27 @@ export async function openConfiguredWarehouse(
         : { pgliteDataDir: target.pgliteDataDir ?? config.pgliteDataDir },
     );
   } catch (cause) {
+    // The lock's refusal already names the directory, its holder and both ways out.
+    if (cause instanceof DataDirInUseError) {
+      throw new WarehouseUnavailableError(cause.message, { cause });
+    }
     throw new WarehouseUnavailableError(
       `Cannot open ${target.description}: ${causeText(config, cause)}`,
       { cause: safeCause(config, cause) },
     );
+  }
+  if (
+    options.command &&
+    warehouse.kind === 'pglite' &&
+    target.pgliteDataDir &&
+    target.pgliteDataDir !== 'memory://'
+  ) {
+    try {
+      recordLockCommand(target.pgliteDataDir, options.command);
+    } catch (cause) {
+      await warehouse.close().catch(() => {});
+      throw cause;
+    }
   }
   try {
     await pendingMigrations(warehouse.db);

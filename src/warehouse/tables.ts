@@ -15,6 +15,8 @@ export const CONTRACT_TABLES = [
   'rank_history',
   'rank_latest',
   'listing_accuracy_days',
+  'listing_fixes',
+  'visibility_days',
   'keywords',
   'countries',
   'states',
@@ -22,6 +24,7 @@ export const CONTRACT_TABLES = [
   'webhook_events',
   'social_post_boosts',
   'alerts',
+  'alert_sinks',
   'sync_runs',
   'quarantine',
 ] as const;

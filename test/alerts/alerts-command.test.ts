@@ -2,16 +2,20 @@
  * `listings-sync alerts` as a user runs it: kind, business id and name, what changed, and
  * per configured sink whether it took the alert.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LISTING_INACCURATE, SYNC_STALE } from '../../src/alerts/kinds.ts';
 import { raise, recordDeliveryAttempts } from '../../src/alerts/outbox.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
-import { migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { runCli } from '../helpers/cli.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import {
+  createPgliteDataDir,
+  createTestWarehouse,
+  type TestWarehouse,
+  testBackends,
+} from '../helpers/database.ts';
 import { ctx, snapshot } from '../warehouse/fixtures.ts';
 import { addAccount, write } from '../warehouse/helpers.ts';
 
@@ -26,8 +30,9 @@ describe.each(testBackends)('listings-sync alerts (%s)', (backend) => {
     let wh: Warehouse = target;
     if (backend === 'pglite') {
       await target.close();
+      // A copy of the migrated template: initdb in a new directory can take 30 s on a busy machine.
+      await createPgliteDataDir(pgliteDir);
       wh = await openWarehouse({ pgliteDataDir: pgliteDir });
-      await migrateToLatest(wh.db);
     }
     try {
       await addAccount(wh);
@@ -90,6 +95,7 @@ describe.each(testBackends)('listings-sync alerts (%s)', (backend) => {
   });
   afterAll(async () => {
     if (backend === 'postgres') await target?.close();
+    rmSync(dirname(pgliteDir), { recursive: true, force: true });
   });
 
   it('shows kind, business, what changed and delivery per sink', async () => {

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
+  LISTING_BROKEN_AGAIN,
   LISTING_INACCURATE,
   LOW_RATING_REVIEW,
   RANK_DROP,
@@ -42,6 +43,7 @@ function listingAlert(n: number, overrides: Partial<AlertForDelivery> = {}): Ale
     runId: RUN,
     attempts: 0,
     deliveredSinks: [],
+    skippedSinks: [],
     listing: {
       name: 'Harbor Dental',
       nameValid: true,
@@ -228,5 +230,16 @@ describe('alert messages', () => {
         }),
       ),
     ).toBe('no successful run since 2025-03-01T03:00:00.000Z');
+    expect(
+      whatChanged(
+        listingAlert(6, {
+          kind: LISTING_BROKEN_AGAIN,
+          details: { fixedAt: '2025-02-20T03:00:00.000Z', daysSinceFix: 9, windowDays: 30 },
+        }),
+      ),
+    ).toBe('Yelp: Inaccurate again 9 days after its fix (2025-02-20)');
+    expect(slackMessage(listingAlert(7, { kind: LISTING_BROKEN_AGAIN })).text).toMatch(
+      /^:repeat: /,
+    );
   });
 });

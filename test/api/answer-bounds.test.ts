@@ -1,5 +1,5 @@
 /**
- * Answers that stall, swell or contradict themselves (docs/operations.md, "Limits";
+ * Answers that stall, swell or contradict themselves (docs/configuration.md, "Limits";
  * docs/upstream.md, "Quirks"), against the sandbox over real HTTP in both status modes:
  * a dripped body ends at the total request time, an answer over a bound is refused before
  * validation, duplicate ids collapse or are refused, an empty answer is an answer, and a

@@ -23,7 +23,7 @@ interface LocalProxy {
 async function startProxy(): Promise<LocalProxy> {
   const seen: string[] = [];
   const authorizations: string[] = [];
-  const sockets = new Set<net.Socket>();
+  const sockets = new Set<{ destroy(): void }>();
   const server = http.createServer((request, response) => {
     // Absolute form: GET http://host:port/path HTTP/1.1
     seen.push(request.url ?? '');

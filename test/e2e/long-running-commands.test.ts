@@ -71,7 +71,7 @@ describe('long-running commands', () => {
     expect(found).toEqual([]);
   });
 
-  describe('the background serve line of docs/operations.md, in a real shell', () => {
+  describe('the background serve line of docs/serve.md, in a real shell', () => {
     let sandbox: RunningSandbox;
     let dir: string;
     beforeAll(async () => {
@@ -87,10 +87,10 @@ describe('long-running commands', () => {
     });
 
     it('exits 0 on kill -TERM and frees its port', async () => {
-      const documented = codeLines('docs/operations.md').find(
+      const documented = codeLines('docs/serve.md').find(
         ({ line }) => / serve &$/.test(line) && line.includes('PORT=8080'),
       );
-      expect(documented, 'docs/operations.md: the background `serve &` line').toBeDefined();
+      expect(documented, 'docs/serve.md: the background `serve &` line').toBeDefined();
       const port = await freePort();
       const line = documented!.line
         .replace('PORT=8080', `PORT=${port}`)

@@ -1,5 +1,5 @@
 /**
- * A run stopped by kill -9 or SIGTERM replays as what it committed (docs/operations.md,
+ * A run stopped by kill -9 or SIGTERM replays as what it committed (docs/replay.md,
  * "Replay in place"): the business list is kept as soon as it is read, so a killed run's
  * committed businesses replay; reads of businesses that never committed are kept marked
  * and not replayed as written. A real process, because the stop is the point.

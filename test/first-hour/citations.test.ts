@@ -31,7 +31,7 @@ describe('citations', () => {
   });
 
   it('documented shell commands use npx listings-sync; node src/cli/main.ts only for serve and sandbox', () => {
-    // npx does not pass SIGTERM on to its child (docs/operations.md): the long-running
+    // npx does not pass SIGTERM on to its child (docs/serve.md, "Starting it"): the long-running
     // commands are started with node, everything else with npx.
     const docs = [join(ROOT, 'README.md'), ...files(join(ROOT, 'docs'), /\.md$/)];
     const offending = docs.flatMap((path) => {

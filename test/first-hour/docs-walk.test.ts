@@ -7,7 +7,7 @@
  * Substitutions, kept few and explicit: `npx listings-sync` and `node_modules/.bin/node src/cli/main.ts`
  * run `main(argv, io)` in this process, in the walk's directory and with only the line's
  * environment; the sandbox listens on a free port instead of 4010, and curl is pointed at
- * it. The lines of docs/operations.md that act on a configured account run against the
+ * it. The lines of docs/writes.md that act on a configured account run against the
  * sandbox, with its credentials renamed as the docs name them (`agency-east`,
  * `agency-west`) in the file LISTINGS_CREDENTIALS_FILE names.
  */
@@ -70,6 +70,17 @@ const SUITE = 'skipped: the test suite itself';
 const QUICK_START = 'walked: test/first-hour/readme.test.ts (npm start is the demo: test/demo)';
 const SECRETS_ENV = 'skipped: the contents of overlays/prod/secrets.env (test/k8s reads them)';
 const SERVE = 'skipped: a secret to fill in (…); test/e2e/serve-signal.test.ts runs serve';
+const OWN_WAREHOUSE =
+  'skipped: diagnoses your own warehouse and account (check and runs are walked in README.md)';
+const JQ =
+  'skipped: jq over a log file of your own (the fields: src/log.ts, test/unit/log.test.ts)';
+const BACKUP = 'skipped: a real PostgreSQL server, or a stopped PGlite directory of your own';
+const COPY =
+  'skipped: a PostgreSQL server to copy into (test/warehouse/warehouse-copy.test.ts copies a synced PGlite warehouse and checks every row)';
+const COMPOSE =
+  'skipped: docker compose (test/deploy/compose.test.ts validates deploy/compose.yaml)';
+const SYSTEMD = 'skipped: systemd on a host (test/deploy/systemd.test.ts verifies deploy/systemd/)';
+const OWN_FILES = 'skipped: files of your own deployment (copied from deploy/*.example)';
 const BACKGROUND =
   'skipped: job control (&, kill %1) in a real shell: test/e2e/long-running-commands.test.ts';
 
@@ -130,6 +141,72 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
     README_WALK,
   ],
   ['README.md', 'npx listings-sync runs', README_WALK],
+  [
+    'docs/backup-restore.md',
+    'pg_dump --format=custom --schema=public --file=listings-$(date +%F).dump "$DATABASE_URL"',
+    BACKUP,
+  ],
+  [
+    'docs/backup-restore.md',
+    'pg_restore --dbname="$DATABASE_URL" --jobs=4 --no-owner listings-2026-11-24.dump',
+    BACKUP,
+  ],
+  ['docs/backup-restore.md', 'npx listings-sync check', BACKUP],
+  [
+    'docs/backup-restore.md',
+    'kill -TERM "$(cat .data/pglite/.listings-sync.pid)"   # serve, or whichever command holds it',
+    BACKUP,
+  ],
+  ['docs/backup-restore.md', 'cp -a .data/pglite "backup/pglite-$(date +%F)"', BACKUP],
+  [
+    'docs/backup-restore.md',
+    "export DATABASE_URL='postgres://listings:…@db.internal:5432/warehouse'",
+    COPY,
+  ],
+  ['docs/backup-restore.md', 'npx listings-sync warehouse copy --from ./.data/pglite', COPY],
+  ['docs/backup-restore.md', 'npx listings-sync warehouse copy --from ./.data/demo', COPY],
+  [
+    'docs/benchmarks.md',
+    'npm run bench -- --small                # 1,000 businesses: the figures below (minutes on a busy machine)',
+    BENCH,
+  ],
+  [
+    'docs/benchmarks.md',
+    'npm run bench                           # also 10,000 businesses (peak RSS)',
+    BENCH,
+  ],
+  [
+    'docs/benchmarks.md',
+    'npm run bench -- --small --sync-only    # the sync alone (no loader, no raw zone), e.g. to try V8 flags:',
+    BENCH,
+  ],
+  [
+    'docs/benchmarks.md',
+    "BENCH_NODE_FLAGS='--max-semi-space-size=8' npm run bench -- --small --sync-only",
+    BENCH,
+  ],
+  [
+    'docs/benchmarks.md',
+    'BENCH_DATABASE_URL=postgres://… npm run bench   # default: postgres://postgres@127.0.0.1:5432/postgres',
+    BENCH,
+  ],
+  ['docs/benchmarks.md', 'npm run bench:answer-shape', BENCH],
+  [
+    'docs/benchmarks.md',
+    'BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:raw -- --scale-only',
+    BENCH,
+  ],
+  [
+    'docs/benchmarks.md',
+    'npm run bench:warehouse                                   # 1,000 businesses, 365 nights',
+    BENCH,
+  ],
+  ['docs/benchmarks.md', 'npm run bench:warehouse -- --businesses 300 --days 365 [--keep]', BENCH],
+  [
+    'docs/benchmarks.md',
+    'BENCH_DATABASE_URL=postgres://… npm run bench:warehouse   # default: postgres://postgres@127.0.0.1:5432/postgres',
+    BENCH,
+  ],
   ['docs/deploy.md', 'docker build -t registry.example.com/listings-sync:0.1.0 .', DOCKER],
   ['docs/deploy.md', 'docker push registry.example.com/listings-sync:0.1.0', DOCKER],
   [
@@ -159,181 +236,180 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
     KUBECTL,
   ],
   ['docs/deploy.md', 'kubectl -n listings logs -f job/listings-sync-now -c sync', KUBECTL],
-  [
-    'docs/deploy.md',
-    'kubectl -n listings delete job listings-sync-migrate --ignore-not-found',
-    KUBECTL,
-  ],
-  [
-    'docs/deploy.md',
-    'kubectl apply -k overlays/prod -l app.kubernetes.io/component=migrate',
-    KUBECTL,
-  ],
-  [
-    'docs/deploy.md',
-    'kubectl -n listings wait --for=condition=complete job/listings-sync-migrate --timeout=15m',
-    KUBECTL,
-  ],
   ['docs/deploy.md', 'kubectl apply -k overlays/prod', KUBECTL],
   ['docs/deploy.md', 'kubectl -n listings rollout status deployment/listings-sync-serve', KUBECTL],
-  ['docs/operations.md', 'npx listings-sync api businesses get 99 --account agency-east', WALKED],
   [
-    'docs/operations.md',
-    'npx listings-sync keywords apply --file keywords.json --account agency-east --dry-run   # the plan only',
-    WALKED,
+    'docs/deploy.md',
+    'docker run --rm --env-file listings-sync.env registry.example.com/listings-sync:0.1.0 migrate',
+    DOCKER,
   ],
   [
-    'docs/operations.md',
-    'npx listings-sync keywords apply --file keywords.json --account agency-east',
-    WALKED,
+    'docs/deploy.md',
+    "docker run -d --name listings-sync --restart unless-stopped --env-file listings-sync.env -e SYNC_SCHEDULE='0 3 * * *' -p 8080:8080 -p 127.0.0.1:9464:9464 --read-only --tmpfs /tmp --cap-drop ALL --security-opt no-new-privileges --stop-timeout 90 registry.example.com/listings-sync:0.1.0 serve",
+    DOCKER,
+  ],
+  ['docs/deploy.md', 'cp deploy/listings-sync.env.example deploy/listings-sync.env', OWN_FILES],
+  ['docs/deploy.md', 'cp deploy/postgres.env.example deploy/postgres.env', OWN_FILES],
+  ['docs/deploy.md', 'chmod 600 deploy/listings-sync.env deploy/postgres.env', OWN_FILES],
+  ['docs/deploy.md', 'docker compose -f deploy/compose.yaml up -d --build', COMPOSE],
+  ['docs/deploy.md', 'docker compose -f deploy/compose.yaml logs -f serve', COMPOSE],
+  ['docs/deploy.md', 'install -d -m 0755 /etc/listings-sync', SYSTEMD],
+  [
+    'docs/deploy.md',
+    'install -m 0600 deploy/listings-sync.env.example /etc/listings-sync/listings-sync.env',
+    SYSTEMD,
   ],
   [
-    'docs/operations.md',
-    'npx listings-sync api reviews respond 10000003 9b2c…-uuid --content "Thank you, Ana!" --account agency-east',
-    PLACEHOLDER,
+    'docs/deploy.md',
+    'install -m 0644 deploy/systemd/listings-sync-serve.service /etc/systemd/system/',
+    SYSTEMD,
   ],
+  ['docs/deploy.md', 'systemctl daemon-reload', SYSTEMD],
+  ['docs/deploy.md', 'systemctl enable --now listings-sync-serve', SYSTEMD],
+  ['docs/deploy.md', 'journalctl -u listings-sync-serve -f', SYSTEMD],
   [
-    'docs/operations.md',
-    'echo \'{"content": "Thank you!"}\' | npx listings-sync api reviews respond 10000003 9b2c… --file - --account agency-east',
-    PLACEHOLDER,
+    'docs/deploy.md',
+    'install -m 0644 deploy/systemd/listings-sync-sync.service deploy/systemd/listings-sync-sync.timer /etc/systemd/system/',
+    SYSTEMD,
   ],
+  ['docs/deploy.md', 'systemctl daemon-reload', SYSTEMD],
+  ['docs/deploy.md', 'systemctl enable --now listings-sync-sync.timer', SYSTEMD],
   [
-    'docs/operations.md',
-    'npx listings-sync api reviews response-status 1042 --account agency-east   # status now, and its history',
-    PLACEHOLDER,
-  ],
-  [
-    'docs/operations.md',
-    'node_modules/.bin/node src/cli/main.ts sandbox --seed 7 --port 4010 --credentials-out credentials.json',
-    WALKED,
-  ],
-  [
-    'docs/operations.md',
-    'LISTINGS_CREDENTIALS_FILE=credentials.json npx listings-sync migrate',
-    WALKED,
-  ],
-  [
-    'docs/operations.md',
-    'LISTINGS_CREDENTIALS_FILE=credentials.json npx listings-sync sync',
-    WALKED,
-  ],
-  [
-    'docs/operations.md',
-    "curl -X POST localhost:4010/__sandbox/clock/advance -H 'content-type: application/json' -d '{\"days\":1}'",
-    WALKED,
-  ],
-  [
-    'docs/operations.md',
-    'LISTINGS_CREDENTIALS_FILE=credentials.json npx listings-sync sync   # history and alerts',
-    WALKED,
-  ],
-  [
-    'docs/operations.md',
-    'npx listings-sync migrate                  # once per release (a k8s Job or init container)',
-    SERVE,
-  ],
-  [
-    'docs/operations.md',
-    'WEBHOOK_SECRET=… LISTINGS_CREDENTIALS_FILE=credentials.json node_modules/.bin/node src/cli/main.ts serve',
-    SERVE,
-  ],
-  [
-    'docs/operations.md',
-    'node_modules/.bin/node src/cli/main.ts sandbox --port 4010 --credentials-out /tmp/creds.json &',
-    BACKGROUND,
-  ],
-  [
-    'docs/operations.md',
-    'WEBHOOK_SECRET=s1 LISTINGS_CREDENTIALS_FILE=/tmp/creds.json PORT=8080 node_modules/.bin/node src/cli/main.ts serve &',
-    BACKGROUND,
-  ],
-  [
-    'docs/operations.md',
-    'curl -s -X POST -H \'content-type: application/json\' -d \'{"url":"http://127.0.0.1:8080/webhooks","secret":"s1","count":3}\' http://127.0.0.1:4010/__sandbox/webhooks/emit',
-    BACKGROUND,
-  ],
-  ['docs/operations.md', 'curl -s http://127.0.0.1:8080/readyz', BACKGROUND],
-  ['docs/operations.md', 'curl -s http://127.0.0.1:8080/metrics | grep listings_sync_', BACKGROUND],
-  [
-    'docs/operations.md',
-    'kill -TERM %2 %1   # serve, then the sandbox: each closes its port and exits 0',
-    BACKGROUND,
-  ],
-  [
-    'docs/operations.md',
-    'npm run bench -- --small                # 1,000 businesses: the figures below (minutes on a busy machine)',
-    BENCH,
-  ],
-  [
-    'docs/operations.md',
-    'npm run bench                           # also 10,000 businesses (peak RSS)',
-    BENCH,
-  ],
-  [
-    'docs/operations.md',
-    'npm run bench -- --small --sync-only    # the sync alone (no loader, no raw zone), e.g. to try V8 flags:',
-    BENCH,
-  ],
-  [
-    'docs/operations.md',
-    "BENCH_NODE_FLAGS='--max-semi-space-size=8' npm run bench -- --small --sync-only",
-    BENCH,
-  ],
-  [
-    'docs/operations.md',
-    'BENCH_DATABASE_URL=postgres://… npm run bench   # default: postgres://postgres@127.0.0.1:5432/postgres',
-    BENCH,
-  ],
-  [
-    'docs/operations.md',
-    'BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:raw -- --scale-only',
-    BENCH,
-  ],
-  [
-    'docs/operations.md',
+    'docs/development.md',
     'npm test                      # everything, on PGlite (and PostgreSQL when TEST_DATABASE_URL is set)',
     SUITE,
   ],
   [
-    'docs/operations.md',
+    'docs/development.md',
     'npm run test:unit             # unit suites only: no database, sandbox or child process, seconds',
     SUITE,
   ],
   [
-    'docs/operations.md',
+    'docs/development.md',
     'npm run test:integration      # the rest but test/e2e: commands run in-process, main(argv, io)',
     SUITE,
   ],
   [
-    'docs/operations.md',
+    'docs/development.md',
     'npm run test:e2e              # real processes, where a process is the point: signals, kill -9, exit codes',
     SUITE,
   ],
   [
-    'docs/operations.md',
+    'docs/development.md',
     'npx vitest run test/sync/sync.test.ts -t "writes no row"   # one test alone',
     SUITE,
   ],
   [
-    'docs/operations.md',
+    'docs/development.md',
     'npx vitest run --sequence.shuffle                           # any order',
     SUITE,
   ],
   [
-    'docs/operations.md',
+    'docs/development.md',
     'TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm test   # both backends',
     SUITE,
   ],
   [
-    'docs/operations.md',
-    'npm run bench:warehouse                                   # 1,000 businesses, 365 nights',
-    BENCH,
+    'docs/running.md',
+    'jq -c \'select(.level == "warn" or .level == "error") | {time, msg, credential, businessId, stream, err: .err.message}\' sync.log',
+    JQ,
   ],
-  ['docs/operations.md', 'npm run bench:warehouse -- --businesses 300 --days 365 [--keep]', BENCH],
   [
-    'docs/operations.md',
-    'BENCH_DATABASE_URL=postgres://… npm run bench:warehouse   # default: postgres://postgres@127.0.0.1:5432/postgres',
-    BENCH,
+    'docs/running.md',
+    'jq -r \'select(.msg | startswith("stream failed")) | [.credential, .businessId, .stream, .err.code] | @tsv\' sync.log',
+    JQ,
+  ],
+  [
+    'docs/running.md',
+    'jq -c \'select(.runId == "3c583c7d-7d75-4be7-b162-aed11706cc11")\' sync.log',
+    JQ,
+  ],
+  ['docs/running.md', 'jq \'select(.msg == "sync finished")\' sync.log', JQ],
+  [
+    'docs/running.md',
+    'jq -r \'select(.msg == "retrying upstream read") | "\\(.credential) \\(.status)"\' sync.log | sort | uniq -c',
+    JQ,
+  ],
+  [
+    'docs/running.md',
+    'node_modules/.bin/node src/cli/main.ts sandbox --seed 7 --port 4010 --credentials-out credentials.json',
+    WALKED,
+  ],
+  [
+    'docs/running.md',
+    'LISTINGS_CREDENTIALS_FILE=credentials.json npx listings-sync migrate',
+    WALKED,
+  ],
+  ['docs/running.md', 'LISTINGS_CREDENTIALS_FILE=credentials.json npx listings-sync sync', WALKED],
+  [
+    'docs/running.md',
+    "curl -X POST localhost:4010/__sandbox/clock/advance -H 'content-type: application/json' -d '{\"days\":1}'",
+    WALKED,
+  ],
+  [
+    'docs/running.md',
+    'LISTINGS_CREDENTIALS_FILE=credentials.json npx listings-sync sync   # history and alerts',
+    WALKED,
+  ],
+  [
+    'docs/serve.md',
+    'npx listings-sync migrate                  # once per release (a k8s Job or init container)',
+    SERVE,
+  ],
+  [
+    'docs/serve.md',
+    'WEBHOOK_SECRET=… LISTINGS_CREDENTIALS_FILE=credentials.json node_modules/.bin/node src/cli/main.ts serve',
+    SERVE,
+  ],
+  [
+    'docs/serve.md',
+    'node_modules/.bin/node src/cli/main.ts sandbox --port 4010 --credentials-out /tmp/creds.json &',
+    BACKGROUND,
+  ],
+  [
+    'docs/serve.md',
+    'WEBHOOK_SECRET=s1 LISTINGS_CREDENTIALS_FILE=/tmp/creds.json PORT=8080 node_modules/.bin/node src/cli/main.ts serve &',
+    BACKGROUND,
+  ],
+  [
+    'docs/serve.md',
+    'curl -s -X POST -H \'content-type: application/json\' -d \'{"url":"http://127.0.0.1:8080/webhooks","secret":"s1","count":3}\' http://127.0.0.1:4010/__sandbox/webhooks/emit',
+    BACKGROUND,
+  ],
+  ['docs/serve.md', 'curl -s http://127.0.0.1:8080/readyz', BACKGROUND],
+  ['docs/serve.md', 'curl -s http://127.0.0.1:9464/metrics | grep listings_sync_', BACKGROUND],
+  [
+    'docs/serve.md',
+    'kill -TERM %2 %1   # serve, then the sandbox: each closes its port and exits 0',
+    BACKGROUND,
+  ],
+  ['docs/troubleshooting.md', 'npx listings-sync runs --limit 3', OWN_WAREHOUSE],
+  ['docs/troubleshooting.md', 'npx listings-sync check', OWN_WAREHOUSE],
+  ['docs/writes.md', 'npx listings-sync api businesses get 99 --account agency-east', WALKED],
+  [
+    'docs/writes.md',
+    'npx listings-sync keywords apply --file keywords.json --account agency-east --dry-run   # the plan only',
+    WALKED,
+  ],
+  [
+    'docs/writes.md',
+    'npx listings-sync keywords apply --file keywords.json --account agency-east',
+    WALKED,
+  ],
+  [
+    'docs/writes.md',
+    'npx listings-sync api reviews respond 10000003 9b2c…-uuid --content "Thank you, Ana!" --account agency-east',
+    PLACEHOLDER,
+  ],
+  [
+    'docs/writes.md',
+    'echo \'{"content": "Thank you!"}\' | npx listings-sync api reviews respond 10000003 9b2c… --file - --account agency-east',
+    PLACEHOLDER,
+  ],
+  [
+    'docs/writes.md',
+    'npx listings-sync api reviews response-status 1042 --account agency-east   # status now, and its history',
+    PLACEHOLDER,
   ],
 ];
 
@@ -371,7 +447,7 @@ function inTutorial(line: string): boolean {
   return line.startsWith('curl ') || ['sandbox', 'migrate', 'sync'].includes(command);
 }
 
-describe('docs/operations.md: the lines that act on a configured account', () => {
+describe('docs/writes.md: the lines that act on a configured account', () => {
   let dir: string;
   let sandbox: RunningSandbox;
   let env: Record<string, string>;
@@ -383,8 +459,8 @@ describe('docs/operations.md: the lines that act on a configured account', () =>
     const credentials = sandbox.credentials.map((c, i) => ({ ...c, name: names[i] }));
     await writeFile(join(dir, 'credentials.json'), JSON.stringify(credentials));
     // The file the section shows, as written.
-    const doc = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
-    const section = doc.slice(doc.indexOf('### Keywords as code'));
+    const doc = readFileSync(join(ROOT, 'docs/writes.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## Keywords as code'));
     const json = /```json\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
     await writeFile(join(dir, 'keywords.json'), json);
     env = { LISTINGS_CREDENTIALS_FILE: 'credentials.json' };
@@ -396,9 +472,9 @@ describe('docs/operations.md: the lines that act on a configured account', () =>
   });
 
   it('each runs as written: the error shown is the one printed, the keywords plan then apply', async () => {
-    const lines = walkedLines('docs/operations.md').filter((l) => !inTutorial(l));
+    const lines = walkedLines('docs/writes.md').filter((l) => !inTutorial(l));
     expect(lines).toHaveLength(3);
-    const doc = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+    const doc = readFileSync(join(ROOT, 'docs/writes.md'), 'utf8');
     const results: { line: string; code: number | null; out: string }[] = [];
     for (const line of lines) {
       const parsed = parseCliLine(line);
@@ -422,7 +498,7 @@ describe('docs/operations.md: the lines that act on a configured account', () =>
   }, 90_000);
 });
 
-describe('docs/operations.md: the sandbox tutorial, line by line', () => {
+describe('docs/running.md: the sandbox tutorial, line by line', () => {
   let dir: string;
   let sandbox: Running | undefined;
 
@@ -436,7 +512,7 @@ describe('docs/operations.md: the sandbox tutorial, line by line', () => {
   });
 
   it('every line exits 0, and the sync after clock/advance records the next day', async () => {
-    const lines = walkedLines('docs/operations.md').filter((l) => inTutorial(l));
+    const lines = walkedLines('docs/running.md').filter((l) => inTutorial(l));
     const ran = await walkSandboxTutorial(lines, dir, (started) => {
       sandbox = started;
     });

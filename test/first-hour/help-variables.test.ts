@@ -17,6 +17,7 @@ const OPENS_CONFIGURED_WAREHOUSE = [
   'report',
   'api',
   'keywords',
+  'warehouse',
 ];
 /** Commands that raise alerts, and `check`, which validates the rules file. */
 const READ_ALERT_RULES = ['sync', 'serve', 'api', 'keywords', 'check'];

@@ -1,7 +1,7 @@
 /**
  * A sync records the upstream's days: against a sandbox whose clock has been advanced,
  * each `clock/advance` + `sync` adds a day of rank history instead of overwriting today's
- * (docs/operations.md, "Which day a sync records").
+ * (docs/running.md, "Which day a sync records").
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { memoryLogger } from '../../src/log.ts';

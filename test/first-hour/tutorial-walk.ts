@@ -1,5 +1,5 @@
 /**
- * The sandbox tutorial, walked line by line as README.md and docs/operations.md show it
+ * The sandbox tutorial, walked line by line as README.md and docs/running.md show it
  * (readme.test.ts, docs-walk.test.ts): `sandbox` starts in-process on a free port instead
  * of 4010, curl is pointed at it, and every `listings-sync` line must exit 0.
  */

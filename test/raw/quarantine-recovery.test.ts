@@ -1,5 +1,5 @@
 /**
- * Quarantine recovers on replay (docs/operations.md, "Raw zone and replay"): a record that
+ * Quarantine recovers on replay (docs/replay.md): a record that
  * failed its schema on a night loads when that night is replayed with a schema that has
  * since been loosened, and its quarantine row in the rebuilt schema says it was recovered.
  *

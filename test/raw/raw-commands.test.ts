@@ -1,7 +1,7 @@
 /**
  * `listings-sync raw show`, `raw stats` and `replay` as a user runs them, against an
- * embedded warehouse that two sandbox nights filled (docs/operations.md, "Raw zone and
- * replay").
+ * embedded warehouse that two sandbox nights filled (docs/replay.md, "The raw
+ * zone").
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,5 @@
 /**
- * The raw zone end to end (docs/warehouse.md, "Raw zone"; docs/operations.md, "Replay"):
+ * The raw zone end to end (docs/warehouse.md, "Raw zone"; docs/replay.md):
  * sandbox nights over real HTTP keep every read, content-addressed and without secrets,
  * and a replay of those nights into another schema of the same database gives every
  * documented table and view the live nights built.

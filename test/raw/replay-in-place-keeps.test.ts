@@ -1,5 +1,5 @@
 /**
- * `replay --in-place` never loses what it cannot rebuild (docs/operations.md, "Replay in
+ * `replay --in-place` never loses what it cannot rebuild (docs/replay.md, "Replay in
  * place"): history older than the raw zone stays as it was and the first night of the
  * window compares with the last night kept; the operator's objects and a reader's snapshot
  * survive; alerts keep their identity and delivery, and those no replay recomputes stay;

@@ -1,5 +1,5 @@
 /**
- * `replay --in-place` (docs/operations.md, "Replay in place"): the live warehouse rebuilt
+ * `replay --in-place` (docs/replay.md, "Replay in place"): the live warehouse rebuilt
  * from its raw zone in one transaction, under the sync lock. After it, every documented
  * table and view reads as before, the run history and raw zone are the same rows, alert
  * identity and delivery are kept, and nothing is left beside the live schema, so that it

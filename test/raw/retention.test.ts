@@ -1,5 +1,5 @@
 /**
- * RAW_RETENTION_DAYS (src/raw/retention.ts; docs/operations.md, "Raw zone and replay"):
+ * RAW_RETENTION_DAYS (src/raw/retention.ts; docs/replay.md):
  * age is measured on the clock the reads were recorded with, each business's latest
  * reads outlive the window, the runs inside it are kept whole, and `raw stats` names the
  * oldest night replay can rebuild. Sandbox nights over real HTTP for what a run does;

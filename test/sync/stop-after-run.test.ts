@@ -1,5 +1,5 @@
 /**
- * A run's stop handling ends with the run (docs/operations.md, "Shutdown"): `serve` hands
+ * A run's stop handling ends with the run (docs/serve.md, "Shutdown"): `serve` hands
  * one signal to every scheduled run, and a stop that comes after a run finished must not
  * arm that run's grace (a 15 s wait before the process could exit) nor log its
  * "stopping" line.

@@ -1,13 +1,27 @@
-/** `listings-sync alerts [--pending] [--limit N]`: recent alerts as a table (src/alerts/alerts-command.ts). */
+/**
+ * `listings-sync alerts [--pending] [--limit N]`: recent alerts as a table;
+ * `alerts test`: one test message to each configured sink;
+ * `alerts send-backlog [--sink NAME] [--since YYYY-MM-DD]`: sends alerts a sink skipped as
+ * raised before it was configured; `alerts skip-backlog [--sink NAME]`: starts sinks from
+ * now (src/alerts/alerts-command.ts; docs/alerts.md, "A sink added later").
+ */
 import { type Command, Option } from 'commander';
+import type { AlertSink } from '../../alerts/sinks.ts';
 import { EXIT } from '../../command/exit-codes.ts';
 import type { CliIo } from '../../command/io.ts';
+import { createCommandLogger } from '../../command/logger.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
+import { UsageError } from '../../command/usage-error.ts';
+import { ConfigError } from '../../config/index.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
-import { integerOption } from '../options.ts';
+import { dateOption, integerOption } from '../options.ts';
+
+const NO_SINK =
+  'No alert sink is configured: set ALERT_SLACK_WEBHOOK_URL, or ALERT_WEBHOOK_URL with ' +
+  'ALERT_WEBHOOK_SECRET.';
 
 export function registerAlertsCommand(program: Command, io: CliIo): void {
-  program
+  const alerts = program
     .command('alerts')
     .description('List recent alerts (every kind: what changed, the business, delivery per sink).')
     .option('--pending', 'only alerts not yet delivered to every sink')
@@ -19,17 +33,154 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
     .action(async (options: { pending?: boolean; limit: number }) => {
       const config = loadCommandConfig(io, 'alerts');
       const { configuredSinkNames, renderAlerts } = await import('../../alerts/alerts-command.ts');
-      const { recentAlerts } = await import('../../alerts/outbox.ts');
+      const { countSkippedBySink, recentAlerts, sinksSeen } = await import(
+        '../../alerts/outbox.ts'
+      );
       // Only reads: a missing embedded database is an error, never created by looking.
       const warehouse = await openConfiguredWarehouse(config, 'read');
       try {
         await requireCurrentSchema(warehouse);
         const pending = options.pending === true;
         const rows = await recentAlerts(warehouse.db, { pending, limit: options.limit });
-        io.stdout(renderAlerts(rows, { pending, sinks: configuredSinkNames(config) }));
+        const seen = await sinksSeen(warehouse.db);
+        const skipped = await countSkippedBySink(warehouse.db);
+        io.stdout(
+          renderAlerts(rows, { pending, sinks: configuredSinkNames(config), seen, skipped }),
+        );
         io.exitCode = EXIT.ok;
       } finally {
         await warehouse.close();
       }
     });
+
+  alerts
+    .command('test')
+    .description(
+      'Post one test message to each configured sink (signed like real alerts); print each answer. ' +
+        'Exit 1 if any sink fails. Writes nothing to the warehouse.',
+    )
+    .action(async () => {
+      const config = loadCommandConfig(io, 'alerts');
+      const { alertSinksFromConfig } = await import('../../alerts/configured-sinks.ts');
+      const { configuredSinkUrls, renderTestResults, sendTestAlerts } = await import(
+        '../../alerts/alerts-command.ts'
+      );
+      const sinks = alertSinksFromConfig(config);
+      if (sinks.length === 0) throw new ConfigError(NO_SINK);
+      const results = await sendTestAlerts(sinks, configuredSinkUrls(config), io.now());
+      io.stdout(renderTestResults(results));
+      io.exitCode = results.every((r) => r.ok) ? EXIT.ok : EXIT.fatal;
+    });
+
+  alerts
+    .command('send-backlog')
+    .description(
+      'Send the alerts a sink skipped because they were raised before it was configured ' +
+        '(ALERT_BACKLOG=skip). Exit 3 if a sink refuses some (serve retries them).',
+    )
+    .option('--sink <name>', 'only this configured sink (slack or webhook)')
+    .addOption(
+      new Option('--since <date>', 'only alerts detected on or after this UTC day').argParser(
+        dateOption('--since'),
+      ),
+    )
+    .action(async (options: { sink?: string; since?: string }) => {
+      const config = loadCommandConfig(io, 'alerts');
+      const logger = createCommandLogger(io, config);
+      const { alertSinksFromConfig } = await import('../../alerts/configured-sinks.ts');
+      const { createAlertDispatcher } = await import('../../alerts/dispatcher.ts');
+      const { reopenSkipped } = await import('../../alerts/outbox.ts');
+      const configured = alertSinksFromConfig(config);
+      const sinks = chosenSinks(configured, options.sink);
+      const warehouse = await openConfiguredWarehouse(config);
+      try {
+        await requireCurrentSchema(warehouse);
+        const dispatcher = createAlertDispatcher({
+          db: warehouse.db,
+          sinks: configured,
+          logger,
+          sinkTimeoutMs: config.alertSinkTimeoutMs,
+          now: () => io.now(),
+        });
+        // First: a sink never seen would otherwise skip, at its first pass, what this opens.
+        await dispatcher.recordSinks();
+        const reopened = await reopenSkipped(warehouse.db, {
+          sinks: sinks.map((sink) => sink.name),
+          ...(options.since ? { since: new Date(`${options.since}T00:00:00Z`) } : {}),
+        });
+        const names = sinks.map((sink) => sink.name).join(', ');
+        if (reopened === 0) {
+          io.stdout(
+            `No skipped alerts for ${names}${options.since ? ` since ${options.since}` : ''}.\n`,
+          );
+          io.exitCode = EXIT.ok;
+          return;
+        }
+        const result = await dispatcher.dispatch();
+        io.stdout(
+          `${reopened} skipped ${reopened === 1 ? 'alert is' : 'alerts are'} due again for ${names}; ` +
+            `delivered now: ${result.delivered}` +
+            (result.failed + result.released > 0
+              ? `, not yet: ${result.failed + result.released} (serve retries them)`
+              : '') +
+            '.\n',
+        );
+        io.exitCode = result.failed + result.released > 0 ? EXIT.partial : EXIT.ok;
+      } finally {
+        await warehouse.close();
+      }
+    });
+
+  alerts
+    .command('skip-backlog')
+    .description(
+      'Start sinks from now: mark every alert still pending for them as skipped (a sink ' +
+        'added back after a while, or a backlog no one needs). `send-backlog` undoes it.',
+    )
+    .option('--sink <name>', 'only this configured sink (slack or webhook)')
+    .action(async (options: { sink?: string }) => {
+      const config = loadCommandConfig(io, 'alerts');
+      const logger = createCommandLogger(io, config);
+      const { alertSinksFromConfig } = await import('../../alerts/configured-sinks.ts');
+      const { createAlertDispatcher } = await import('../../alerts/dispatcher.ts');
+      const { skipPending } = await import('../../alerts/outbox.ts');
+      const configured = alertSinksFromConfig(config);
+      const sinks = chosenSinks(configured, options.sink);
+      const warehouse = await openConfiguredWarehouse(config);
+      try {
+        await requireCurrentSchema(warehouse);
+        await createAlertDispatcher({
+          db: warehouse.db,
+          sinks: configured,
+          logger,
+          now: () => io.now(),
+        }).recordSinks();
+        const marked = await skipPending(warehouse.db, {
+          sinks: sinks.map((sink) => sink.name),
+          configured: configured.map((sink) => sink.name),
+          at: io.now(),
+        });
+        for (const [sink, n] of Object.entries(marked)) {
+          io.stdout(
+            `${sink}: ${n} pending ${n === 1 ? 'alert' : 'alerts'} skipped; it starts from now.\n`,
+          );
+        }
+        io.exitCode = EXIT.ok;
+      } finally {
+        await warehouse.close();
+      }
+    });
+}
+
+/** The configured sinks `--sink` names, or all of them; a usage error for any other name. */
+function chosenSinks(configured: readonly AlertSink[], name: string | undefined): AlertSink[] {
+  if (configured.length === 0) throw new ConfigError(NO_SINK);
+  if (!name) return [...configured];
+  const chosen = configured.filter((sink) => sink.name === name);
+  if (chosen.length === 0) {
+    throw new UsageError(
+      `--sink ${name} is not a configured sink; configured: ${configured.map((s) => s.name).join(', ')}.`,
+    );
+  }
+  return chosen;
 }

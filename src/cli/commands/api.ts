@@ -17,6 +17,7 @@
  * write).
  */
 import { type Command, Option } from 'commander';
+import { ApiError } from '../../api/errors.ts';
 import {
   addKeyword,
   archiveBusiness,
@@ -36,7 +37,12 @@ import {
   listSubCategories,
   updateBusiness,
 } from '../../api/index.ts';
+import { countryByIsoCode } from '../../api/reference.ts';
 import type { CliIo } from '../../command/io.ts';
+import type { Config } from '../../config/index.ts';
+import { storedBusinessAccount } from '../../warehouse/business-account.ts';
+import type { Warehouse } from '../../warehouse/connection.ts';
+import { openConfiguredWarehouse } from '../../warehouse/open.ts';
 import { needsReferenceNames, prepareBusinessInput } from '../../workflows/business-input.ts';
 import {
   accountOption,
@@ -44,6 +50,7 @@ import {
   EXIT,
   parseId,
   readJsonBody,
+  reportError,
   type Session,
   UsageError,
   type WorkflowIo,
@@ -93,6 +100,94 @@ function printList<T>(io: WorkflowIo, result: ListResult<T>, format: OutputForma
 }
 
 /**
+ * Opens the warehouse to look a business up in, or fails: a lookup never creates a
+ * database (an embedded one that does not exist is an error, as for `check`).
+ */
+type LookupWarehouse = (config: Config) => Promise<Warehouse>;
+
+function lookupWarehouse(cliIo: CliIo): LookupWarehouse {
+  return (config) =>
+    cliIo.services?.openWarehouse
+      ? cliIo.services.openWarehouse(config)
+      : openConfiguredWarehouse(config, 'inspect');
+}
+
+/**
+ * Why the upstream said a business does not exist for this account, when the warehouse
+ * knows better: the business is stored under another account, and the command works with
+ * `--account` naming it. Undefined when there is no warehouse to ask (the command works
+ * without one), it cannot be read, or it says nothing more.
+ */
+async function otherAccountAdvice(
+  session: Session,
+  businessId: number,
+  warehouse: () => Promise<Warehouse>,
+  close: boolean,
+): Promise<string | undefined> {
+  let opened: Warehouse | undefined;
+  try {
+    opened = await warehouse();
+    const stored = await storedBusinessAccount(opened.db, businessId);
+    const mine = session.credential.name;
+    if (!stored || stored.accountName === mine) return undefined;
+    const configured = session.config.credentials.map((c) => c.name);
+    const archived = stored.archivedAt ? ' (archived there at its last sync)' : '';
+    return configured.includes(stored.accountName)
+      ? `The warehouse has business ${businessId} under account ${stored.accountName}${archived}, not ${mine}: run the command again with --account ${stored.accountName}.`
+      : `The warehouse has business ${businessId} under account ${stored.accountName}${archived}, not ${mine}; no credential of that name is configured here (configured: ${configured.join(', ')}).`;
+  } catch {
+    return undefined;
+  } finally {
+    if (close) await opened?.close().catch(() => {});
+  }
+}
+
+/**
+ * Runs `call` for one business; when the upstream answers that the business does not
+ * exist for this account (`UNKNOWN_BUSINESS`) and the warehouse has it under another, prints the upstream's
+ * error and, under it, the account to use (docs/troubleshooting.md). `warehouse` is the
+ * session's own for a write (already open), a lookup of its own for a read.
+ */
+/**
+ * The upstream's answers to a business id this account does not have: `This business
+ * doesn't exist` (operations 2, 3, 5 to 8, 11) and `Invalid location id` (keywords, 12
+ * and 13; docs/upstream.md, "Errors").
+ */
+const UNKNOWN_BUSINESS: ReadonlySet<string> = new Set([
+  'BUSINESS_NOT_FOUND',
+  'INVALID_LOCATION_ID',
+]);
+
+/** For a read: a lookup of its own, closed after. */
+function lookupFor(lookup: LookupWarehouse, session: Session) {
+  return { open: () => lookup(session.config), close: true };
+}
+
+/** For a write: the session's warehouse, which it opened before the call and closes itself. */
+function sessionWarehouse(session: Session) {
+  return { open: () => session.warehouse(), close: false };
+}
+
+async function forBusiness(
+  io: WorkflowIo,
+  session: Session,
+  businessId: number,
+  warehouse: { open: () => Promise<Warehouse>; close: boolean },
+  call: () => Promise<number>,
+): Promise<number> {
+  try {
+    return await call();
+  } catch (error) {
+    if (!(error instanceof ApiError) || !UNKNOWN_BUSINESS.has(error.code)) throw error;
+    const advice = await otherAccountAdvice(session, businessId, warehouse.open, warehouse.close);
+    if (advice === undefined) throw error;
+    const code = reportError(io, error);
+    io.stderr(`  ${advice}\n`);
+    return code;
+  }
+}
+
+/**
  * A read: a session, one call, its output. Commander calls an action with the
  * arguments, the options and the command; `body` gets the arguments and the options.
  */
@@ -124,7 +219,7 @@ async function businessBody(
   return prepared.input;
 }
 
-function registerBusinesses(api: Command, io: WorkflowIo): void {
+function registerBusinesses(api: Command, io: WorkflowIo, lookup: LookupWarehouse): void {
   const businesses = api.command('businesses').description('Businesses (operations 1 to 6).');
 
   common(businesses.command('list').description('Every business of the credential.')).action(
@@ -142,11 +237,13 @@ function registerBusinesses(api: Command, io: WorkflowIo): void {
   ).action(
     read(io, async (session, format, id: string, options: { full?: boolean }) => {
       const businessId = parseId('business-id', id);
-      const value = options.full
-        ? await getBusinessFull(session.api, session.credential, businessId)
-        : await getBusiness(session.api, session.credential, businessId);
-      io.stdout(renderOutput(value, format));
-      return EXIT.ok;
+      return forBusiness(io, session, businessId, lookupFor(lookup, session), async () => {
+        const value = options.full
+          ? await getBusinessFull(session.api, session.credential, businessId)
+          : await getBusiness(session.api, session.credential, businessId);
+        io.stdout(renderOutput(value, format));
+        return EXIT.ok;
+      });
     }),
   );
 
@@ -191,16 +288,18 @@ function registerBusinesses(api: Command, io: WorkflowIo): void {
       return withSession(io, options.account, async (session) => {
         await session.warehouse();
         const input = await businessBody(io, session, options.file);
-        const updated = await updateBusiness(session.api, session.credential, businessId, input);
-        io.stdout(renderOutput(updated, format));
-        const synced = await resyncBusinesses(io, session, [businessId]);
-        // The answer to update names no category: a new sub_category_id is named from the
-        // reference data instead.
-        const subCategoryId = (input as Partial<BusinessInput>).sub_category_id;
-        const categorized =
-          subCategoryId === undefined ||
-          (await storeCategory(io, session, businessId, { subCategoryId }));
-        return synced && categorized ? EXIT.ok : EXIT.partial;
+        return forBusiness(io, session, businessId, sessionWarehouse(session), async () => {
+          const updated = await updateBusiness(session.api, session.credential, businessId, input);
+          io.stdout(renderOutput(updated, format));
+          const synced = await resyncBusinesses(io, session, [businessId]);
+          // The answer to update names no category: a new sub_category_id is named from the
+          // reference data instead.
+          const subCategoryId = (input as Partial<BusinessInput>).sub_category_id;
+          const categorized =
+            subCategoryId === undefined ||
+            (await storeCategory(io, session, businessId, { subCategoryId }));
+          return synced && categorized ? EXIT.ok : EXIT.partial;
+        });
       });
     }),
   );
@@ -213,15 +312,17 @@ function registerBusinesses(api: Command, io: WorkflowIo): void {
       const businessId = parseId('business-id', id);
       return withSession(io, options.account, async (session) => {
         await session.warehouse();
-        await archiveBusiness(session.api, session.credential, businessId);
-        io.stdout(renderOutput({ businessId, archived: true }, format));
-        return (await markArchived(io, session, businessId)) ? EXIT.ok : EXIT.partial;
+        return forBusiness(io, session, businessId, sessionWarehouse(session), async () => {
+          await archiveBusiness(session.api, session.credential, businessId);
+          io.stdout(renderOutput({ businessId, archived: true }, format));
+          return (await markArchived(io, session, businessId)) ? EXIT.ok : EXIT.partial;
+        });
       });
     }),
   );
 }
 
-function registerReviews(api: Command, io: WorkflowIo): void {
+function registerReviews(api: Command, io: WorkflowIo, lookup: LookupWarehouse): void {
   const reviews = common(
     api
       .command('reviews')
@@ -248,13 +349,15 @@ function registerReviews(api: Command, io: WorkflowIo): void {
           );
         }
         const businessId = parseId('business-id', id);
-        const result = await listReviews(
-          session.api,
-          session.credential,
-          businessId,
-          options.category ?? 'review',
-        );
-        return printList(io, result, format);
+        return forBusiness(io, session, businessId, lookupFor(lookup, session), async () => {
+          const result = await listReviews(
+            session.api,
+            session.credential,
+            businessId,
+            options.category ?? 'review',
+          );
+          return printList(io, result, format);
+        });
       },
     ),
   );
@@ -336,7 +439,55 @@ export function parseKeywordArguments(words: readonly string[]): string[] {
   return keywords;
 }
 
-function registerKeywordOperations(api: Command, io: WorkflowIo): void {
+/**
+ * `keywords add`, in the session's warehouse (opened before any write). Ranks come keyed
+ * by keyword text (docs/upstream.md, Fields): a second live keyword with the same text
+ * would share the first one's rank series, so it is refused (docs/warehouse.md, "Ranks
+ * and keyword ids"), before anything is sent. The upstream does not refuse it.
+ */
+async function addKeywords(
+  io: WorkflowIo,
+  session: Session,
+  businessId: number,
+  keywords: readonly string[],
+  format: OutputFormat,
+): Promise<number> {
+  await session.warehouse();
+  const live = (await listKeywords(session.api, session.credential, businessId)).records;
+  for (const keyword of keywords) {
+    const existing = live.find(
+      (k) => !k.archived && foldKeyword(k.keyword) === foldKeyword(keyword),
+    );
+    if (existing) {
+      throw new UsageError(
+        `business ${businessId} already has the keyword "${existing.keyword}" (id ${existing.id}); ` +
+          'ranks are keyed by keyword text, so a second one would share its ranks. Nothing was added.',
+      );
+    }
+  }
+  // One at a time, in the order given: a failure stops before the rest, and what was
+  // added before it is printed and re-synced, so the user knows exactly what landed.
+  const added: Awaited<ReturnType<typeof addKeyword>>[] = [];
+  let failure: unknown;
+  for (const keyword of keywords) {
+    try {
+      added.push(await addKeyword(session.api, session.credential, businessId, keyword));
+    } catch (error) {
+      failure = error;
+      break;
+    }
+  }
+  if (added.length) {
+    io.stdout(renderOutput(keywords.length === 1 ? added[0] : added, format));
+  }
+  if (failure !== undefined) {
+    if (added.length) await resyncBusinesses(io, session, [businessId]);
+    throw failure;
+  }
+  return (await resyncBusinesses(io, session, [businessId])) ? EXIT.ok : EXIT.partial;
+}
+
+function registerKeywordOperations(api: Command, io: WorkflowIo, lookup: LookupWarehouse): void {
   const keywords = api
     .command('keywords')
     .description('Keywords of a business (operations 12, 13, 14); see also `keywords apply`.');
@@ -344,13 +495,12 @@ function registerKeywordOperations(api: Command, io: WorkflowIo): void {
   common(
     keywords.command('list').argument('<business-id>').description('A business’s keywords.'),
   ).action(
-    read(io, async (session, format, id: string) =>
-      printList(
-        io,
-        await listKeywords(session.api, session.credential, parseId('business-id', id)),
-        format,
-      ),
-    ),
+    read(io, async (session, format, id: string) => {
+      const businessId = parseId('business-id', id);
+      return forBusiness(io, session, businessId, lookupFor(lookup, session), async () =>
+        printList(io, await listKeywords(session.api, session.credential, businessId), format),
+      );
+    }),
   );
 
   common(
@@ -366,45 +516,11 @@ function registerKeywordOperations(api: Command, io: WorkflowIo): void {
       const format = parseFormat(options.format);
       const businessId = parseId('business-id', id);
       const keywords = parseKeywordArguments(words);
-      return withSession(io, options.account, async (session) => {
-        await session.warehouse();
-        // Ranks come keyed by keyword text (docs/upstream.md, Fields): a second live keyword
-        // with the same text would share the first one's rank series, so it is refused
-        // (docs/warehouse.md, "Ranks and keyword ids"), before anything is sent. The
-        // upstream does not refuse it.
-        const live = (await listKeywords(session.api, session.credential, businessId)).records;
-        for (const keyword of keywords) {
-          const existing = live.find(
-            (k) => !k.archived && foldKeyword(k.keyword) === foldKeyword(keyword),
-          );
-          if (existing) {
-            throw new UsageError(
-              `business ${businessId} already has the keyword "${existing.keyword}" (id ${existing.id}); ` +
-                'ranks are keyed by keyword text, so a second one would share its ranks. Nothing was added.',
-            );
-          }
-        }
-        // One at a time, in the order given: a failure stops before the rest, and what was
-        // added before it is printed and re-synced, so the user knows exactly what landed.
-        const added: Awaited<ReturnType<typeof addKeyword>>[] = [];
-        let failure: unknown;
-        for (const keyword of keywords) {
-          try {
-            added.push(await addKeyword(session.api, session.credential, businessId, keyword));
-          } catch (error) {
-            failure = error;
-            break;
-          }
-        }
-        if (added.length) {
-          io.stdout(renderOutput(keywords.length === 1 ? added[0] : added, format));
-        }
-        if (failure !== undefined) {
-          if (added.length) await resyncBusinesses(io, session, [businessId]);
-          throw failure;
-        }
-        return (await resyncBusinesses(io, session, [businessId])) ? EXIT.ok : EXIT.partial;
-      });
+      return withSession(io, options.account, (session) =>
+        forBusiness(io, session, businessId, sessionWarehouse(session), () =>
+          addKeywords(io, session, businessId, keywords, format),
+        ),
+      );
     }),
   );
 
@@ -435,6 +551,24 @@ function registerKeywordOperations(api: Command, io: WorkflowIo): void {
   );
 }
 
+/**
+ * A country named on the command line: an ISO 3166-1 alpha-2 code first (`US`, `au`; the
+ * upstream's countries carry no code, so the code's English name is matched), then a name.
+ * A code is never taken for a fragment of a name (`US` is not "Australia").
+ */
+async function countryIdOf(session: Session, text: string): Promise<number> {
+  const countries = (await listCountries(session.api, session.credential)).records;
+  const byCode = countryByIsoCode(countries, text);
+  if (byCode?.country) return byCode.country.id;
+  if (byCode) {
+    const listed = countries.map((c) => `${c.name} (id ${c.id})`).join('; ');
+    throw new UsageError(
+      `country "${text.trim()}" is the ISO code of ${byCode.name}, which the upstream does not list. Its countries: ${listed}.`,
+    );
+  }
+  return resolveCountry({ countries, states: [], subCategories: [], source: 'api' }, text).id;
+}
+
 function registerReference(api: Command, io: WorkflowIo): void {
   common(api.command('countries').description('Countries (operation 16).')).action(
     read(io, async (session, format) =>
@@ -444,19 +578,15 @@ function registerReference(api: Command, io: WorkflowIo): void {
   common(
     api
       .command('states')
-      .description('States of a country (operation 15): its id or its name.')
+      .description(
+        'States of a country (operation 15): its id, its ISO 3166 code (US, AU) or its name.',
+      )
       .argument('<country>'),
   ).action(
     read(io, async (session, format, country: string) => {
-      let countryId: number;
-      if (/^\d+$/.test(country.trim())) countryId = parseId('country', country);
-      else {
-        const countries = await listCountries(session.api, session.credential);
-        countryId = resolveCountry(
-          { countries: countries.records, states: [], subCategories: [], source: 'api' },
-          country,
-        ).id;
-      }
+      const countryId = /^\d+$/.test(country.trim())
+        ? parseId('country', country)
+        : await countryIdOf(session, country);
       return printList(io, await listStates(session.api, session.credential, countryId), format);
     }),
   );
@@ -470,40 +600,39 @@ function registerReference(api: Command, io: WorkflowIo): void {
 /** Adds `api` and its subcommands to the program. */
 export function registerApiCommand(program: Command, cliIo: CliIo): Command {
   const io = workflowIo(cliIo, 'api');
+  const lookup = lookupWarehouse(cliIo);
   const api = program
     .command('api')
     .description('Call any operation of the upstream API; writes re-sync the business they touch.');
-  registerBusinesses(api, io);
+  registerBusinesses(api, io, lookup);
   common(
     api
       .command('listings')
       .description('Listings of a business (operation 7).')
       .argument('<business-id>'),
   ).action(
-    read(io, async (session, format, id: string) =>
-      printList(
-        io,
-        await listListings(session.api, session.credential, parseId('business-id', id)),
-        format,
-      ),
-    ),
+    read(io, async (session, format, id: string) => {
+      const businessId = parseId('business-id', id);
+      return forBusiness(io, session, businessId, lookupFor(lookup, session), async () =>
+        printList(io, await listListings(session.api, session.credential, businessId), format),
+      );
+    }),
   );
-  registerReviews(api, io);
+  registerReviews(api, io, lookup);
   common(
     api
       .command('rankings')
       .description('Keyword rankings of a business (operation 11).')
       .argument('<business-id>'),
   ).action(
-    read(io, async (session, format, id: string) =>
-      printList(
-        io,
-        await getRankings(session.api, session.credential, parseId('business-id', id)),
-        format,
-      ),
-    ),
+    read(io, async (session, format, id: string) => {
+      const businessId = parseId('business-id', id);
+      return forBusiness(io, session, businessId, lookupFor(lookup, session), async () =>
+        printList(io, await getRankings(session.api, session.credential, businessId), format),
+      );
+    }),
   );
-  registerKeywordOperations(api, io);
+  registerKeywordOperations(api, io, lookup);
   registerReference(api, io);
   return api;
 }

@@ -1,6 +1,6 @@
 /**
  * `listings-sync raw show --business ID [--date D] [--operation NAME] [--raw]` and `raw stats`:
- * what the upstream answered, from the raw zone (docs/operations.md, "Raw zone and replay").
+ * what the upstream answered, from the raw zone (docs/replay.md).
  */
 import { type Command, Option } from 'commander';
 import type { CliIo } from '../../command/io.ts';

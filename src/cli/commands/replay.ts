@@ -1,7 +1,6 @@
 /**
  * `listings-sync replay [--from DATE] [--to DATE] [--account NAME] [--business ID] --into SCHEMA`
- * and `listings-sync replay --in-place [--dry-run]` (docs/operations.md, "Raw zone and
- * replay", "Replay in place"): rebuilds the warehouse from its raw zone into a fresh schema
+ * and `listings-sync replay --in-place [--dry-run]` (docs/replay.md, "Replay into a fresh schema", "Replay in place"): rebuilds the warehouse from its raw zone into a fresh schema
  * of the same database, or rebuilds the live warehouse itself (what the raw zone covers,
  * merged in one transaction under the sync lock; every row it cannot rebuild kept).
  * Progress goes to stderr, one line per run.
@@ -174,7 +173,7 @@ export function registerReplayCommand(program: Command, io: CliIo): void {
     .option('--into <schema>', 'the new schema to build (must not hold tables)')
     .option(
       '--in-place',
-      'rebuild the live warehouse from its raw zone: what the raw zone covers is replaced in one transaction, everything older is kept (docs/operations.md, "Replay in place")',
+      'rebuild the live warehouse from its raw zone: what the raw zone covers is replaced in one transaction, everything older is kept (docs/replay.md, "Replay in place")',
     )
     .option(
       '--dry-run',

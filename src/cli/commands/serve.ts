@@ -18,7 +18,7 @@ export function registerServeCommand(program: Command, io: CliIo): void {
   program
     .command('serve')
     .description(
-      'Run the sync on SYNC_SCHEDULE, take signed webhooks, send alerts; health and metrics on PORT.',
+      'Run the sync on SYNC_SCHEDULE, take signed webhooks on PORT, send alerts; metrics on METRICS_PORT.',
     )
     .action(async () => {
       io.exitCode = await runServeCommand(io);
@@ -31,7 +31,17 @@ async function runServeCommand(io: CliIo): Promise<number> {
   // Configuration errors first, before anything is opened.
   requireWebhookSecrets(config);
   const { startServe } = await import('../../serve/server.ts');
-  const warehouse = await openConfiguredWarehouse(config);
+  const warehouse = await openConfiguredWarehouse(config, 'write', { command: 'serve' });
+  if (warehouse.kind === 'pglite') {
+    // PGlite serves one process at a time: say so once, at the start (docs/serve.md).
+    logger.warn(
+      { pgliteDataDir: warehouse.target.pgliteDataDir },
+      `serve holds the embedded PGlite database in ${warehouse.target.pgliteDataDir} while it runs: ` +
+        '`runs`, `alerts`, `report` and `sync` cannot open it until serve stops. To run them beside ' +
+        'serve, set DATABASE_URL to PostgreSQL (`listings-sync warehouse copy` moves the data; ' +
+        'docs/backup-restore.md, "Moving from PGlite to PostgreSQL").',
+    );
+  }
   const api = createConfiguredApiClient(config, logger);
   let serve: Awaited<ReturnType<typeof startServe>>;
   try {
@@ -42,7 +52,7 @@ async function runServeCommand(io: CliIo): Promise<number> {
     throw error;
   }
   io.stdout(
-    `listings-sync serve on ${serve.url}: POST /webhooks, GET /healthz, /readyz, /metrics\n`,
+    `listings-sync serve on ${serve.url}: POST /webhooks, GET /healthz, /readyz; metrics on ${serve.metricsUrl}/metrics\n`,
   );
   await untilAborted(io.signal);
   logger.info({ signal: signalName(io.signal) }, 'signal received: shutting down');
