@@ -3,9 +3,11 @@
  * configuration, database unreachable, an upstream error), 2 usage, 3 partial (some
  * credentials, businesses or records failed; the rest committed).
  */
+
+import { EXIT } from '../errors.ts';
 import type { SyncRunStatus } from '../warehouse/database.ts';
 
-export const EXIT = { ok: 0, fatal: 1, usage: 2, partial: 3 } as const;
+export { EXIT };
 
 /** A sync run's status as an exit code: an interrupted run committed what it finished. */
 export const EXIT_FOR_STATUS: Record<Exclude<SyncRunStatus, 'running'>, number> = {

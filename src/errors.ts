@@ -1,0 +1,20 @@
+/**
+ * The base of every error the program raises on purpose (docs/running.md, "Error codes"):
+ * a stable `code` a caller can branch on, and the exit code a command that fails with it
+ * leaves. Imports nothing of ours, so every folder may import it.
+ */
+
+/** The exit codes (README.md, "Commands"): 0 success, 1 fatal, 2 usage, 3 partial. */
+export const EXIT = { ok: 0, fatal: 1, usage: 2, partial: 3 } as const;
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+export abstract class ListingsSyncError extends Error {
+  /** Stable, upper snake case: part of the documented contract. */
+  abstract readonly code: string;
+  /** What a command that fails with this error exits with; fatal unless a class says. */
+  readonly exitCode: ExitCode = EXIT.fatal;
+}
+
+export function isListingsSyncError(error: unknown): error is ListingsSyncError {
+  return error instanceof ListingsSyncError;
+}
