@@ -4,6 +4,7 @@
  * "The message text is the contract"), so the table below is built from those texts.
  * Messages name the operation and the credential and never carry a secret or a full URL.
  */
+import { ListingsSyncError } from '../errors.ts';
 import type { RejectedRecord } from './types.ts';
 
 /** Every code an `ApiError` can carry. */
@@ -97,8 +98,11 @@ export interface ApiErrorInit {
   rejected?: RejectedRecord[];
 }
 
-/** A failed upstream operation. `code` is stable; `message` is for people. */
-export class ApiError extends Error {
+/**
+ * A failed upstream operation. `code` is stable; `message` is for people. A command that
+ * fails with it exits 1 (the base's `exitCode`).
+ */
+export class ApiError extends ListingsSyncError {
   override name = 'ApiError';
   readonly code: ApiErrorCode;
   readonly operation: OperationName;

@@ -1,0 +1,20 @@
+/**
+ * A signal, not a failure: a read answered a body whose rows the caller already holds
+ * (`CallOptions.unchanged`, src/warehouse/business-answers.ts), so the body was not
+ * parsed. The call rejects with it so that a caller that did not ask cannot mistake it
+ * for a value; the one that asked catches it (`error instanceof AnswerUnchanged`) and
+ * calls `parse()` only if it needs the value after all.
+ */
+import { ListingsSyncError } from '../errors.ts';
+
+export class AnswerUnchanged<T = unknown> extends ListingsSyncError {
+  override name = 'AnswerUnchanged';
+  readonly code = 'ANSWER_UNCHANGED';
+  /** Reads the body as the call would have, and throws as it would (an ApiError). */
+  readonly parse: () => T;
+
+  constructor(parse: () => T) {
+    super('the answer is the one already applied; it was not parsed');
+    this.parse = parse;
+  }
+}
