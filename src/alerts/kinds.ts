@@ -1,56 +1,91 @@
 /**
- * The alert kinds (`alerts.kind`) and their dedupe keys: the one place a kind's name is
- * spelled. `alerts.dedupe_key` is unique, so one event can never raise twice however
- * often a run re-applies it; each key below says what "one event" is for its kind.
+ * The alert kinds (`alerts.kind`), what an entry of one holds, and their dedupe keys. The
+ * kinds are listed once, in the base (src/config/alert-rules.ts, `ALERT_RULE_KINDS`,
+ * beside each kind's rule); each has one entry (src/alerts/kind-entries.ts) from which its
+ * label, severity, icon, message and raise are read. `alerts.dedupe_key` is unique, so one
+ * event can never raise twice however often a run re-applies it; each key below says what
+ * "one event" is for its kind. docs/alerts.md, "Adding an alert kind" in
+ * docs/contributing.md.
  *
  * Glossary:
  * - *raise*: insert into the outbox (`alerts`) inside the writer's transaction;
  * - *deliver*: a sink took the alert (`delivered_sinks`; `delivered_at` once all did);
  * - *digest*: one message about several alerts of one account and run.
  */
+import type { Kysely } from 'kysely';
+import { ALERT_RULE_KINDS, type AlertRuleKind, type AlertRules } from '../config/alert-rules.ts';
+import type { Change } from '../warehouse/changes.ts';
+import type { Database, Db } from '../warehouse/database.ts';
+import type { SlackMessage } from './message-text.ts';
+import type { AlertForDelivery, NewAlert } from './outbox.ts';
+import type { SyncHealthCheck } from './sync-health.ts';
 
-export const LISTING_INACCURATE = 'listing_inaccurate';
-export const LISTING_BROKEN_AGAIN = 'listing_broken_again';
-export const RANK_DROP = 'rank_drop';
-export const LOW_RATING_REVIEW = 'low_rating_review';
-export const REVIEW_RESPONSE_FAILED = 'review_response_failed';
-export const SYNC_FAILED = 'sync_failed';
-export const SYNC_STALE = 'sync_stale';
-export const VOLUME_DROP = 'volume_drop';
+export type AlertKind = AlertRuleKind;
+export const ALERT_KINDS = ALERT_RULE_KINDS;
 
-export const ALERT_KINDS = [
-  LISTING_INACCURATE,
-  RANK_DROP,
-  LOW_RATING_REVIEW,
-  REVIEW_RESPONSE_FAILED,
-  SYNC_FAILED,
-  SYNC_STALE,
-  VOLUME_DROP,
-  LISTING_BROKEN_AGAIN,
-] as const;
-
-export type AlertKind = (typeof ALERT_KINDS)[number];
-
-/**
- * Most urgent first: a digest lists its "worst" alerts in this order. A load that did
- * not happen hides every other alert, so it leads.
- */
-export const KIND_SEVERITY: Readonly<Record<AlertKind, number>> = {
-  [SYNC_FAILED]: 0,
-  [SYNC_STALE]: 1,
-  // Rows the warehouse would have lost: BI is wrong tomorrow unless someone looks.
-  [VOLUME_DROP]: 2,
-  [REVIEW_RESPONSE_FAILED]: 3,
-  // A listing that broke again soon after its fix: a cause the fix did not reach, ahead
-  // of a first break. Between two whole numbers so the kinds above keep theirs.
-  [LISTING_BROKEN_AGAIN]: 3.5,
-  [LISTING_INACCURATE]: 4,
-  [LOW_RATING_REVIEW]: 5,
-  [RANK_DROP]: 6,
-};
+export const LISTING_INACCURATE = 'listing_inaccurate' satisfies AlertKind;
+export const LISTING_BROKEN_AGAIN = 'listing_broken_again' satisfies AlertKind;
+export const RANK_DROP = 'rank_drop' satisfies AlertKind;
+export const LOW_RATING_REVIEW = 'low_rating_review' satisfies AlertKind;
+export const REVIEW_RESPONSE_FAILED = 'review_response_failed' satisfies AlertKind;
+export const SYNC_FAILED = 'sync_failed' satisfies AlertKind;
+export const SYNC_STALE = 'sync_stale' satisfies AlertKind;
+export const VOLUME_DROP = 'volume_drop' satisfies AlertKind;
 
 export function isAlertKind(kind: string): kind is AlertKind {
   return (ALERT_KINDS as readonly string[]).includes(kind);
+}
+
+export type ChangeType = Change['type'];
+export type ChangeOf<T extends ChangeType> = Extract<Change, { type: T }>;
+
+/**
+ * How a kind is raised: from the writers' changes of one type (`raiseForChanges` hands it
+ * each run of consecutive changes of that type, in the writer's transaction), or by
+ * `serve` from what `sync_runs` says (`raiseSyncHealthAlerts`).
+ */
+export type KindRaise =
+  | {
+      [T in ChangeType]: {
+        on: T;
+        raise(db: Db, rules: AlertRules, changes: readonly ChangeOf<T>[]): Promise<number>;
+      };
+    }[ChangeType]
+  | {
+      on: 'sync_runs';
+      alerts(db: Kysely<Database>, rules: AlertRules, check: SyncHealthCheck): Promise<NewAlert[]>;
+    };
+
+/** Everything about one alert kind but its rule (src/config/alert-rules.ts). */
+export interface AlertKindEntry<K extends AlertKind = AlertKind> {
+  kind: K;
+  /** The digest's count of it: one, many (`2 rank drops`). */
+  label: readonly [one: string, many: string];
+  /**
+   * Most urgent first: a digest lists its "worst" alerts in this order. A load that did
+   * not happen hides every other alert, so it leads.
+   */
+  severity: number;
+  /** The Slack emoji before its line. */
+  icon: string;
+  /** What changed, in a few words: the column of `listings-sync alerts`, a digest's line, the webhook's `summary`. */
+  summary(alert: AlertForDelivery): string;
+  /** Its own Slack text of one alert; without: the icon, the business, the summary, the link. */
+  slack?(alert: AlertForDelivery): SlackMessage;
+  /** Its object in the webhook body, beside the common fields (docs/alerts.md, "Generic JSON"). */
+  webhook?(alert: AlertForDelivery): Record<string, unknown>;
+  raise: KindRaise;
+}
+
+/** A raise of one change at a time, as a raise of a run of them; returns how many were raised. */
+export function eachChange<C>(
+  raiseOne: (db: Db, rules: AlertRules, change: C) => Promise<number>,
+): (db: Db, rules: AlertRules, changes: readonly C[]) => Promise<number> {
+  return async (db, rules, changes) => {
+    let raised = 0;
+    for (const change of changes) raised += await raiseOne(db, rules, change);
+    return raised;
+  };
 }
 
 /**

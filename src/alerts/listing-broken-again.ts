@@ -8,8 +8,9 @@
  */
 import type { ListingTurnedInaccurate } from '../warehouse/changes.ts';
 import type { Db } from '../warehouse/database.ts';
-import { LISTING_BROKEN_AGAIN, listingBrokenAgainKey } from './kinds.ts';
-import { type NewAlert, raise } from './outbox.ts';
+import { type AlertKindEntry, LISTING_BROKEN_AGAIN, listingBrokenAgainKey } from './kinds.ts';
+import { detail } from './message-text.ts';
+import { type AlertForDelivery, type NewAlert, raise } from './outbox.ts';
 import type { AlertRules } from './rules.ts';
 
 const DAY_MS = 86_400_000;
@@ -55,3 +56,27 @@ export async function raiseListingBrokenAgain(
 ): Promise<number> {
   return raise(db, listingsBrokenAgain(rules, turned));
 }
+
+function summary(alert: AlertForDelivery): string {
+  const days = detail(alert, 'daysSinceFix');
+  const fixedAt = detail(alert, 'fixedAt');
+  return (
+    `${alert.siteName ?? 'a directory'}: Inaccurate again` +
+    (typeof days === 'number'
+      ? ` ${days} ${days === 1 ? 'day' : 'days'} after its fix`
+      : ' after its fix') +
+    (typeof fixedAt === 'string' ? ` (${fixedAt.slice(0, 10)})` : '')
+  );
+}
+
+export const listingBrokenAgain: AlertKindEntry<typeof LISTING_BROKEN_AGAIN> = {
+  kind: LISTING_BROKEN_AGAIN,
+  label: ['listing broken again', 'listings broken again'],
+  // A cause the fix did not reach, ahead of a first break (`listing_inaccurate`, 4).
+  // Between two whole numbers so the kinds around it keep theirs.
+  severity: 3.5,
+  icon: ':repeat:',
+  summary,
+  // Raised after `listing_inaccurate` for the same transitions (its entry comes later).
+  raise: { on: 'listing_turned_inaccurate', raise: raiseListingBrokenAgain },
+};

@@ -10,8 +10,15 @@
  */
 import type { ListingTurnedInaccurate } from '../warehouse/changes.ts';
 import type { Db } from '../warehouse/database.ts';
-import { LISTING_INACCURATE, listingInaccurateKey } from './kinds.ts';
-import { listingsAlertedSince, raise } from './outbox.ts';
+import { type AlertKindEntry, LISTING_INACCURATE, listingInaccurateKey } from './kinds.ts';
+import {
+  businessLabel,
+  isWebLink,
+  type SlackMessage,
+  slackEscape,
+  wrongFields,
+} from './message-text.ts';
+import { type AlertForDelivery, listingsAlertedSince, raise } from './outbox.ts';
 import type { AlertRules } from './rules.ts';
 
 /** Raises the alerts the rule allows for these transitions of one business; returns how many. */
@@ -50,3 +57,55 @@ export async function raiseListingInaccurate(
       })),
   );
 }
+
+function summary(alert: AlertForDelivery): string {
+  const wrong = wrongFields(alert);
+  return (
+    `${alert.siteName ?? 'a directory'}: ${alert.previousStatus ?? '(first seen)'} → ${alert.status}` +
+    (wrong.length ? ` (wrong: ${wrong.join(', ')})` : '')
+  );
+}
+
+function slack(alert: AlertForDelivery): SlackMessage {
+  const site = alert.siteName ?? 'a directory';
+  const wrong = wrongFields(alert);
+  const lines = [
+    `:warning: *${slackEscape(businessLabel(alert))}* is now *${slackEscape(alert.status)}* on *${slackEscape(site)}*` +
+      (alert.previousStatus ? ` (was ${slackEscape(alert.previousStatus)})` : ' (first seen)'),
+    wrong.length
+      ? `Wrong on the directory: ${wrong.join(', ')}.`
+      : 'The directory did not say which field is wrong.',
+  ];
+  const link = alert.listing?.liveLink;
+  if (isWebLink(link)) lines.push(`<${link}|View the live listing>`);
+  lines.push(
+    `Business ${alert.businessId}` +
+      (alert.accountName ? `, account ${slackEscape(alert.accountName)}` : '') +
+      `, detected ${alert.detectedAt.toISOString()}`,
+  );
+  return { text: lines.join('\n') };
+}
+
+export const listingInaccurate: AlertKindEntry<typeof LISTING_INACCURATE> = {
+  kind: LISTING_INACCURATE,
+  label: ['listing newly Inaccurate', 'listings newly Inaccurate'],
+  severity: 4,
+  icon: ':warning:',
+  summary,
+  slack,
+  webhook: (alert) => ({
+    listing: {
+      id: alert.listingId,
+      site_name: alert.siteName,
+      previous_status: alert.previousStatus,
+      status: alert.status,
+      wrong_fields: wrongFields(alert),
+      name_valid: alert.listing?.nameValid ?? null,
+      phone_valid: alert.listing?.phoneValid ?? null,
+      address_valid: alert.listing?.addressValid ?? null,
+      live_link: alert.listing?.liveLink ?? null,
+    },
+  }),
+  // One business's transitions go together: flap damping reads them at once.
+  raise: { on: 'listing_turned_inaccurate', raise: raiseListingInaccurate },
+};

@@ -6,8 +6,9 @@
  */
 import type { NewReview } from '../warehouse/changes.ts';
 import type { Db } from '../warehouse/database.ts';
-import { LOW_RATING_REVIEW, lowRatingReviewKey } from './kinds.ts';
-import { raise } from './outbox.ts';
+import { type AlertKindEntry, eachChange, LOW_RATING_REVIEW, lowRatingReviewKey } from './kinds.ts';
+import { detail } from './message-text.ts';
+import { type AlertForDelivery, raise } from './outbox.ts';
 import type { AlertRules } from './rules.ts';
 
 export async function raiseLowRatingReviews(
@@ -39,3 +40,30 @@ export async function raiseLowRatingReviews(
       })),
   );
 }
+
+export const lowRatingReview: AlertKindEntry<typeof LOW_RATING_REVIEW> = {
+  kind: LOW_RATING_REVIEW,
+  label: ['low-rated review', 'low-rated reviews'],
+  severity: 5,
+  icon: ':star:',
+  summary: (alert: AlertForDelivery) => {
+    const rating = detail(alert, 'rating');
+    const author = detail(alert, 'author');
+    return `${rating}★ review on ${alert.siteName ?? 'a site'}${typeof author === 'string' && author ? ` by ${author}` : ''}`;
+  },
+  webhook: (alert) => ({
+    review: {
+      id: alert.review?.reviewId ?? null,
+      site_name: alert.siteName,
+      rating: alert.review?.rating ?? null,
+      author_name: alert.review?.authorName ?? null,
+      permalink: alert.review?.permalink ?? null,
+    },
+  }),
+  raise: {
+    on: 'reviews_first_seen',
+    raise: eachChange((db, rules, change) =>
+      raiseLowRatingReviews(db, rules, change, change.reviews),
+    ),
+  },
+};

@@ -1,20 +1,41 @@
 /**
  * The one entry point from what the warehouse changed to the alerts it raises: the writers
- * report their changes (`src/warehouse/changes.ts`), and this applies each kind's rule to
- * them, in the writer's transaction, so the outbox rows commit with the data. The kinds
- * are raised in the order the changes come: listings (newly Inaccurate, then broken again),
- * then reviews, then ranks, then the held volume drops.
+ * report their changes (`src/warehouse/changes.ts`), and this hands each run of
+ * consecutive changes of one type to the kinds raised from that type (their entries'
+ * `raise`, src/alerts/kind-entries.ts), in the writer's transaction, so the outbox rows
+ * commit with the data. The kinds are raised in the order the changes come; kinds of the
+ * same change type in the entries' order (a business's listing transitions: newly
+ * Inaccurate, then broken again).
  */
-import type { Change, ChangeHandler, ListingTurnedInaccurate } from '../warehouse/changes.ts';
+import type { AlertRules } from '../config/alert-rules.ts';
+import type { Change, ChangeHandler } from '../warehouse/changes.ts';
 import type { Db } from '../warehouse/database.ts';
-import { daysOfWindow } from '../warehouse/rankings.ts';
-import { raiseListingBrokenAgain } from './listing-broken-again.ts';
-import { raiseListingInaccurate } from './listing-inaccurate.ts';
-import { raiseLowRatingReviews } from './low-rating-review.ts';
-import { raiseRankDrops } from './rank-drop.ts';
-import { raiseReviewResponseFailed } from './review-response-failed.ts';
-import { type AlertRules, DEFAULT_ALERT_RULES } from './rules.ts';
-import { raiseVolumeDrop } from './volume-drop.ts';
+import { ALERT_KIND_ENTRIES } from './kind-entries.ts';
+import type { ChangeType, KindRaise } from './kinds.ts';
+import { DEFAULT_ALERT_RULES } from './rules.ts';
+
+type ChangeRaise = Exclude<KindRaise, { on: 'sync_runs' }>;
+
+/** The raises of each change type, in the entries' order. */
+const RAISES_ON = new Map<ChangeType, ChangeRaise['raise'][]>();
+for (const { raise } of Object.values(ALERT_KIND_ENTRIES) as { raise: KindRaise }[]) {
+  if (raise.on === 'sync_runs') continue;
+  RAISES_ON.set(raise.on, [
+    ...(RAISES_ON.get(raise.on) ?? []),
+    raise.raise as ChangeRaise['raise'],
+  ]);
+}
+
+/** The changes cut into runs of consecutive changes of one type, in order. */
+function runsOfOneType(changes: readonly Change[]): Change[][] {
+  const runs: Change[][] = [];
+  for (const change of changes) {
+    const last = runs.at(-1);
+    if (last && last[0]?.type === change.type) last.push(change);
+    else runs.push([change]);
+  }
+  return runs;
+}
 
 /** Raises what `rules` allow for these changes; returns how many alerts were raised. */
 export async function raiseForChanges(
@@ -23,50 +44,17 @@ export async function raiseForChanges(
   rules: AlertRules,
 ): Promise<number> {
   let raised = 0;
-  // One business's listing transitions go together: flap damping reads them at once.
-  const turned: ListingTurnedInaccurate[] = [];
-  const flushListings = async () => {
-    if (turned.length === 0) return;
-    const transitions = turned.splice(0);
-    raised += await raiseListingInaccurate(db, rules, transitions);
-    raised += await raiseListingBrokenAgain(db, rules, transitions);
-  };
-  for (const change of changes) {
-    if (change.type === 'listing_turned_inaccurate') {
-      const { type: _, ...transition } = change;
-      turned.push(transition);
-      continue;
-    }
-    await flushListings();
-    switch (change.type) {
-      case 'reviews_first_seen':
-        raised += await raiseLowRatingReviews(db, rules, change, change.reviews);
-        break;
-      case 'ranks_written':
-        if (!rules.rankDrop.enabled) break;
-        raised += await raiseRankDrops(
-          db,
-          rules,
-          change,
-          change.series.map((s) => ({
-            keyword: s.keyword,
-            site: s.site,
-            rank: s.rank,
-            history: daysOfWindow(s.before, change.day),
-          })),
-        );
-        break;
-      case 'response_failed': {
-        const { type: _, ...failed } = change;
-        if (await raiseReviewResponseFailed(db, rules, failed)) raised += 1;
-        break;
-      }
-      case 'removals_held':
-        raised += await raiseVolumeDrop(db, rules, change);
-        break;
+  for (const run of runsOfOneType(changes)) {
+    const type = run[0]?.type;
+    if (!type) continue;
+    for (const raise of RAISES_ON.get(type) ?? []) {
+      raised += await (raise as (db: Db, rules: AlertRules, changes: Change[]) => Promise<number>)(
+        db,
+        rules,
+        run,
+      );
     }
   }
-  await flushListings();
   return raised;
 }
 

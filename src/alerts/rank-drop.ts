@@ -13,9 +13,11 @@
  * and raises in the writer's transaction.
  */
 import { addDays } from '../calendar-day.ts';
-import type { Db } from '../warehouse/database.ts';
-import { RANK_DROP, rankDropKey } from './kinds.ts';
-import { type NewAlert, raise } from './outbox.ts';
+import type { Db, JsonValue } from '../warehouse/database.ts';
+import { daysOfWindow } from '../warehouse/rankings.ts';
+import { type AlertKindEntry, type ChangeOf, eachChange, RANK_DROP, rankDropKey } from './kinds.ts';
+import { detail } from './message-text.ts';
+import { type AlertForDelivery, type NewAlert, raise } from './outbox.ts';
 import type { AlertRules } from './rules.ts';
 
 export interface RankSeriesDay {
@@ -113,3 +115,45 @@ export async function raiseRankDrops(
 ): Promise<number> {
   return raise(db, rankDrops(rules, ctx, series));
 }
+
+/** Raises the rank drops of the ranks a writer wrote (none when the rule is off). */
+async function raiseForRanksWritten(
+  db: Db,
+  rules: AlertRules,
+  change: ChangeOf<'ranks_written'>,
+): Promise<number> {
+  if (!rules.rankDrop.enabled) return 0;
+  return raiseRankDrops(
+    db,
+    rules,
+    change,
+    change.series.map((s) => ({
+      keyword: s.keyword,
+      site: s.site,
+      rank: s.rank,
+      history: daysOfWindow(s.before, change.day),
+    })),
+  );
+}
+
+function rankText(value: JsonValue | undefined): string {
+  return typeof value === 'number' ? `#${value}` : 'not ranked';
+}
+
+function summary(alert: AlertForDelivery): string {
+  const week = detail(alert, 'weekAgoRank');
+  return (
+    `"${alert.keyword ?? ''}" on ${alert.siteName ?? ''}: ${rankText(detail(alert, 'previousRank'))} → ${rankText(detail(alert, 'rank'))}` +
+    (week !== undefined ? ` (7 days before: ${rankText(week)})` : '')
+  );
+}
+
+export const rankDrop: AlertKindEntry<typeof RANK_DROP> = {
+  kind: RANK_DROP,
+  label: ['rank drop', 'rank drops'],
+  severity: 6,
+  icon: ':chart_with_downwards_trend:',
+  summary,
+  webhook: (alert) => ({ rank: { keyword: alert.keyword, site: alert.siteName } }),
+  raise: { on: 'ranks_written', raise: eachChange(raiseForRanksWritten) },
+};

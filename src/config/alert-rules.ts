@@ -16,8 +16,10 @@
 import { readFileSync, statSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { ListingsSyncError } from '../errors.ts';
 
-export class AlertRulesError extends Error {
+/** A rules file that cannot be used: one line per problem, naming the rule and the field. */
+export class AlertRulesError extends ListingsSyncError {
   readonly code = 'ALERT_RULES_INVALID';
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
@@ -59,7 +61,12 @@ const names = z.array(z.string().min(1, { error: 'must not be blank' }), {
   error: 'must be a list of names',
 });
 
-/** The alert kinds a rules file tunes (src/alerts/kinds.ts lists the same; a test holds them equal). */
+/**
+ * The alert kinds (`alerts.kind`): the one list of them. It lives in the base so that the
+ * rules file's schema can be keyed by it; src/alerts/kinds.ts builds each kind's entry
+ * (label, severity, icon, message, raise) over the same list, and the type check fails
+ * when a kind lacks a rule here or an entry there (docs/alerts.md, "Alert rules").
+ */
 export const ALERT_RULE_KINDS = [
   'listing_inaccurate',
   'rank_drop',
@@ -71,14 +78,46 @@ export const ALERT_RULE_KINDS = [
   'listing_broken_again',
 ] as const;
 
-const rulesSchema = z.strictObject(
-  {
-    listing_inaccurate: settings({
+export type AlertRuleKind = (typeof ALERT_RULE_KINDS)[number];
+
+/** `listing_broken_again` → `listingBrokenAgain`: a kind's field of `AlertRules`. */
+type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}`
+  ? `${Head}${Capitalize<CamelCase<Tail>>}`
+  : S;
+
+function ruleField<K extends AlertRuleKind>(kind: K): CamelCase<K> {
+  return kind.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase()) as CamelCase<K>;
+}
+
+/**
+ * One kind's rule: its fields in the rules file, each with its default (a rule the file
+ * leaves out takes them all), and the rule as the alert code reads it.
+ */
+function rule<Shape extends z.core.$ZodLooseShape, Parsed>(
+  shape: Shape,
+  parsed: (file: z.output<z.ZodObject<Shape, z.core.$strict>>) => Parsed,
+) {
+  const schema = settings(shape);
+  // Every field has a default, so `{}` parses; zod cannot see that through the generic.
+  const defaults = () => schema.parse({}) as z.core.util.NoUndefined<z.output<typeof schema>>;
+  return { schema: schema.default(defaults), parsed };
+}
+
+/** Every kind's rule; a kind of ALERT_RULE_KINDS without one fails the type check. */
+const RULES = {
+  listing_inaccurate: rule(
+    {
       enabled: enabled.default(true),
       /** A listing that turns Inaccurate again this soon after its last alert raises none. */
       flapWindowHours: hours(0, 24 * 90).default(0),
-    }).default({ enabled: true, flapWindowHours: 0 }),
-    rank_drop: settings({
+    },
+    (r): { enabled: boolean; flapWindowMs: number } => ({
+      enabled: r.enabled,
+      flapWindowMs: r.flapWindowHours * HOUR_MS,
+    }),
+  ),
+  rank_drop: rule(
+    {
       enabled: enabled.default(false),
       /** Leaving the top N (rank N or better yesterday, worse or unranked today). */
       top: whole(1, 100).nullable().default(3),
@@ -88,16 +127,32 @@ const rulesSchema = z.strictObject(
       sites: names.default([]),
       /** Only these keywords (case-insensitive); empty: every keyword. */
       keywords: names.default([]),
-    }).default({ enabled: false, top: 3, worsenBy: 5, sites: [], keywords: [] }),
-    low_rating_review: settings({
+    },
+    (
+      r,
+    ): {
+      enabled: boolean;
+      top: number | null;
+      worsenBy: number | null;
+      sites: readonly string[];
+      keywords: readonly string[];
+    } => ({ ...r }),
+  ),
+  low_rating_review: rule(
+    {
       enabled: enabled.default(false),
       /** A new review rated this or lower (1 to 5 stars). */
       maxRating: whole(1, 5).default(2),
       /** Only these sites; empty: every site. */
       sites: names.default([]),
-    }).default({ enabled: false, maxRating: 2, sites: [] }),
-    review_response_failed: settings({ enabled: enabled.default(true) }).default({ enabled: true }),
-    sync_failed: settings({
+    },
+    (r): { enabled: boolean; maxRating: number; sites: readonly string[] } => ({ ...r }),
+  ),
+  review_response_failed: rule({ enabled: enabled.default(true) }, (r): { enabled: boolean } => ({
+    ...r,
+  })),
+  sync_failed: rule(
+    {
       enabled: enabled.default(false),
       /** Which run endings count as failures. */
       statuses: z
@@ -110,25 +165,59 @@ const rulesSchema = z.strictObject(
         .default(['failed', 'partial']),
       /** How many runs in a row must end so before one alert is raised. */
       consecutive: whole(1, 100).default(1),
-    }).default({ enabled: false, statuses: ['failed', 'partial'], consecutive: 1 }),
-    sync_stale: settings({
+    },
+    (r): { enabled: boolean; statuses: readonly string[]; consecutive: number } => ({ ...r }),
+  ),
+  sync_stale: rule(
+    {
       enabled: enabled.default(false),
       /** No successful run of an account for this long. */
       hours: hours(1, 24 * 30).default(26),
-    }).default({ enabled: false, hours: 26 }),
-    volume_drop: settings({
+    },
+    (r): { enabled: boolean; afterMs: number } => ({
+      enabled: r.enabled,
+      afterMs: r.hours * HOUR_MS,
+    }),
+  ),
+  volume_drop: rule(
+    {
       /** Off: every removal a read implies applies at once, as before issue 19. */
       enabled: enabled.default(true),
       /** A read is held when it would remove more than this percentage of the stored rows… */
       removedPercent: percent().default(50),
       /** …and at least this many rows (so losing one or two of three still applies at once). */
       minRows: whole(1, 1_000_000).default(3),
-    }).default({ enabled: true, removedPercent: 50, minRows: 3 }),
-    listing_broken_again: settings({
+    },
+    /**
+     * Removals held when a stream's read would mark gone more than `share` (0 to 1) of the
+     * business's live stored rows of that stream, and at least `minRows` of them.
+     */
+    (r): { enabled: boolean; share: number; minRows: number } => ({
+      enabled: r.enabled,
+      share: r.removedPercent / 100,
+      minRows: r.minRows,
+    }),
+  ),
+  listing_broken_again: rule(
+    {
       enabled: enabled.default(false),
       /** A listing that turns Inaccurate within this many days of its last fix. */
       windowDays: whole(1, 365).default(30),
-    }).default({ enabled: false, windowDays: 30 }),
+    },
+    /** A listing Inaccurate again within `windowMs` of its last fix. */
+    (r): { enabled: boolean; windowDays: number; windowMs: number } => ({
+      enabled: r.enabled,
+      windowDays: r.windowDays,
+      windowMs: r.windowDays * 24 * HOUR_MS,
+    }),
+  ),
+} satisfies { [K in AlertRuleKind]: { schema: z.ZodType; parsed(file: never): unknown } };
+
+type Rules = typeof RULES;
+
+const rulesSchema = z.strictObject(
+  Object.fromEntries(ALERT_RULE_KINDS.map((kind) => [kind, RULES[kind].schema])) as {
+    [K in AlertRuleKind]: Rules[K]['schema'];
   },
   { error: (issue) => unknownKeyMessage(issue, 'rule', ALERT_RULE_KINDS) },
 );
@@ -166,60 +255,30 @@ function unknownKeyMessage(
 
 export type AlertRulesFile = z.output<typeof fileSchema>;
 
-/** The parsed rules, with durations in milliseconds. */
-export interface AlertRules {
-  listingInaccurate: { enabled: boolean; flapWindowMs: number };
-  rankDrop: {
-    enabled: boolean;
-    top: number | null;
-    worsenBy: number | null;
-    sites: readonly string[];
-    keywords: readonly string[];
-  };
-  lowRatingReview: { enabled: boolean; maxRating: number; sites: readonly string[] };
-  reviewResponseFailed: { enabled: boolean };
-  syncFailed: { enabled: boolean; statuses: readonly string[]; consecutive: number };
-  syncStale: { enabled: boolean; afterMs: number };
-  /**
-   * Removals held when a stream's read would mark gone more than `share` (0 to 1) of the
-   * business's live stored rows of that stream, and at least `minRows` of them.
-   */
-  volumeDrop: { enabled: boolean; share: number; minRows: number };
-  /** A listing Inaccurate again within `windowMs` of its last fix. */
-  listingBrokenAgain: { enabled: boolean; windowDays: number; windowMs: number };
+/** The parsed rules, with durations in milliseconds: one field per kind (`rankDrop`, …). */
+export type AlertRules = {
+  [K in AlertRuleKind as CamelCase<K>]: ReturnType<Rules[K]['parsed']>;
+} & {
   sinks: {
     slack: { mode: 'digest' | 'each'; worst: number };
     webhook: { mode: 'each' | 'batch' };
   };
   /** Where the rules came from, for messages: a file path or `built-in defaults`. */
   source: string;
-}
+};
 
 function toRules(file: AlertRulesFile, source: string): AlertRules {
-  const r = file.rules;
+  const rules = Object.fromEntries(
+    ALERT_RULE_KINDS.map((kind) => [
+      ruleField(kind),
+      (RULES[kind].parsed as (rule: unknown) => unknown)(file.rules[kind]),
+    ]),
+  );
   return Object.freeze({
-    listingInaccurate: {
-      enabled: r.listing_inaccurate.enabled,
-      flapWindowMs: r.listing_inaccurate.flapWindowHours * HOUR_MS,
-    },
-    rankDrop: { ...r.rank_drop },
-    lowRatingReview: { ...r.low_rating_review },
-    reviewResponseFailed: { ...r.review_response_failed },
-    syncFailed: { ...r.sync_failed },
-    syncStale: { enabled: r.sync_stale.enabled, afterMs: r.sync_stale.hours * HOUR_MS },
-    volumeDrop: {
-      enabled: r.volume_drop.enabled,
-      share: r.volume_drop.removedPercent / 100,
-      minRows: r.volume_drop.minRows,
-    },
-    listingBrokenAgain: {
-      enabled: r.listing_broken_again.enabled,
-      windowDays: r.listing_broken_again.windowDays,
-      windowMs: r.listing_broken_again.windowDays * 24 * HOUR_MS,
-    },
+    ...rules,
     sinks: { slack: { ...file.sinks.slack }, webhook: { ...file.sinks.webhook } },
     source,
-  });
+  }) as AlertRules;
 }
 
 /** Today's behaviour: what runs without a rules file. */
