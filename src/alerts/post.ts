@@ -5,8 +5,9 @@
  * status when the receiver answered).
  */
 import { type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
+import { ListingsSyncError } from '../errors.ts';
 
-export class SinkError extends Error {
+export class SinkError extends ListingsSyncError {
   readonly code = 'ALERT_SINK_FAILED';
   /** The receiver's HTTP status; undefined when it never answered. */
   readonly status: number | undefined;

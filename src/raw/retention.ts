@@ -17,7 +17,7 @@
  *   from stay); its reads tied to no business while it keeps a business read (the list its
  *   replay starts from) or while one of them is its account's newest. The rest is deleted,
  *   and what is kept is marked `aged_out` (migration 0017), from which `raw stats` names the
- *   oldest night replay can rebuild (src/raw/show-command.ts).
+ *   oldest night replay can rebuild (src/cli/commands/raw-show.ts).
  * - Then the bodies no read refers to.
  */
 import { type Kysely, sql } from 'kysely';

@@ -17,8 +17,10 @@ import { MockAgent } from 'undici';
 import type { AlertRules } from '../alerts/rules.ts';
 import { type AnswerSettings, createApiClient } from '../api/client.ts';
 import type { Credential } from '../api/types.ts';
+import { ListingsSyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { businessIdOfPath, decompressBody, requestKey, SECRET_PARAMS } from '../raw/body.ts';
+import { replayRule } from '../streams/index.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/connection.ts';
 import type { Database } from '../warehouse/database.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
@@ -70,7 +72,7 @@ export interface ReplayResult {
 }
 
 /** A range or filter the raw zone has nothing for; the message says what it does hold. */
-export class ReplayCoverageError extends Error {
+export class ReplayCoverageError extends ListingsSyncError {
   readonly code = 'RAW_ZONE_GAP';
 }
 
@@ -480,7 +482,9 @@ async function replayAccountRun(
           (STREAMS as readonly string[]).includes(s),
         )
       : [...STREAMS]
-  ).filter((stream) => stream !== 'reference' || fetchedReference);
+  )
+    // A stream read once per run is replayed only when the kept run read it (src/streams).
+    .filter((stream) => replayRule(stream) === 'business-reads' || fetchedReference);
   // The businesses the run committed: a listed business it never wrote is not written now.
   const committed = [...businessTimes.keys()];
   const committedSet = new Set(committed);

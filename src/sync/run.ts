@@ -18,6 +18,7 @@
 import type { Span } from '@opentelemetry/api';
 import pLimit from 'p-limit';
 import { answerSettings, apiStats } from '../api/index.ts';
+import { ListingsSyncError } from '../errors.ts';
 import { type RawCapture, startRawCapture } from '../raw/capture.ts';
 import { pruneRawZone } from '../raw/retention.ts';
 import { currentTraceId, inSpan } from '../tracing.ts';
@@ -78,7 +79,7 @@ export interface SyncResult {
 /** The sync lock's key: full runs take it exclusively, shards shared (src/warehouse/sync-lock.ts). */
 export const NIGHTLY_LOCK_KEY = 'listings-sync:sync';
 
-export class SyncLockedError extends Error {
+export class SyncLockedError extends ListingsSyncError {
   readonly code = 'SYNC_LOCKED';
   constructor() {
     super(

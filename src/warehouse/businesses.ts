@@ -11,6 +11,7 @@
  */
 import { sql } from 'kysely';
 import type { BusinessFull, BusinessSummary } from '../api/types.ts';
+import { ListingsSyncError } from '../errors.ts';
 import { contentHash } from './content-hash.ts';
 import type { BusinessRow, Db } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
@@ -111,7 +112,8 @@ export function summaryOverProfile(
  * Thrown when another transaction held a business's lock past `lock_timeout`: another
  * run (a shard of another count, say) writing the same business for that long.
  */
-export class BusinessLockTimeoutError extends Error {
+export class BusinessLockTimeoutError extends ListingsSyncError {
+  readonly code = 'BUSINESS_LOCK_TIMEOUT';
   readonly businessId: number;
   constructor(businessId: number, cause: unknown) {
     super(

@@ -14,6 +14,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { DEFAULTS } from '../config/index.ts';
+import { ListingsSyncError } from '../errors.ts';
 import { isUnreadableUrl, redactUrl, UNREADABLE_DATABASE_URL, withoutDatabaseUrl } from '../log.ts';
 import type { Database } from './database.ts';
 import { lockDataDir } from './pglite-lock.ts';
@@ -124,7 +125,7 @@ export function describeDatabaseError(error: unknown, timeouts?: DatabaseTimeout
  * (`redactUrl`: the password alone replaced) and the reason; `reason` is the reason alone,
  * with the fix, for a caller that names the database itself (src/warehouse/open.ts).
  */
-export class DatabaseUnreachableError extends Error {
+export class DatabaseUnreachableError extends ListingsSyncError {
   readonly code = 'DATABASE_UNREACHABLE';
   readonly reason: string;
   /** `where` undefined: a URL no part of which may be printed (the reason says why). */

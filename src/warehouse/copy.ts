@@ -23,6 +23,7 @@
  *   `BATCH_CHARS` characters of row text, one batch in flight at a time.
  */
 import { type Kysely, sql, type Transaction } from 'kysely';
+import { ListingsSyncError } from '../errors.ts';
 import type { Database } from './database.ts';
 
 /** The migrator's bookkeeping (src/warehouse/migrate.ts): its own, never copied. */
@@ -52,9 +53,15 @@ const CANONICAL_SETTINGS: readonly (readonly [string, string])[] = [
   ['extra_float_digits', '1'],
 ];
 
-export type WarehouseCopyErrorCode = 'TARGET_NOT_EMPTY' | 'SCHEMA_DIFFERS' | 'COPY_DIFFERS';
+/** Why `warehouse copy` refused or rolled back (docs/running.md, "Error codes"). */
+export const WAREHOUSE_COPY_ERROR_CODES = [
+  'TARGET_NOT_EMPTY',
+  'SCHEMA_DIFFERS',
+  'COPY_DIFFERS',
+] as const;
+export type WarehouseCopyErrorCode = (typeof WAREHOUSE_COPY_ERROR_CODES)[number];
 
-export class WarehouseCopyError extends Error {
+export class WarehouseCopyError extends ListingsSyncError {
   readonly code: WarehouseCopyErrorCode;
   /** For COPY_DIFFERS: every table's comparison (the copy was rolled back). */
   readonly tables: readonly TableComparison[];

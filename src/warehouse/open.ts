@@ -8,6 +8,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Config, DEMO_PGLITE_DATA_DIR } from '../config/index.ts';
+import { ListingsSyncError } from '../errors.ts';
 import { redactDatabaseUrlIn, redactUrl, withoutDatabaseUrl } from '../log.ts';
 import {
   type DatabaseTimeouts,
@@ -19,7 +20,7 @@ import {
 import { pendingMigrations } from './migrate.ts';
 import { DataDirInUseError, recordLockCommand } from './pglite-lock.ts';
 
-export class WarehouseUnavailableError extends Error {
+export class WarehouseUnavailableError extends ListingsSyncError {
   readonly code = 'WAREHOUSE_UNAVAILABLE';
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
@@ -149,10 +150,9 @@ export async function openConfiguredWarehouse(
         : { pgliteDataDir: target.pgliteDataDir ?? config.pgliteDataDir },
     );
   } catch (cause) {
-    // The lock's refusal already names the directory, its holder and both ways out.
-    if (cause instanceof DataDirInUseError) {
-      throw new WarehouseUnavailableError(cause.message, { cause });
-    }
+    // The lock's refusal already names the directory, its holder and both ways out, and
+    // keeps its own code (DATA_DIR_IN_USE, docs/running.md, "Error codes").
+    if (cause instanceof DataDirInUseError) throw cause;
     throw new WarehouseUnavailableError(
       `Cannot open ${target.description}: ${causeText(config, cause)}`,
       { cause: safeCause(config, cause) },

@@ -3,6 +3,7 @@
  * unreachable), as opposed to one statement failing. A sync stops at the first of them:
  * every business after it would fail the same way.
  */
+import { ListingsSyncError } from '../errors.ts';
 import { type DatabaseTimeouts, describeDatabaseError, isDatabaseTimeout } from './connection.ts';
 
 /** PostgreSQL and socket errors meaning the warehouse itself is gone: the run cannot go on. */
@@ -34,7 +35,8 @@ export function isWarehouseGone(error: unknown): boolean {
 }
 
 /** The error a run ends with when the warehouse went away under it. */
-export class WarehouseGoneError extends Error {
+export class WarehouseGoneError extends ListingsSyncError {
+  readonly code = 'WAREHOUSE_GONE';
   constructor(cause: unknown, timeouts: DatabaseTimeouts | undefined) {
     super(
       `The warehouse stopped answering (${describeDatabaseError(cause, timeouts)}). ` +

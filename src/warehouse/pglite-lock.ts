@@ -21,6 +21,7 @@
  */
 import { linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ListingsSyncError } from '../errors.ts';
 
 export const LOCK_FILE = '.listings-sync.pid';
 const TAKEOVER_SUFFIX = '.takeover';
@@ -36,7 +37,7 @@ const MOVE_TO_POSTGRES =
   'move the warehouse to PostgreSQL (`listings-sync warehouse copy --to <postgres-url>`, then set ' +
   'DATABASE_URL for every command; docs/backup-restore.md, "Moving from PGlite to PostgreSQL")';
 
-export class DataDirInUseError extends Error {
+export class DataDirInUseError extends ListingsSyncError {
   readonly code = 'DATA_DIR_IN_USE';
   readonly holder: number;
   /** The holder's command when it recorded one (`serve`); undefined otherwise. */

@@ -7,8 +7,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { renderChecks, runChecks } from '../../src/cli/commands/check-rows.ts';
 import { ConfigError, loadConfig } from '../../src/config/index.ts';
-import { renderChecks, runChecks } from '../../src/sync/check-command.ts';
 
 describe('check with a bad configuration', () => {
   it('prints one line per problem under the table, not one long cell', async () => {

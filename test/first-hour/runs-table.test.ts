@@ -3,7 +3,7 @@
  * that credential in its failures column, not 0 beside the word partial.
  */
 import { describe, expect, it } from 'vitest';
-import { renderRuns } from '../../src/sync/runs-command.ts';
+import { renderRuns } from '../../src/cli/commands/runs-table.ts';
 
 describe('runs table', () => {
   it('counts failed credentials, businesses and streams as failures', () => {

@@ -3,7 +3,7 @@
  * `alerts test`: one test message to each configured sink;
  * `alerts send-backlog [--sink NAME] [--since YYYY-MM-DD]`: sends alerts a sink skipped as
  * raised before it was configured; `alerts skip-backlog [--sink NAME]`: starts sinks from
- * now (src/alerts/alerts-command.ts; docs/alerts.md, "A sink added later").
+ * now (src/cli/commands/alert-list.ts; docs/alerts.md, "A sink added later").
  */
 import { type Command, Option } from 'commander';
 import type { AlertSink } from '../../alerts/sinks.ts';
@@ -32,7 +32,7 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
     )
     .action(async (options: { pending?: boolean; limit: number }) => {
       const config = loadCommandConfig(io, 'alerts');
-      const { configuredSinkNames, renderAlerts } = await import('../../alerts/alerts-command.ts');
+      const { configuredSinkNames, renderAlerts } = await import('./alert-list.ts');
       const { countSkippedBySink, recentAlerts, sinksSeen } = await import(
         '../../alerts/outbox.ts'
       );
@@ -63,7 +63,7 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
       const config = loadCommandConfig(io, 'alerts');
       const { alertSinksFromConfig } = await import('../../alerts/configured-sinks.ts');
       const { configuredSinkUrls, renderTestResults, sendTestAlerts } = await import(
-        '../../alerts/alerts-command.ts'
+        './alert-list.ts'
       );
       const sinks = alertSinksFromConfig(config);
       if (sinks.length === 0) throw new ConfigError(NO_SINK);

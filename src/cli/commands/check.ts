@@ -1,7 +1,7 @@
 /**
  * `listings-sync check`: the configuration, each credential (one cheap authenticated
  * read) and the warehouse (reachable, migrated), as a table; touches no data, exits 1 on
- * any failure (src/sync/check-command.ts).
+ * any failure (src/cli/commands/check-rows.ts).
  */
 import type { Command } from 'commander';
 import { EXIT } from '../../command/exit-codes.ts';
@@ -15,7 +15,7 @@ export function registerCheckCommand(program: Command, io: CliIo): void {
       'Check the configuration, each credential (one cheap authenticated read) and the warehouse (reachable, migrated); touches no data.',
     )
     .action(async () => {
-      const { renderChecks, runChecks } = await import('../../sync/check-command.ts');
+      const { renderChecks, runChecks } = await import('./check-rows.ts');
       // Its warnings are a row of the table, not lines on standard error.
       const rows = await runChecks(() => loadCommandConfig(io, 'check', { warnings: 'none' }));
       io.stdout(renderChecks(rows));

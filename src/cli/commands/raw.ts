@@ -37,7 +37,7 @@ export function registerRawCommand(program: Command, io: CliIo): void {
     .option('--raw', 'the bodies byte for byte, without headers')
     .action(async (options: ShowOptions) => {
       const config = loadCommandConfig(io, 'raw');
-      const { renderRawShow } = await import('../../raw/show-command.ts');
+      const { renderRawShow } = await import('./raw-show.ts');
       const warehouse = await openConfiguredWarehouse(config, 'read');
       try {
         await requireCurrentSchema(warehouse);
@@ -65,7 +65,7 @@ export function registerRawCommand(program: Command, io: CliIo): void {
     )
     .action(async () => {
       const config = loadCommandConfig(io, 'raw');
-      const { readRawStats, renderRawStats } = await import('../../raw/show-command.ts');
+      const { readRawStats, renderRawStats } = await import('./raw-show.ts');
       const warehouse = await openConfiguredWarehouse(config, 'read');
       try {
         await requireCurrentSchema(warehouse);

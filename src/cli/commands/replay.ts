@@ -10,14 +10,10 @@ import type { CliIo } from '../../command/io.ts';
 import { createCommandLogger } from '../../command/logger.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { UsageError } from '../../command/usage-error.ts';
-import { type Config, ConfigError } from '../../config/index.ts';
+import type { Config } from '../../config/index.ts';
 import type { Logger } from '../../log.ts';
-import { ReplayCoverageError, replay } from '../../sync/replay.ts';
-import {
-  type InPlaceResult,
-  ReplayLockedError,
-  replayInPlace,
-} from '../../sync/replay-in-place.ts';
+import { replay } from '../../sync/replay.ts';
+import { type InPlaceResult, replayInPlace } from '../../sync/replay-in-place.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
 import { dateOption, integerOption } from '../options.ts';
 
@@ -100,10 +96,6 @@ export async function runReplayCommand(
         'Its alerts were recomputed and not delivered.\n',
     );
     return 0;
-  } catch (error) {
-    if (error instanceof ReplayCoverageError || error instanceof ReplayLockedError)
-      throw new ConfigError(error.message);
-    throw error;
   } finally {
     await warehouse.close();
   }

@@ -1,4 +1,4 @@
-/** `listings-sync runs [--limit N]`: recent sync runs (src/sync/runs-command.ts). */
+/** `listings-sync runs [--limit N]`: recent sync runs (src/cli/commands/runs-table.ts). */
 import { type Command, Option } from 'commander';
 import type { CliIo } from '../../command/io.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
@@ -16,7 +16,7 @@ export function registerRunsCommand(program: Command, io: CliIo): void {
     )
     .action(async (options: { limit: number }) => {
       const config = loadCommandConfig(io, 'runs');
-      const { readRecentRuns, renderRuns } = await import('../../sync/runs-command.ts');
+      const { readRecentRuns, renderRuns } = await import('./runs-table.ts');
       const warehouse = await openConfiguredWarehouse(config, 'read');
       try {
         await requireCurrentSchema(warehouse);

@@ -3,8 +3,8 @@
  * (docs/replay.md). Read only.
  */
 import { type Kysely, sql } from 'kysely';
-import type { Database } from '../warehouse/database.ts';
-import { decompressBody } from './body.ts';
+import { decompressBody } from '../../raw/body.ts';
+import type { Database } from '../../warehouse/database.ts';
 
 export interface RawShowOptions {
   businessId: number;

@@ -6,12 +6,12 @@
  * reported, not created), and exits 1 on any failure. The command itself is
  * src/cli/commands/check.ts.
  */
-import { createApiClient, listCountries } from '../api/index.ts';
-import { renderTable } from '../command/table.ts';
-import { type Config, ConfigError } from '../config/index.ts';
-import { redactText, redactUrl, silentLogger } from '../log.ts';
-import { pendingMigrations } from '../warehouse/migrate.ts';
-import { openConfiguredWarehouse, resolveWarehouse } from '../warehouse/open.ts';
+import { createApiClient, listCountries } from '../../api/index.ts';
+import { renderTable } from '../../command/table.ts';
+import { type Config, ConfigError } from '../../config/index.ts';
+import { redactText, redactUrl, silentLogger } from '../../log.ts';
+import { pendingMigrations } from '../../warehouse/migrate.ts';
+import { openConfiguredWarehouse, resolveWarehouse } from '../../warehouse/open.ts';
 
 export interface CheckRow {
   check: string;

@@ -8,12 +8,13 @@
  * due again, `alerts skip-backlog` skips what is pending. The command itself is
  * src/cli/commands/alerts.ts.
  */
-import { renderTable } from '../command/table.ts';
-import type { Config } from '../config/index.ts';
-import { oneLine, whatChanged } from './messages.ts';
-import type { AlertForDelivery, BacklogPolicy } from './outbox.ts';
-import { SinkError } from './post.ts';
-import type { AlertSink } from './sinks.ts';
+
+import { oneLine, whatChanged } from '../../alerts/messages.ts';
+import type { AlertForDelivery, BacklogPolicy } from '../../alerts/outbox.ts';
+import { SinkError } from '../../alerts/post.ts';
+import type { AlertSink } from '../../alerts/sinks.ts';
+import { renderTable } from '../../command/table.ts';
+import type { Config } from '../../config/index.ts';
 
 export interface AlertsCommandOptions {
   pending?: boolean;
