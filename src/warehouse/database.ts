@@ -421,6 +421,15 @@ export interface QuarantineTable {
   recovered_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
+/**
+ * Migration 0021: per business, its reviews waiting for an answer, whatever their age
+ * (docs/warehouse.md, "Read models: review_backlog"), kept by the reviews writer.
+ */
+export interface ReviewBacklogTable {
+  business_id: number;
+  reviews_waiting: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   businesses: BusinessesTable;
@@ -430,6 +439,7 @@ export interface Database {
   reviews: ReviewsTable;
   review_versions: ReviewVersionsTable;
   review_responses: ReviewResponsesTable;
+  review_backlog: ReviewBacklogTable;
   rank_observations: RankObservationsView;
   rank_series: RankSeriesTable;
   rank_history: RankHistoryTable;

@@ -347,6 +347,15 @@ export async function seedScratch(
       join ${W} w on w.business_id = t.business_id and t.first_seen_at < w.window_start
      where exists (select 1 from ${sql.id(scratch, 'reviews')} s where s.review_id = t.review_id)`,
   );
+  // The reviews waiting as they stood before the window: counted from the reviews and
+  // responses just seeded, as the reviews writer counts them (src/warehouse/reviews.ts).
+  await sql`insert into ${sql.id(scratch, 'review_backlog')} (business_id, reviews_waiting)
+    select x.business_id, (count(*) filter (where x.category = 'review'
+        and x.removed_at is null and x.can_respond and x.response_count = 0
+        and not exists (select 1 from ${sql.id(scratch, 'review_responses')} p
+          where p.review_id = x.review_id and p.removed_at is null)))::int
+      from ${sql.id(scratch, 'reviews')} x
+     group by x.business_id`.execute(db);
   await seedTable(
     db,
     scratch,
@@ -469,6 +478,7 @@ const MERGED: readonly { table: string; key: string[]; owner: (schema: string) =
       `(select r.business_id from "${schema}".reviews r where r.review_id = t.review_id)`,
   },
   { table: 'review_responses', key: ['response_id'], owner: () => 't.business_id' },
+  { table: 'review_backlog', key: ['business_id'], owner: () => 't.business_id' },
   { table: 'keywords', key: ['keyword_id'], owner: () => 't.business_id' },
   { table: 'rank_series', key: ['series_id'], owner: () => 't.business_id' },
   {

@@ -394,7 +394,36 @@ export async function writeReviews(
     }
     addCounts(stats, 'review_responses', { unchanged: -held });
   }
+  if (wroteAny(stats, 'reviews') || wroteAny(stats, 'review_responses')) {
+    await countReviewsWaiting(db, businessId);
+  }
   return { stats, changes, quarantined };
+}
+
+function wroteAny(stats: WriteStats, table: string): boolean {
+  const counts = stats[table];
+  return counts !== undefined && counts.inserted + counts.updated + counts.deleted > 0;
+}
+
+/**
+ * The business's `review_backlog` row (migration 0021; docs/warehouse.md, "Read models:
+ * review_backlog"): its live reviews the API can answer with no response, upstream or
+ * stored, whatever their age, as `v_location_scorecard` shows them. Counted again from the
+ * rows just written, in the business's transaction, whenever its reviews or responses
+ * changed: `reviews_waiting_idx` holds only the waiting reviews, so the count reads those
+ * (and each one's responses by `review_responses_review_id_idx`), never the business's
+ * answered history. Written only when the count differs.
+ */
+async function countReviewsWaiting(db: Db, businessId: number): Promise<void> {
+  await sql`
+    insert into review_backlog as b (business_id, reviews_waiting)
+    select ${businessId}::bigint, count(*)::int from reviews x
+    where x.business_id = ${businessId}::bigint and x.category = 'review'
+      and x.removed_at is null and x.can_respond and x.response_count = 0
+      and not exists (select 1 from review_responses p
+        where p.review_id = x.review_id and p.removed_at is null)
+    on conflict (business_id) do update set reviews_waiting = excluded.reviews_waiting
+      where b.reviews_waiting is distinct from excluded.reviews_waiting`.execute(db);
 }
 
 /**

@@ -17,6 +17,7 @@ export const CONTRACT_TABLES = [
   'listing_accuracy_days',
   'listing_fixes',
   'visibility_days',
+  'review_backlog',
   'keywords',
   'countries',
   'states',

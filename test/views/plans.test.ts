@@ -100,9 +100,15 @@ describe.each(testBackends)('view plans (%s)', (backend) => {
     const text = await explain('select * from v_location_scorecard where business_id = 7');
     expect(text).not.toMatch(/listing_status_history|rank_history|review_versions/);
     expect(text).toMatch(/visibility_days_pkey/);
-    expect(text).toMatch(/reviews_waiting_idx/);
-    // The 90 days' reviews by business (which index wins depends on the statistics).
+    // The reviews waiting: one row of the read model (migration 0021), not the backlog.
+    expect(text).toMatch(/review_backlog_pkey/);
+    expect(text).not.toMatch(/reviews_waiting_idx/);
+    // The 90 days' reviews by business, bounded by the window on either index (which
+    // one wins depends on the statistics).
     expect(text).toMatch(/reviews_business_\w+_idx on reviews/);
+    expect(text).toMatch(
+      /Index Cond: \(\(business_id = b\.business_id\) AND \((reviewed_at >= |\(date_trunc)/,
+    );
     expect(text).not.toMatch(/Seq Scan/);
   });
 });
