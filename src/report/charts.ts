@@ -9,7 +9,7 @@
 import * as echarts from 'echarts';
 import { addDays } from '../calendar-day.ts';
 import { counted } from './counted.ts';
-import type { AccuracyDay, KeywordRanks, ReviewDay } from './report-data.ts';
+import type { AccuracyDay, KeywordRanks, ReviewDay, SiteVisibility } from './report-data.ts';
 import { siteLabel } from './site-names.ts';
 
 const FONT = 'system-ui, -apple-system, Segoe UI, Roboto, sans-serif';
@@ -369,6 +369,64 @@ export function reviewChart(days: ReviewDay[], first: string, last: string): str
       value: [d.day, d.newReviews] as [string, number],
       title: `${d.day}: ${counted(d.newReviews, 'new review')}, ${counted(d.responses, 'response')}${d.averageRating === null ? '' : `, average rating ${d.averageRating}`}`,
     })),
+  );
+  return legend + svg;
+}
+
+/**
+ * The visibility axis: 0 up to a round ceiling above the data (a multiple of 10), so lines
+ * between 5 and 30 use the chart's height; 100 at most.
+ */
+export function visibilityAxisMax(sites: readonly SiteVisibility[]): number {
+  const highest = Math.max(0, ...sites.flatMap((s) => s.points.map((p) => p.visibility)));
+  return Math.min(100, Math.max(10, Math.ceil((highest + 1) / 10) * 10));
+}
+
+/**
+ * Visibility per site over the window (docs/warehouse.md, "v_visibility_daily"): one line
+ * per site, 0 to 100; a day not collected has no point and the line joins its neighbours.
+ * The legend, in HTML above the chart, lists the sites in the order given.
+ */
+export function visibilityChart(
+  sites: readonly SiteVisibility[],
+  first: string,
+  last: string,
+  siteColor: (site: string) => string,
+): string {
+  const legend = legendHtml(
+    sites.map((s) => ({ label: siteLabel(s.site), color: siteColor(s.site), mark: 'line' })),
+  );
+  const svg = renderChart(
+    {
+      grid: WIDE_GRID,
+      xAxis: dayAxis(first, last, WIDE_WIDTH - WIDE_GRID.left - WIDE_GRID.right),
+      yAxis: {
+        type: 'value',
+        name: 'visibility',
+        nameTextStyle: { fontSize: 10 },
+        min: 0,
+        max: visibilityAxisMax(sites),
+        axisLabel: { formatter: '{value}%', fontSize: 10 },
+      },
+      series: sites.map((s) => ({
+        name: siteLabel(s.site),
+        type: 'line',
+        color: siteColor(s.site),
+        showSymbol: s.points.length <= 2,
+        symbolSize: 4,
+        lineStyle: { width: 2 },
+        data: s.points.map((p) => [p.day, p.visibility]),
+      })),
+    },
+    WIDE_WIDTH,
+    WIDE_HEIGHT,
+    sites.flatMap((s, seriesIndex) =>
+      s.points.map((p) => ({
+        seriesIndex,
+        value: [p.day, p.visibility] as [string, number],
+        title: `${siteLabel(s.site)} · ${p.day}: visibility ${p.visibility.toFixed(2)}% (${counted(p.keywords, 'keyword')})`,
+      })),
+    ),
   );
   return legend + svg;
 }

@@ -1,6 +1,6 @@
 /**
- * What the HTML report shows, read from the BI views of `migrations/0003_bi_views.ts`
- * (docs/warehouse.md, "Views"): the same numbers a BI tool would chart.
+ * What the HTML report shows, read from the BI views (docs/warehouse.md, "Views" and
+ * "Local-SEO views"): the same numbers a BI tool would chart.
  *
  * The window ends on the latest day the warehouse holds data for (not the wall clock),
  * so a report of an old or simulated warehouse still shows its data.
@@ -8,6 +8,7 @@
 
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { addDays, daysBetween } from '../calendar-day.ts';
+import { EXIT, ListingsSyncError } from '../errors.ts';
 import type { Database } from '../warehouse/database.ts';
 
 export interface ReportOptions {
@@ -29,6 +30,8 @@ export const TOP_SITES = 5;
 /** With one business there is room for all of its keywords, up to this many. */
 export const SINGLE_BUSINESS_TOP_KEYWORDS = 12;
 const NEWLY_INACCURATE_ROWS = 25;
+/** Businesses in each of the portfolio's top and bottom lists. */
+export const PORTFOLIO_ROWS = 5;
 /** Rows per movers table: the few an analyst acts on today. */
 const MOVER_ROWS = 12;
 const SLA_ROWS = 10;
@@ -37,7 +40,7 @@ const AWAITING_ROWS = 25;
 
 export interface ReportKpis {
   accounts: number;
-  /** Live (not archived) businesses in scope: the rows of the Businesses table. */
+  /** Live (not archived) businesses in scope: the rows of the scorecard. */
   businesses: number;
   listings: number;
   accurate: number;
@@ -70,22 +73,52 @@ export interface TurnedInaccurate {
   inaccurateNow: number;
 }
 
+/** A health score's five components, 0 to 100 each; null without a value (docs/warehouse.md, "v_location_scorecard"). */
+export interface HealthParts {
+  accuracy: number | null;
+  visibility: number | null;
+  rating: number | null;
+  waiting: number;
+  response: number | null;
+}
+
+/** The components' weights in the health score (docs/warehouse.md, "v_location_scorecard"). */
+export const HEALTH_WEIGHTS: Readonly<Record<keyof HealthParts, number>> = {
+  accuracy: 35,
+  visibility: 25,
+  rating: 20,
+  waiting: 10,
+  response: 10,
+};
+
 /**
- * One business of the Businesses table. Its "need" is the count of things to act on:
- * Inaccurate listings + reviews waiting for a response + keywords down in the window (docs/running.md, "The report"); the table's default order is need, highest
- * first, then the lower accuracy, then the business id.
+ * One business of the scorecard: its `v_location_scorecard` row (docs/warehouse.md), and
+ * the keywords that moved in the report's window. Its "need" is the count of things to
+ * act on: Inaccurate listings + reviews waiting for a response + keywords down in the
+ * window (docs/running.md, "The report"). The table's default order is the health score,
+ * lowest first, then the higher need, then the business id.
  */
-export interface BusinessRow {
+export interface ScorecardRow {
   businessId: number;
   name: string;
   accountName: string | null;
+  /** Live listings; `inaccurate` of them are Inaccurate now. */
   listings: number;
   inaccurate: number;
-  accuracyScore: number | null;
+  /** 100 × Accurate ÷ (Accurate + Inaccurate) now, 1 decimal; null with nothing to rate. */
+  accuracyPct: number | null;
   /** Reviews waiting for a response, as `ReportKpis.unansweredAnswerable` counts them. */
   waiting: number;
-  /** Average rating of the window's new reviews; null without a rated one. */
-  averageRating: number | null;
+  /** Average rating and median hours to the first response of the reviews of the 90 days to `scoredAt`. */
+  avgRating90d: number | null;
+  medianHours90d: number | null;
+  /** Visibility on the latest ranked day, every site together, and its change over 30 days. */
+  visibilityPct: number | null;
+  visibilityChange30d: number | null;
+  /** 0 to 100, 1 decimal: the view's `health_score`. */
+  health: number;
+  /** What the score is made of: each component's points. */
+  parts: HealthParts;
   /**
    * Keywords whose best rank on any search site, on the last day observed in the window,
    * is better (up) or worse (down) than on the first; not ranked counts below every rank.
@@ -95,6 +128,21 @@ export interface BusinessRow {
   /** Keywords with rank observations in the window: 0 means nothing to chart. */
   keywordsRanked: number;
   need: number;
+}
+
+/** A business's visibility on one site and day, or every business's together. */
+export interface VisibilityPoint {
+  day: string;
+  /** Keywords observed on that site that day. */
+  keywords: number;
+  /** 0 to 100, 2 decimals: `v_visibility_daily.visibility_pct`, weighted by keywords across businesses. */
+  visibility: number;
+}
+
+export interface SiteVisibility {
+  site: string;
+  /** Days with ranks collected, in order; a day not collected has no point. */
+  points: VisibilityPoint[];
 }
 
 export interface RankPoint {
@@ -199,8 +247,17 @@ export interface ReportData {
   days: number;
   business: { businessId: number; name: string } | null;
   kpis: ReportKpis;
-  /** Every live business in scope, neediest first. */
-  businesses: BusinessRow[];
+  /** When the scorecard was read (its `now()`): its 90 days end then. */
+  scoredAt: Date;
+  /** Every live business in scope, the lowest health first. */
+  scorecard: ScorecardRow[];
+  /**
+   * The healthiest and the least healthy businesses, five each at most, never the same
+   * one in both (fewer than ten businesses split in two); null with `--business`.
+   */
+  portfolio: { top: ScorecardRow[]; bottom: ScorecardRow[] } | null;
+  /** Visibility per site and day over the window, the best site on the last day first. */
+  visibility: SiteVisibility[];
   ranks: BusinessRanks[];
   /** Businesses with rank data in the window, charted or not. */
   businessesWithRanks: number;
@@ -226,8 +283,10 @@ export interface ReportData {
   gains: MoverRow[];
 }
 
-export class ReportInputError extends Error {
-  readonly code = 'USAGE';
+/** `--business` names no business: a usage error (exit 2), like any mistake in a command's call. */
+export class ReportInputError extends ListingsSyncError {
+  readonly code = 'REPORT_INPUT_INVALID';
+  override readonly exitCode = EXIT.usage;
   constructor(message: string) {
     super(message);
     this.name = 'ReportInputError';
@@ -344,11 +403,12 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
   );
   const kpis = { ...kpiRow, unansweredAnswerable: 0 } as ReportKpis; // set below, with the reviews
 
-  const businesses = await readBusinessRows(db, scope, firstDay, lastDay);
+  const { scoredAt, scorecard } = await readScorecard(db, scope, firstDay, lastDay);
+  const visibility = await readVisibility(db, scope, firstDay, lastDay);
 
-  // Charted: the neediest businesses (the Businesses table's order) with rank data in the
+  // Charted: the least healthy businesses (the scorecard's order) with rank data in the
   // window, or the chosen one.
-  const ranked = businesses.filter((b) => b.keywordsRanked > 0);
+  const ranked = scorecard.filter((b) => b.keywordsRanked > 0);
   const topBusinesses = options.topBusinesses ?? DEFAULT_TOP_BUSINESSES;
   const charted = businessId === undefined ? ranked.slice(0, topBusinesses) : ranked;
   const topKeywords =
@@ -493,7 +553,10 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
     days: daysBetween(firstDay, lastDay) + 1,
     business,
     kpis,
-    businesses,
+    scoredAt,
+    scorecard,
+    portfolio: businessId === undefined ? portfolioOf(scorecard) : null,
+    visibility,
     ranks,
     businessesWithRanks: ranked.length,
     businessesNotCharted: ranked.length - charted.length,
@@ -531,31 +594,23 @@ function unansweredReviews(scope: (column: string) => RawBuilder<unknown>): RawB
 }
 
 /**
- * The Businesses table: one row per live business in scope, neediest first (`BusinessRow`).
- * A keyword's movement compares its best rank on the first and the last day observed in the window.
+ * The scorecard: `v_location_scorecard` (docs/warehouse.md), one row per live business in
+ * scope, with its listings and the keywords that moved in the window (`ScorecardRow`),
+ * the lowest health first. `now()` is read in the same statement: the view's 90 days end
+ * there.
  */
-async function readBusinessRows(
+async function readScorecard(
   db: Kysely<Database>,
   scope: (column: string) => RawBuilder<unknown>,
   firstDay: string,
   lastDay: string,
-): Promise<BusinessRow[]> {
+): Promise<{ scoredAt: Date; scorecard: ScorecardRow[] }> {
   // Not ranked sorts below every rank: a ranking that dropped out of the results is down.
   const NOT_RANKED = 2_147_483_647;
-  return rows(
+  const found = await rows(
     db,
-    sql<BusinessRow>`
-      with waiting as (
-        select r.business_id, count(*)::int as waiting
-        ${unansweredReviews(scope)} and r.can_respond
-        group by r.business_id
-      ), rating as (
-        select business_id,
-          round(sum(average_rating * rated_reviews) / nullif(sum(rated_reviews), 0), 2) as rating
-        from v_review_daily r
-        where r.day between ${firstDay}::date and ${lastDay}::date and ${scope('r.business_id')}
-        group by business_id
-      ), best as (
+    sql<Omit<ScorecardRow, 'parts'> & { scoredAt: Date }>`
+      with best as (
         select business_id, keyword, observed_on, coalesce(min(rank), ${NOT_RANKED}) as rank
         from v_rank_daily d
         where d.observed_on between ${firstDay}::date and ${lastDay}::date
@@ -573,20 +628,100 @@ async function readBusinessRows(
           count(*)::int as keywords
         from ends group by business_id
       )
-      select a.business_id as "businessId", a.business_name as name,
-        a.account_name as "accountName", a.listings, a.inaccurate,
-        a.accuracy_score::float8 as "accuracyScore",
-        coalesce(w.waiting, 0) as waiting, r.rating::float8 as "averageRating",
+      select s.business_id::int as "businessId", s.name, s.account_name as "accountName",
+        a.listings, s.inaccurate_listings as inaccurate,
+        s.accuracy_pct::float8 as "accuracyPct", s.reviews_waiting as waiting,
+        s.avg_rating_90d::float8 as "avgRating90d",
+        s.median_hours_to_response_90d::float8 as "medianHours90d",
+        s.visibility_pct::float8 as "visibilityPct",
+        s.visibility_change_30d::float8 as "visibilityChange30d",
+        s.health_score::float8 as health,
         coalesce(m.up, 0) as "keywordsUp", coalesce(m.down, 0) as "keywordsDown",
         coalesce(m.keywords, 0) as "keywordsRanked",
-        (a.inaccurate + coalesce(w.waiting, 0) + coalesce(m.down, 0))::int as need
-      from v_listing_accuracy a
-      left join waiting w on w.business_id = a.business_id
-      left join rating r on r.business_id = a.business_id
-      left join movement m on m.business_id = a.business_id
-      where ${scope('a.business_id')}
-      order by need desc, a.accuracy_score asc nulls last, a.business_id`,
+        (s.inaccurate_listings + s.reviews_waiting + coalesce(m.down, 0))::int as need,
+        now() as "scoredAt"
+      from v_location_scorecard s
+      join v_listing_accuracy a on a.business_id = s.business_id
+      left join movement m on m.business_id = s.business_id
+      where ${scope('s.business_id')} and ${scope('a.business_id')}
+      order by s.health_score asc nulls first, need desc, s.business_id`,
   );
+  const scoredAt = found[0]?.scoredAt ?? (await rows(db, sql<{ now: Date }>`select now()`))[0]?.now;
+  return {
+    scoredAt: scoredAt ?? new Date(),
+    scorecard: found.map(({ scoredAt: _, ...row }) => ({ ...row, parts: healthParts(row) })),
+  };
+}
+
+/** Each component's points, as docs/warehouse.md ("v_location_scorecard") defines them. */
+export function healthParts(
+  row: Pick<
+    ScorecardRow,
+    'accuracyPct' | 'visibilityPct' | 'avgRating90d' | 'waiting' | 'medianHours90d'
+  >,
+): HealthParts {
+  return {
+    accuracy: row.accuracyPct,
+    visibility: row.visibilityPct,
+    rating: row.avgRating90d === null ? null : (row.avgRating90d - 1) * 25,
+    waiting: Math.max(0, 100 - 10 * row.waiting),
+    response:
+      row.medianHours90d === null ? null : Math.max(0, 100 - (row.medianHours90d * 100) / 168),
+  };
+}
+
+/**
+ * The five least healthy (the scorecard's first rows) and the five healthiest (the highest
+ * score, then the lower need, then the id), never one business in both: with fewer than
+ * ten, the worse half is the bottom and the better half the top.
+ */
+export function portfolioOf(scorecard: readonly ScorecardRow[]): {
+  top: ScorecardRow[];
+  bottom: ScorecardRow[];
+} {
+  const bottomCount = Math.min(PORTFOLIO_ROWS, Math.ceil(scorecard.length / 2));
+  const topCount = Math.min(PORTFOLIO_ROWS, scorecard.length - bottomCount);
+  const bottom = scorecard.slice(0, bottomCount);
+  const top = scorecard
+    .filter((row) => !bottom.includes(row))
+    .sort((a, b) => b.health - a.health || a.need - b.need || a.businessId - b.businessId)
+    .slice(0, topCount);
+  return { top, bottom };
+}
+
+/**
+ * Visibility per site and day over the window, from `v_visibility_daily` (its `day` reaches
+ * the read model's index): across businesses each row weighs by its keywords, as
+ * docs/warehouse.md ("v_visibility_daily") aggregates it. Live businesses, as the scorecard.
+ */
+async function readVisibility(
+  db: Kysely<Database>,
+  scope: (column: string) => RawBuilder<unknown>,
+  firstDay: string,
+  lastDay: string,
+): Promise<SiteVisibility[]> {
+  const points = await rows(
+    db,
+    sql<VisibilityPoint & { site: string }>`
+      select v.site, to_char(v.day, 'YYYY-MM-DD') as day, sum(v.keywords_tracked)::int as keywords,
+        round(sum(v.visibility_pct * v.keywords_tracked) / sum(v.keywords_tracked), 2)::float8
+          as visibility
+      from v_visibility_daily v
+      join businesses b on b.business_id = v.business_id and b.archived_at is null
+      where v.day between ${firstDay}::date and ${lastDay}::date and ${scope('v.business_id')}
+      group by v.site, v.day
+      order by v.site, v.day`,
+  );
+  const sites = new Map<string, VisibilityPoint[]>();
+  for (const { site, ...point } of points) {
+    const list = sites.get(site) ?? [];
+    sites.set(site, list);
+    list.push(point);
+  }
+  const latest = (s: SiteVisibility) => s.points.at(-1)?.visibility ?? 0;
+  return [...sites]
+    .map(([site, sitePoints]) => ({ site, points: sitePoints }))
+    .sort((a, b) => latest(b) - latest(a) || a.site.localeCompare(b.site));
 }
 
 /**

@@ -1,12 +1,19 @@
 /**
  * The report as one self-contained HTML file: inline CSS, inline SVG charts, no font or
  * image from anywhere else, so it opens offline and can be mailed around. Its one script,
- * inline, sorts the Businesses table by a clicked column; without it the page reads the
- * same, in the default order (docs/running.md, "The report").
+ * inline, sorts the scorecard by a clicked column; without it the page reads the same, in
+ * the default order (docs/running.md, "The report").
  */
-import { accuracyChart, rankChart, reviewChart, siteColors } from './charts.ts';
+import { daysBetween } from '../calendar-day.ts';
+import { accuracyChart, rankChart, reviewChart, siteColors, visibilityChart } from './charts.ts';
 import { counted, noun } from './counted.ts';
-import type { BusinessRow, ReportData } from './report-data.ts';
+import {
+  HEALTH_WEIGHTS,
+  type HealthParts,
+  PORTFOLIO_ROWS,
+  type ReportData,
+  type ScorecardRow,
+} from './report-data.ts';
 import { siteLabel } from './site-names.ts';
 
 const ESCAPES: Record<string, string> = {
@@ -87,6 +94,12 @@ td.clip { max-width: 230px; overflow: hidden; text-overflow: ellipsis; }
 .name { display: inline-block; max-width: 200px; overflow: hidden; text-overflow: ellipsis;
   vertical-align: top; }
 .id { color: var(--muted); }
+ol.five { margin: 0; padding-left: 22px; }
+/* A phone's width wraps an item's "weakest: …" onto its own line, never the page. */
+ol.five li { padding: 2px 0; }
+ol.five .note { white-space: nowrap; }
+ol.five .name { max-width: 180px; white-space: nowrap; }
+ol.five b { font-variant-numeric: tabular-nums; }
 th[data-sort] { cursor: pointer; user-select: none; }
 th[aria-sort="descending"]::after { content: " ▾"; }
 th[aria-sort="ascending"]::after { content: " ▴"; }
@@ -143,10 +156,10 @@ function businessCell(name: string | null, id: number): string {
 const scrolling = (table: string) => `<div class="scroll">${table}</div>`;
 
 /**
- * The Businesses table's sorting: a click on a column's header (or Enter on it) sorts by
- * that column, the worse values first (`data-sort`), a second click reverses; rows that
- * tie keep their need order, and an empty value ("–") sorts last. Plain JavaScript, no
- * library: without it the table stays in need order.
+ * The scorecard's sorting: a click on a column's header (or Enter on it) sorts by that
+ * column, the worse values first (`data-sort`), a second click reverses; rows that tie
+ * keep their default order (`data-order`), and an empty value ("–") sorts last. Plain
+ * JavaScript, no library: without it the table stays in its default order.
  */
 const SORT_SCRIPT = `for (const table of document.querySelectorAll('table.sortable')) {
   const heads = [...table.tHead.rows[0].cells];
@@ -164,9 +177,9 @@ const SORT_SCRIPT = `for (const table of document.querySelectorAll('table.sortab
         const x = value(a);
         const y = value(b);
         const empty = (x === '') - (y === '');
-        if (empty || x === '') return empty || a.dataset.need - b.dataset.need;
+        if (empty || x === '') return empty || a.dataset.order - b.dataset.order;
         const order = th.dataset.type === 'text' ? x.localeCompare(y) : x - y;
-        return (descending ? -order : order) || a.dataset.need - b.dataset.need;
+        return (descending ? -order : order) || a.dataset.order - b.dataset.order;
       });
       body.append(...rows);
     };
@@ -185,18 +198,94 @@ function sortCell(value: number | null, text: string, cls = 'num'): string {
   return `<td class="${cls}" data-v="${value ?? ''}">${text}</td>`;
 }
 
+const PART_LABELS: Record<keyof HealthParts, string> = {
+  accuracy: 'accuracy',
+  visibility: 'visibility',
+  rating: 'rating',
+  waiting: 'reviews waiting',
+  response: 'response time',
+};
+
+/** The score's parts for its title: "(accuracy 90.0 × 35 + … + response 85.7 × 10) ÷ 100". */
+function partsText(parts: HealthParts): string {
+  const known = Object.entries(parts).filter(([, points]) => points !== null) as [
+    keyof HealthParts,
+    number,
+  ][];
+  const weights = known.reduce((sum, [part]) => sum + HEALTH_WEIGHTS[part], 0);
+  return `(${known.map(([part, points]) => `${part} ${points.toFixed(1)} × ${HEALTH_WEIGHTS[part]}`).join(' + ')}) ÷ ${weights}`;
+}
+
+/** The component with the fewest points (the first in the documented order on a tie). */
+function weakestPart(parts: HealthParts): [label: string, points: number] {
+  let weakest: [keyof HealthParts, number] | undefined;
+  for (const part of Object.keys(HEALTH_WEIGHTS) as (keyof HealthParts)[]) {
+    const points = parts[part];
+    if (points !== null && (!weakest || points < weakest[1])) weakest = [part, points];
+  }
+  const [part, points] = weakest ?? ['waiting', parts.waiting];
+  return [PART_LABELS[part], points];
+}
+
+const healthText = (health: number) => health.toFixed(1);
+
 /**
- * One row per business, neediest first: what an agency sends each client. Need is the
- * count of things to act on (`BusinessRow`), shown so that the order can be checked.
+ * The portfolio's five healthiest and five least healthy businesses (`portfolioOf`), each
+ * with its score and its weakest part: lists, not tables, above the scorecard.
  */
-function businessesSection(data: ReportData): string {
-  const head = `<h2>Businesses</h2><p class="sub">One row per business, the neediest first. <b>Need</b> = Inaccurate listings + reviews waiting for a response + keywords down in the window: the things to act on. Ties: the lower accuracy first. A keyword is up (down) when its best rank on any search site is better (worse) on the last day of the window it was searched than on the first; not ranked counts below every rank. Click a column's header to sort by it, the worst first; click again to reverse.</p>`;
-  if (!data.businesses.length) return `${head}<p class="note">No business in the warehouse.</p>`;
-  const row = (b: BusinessRow, n: number) =>
-    `<tr data-need="${n}"><td data-v="${escapeHtml(b.name)}">${businessName(b.name, b.businessId)}</td>${sortCell(b.need, number.format(b.need))}${sortCell(b.inaccurate, `<span class="${b.inaccurate ? 'bad' : ''}">${number.format(b.inaccurate)}</span> of ${number.format(b.listings)}`)}${sortCell(b.accuracyScore, percent(b.accuracyScore))}${sortCell(b.waiting, number.format(b.waiting))}${sortCell(b.averageRating, b.averageRating === null ? '–' : b.averageRating.toFixed(2))}${sortCell(b.keywordsUp, `<span class="${b.keywordsUp ? 'ok' : ''}">${number.format(b.keywordsUp)}</span>`)}${sortCell(b.keywordsDown, `<span class="${b.keywordsDown ? 'bad' : ''}">${number.format(b.keywordsDown)}</span>`)}</tr>`;
+function portfolioSection(data: ReportData): string {
+  const portfolio = data.portfolio;
+  if (!portfolio || portfolio.bottom.length + portfolio.top.length < 2) return '';
+  const item = (row: ScorecardRow) => {
+    const [label, points] = weakestPart(row.parts);
+    return `<li data-id="${row.businessId}" data-v="${row.health}">${businessName(row.name, row.businessId)} <b>${healthText(row.health)}</b> <span class="note">weakest: ${label} ${Math.round(points)}/100</span></li>`;
+  };
+  const list = (id: string, title: string, rows: ScorecardRow[]) =>
+    `<div class="card"><h3>${title}</h3><ol class="five" id="${id}">${rows.map(item).join('')}</ol></div>`;
+  const total = data.scorecard.length;
+  const split =
+    total < 2 * PORTFOLIO_ROWS
+      ? ` With ${counted(total, 'business')}, the better half and the worse half.`
+      : '';
+  return `<h2>Top and bottom five by health</h2><p class="sub">The healthiest and the least healthy businesses by health score (the scorecard below), each with its weakest part (its points of 100).${split}</p><div class="grid">${list('top-five', 'Top five', portfolio.top)}${list('bottom-five', 'Bottom five', portfolio.bottom)}</div>`;
+}
+
+/** "+2.3" or "−1.5" points, green or red; "–" without a value. */
+function changeText(change: number | null): string {
+  if (change === null) return '–';
+  const cls = change > 0 ? 'ok' : change < 0 ? 'bad' : '';
+  const text =
+    change > 0 ? `+${change.toFixed(1)}` : change < 0 ? `−${(-change).toFixed(1)}` : '0.0';
+  return `<span class="${cls}">${text}</span>`;
+}
+
+/**
+ * The scorecard, one row per business, the least healthy first: `v_location_scorecard`
+ * (docs/warehouse.md) and the keywords that moved in the window, with the need that
+ * breaks ties. What an agency sends each client.
+ */
+function scorecardSection(data: ReportData): string {
+  const asOf = data.scoredAt.toISOString().slice(0, 10);
+  const behind = daysBetween(data.lastDay, asOf);
+  const stale =
+    behind > 1
+      ? ` The data ends on ${data.lastDay}, ${counted(behind, 'day')} before: only the reviews dated since ${new Date(data.scoredAt.getTime() - 90 * 86_400_000).toISOString().slice(0, 10)} count there.`
+      : '';
+  const head = `<h2>Scorecard</h2><p class="sub">One row per business, the least healthy first, as of ${escapeHtml(asOf)} (the view <code>v_location_scorecard</code>, docs/warehouse.md). <b>Health</b>, 0 to 100, weighs accuracy 35, visibility 25, rating 20, reviews waiting 10 and response time 10, over the parts that have a value; hover a score for its parts. Rating and response time (median, to the first response) are those of the reviews of the 90 days to then.${stale} Visibility is that of the latest ranked day, every site together, and its change from the latest day at least 30 days before. Keywords up (down): the best rank on any search site better (worse) on the last day of this window it was searched than on the first, not ranked below every rank. <b>Need</b> = Inaccurate listings + reviews waiting + keywords down: the things to act on, and the tie-break. Click a column's header to sort by it, the worst first; click again to reverse.</p>`;
+  if (!data.scorecard.length) return `${head}<p class="note">No business in the warehouse.</p>`;
+  const row = (b: ScorecardRow, n: number) =>
+    `<tr data-order="${n}"><td data-v="${escapeHtml(b.name)}">${businessName(b.name, b.businessId)}</td><td class="num" data-v="${b.health}" title="${escapeHtml(partsText(b.parts))}"><b>${healthText(b.health)}</b></td>${sortCell(b.accuracyPct, b.accuracyPct === null ? '–' : `${b.accuracyPct.toFixed(1)}%`)}${sortCell(b.inaccurate, `<span class="${b.inaccurate ? 'bad' : ''}">${number.format(b.inaccurate)}</span> of ${number.format(b.listings)}`)}${sortCell(b.waiting, number.format(b.waiting))}${sortCell(b.avgRating90d, b.avgRating90d === null ? '–' : b.avgRating90d.toFixed(2))}${sortCell(b.medianHours90d, hoursText(b.medianHours90d))}${sortCell(b.visibilityPct, b.visibilityPct === null ? '–' : `${b.visibilityPct.toFixed(1)}%`)}${sortCell(b.visibilityChange30d, changeText(b.visibilityChange30d))}${sortCell(b.keywordsUp, `<span class="${b.keywordsUp ? 'ok' : ''}">${number.format(b.keywordsUp)}</span>`)}${sortCell(b.keywordsDown, `<span class="${b.keywordsDown ? 'bad' : ''}">${number.format(b.keywordsDown)}</span>`)}${sortCell(b.need, number.format(b.need))}</tr>`;
   const th = (label: string, sort: 'asc' | 'desc', title: string, extra = '') =>
     `<th class="num" data-sort="${sort}" title="${escapeHtml(title)}"${extra}>${label}</th>`;
-  return `${head}${scrolling(`<table class="sortable" id="businesses"><thead><tr><th data-sort="asc" data-type="text">business</th>${th('need', 'desc', 'Inaccurate listings + reviews waiting for a response + keywords down', ' aria-sort="descending"')}${th('Inaccurate listings', 'desc', 'Inaccurate now, of the live listings')}${th('accuracy', 'asc', 'Accurate ÷ (Accurate + Inaccurate) now')}${th('reviews waiting', 'desc', 'no response yet, and the API can answer them')}${th('average rating', 'asc', 'of the new reviews in the window')}${th('keywords up', 'asc', 'best rank better at the end of the window than at its start')}${th('keywords down', 'desc', 'best rank worse at the end of the window than at its start')}</tr></thead><tbody>${data.businesses.map(row).join('')}</tbody></table>`)}`;
+  return `${head}${scrolling(`<table class="sortable" id="scorecard" data-as-of="${data.scoredAt.toISOString()}"><thead><tr><th data-sort="asc" data-type="text">business</th>${th('health', 'asc', 'health score, 0 to 100: hover a score for its parts', ' aria-sort="ascending"')}${th('accuracy', 'asc', 'Accurate ÷ (Accurate + Inaccurate) now')}${th('Inaccurate', 'desc', 'Inaccurate listings now, of the live listings')}${th('waiting', 'desc', 'reviews with no response yet that the API can answer')}${th('rating', 'asc', 'average rating of the reviews of the 90 days')}${th('response', 'desc', 'median time to the first response, reviews of the 90 days')}${th('visibility', 'asc', 'on the latest ranked day, every site together')}${th('30-day change', 'asc', 'visibility change, in points, since the latest day at least 30 days before')}${th('kw up', 'asc', 'keywords up: best rank better at the end of the window than at its start')}${th('kw down', 'desc', 'keywords down: best rank worse at the end of the window than at its start')}${th('need', 'desc', 'Inaccurate listings + reviews waiting + keywords down')}</tr></thead><tbody>${data.scorecard.map(row).join('')}</tbody></table>`)}`;
+}
+
+/** Visibility per site over the window: one line per site, every business in scope together. */
+function visibilitySection(data: ReportData, color: (site: string) => string): string {
+  const head = `<h2>Visibility per site</h2><p class="sub">Visibility per day on each search site, 0 to 100: the clicks its ranks earn on a click-through curve (300 of 1,000 searches at position 1, none past 20) against every keyword first (the view <code>v_visibility_daily</code>, docs/warehouse.md)${data.business ? '' : ', the businesses together, each weighed by its keywords'}. A day not collected is skipped; hover a point for its value.</p>`;
+  if (!data.visibility.length)
+    return `${head}<p class="note">No rank observations in this window.</p>`;
+  return `${head}<div class="card chart">${visibilityChart(data.visibility, data.firstDay, data.lastDay, color)}</div>`;
 }
 
 const signed = (n: number | null) => (n === null ? '–' : n > 0 ? `+${n}` : String(n));
@@ -256,17 +345,16 @@ function chartedText(data: ReportData): string {
         : without
           ? ', none with rankings in this window'
           : '';
-  return ` ${number.format(charted)} of the ${counted(total, 'business')} ${noun(charted, 'is', 'are')} charted: those with rankings in this window that need most (the first in the Businesses table).${
+  return ` ${number.format(charted)} of the ${counted(total, 'business')} ${noun(charted, 'is', 'are')} charted: those with rankings in this window and the lowest health (the first in the scorecard).${
     total > charted
       ? ` The other ${number.format(total - charted)} ${noun(total - charted, 'is', 'are')} in that table${rest}.`
       : ''
   } <code>--business ID</code> charts any one, with all its keywords.`;
 }
 
-function rankSection(data: ReportData): string {
+function rankSection(data: ReportData, color: (site: string) => string): string {
   const head = `<h2>Keyword rankings</h2><p class="sub">Rank per day on each search site (1 is the top). A gap means searched but not ranked; a day not collected is simply skipped.${chartedText(data)}</p>`;
   if (!data.ranks.length) return `${head}<p class="note">No rank observations in this window.</p>`;
-  const color = siteColors();
   const parts = data.ranks.map((b) => {
     const charts = b.keywords
       .filter((k) => k.sites.length)
@@ -389,6 +477,8 @@ function permalinkCell(url: string | null): string {
 }
 
 export function renderReportHtml(data: ReportData): string {
+  // A site keeps its colour on every chart of the report.
+  const color = siteColors();
   const scope = data.business
     ? `${escapeHtml(data.business.name)} (#${data.business.businessId})`
     : `${counted(data.kpis.accounts, 'account')}, ${counted(data.kpis.businesses, 'business')}`;
@@ -405,13 +495,15 @@ export function renderReportHtml(data: ReportData): string {
 <h1>Listings report</h1>
 <p class="sub">${scope} · ${data.firstDay} to ${data.lastDay} (${counted(data.days, 'day')})</p>
 ${kpiTiles(data)}
-${businessesSection(data)}
+${portfolioSection(data)}
+${scorecardSection(data)}
+${visibilitySection(data, color)}
 ${moversSection(data)}
-${rankSection(data)}
+${rankSection(data, color)}
 ${accuracySection(data)}
 ${newlyInaccurateSection(data)}
 ${reviewSection(data)}
-<footer>Generated ${data.generatedAt.toISOString().replace('T', ' ').slice(0, 16)} UTC by listings-sync from the warehouse views (docs/warehouse.md, “Views”).</footer>
+<footer>Generated ${data.generatedAt.toISOString().replace('T', ' ').slice(0, 16)} UTC by listings-sync from the warehouse views (docs/warehouse.md, “Views” and “Local-SEO views”).</footer>
 </main>
 <script>${SORT_SCRIPT}</script>
 </body>

@@ -18,7 +18,11 @@ const ROOT = join(import.meta.dirname, '..', '..');
 
 /** Each section the report draws (its heading), and the words README describes it with. */
 const SECTIONS: [heading: string, readme: string][] = [
-  ['Businesses', 'one row per business, the neediest first'],
+  ['Top and bottom five by health', 'the top five and bottom five businesses by health'],
+  ['Top five', 'the five healthiest'],
+  ['Bottom five', 'the five least healthy'],
+  ['Scorecard', 'the scorecard, one row per business, the least healthy first'],
+  ['Visibility per site', 'visibility per site over time'],
   ['Biggest movers', 'the biggest movers'],
   ['Declines', 'keywords that left the top 3 or top 10 and the worst 7- and 30-day rank losses'],
   ['Gains', 'then the best gains'],

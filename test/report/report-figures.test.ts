@@ -16,15 +16,24 @@ import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { counted, pluralOf } from '../../src/report/counted.ts';
+import type { ReportData } from '../../src/report/report-data.ts';
+import { siteLabel } from '../../src/report/site-names.ts';
 import { writeReport } from '../../src/report/write-report.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { dropSchema, freshSchemaName, testBackends } from '../helpers/database.ts';
 import { pgliteTemplate } from '../helpers/warehouse-template.ts';
+import { type ExpectedScore, expectedScorecard, expectedVisibility } from './scorecard-expected.ts';
 
 const testDatabaseUrl = process.env['TEST_DATABASE_URL']?.trim();
-const END = '2026-03-15';
+/**
+ * Yesterday: the scorecard's 90 days end at now() (docs/warehouse.md,
+ * "v_location_scorecard"), so the sandbox's recent reviews fall inside them.
+ */
+const END = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
 const DAYS = 8;
+/** Ten businesses: the top five and the bottom five by health are then disjoint. */
+const BUSINESSES = 10;
 
 /** The page as a reader sees it: no tags, no script or style, entities decoded. */
 function pageText(html: string): string {
@@ -61,6 +70,49 @@ function dayBefore(day: string, days: number): string {
   return new Date(Date.parse(`${day}T00:00:00Z`) - days * 86_400_000).toISOString().slice(0, 10);
 }
 
+/** The scorecard's columns, in the order the report draws them. */
+const COLUMN = {
+  business: 0,
+  health: 1,
+  accuracy: 2,
+  inaccurate: 3,
+  waiting: 4,
+  rating: 5,
+  response: 6,
+  visibility: 7,
+  change: 8,
+  up: 9,
+  down: 10,
+  need: 11,
+} as const;
+
+interface ScorecardRowShown {
+  id: number;
+  /** Each cell's `data-v` (its value for sorting), and its text as read. */
+  values: string[];
+  texts: string[];
+  healthTitle: string;
+}
+
+/** The scorecard table of a page: when it was computed (`data-as-of`) and its rows. */
+function scorecardTable(page: string): { asOf: Date; rows: ScorecardRowShown[] } {
+  const match =
+    /<table class="sortable" id="scorecard" data-as-of="([^"]+)">([\s\S]*?)<\/table>/.exec(page);
+  expect(match, 'the scorecard table').not.toBeNull();
+  const [, asOf = '', table = ''] = match as RegExpExecArray;
+  const body = table.slice(table.indexOf('<tbody>'));
+  const rows = [...body.matchAll(/<tr[^>]*>([\s\S]*?)<\/tr>/g)].map((row) => {
+    const cells = [...(row[1] ?? '').matchAll(/<td([^>]*)>([\s\S]*?)<\/td>/g)];
+    return {
+      id: Number(/class="id">#(\d+)/.exec(row[1] ?? '')?.[1]),
+      values: cells.map((c) => /data-v="([^"]*)"/.exec(c[1] ?? '')?.[1] ?? ''),
+      texts: cells.map((c) => pageText(c[2] ?? '').trim()),
+      healthTitle: /title="([^"]*)"/.exec(cells[COLUMN.health]?.[1] ?? '')?.[1] ?? '',
+    };
+  });
+  return { asOf: new Date(asOf), rows };
+}
+
 async function one<T>(db: Kysely<Database>, query: RawBuilder<T>): Promise<T> {
   return (await query.execute(db)).rows[0] as T;
 }
@@ -87,14 +139,18 @@ describe.each(testBackends)('the report states counts that are true and add up (
   let html = '';
   let dayText = '';
   let businessText = '';
+  let businessHtml = '';
   let businessId = 0;
+  let data: ReportData;
+  let dayData: ReportData;
+  let businessData: ReportData;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'report-figures-'));
     const common = {
       days: DAYS,
       accounts: 2,
-      businessesPerAccount: 4,
+      businessesPerAccount: BUSINESSES / 2,
       endDate: END,
       reportPath: join(dir, 'demo.html'),
       write: () => {},
@@ -121,8 +177,10 @@ describe.each(testBackends)('the report states counts that are true and add up (
     const full = await writeReport(db, { out: join(dir, 'full.html'), days: 90 });
     html = await readFile(full.path, 'utf8');
     text = pageText(html);
+    data = full.data;
     const day = await writeReport(db, { out: join(dir, 'day.html'), days: 1 });
     dayText = pageText(await readFile(day.path, 'utf8'));
+    dayData = day.data;
     businessId = (
       await one(
         db,
@@ -131,7 +189,9 @@ describe.each(testBackends)('the report states counts that are true and add up (
       )
     ).id;
     const single = await writeReport(db, { out: join(dir, 'one.html'), days: 90, businessId });
-    businessText = pageText(await readFile(single.path, 'utf8'));
+    businessHtml = await readFile(single.path, 'utf8');
+    businessText = pageText(businessHtml);
+    businessData = single.data;
   }, 600_000);
 
   afterAll(async () => {
@@ -273,22 +333,194 @@ describe.each(testBackends)('the report states counts that are true and add up (
     } else expect(ranked.n).toBe(total);
   });
 
-  it('the Businesses table: a row per business, its columns summing to the key figures', () => {
+  it('the scorecard: the first table, a row per business, its columns summing to the key figures', () => {
     const [businesses] = read(text, /accounts?, ([\d,]+) business(?:es)? ·/);
     const [inaccurate] = read(text, /listings? \(([\d,]+) Inaccurate\)/);
     const [waiting] = read(text, /([\d,]+) reviews? waiting for a response: none yet/);
-    const table =
-      /<table class="sortable" id="businesses">([\s\S]*?)<\/table>/.exec(html)?.[1] ?? '';
-    const rows = [...table.matchAll(/<tr data-need[^>]*>([\s\S]*?)<\/tr>/g)].map((row) =>
-      [...(row[1] ?? '').matchAll(/data-v="([^"]*)"/g)].map((v) => v[1] ?? ''),
-    );
+    expect(html.indexOf('<table')).toBe(html.indexOf('<table class="sortable" id="scorecard"'));
+    const { rows } = scorecardTable(html);
     expect(rows).toHaveLength(businesses);
-    // Columns: business, need, Inaccurate, accuracy, waiting, rating, up, down.
-    const sum = (i: number) => rows.reduce((total, row) => total + Number(row[i]), 0);
-    expect(sum(2)).toBe(inaccurate);
-    expect(sum(4)).toBe(waiting);
+    expect(businesses).toBe(BUSINESSES);
+    const sum = (i: number) => rows.reduce((total, row) => total + Number(row.values[i]), 0);
+    expect(sum(COLUMN.inaccurate)).toBe(inaccurate);
+    expect(sum(COLUMN.waiting)).toBe(waiting);
     for (const row of rows) {
-      expect(Number(row[1])).toBe(Number(row[2]) + Number(row[4]) + Number(row[7]));
+      expect(Number(row.values[COLUMN.need])).toBe(
+        Number(row.values[COLUMN.inaccurate]) +
+          Number(row.values[COLUMN.waiting]) +
+          Number(row.values[COLUMN.down]),
+      );
+    }
+  });
+
+  it('the scorecard: every figure as computed here from the base tables, worst health first', async () => {
+    for (const [page, scope, first] of [
+      [html, undefined, dayBefore(END, DAYS)],
+      [businessHtml, businessId, dayBefore(END, DAYS)],
+    ] as const) {
+      const { asOf, rows } = scorecardTable(page);
+      const expected = await expectedScorecard(db, asOf, first, END, scope);
+      expect(rows.map((r) => r.id)).toEqual(expected.map((e) => e.businessId));
+      rows.forEach((row, i) => {
+        const e = expected[i] as ExpectedScore;
+        const v = (column: keyof typeof COLUMN) => {
+          const value = row.values[COLUMN[column]];
+          return value === '' || value === undefined ? null : Number(value);
+        };
+        const t = (column: keyof typeof COLUMN) => row.texts[COLUMN[column]];
+        const figures = {
+          accuracy: v('accuracy'),
+          inaccurate: v('inaccurate'),
+          waiting: v('waiting'),
+          rating: v('rating'),
+          response: v('response'),
+          visibility: v('visibility'),
+          change: v('change'),
+          up: v('up'),
+          down: v('down'),
+          need: v('need'),
+        };
+        expect(figures, `#${e.businessId}`).toEqual({
+          accuracy: e.accuracyPct,
+          inaccurate: e.inaccurate,
+          waiting: e.waiting,
+          rating: e.avgRating90d,
+          response: e.medianHours90d,
+          visibility: e.visibilityPct,
+          change: e.visibilityChange30d,
+          up: e.keywordsUp,
+          down: e.keywordsDown,
+          need: e.need,
+        });
+        // The score: the documented weighted average, rounded to one decimal.
+        expect(Math.abs((v('health') as number) - e.health)).toBeLessThanOrEqual(0.05 + 1e-9);
+        expect(t('health')).toBe((v('health') as number).toFixed(1));
+        expect(t('accuracy')).toBe(e.accuracyPct === null ? '–' : `${e.accuracyPct.toFixed(1)}%`);
+        expect(t('inaccurate')).toBe(`${e.inaccurate} of ${e.listings}`);
+        expect(t('rating')).toBe(e.avgRating90d === null ? '–' : e.avgRating90d.toFixed(2));
+        expect(t('visibility')).toBe(
+          e.visibilityPct === null ? '–' : `${e.visibilityPct.toFixed(1)}%`,
+        );
+        // Hover the score for its parts: each component's points, as documented.
+        for (const [part, points] of Object.entries(e.parts)) {
+          if (points !== null) expect(row.healthTitle).toContain(`${part} ${points.toFixed(1)}`);
+        }
+      });
+    }
+    // The 90 days end at now(): on yesterday's sandbox, reviews and responses are in them.
+    const expected = await expectedScorecard(
+      db,
+      scorecardTable(html).asOf,
+      dayBefore(END, DAYS),
+      END,
+    );
+    expect(expected.some((e) => e.avgRating90d !== null)).toBe(true);
+    expect(expected.some((e) => e.medianHours90d !== null)).toBe(true);
+    expect(expected.some((e) => e.visibilityPct !== null)).toBe(true);
+  });
+
+  it('the top five and the bottom five by health: the right businesses, disjoint', async () => {
+    const expected = await expectedScorecard(
+      db,
+      scorecardTable(html).asOf,
+      dayBefore(END, DAYS),
+      END,
+    );
+    const rounded = (h: number) => Math.round(h * 10 + 1e-9) / 10;
+    const bottom = expected.slice(0, 5);
+    const top = [...expected]
+      .sort(
+        (a, b) =>
+          rounded(b.health) - rounded(a.health) || a.need - b.need || a.businessId - b.businessId,
+      )
+      .slice(0, 5);
+    const list = (id: string) =>
+      [
+        ...(new RegExp(`<ol[^>]*id="${id}"[^>]*>([\\s\\S]*?)</ol>`).exec(html)?.[1] ?? '').matchAll(
+          /<li data-id="(\d+)" data-v="([^"]*)">([\s\S]*?)<\/li>/g,
+        ),
+      ].map((m) => ({ id: Number(m[1]), health: Number(m[2]), text: pageText(m[3] ?? '').trim() }));
+    const shownTop = list('top-five');
+    const shownBottom = list('bottom-five');
+    expect(shownBottom.map((b) => b.id)).toEqual(bottom.map((b) => b.businessId));
+    expect(shownTop.map((b) => b.id)).toEqual(top.map((b) => b.businessId));
+    const ids = new Set([...shownTop, ...shownBottom].map((b) => b.id));
+    expect(ids.size).toBe(10);
+    // Each with its score and its weakest part.
+    const labels: Record<string, string> = {
+      accuracy: 'accuracy',
+      visibility: 'visibility',
+      rating: 'rating',
+      waiting: 'reviews waiting',
+      response: 'response time',
+    };
+    for (const [shown, want] of [
+      [shownTop, top],
+      [shownBottom, bottom],
+    ] as const) {
+      shown.forEach((item, i) => {
+        const e = want[i] as ExpectedScore;
+        expect(Math.abs(item.health - e.health)).toBeLessThanOrEqual(0.05 + 1e-9);
+        expect(item.text).toContain(item.health.toFixed(1));
+        const known = Object.entries(e.parts).filter(([, p]) => p !== null) as [string, number][];
+        const lowest = Math.min(...known.map(([, p]) => p));
+        const weakest = known.find(([, p]) => p === lowest) as [string, number];
+        expect(item.text).toContain(`weakest: ${labels[weakest[0]]} ${Math.round(weakest[1])}/100`);
+      });
+    }
+    // One business: no portfolio.
+    expect(businessHtml).not.toContain('id="top-five"');
+  });
+
+  it("visibility per site over time: the chart's series are the view's rows over the window", async () => {
+    for (const [report, scope] of [
+      [data, undefined],
+      [dayData, undefined],
+      [businessData, businessId],
+    ] as const) {
+      const { rows } = await sql<{
+        site: string;
+        day: string;
+        keywords: number;
+        visibility: number;
+      }>`
+        select site, to_char(day, 'YYYY-MM-DD') as day, sum(keywords_tracked)::int as keywords,
+          round(sum(visibility_pct * keywords_tracked) / sum(keywords_tracked), 2)::float8 as visibility
+        from v_visibility_daily v join businesses b on b.business_id = v.business_id and b.archived_at is null
+        where day between ${report.firstDay}::date and ${report.lastDay}::date
+          and (${scope ?? null}::bigint is null or v.business_id = ${scope ?? null}::bigint)
+        group by site, day order by site, day`.execute(db);
+      expect(rows.length).toBeGreaterThan(0);
+      const shown = report.visibility
+        .flatMap((s) => s.points.map((p) => ({ site: s.site, ...p })))
+        .sort((a, b) => a.site.localeCompare(b.site) || a.day.localeCompare(b.day));
+      expect(shown).toEqual(
+        [...rows].sort((a, b) => a.site.localeCompare(b.site) || a.day.localeCompare(b.day)),
+      );
+      // And from rank_history: the same up to the rounding of each business's row.
+      const truth = await expectedVisibility(db, report.firstDay, report.lastDay, scope);
+      expect(new Set(shown.map((p) => p.site))).toEqual(new Set(truth.keys()));
+      for (const p of shown) {
+        const t = truth.get(p.site)?.get(p.day);
+        expect(p.keywords).toBe(t?.keywords);
+        expect(Math.abs(p.visibility - (t?.visibility ?? Number.NaN))).toBeLessThanOrEqual(
+          scope === undefined ? 0.01 + 1e-9 : 0.005 + 1e-9,
+        );
+      }
+    }
+    expect(dayData.visibility.every((s) => s.points.every((p) => p.day === END))).toBe(true);
+    expect(data.visibility.length).toBeGreaterThanOrEqual(5);
+    // One line per site, every point with its hover title.
+    const section = html.slice(html.indexOf('<h2>Visibility per site</h2>'));
+    for (const s of data.visibility) {
+      for (const p of s.points) {
+        expect(section).toContain(
+          `${siteLabel(s.site)} · ${p.day}: visibility ${p.visibility.toFixed(2)}% (${p.keywords} keyword`.replace(
+            /&/g,
+            '&#38;',
+          ),
+        );
+      }
     }
   });
 

@@ -6,7 +6,7 @@
  * no chart text overlap another (measured boxes). Every legend item's marker and text are
  * measured against every other item's, at 1200 px and at a phone's 480 px; each chart's
  * day labels are distinct for windows of 1, 2, 7 and 90 days; no business id is cut; the
- * Businesses table is in need order (computed here from the tables) and sorts on a click.
+ * scorecard is in health order (computed here from the tables) and sorts on a click.
  * The screenshot is docs/report.png when UPDATE_REPORT_SCREENSHOT=1 (README), from the
  * demo as `npm start` runs it (its defaults, ending yesterday); else a file in the test's
  * temp directory.
@@ -15,19 +15,25 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
-import { accuracyChart, rankChart, reviewChart, siteColors } from '../../src/report/charts.ts';
+import {
+  accuracyChart,
+  rankChart,
+  reviewChart,
+  siteColors,
+  visibilityChart,
+} from '../../src/report/charts.ts';
 import { REPORT_CSS } from '../../src/report/report-html.ts';
 import { siteLabel } from '../../src/report/site-names.ts';
 import { openWarehouse } from '../../src/warehouse/connection.ts';
 import { findChromium } from '../helpers/chromium.ts';
 import { runCli } from '../helpers/cli.ts';
 import { pgliteTemplate } from '../helpers/warehouse-template.ts';
+import { type ExpectedScore, expectedScorecard } from './scorecard-expected.ts';
 
 const CHROMIUM_ARGS = [
   '--headless',
@@ -303,74 +309,20 @@ function chartsPage(charts: string[]): string {
     .join('')}</div></main>`;
 }
 
-interface NeedRow {
-  businessId: number;
-  inaccurate: number;
-  need: number;
-}
-
 /**
- * The Businesses table's default order, computed from the tables (not the report's
- * views or queries): need = Inaccurate listings + reviews waiting for a response (no
- * response stored or counted upstream, and `can_respond`) + keywords whose best rank on
- * any site is worse on their last day in the window than on their first (not ranked is
- * worst); ties by the lower accuracy, then the id.
+ * The scorecard's default order, computed from the tables (test/report/scorecard-expected.ts,
+ * not the report's views or queries): the lowest health first, then the higher need, then
+ * the lower id. `asOf` is the scorecard's `now()`, which the table carries.
  */
-async function needOrder(dataDir: string, first: string, last: string): Promise<NeedRow[]> {
+async function scorecardOrder(
+  dataDir: string,
+  asOf: Date,
+  first: string,
+  last: string,
+): Promise<ExpectedScore[]> {
   const warehouse = await openWarehouse({ pgliteDataDir: dataDir });
   try {
-    const db = warehouse.db;
-    const businesses = (
-      await sql<{
-        id: number;
-      }>`select business_id::int as id from businesses where archived_at is null`.execute(db)
-    ).rows.map((r) => r.id);
-    const listings = (
-      await sql<{ id: number; status: string }>`
-        select business_id::int as id, status from listings where removed_at is null`.execute(db)
-    ).rows;
-    const waiting = (
-      await sql<{ id: number }>`
-        select r.business_id::int as id from reviews r
-        where r.category = 'review' and r.removed_at is null and r.can_respond
-          and r.response_count = 0
-          and r.review_id not in (select review_id from review_responses where removed_at is null)`.execute(
-        db,
-      )
-    ).rows;
-    const ranks = (
-      await sql<{ id: number; keyword: string; day: string; rank: number | null }>`
-        select s.business_id::int as id, s.keyword, to_char(h.observed_on, 'YYYY-MM-DD') as day,
-          h.rank::int as rank
-        from rank_history h join rank_series s on s.series_id = h.series_id
-        where h.observed_on between ${first}::date and ${last}::date`.execute(db)
-    ).rows;
-    // Best rank per business, keyword and day; not ranked anywhere is worse than any rank.
-    const best = new Map<string, Map<string, number>>();
-    for (const r of ranks) {
-      const key = `${r.id}|${r.keyword}`;
-      const days = best.get(key) ?? new Map<string, number>();
-      best.set(key, days);
-      days.set(r.day, Math.min(days.get(r.day) ?? Infinity, r.rank ?? Infinity));
-    }
-    const down = new Map<number, number>();
-    for (const [key, days] of best) {
-      const sorted = [...days].sort(([a], [b]) => a.localeCompare(b));
-      if ((sorted.at(-1)?.[1] ?? 0) > (sorted[0]?.[1] ?? 0)) {
-        const id = Number(key.split('|')[0]);
-        down.set(id, (down.get(id) ?? 0) + 1);
-      }
-    }
-    const rows = businesses.map((id) => {
-      const own = listings.filter((l) => l.id === id);
-      const inaccurate = own.filter((l) => l.status === 'Inaccurate').length;
-      const accurate = own.filter((l) => l.status === 'Accurate').length;
-      const need = inaccurate + waiting.filter((w) => w.id === id).length + (down.get(id) ?? 0);
-      const accuracy = accurate + inaccurate ? accurate / (accurate + inaccurate) : Infinity;
-      return { businessId: id, inaccurate, need, accuracy };
-    });
-    rows.sort((a, b) => b.need - a.need || a.accuracy - b.accuracy || a.businessId - b.businessId);
-    return rows.map(({ accuracy: _, ...row }) => row);
+    return await expectedScorecard(warehouse.db, asOf, first, last);
   } finally {
     await warehouse.close();
   }
@@ -424,8 +376,8 @@ describe('report', () => {
     );
     expect(check.consoleErrors).toEqual([]);
     expect(check.outsideRequests).toEqual([]);
-    // Ranks (4 businesses × 2 keywords), accuracy, reviews.
-    expect(check.chartPaths.length).toBe(10);
+    // Visibility per site, ranks (4 businesses × 2 keywords), accuracy, reviews.
+    expect(check.chartPaths.length).toBe(11);
     for (const paths of check.chartPaths) expect(paths).toBeGreaterThan(10);
     // Every chart draws lines, and some line crosses the whole window (14 days and more: 13 segments or more);
     // a keyword unranked on some days draws shorter pieces.
@@ -470,7 +422,7 @@ describe('report', () => {
   it("at a phone's 480 px the legends wrap and still no item touches another, and no id is cut", async () => {
     const check = await openReport(browser, report, undefined, NARROW);
     expect(check.consoleErrors).toEqual([]);
-    expect(check.legendItems.length).toBe(10);
+    expect(check.legendItems.length).toBe(11);
     for (const items of check.legendItems) expect(items).toBeGreaterThanOrEqual(3);
     expect(check.legendOverlaps).toEqual([]);
     expect(check.cutIds).toEqual([]);
@@ -478,7 +430,7 @@ describe('report', () => {
     expect(check.overflowing.filter((o) => o.startsWith('page'))).toEqual([]);
   });
 
-  it('five sites with the longest names: every legend item clear of the others at 1200 and 480 px', async () => {
+  it('five sites with the longest names, and a visibility chart of ten: every legend item clear of the others at 1200 and 480 px', async () => {
     const sites = [
       'Google_new.local',
       'Google_new.organic',
@@ -496,17 +448,28 @@ describe('report', () => {
       END,
       siteColors(),
     );
+    // Visibility: one line per site, every site of the sandbox's answers (docs/upstream.md).
+    const allSites = [...sites, 'Google Maps', 'Google', 'Yahoo Local', 'Yellowpages', 'Bing'];
+    const visibility = visibilityChart(
+      allSites.map((site, i) => ({
+        site,
+        points: dayPoints(14, i).map((p) => ({ day: p.day, keywords: 4, visibility: p.rank * 3 })),
+      })),
+      dayBefore(END, 13),
+      END,
+      siteColors(),
+    );
     for (const viewport of [VIEWPORT, NARROW]) {
       const page = await browser.newPage({ viewport });
       try {
-        await page.setContent(chartsPage([chart]));
+        await page.setContent(chartsPage([chart, visibility]));
         const legends = await measureLegends(page);
-        expect(legends.items).toEqual([5]);
+        expect(legends.items).toEqual([5, allSites.length]);
         expect(legends.overlaps).toEqual([]);
         const legendTexts = await page.$$eval('ul.legend li', (items) =>
           items.map((li) => li.textContent),
         );
-        expect(legendTexts).toEqual(sites.map(siteLabel));
+        expect(legendTexts).toEqual([...sites, ...allSites].map(siteLabel));
         expect((await measureLayout(page)).chartOverlaps).toEqual([]);
       } finally {
         await page.close();
@@ -549,12 +512,21 @@ describe('report', () => {
           first,
           END,
         ),
+        visibilityChart(
+          ['Google', 'Bing', 'Yelp'].map((site, s) => ({
+            site,
+            points: dates.map((day, i) => ({ day, keywords: 5, visibility: 10 + ((i + s) % 7) })),
+          })),
+          first,
+          END,
+          siteColors(),
+        ),
       ];
       const page = await browser.newPage({ viewport: VIEWPORT });
       try {
         await page.setContent(chartsPage(charts));
         const labels = await dayLabels(page);
-        expect(labels).toHaveLength(3);
+        expect(labels).toHaveLength(4);
         for (const chart of labels) {
           expect(chart.length).toBeGreaterThanOrEqual(Math.min(days, 3));
           expect(chart.length).toBeLessThanOrEqual(days);
@@ -592,22 +564,30 @@ describe('report', () => {
     },
   );
 
-  it('the Businesses table: need order by default (from the tables), sorted by a header click, and read without JavaScript', async () => {
-    const out = join(dir, 'need.html');
+  it('the scorecard: the lowest health first (from the tables), sorted by a header click, and read without JavaScript', async () => {
+    const out = join(dir, 'health.html');
     const ran = await runCli(['report', '--out', out, '--days', '7'], {
       PGLITE_DATA_DIR: join(dir, 'warehouse'),
     });
     expect(ran.code, ran.stderr).toBe(0);
-    const expected = await needOrder(join(dir, 'warehouse'), dayBefore(lastDay, 6), lastDay);
+    const asOf = new Date(
+      /id="scorecard" data-as-of="([^"]+)"/.exec(await readFile(out, 'utf8'))?.[1] ?? 'missing',
+    );
+    const expected = await scorecardOrder(
+      join(dir, 'warehouse'),
+      asOf,
+      dayBefore(lastDay, 6),
+      lastDay,
+    );
     expect(expected.length).toBeGreaterThan(4);
 
     const rowIds = (page: Page) =>
-      page.$$eval('#businesses tbody tr', (rows) =>
+      page.$$eval('#scorecard tbody tr', (rows) =>
         rows.map((row) => Number(row.querySelector('.id')?.textContent?.slice(1))),
       );
     const column = (page: Page, index: number) =>
       page.$$eval(
-        '#businesses tbody tr',
+        '#scorecard tbody tr',
         (rows, i) => rows.map((row) => row.querySelectorAll('td')[i]?.getAttribute('data-v') ?? ''),
         index,
       );
@@ -618,21 +598,26 @@ describe('report', () => {
       page.on('pageerror', (error) => errors.push(error.message));
       await page.goto(`file://${out}`);
       expect(await rowIds(page)).toEqual(expected.map((b) => b.businessId));
-      // The need column shows what the order is made of.
-      expect((await column(page, 1)).map(Number)).toEqual(expected.map((b) => b.need));
+      // The health column shows what the order is made of, the need column the tie-break.
+      const health = (await column(page, 1)).map(Number);
+      expect(health).toEqual([...health].sort((a, b) => a - b));
+      health.forEach((h, i) => {
+        expect(Math.abs(h - (expected[i]?.health ?? Number.NaN))).toBeLessThanOrEqual(0.05 + 1e-9);
+      });
+      expect((await column(page, 11)).map(Number)).toEqual(expected.map((b) => b.need));
 
-      // "Inaccurate listings": most first; ties keep their need order.
-      await page.locator('#businesses th', { hasText: 'Inaccurate listings' }).click();
+      // "Inaccurate" (listings): most first; ties keep their health order.
+      await page.locator('#scorecard th', { hasText: 'Inaccurate' }).click();
       const byInaccurate = [...expected].sort((a, b) => b.inaccurate - a.inaccurate);
       expect(await rowIds(page)).toEqual(byInaccurate.map((b) => b.businessId));
       expect(await rowIds(page)).not.toEqual(expected.map((b) => b.businessId));
       // Again: fewest first.
-      await page.locator('#businesses th', { hasText: 'Inaccurate listings' }).click();
+      await page.locator('#scorecard th', { hasText: 'Inaccurate' }).click();
       const fewest = [...expected].sort((a, b) => a.inaccurate - b.inaccurate);
       expect(await rowIds(page)).toEqual(fewest.map((b) => b.businessId));
       // "business": by name.
-      await page.locator('#businesses th', { hasText: 'business' }).first().click();
-      const names = await page.$$eval('#businesses tbody tr .name', (n) =>
+      await page.locator('#scorecard th', { hasText: 'business' }).first().click();
+      const names = await page.$$eval('#scorecard tbody tr .name', (n) =>
         n.map((e) => e.textContent ?? ''),
       );
       expect(names).toEqual([...names].sort((a, b) => a.localeCompare(b)));
@@ -641,13 +626,13 @@ describe('report', () => {
       await page.close();
     }
 
-    // Without JavaScript the table reads the same, in need order.
+    // Without JavaScript the table reads the same, in health order.
     const context = await browser.newContext({ viewport: VIEWPORT, javaScriptEnabled: false });
     try {
       const still = await context.newPage();
       await still.goto(`file://${out}`);
       expect(await rowIds(still)).toEqual(expected.map((b) => b.businessId));
-      await still.locator('#businesses th', { hasText: 'Inaccurate listings' }).click();
+      await still.locator('#scorecard th', { hasText: 'Inaccurate' }).click();
       expect(await rowIds(still)).toEqual(expected.map((b) => b.businessId));
     } finally {
       await context.close();

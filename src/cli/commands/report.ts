@@ -20,7 +20,7 @@ export function registerReportCommand(program: Command, io: CliIo): void {
   program
     .command('report')
     .description(
-      'Write a self-contained HTML report (rank trends, listing accuracy, new Inaccurate listings, reviews).',
+      'Write a self-contained HTML report (scorecard by health, visibility per site, rank trends, listing accuracy, new Inaccurate listings, reviews).',
     )
     .addOption(new Option('--out <file>', 'where to write the report').default('report.html'))
     .addOption(
