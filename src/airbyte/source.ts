@@ -14,13 +14,8 @@ import pLimit from 'p-limit';
 import {
   type ApiClient,
   ApiError,
-  getBusinessFull,
-  getRankings,
   listBusinesses,
   listCountries,
-  listKeywords,
-  listListings,
-  listReviews,
   listStates,
   listSubCategories,
 } from '../api/index.ts';
@@ -28,6 +23,7 @@ import type { BusinessSummary, Credential, RejectedRecord } from '../api/types.t
 import { utcDay } from '../calendar-day.ts';
 import { ConfigError } from '../config/index.ts';
 import type { Logger } from '../log.ts';
+import { type AnswerRead, type AnswerValue, BUSINESS_READS } from '../streams/index.ts';
 import { observationTime } from '../sync/observation-clock.ts';
 import { configSchema, type SourceConfig } from './config.ts';
 import {
@@ -43,16 +39,14 @@ import {
 } from './protocol.ts';
 import {
   airbyteStream,
-  businessRecordOf,
   countryRecordOf,
   isIncremental,
-  keywordRecordOf,
-  listingRecordOf,
   rankingRecordOf,
   reviewRecordOf,
   reviewResponseRecordOf,
   STREAM_NAMES,
   type StreamName,
+  shapeOf,
   stateRecordOf,
   subCategoryRecordOf,
 } from './streams.ts';
@@ -332,6 +326,19 @@ async function readStream(
   }
 }
 
+/** One read of a business, by the operation its stream descriptor names (src/streams). */
+function fetchRead<R extends AnswerRead>(
+  read: R,
+  api: ApiClient,
+  credential: Credential,
+  businessId: number,
+  signal: AbortSignal | undefined,
+): Promise<AnswerValue<R>> {
+  const entry = BUSINESS_READS.find((r) => r.read === read);
+  if (!entry) throw new Error(`no stream descriptor reads "${read}"`);
+  return entry.fetch(api, credential, businessId, { signal }) as Promise<AnswerValue<R>>;
+}
+
 /** A per-business stream other than rankings, for every credential. */
 async function readPerBusiness(
   name: StreamName,
@@ -346,28 +353,13 @@ async function readPerBusiness(
       await eachBusiness(context, list, async (business) => {
         const id = business.id;
         switch (name) {
-          case 'businesses':
-            emitRecord(
-              name,
-              businessRecordOf(account, await getBusinessFull(api, credential, id, { signal })),
-            );
-            return;
-          case 'listings': {
-            const result = await listListings(api, credential, id, { signal });
-            reportRejected(logger, `listings of business ${id}`, credential, result.rejected);
-            for (const l of result.records) emitRecord(name, listingRecordOf(account, id, l));
-            return;
-          }
-          case 'keywords': {
-            const result = await listKeywords(api, credential, id, { signal });
-            reportRejected(logger, `keywords of business ${id}`, credential, result.rejected);
-            for (const k of result.records) emitRecord(name, keywordRecordOf(account, k));
-            return;
-          }
           case 'reviews':
           case 'review_responses': {
-            for (const category of ['review', 'social'] as const) {
-              const result = await listReviews(api, credential, id, category, { signal });
+            for (const [category, read] of [
+              ['review', 'reviews'],
+              ['social', 'socials'],
+            ] as const) {
+              const result = await fetchRead(read, api, credential, id, signal);
               reportRejected(logger, `${category}s of business ${id}`, credential, result.rejected);
               for (const review of result.records) {
                 if (streams.includes('reviews'))
@@ -382,6 +374,22 @@ async function readPerBusiness(
                 }
               }
             }
+            return;
+          }
+          default: {
+            // One read, its records: as the stream's descriptor says (src/streams).
+            const from = shapeOf(name).perBusiness;
+            if (!from) throw new Error(`stream ${name} names no read of a business`);
+            const answer: unknown = await fetchRead(
+              from.read as AnswerRead,
+              api,
+              credential,
+              id,
+              signal,
+            );
+            const rejected = (answer as { rejected?: readonly RejectedRecord[] }).rejected;
+            if (rejected) reportRejected(logger, `${name} of business ${id}`, credential, rejected);
+            for (const data of from.records(account, id, answer as never)) emitRecord(name, data);
             return;
           }
         }
@@ -424,7 +432,7 @@ async function readRankings(
         continue;
       }
       await eachBusiness(context, list, async (business) => {
-        const result = await getRankings(api, credential, business.id, { signal: context.signal });
+        const result = await fetchRead('rankings', api, credential, business.id, context.signal);
         reportRejected(logger, `rankings of business ${business.id}`, credential, result.rejected);
         for (const o of result.records) {
           emitRecord('rankings', rankingRecordOf(account, business.id, day, o));

@@ -11,17 +11,11 @@ import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import { removalLimitUnder } from '../alerts/volume-drop.ts';
 import { AnswerUnchanged, type CallOptions } from '../api/client.ts';
 import { ApiError } from '../api/errors.ts';
-import {
-  getBusinessFull,
-  getRankings,
-  listKeywords,
-  listListings,
-  listReviews,
-} from '../api/index.ts';
 import type { BusinessSummary, Credential, ListResult, Review } from '../api/types.ts';
 import { utcDay } from '../calendar-day.ts';
 import { keptBody } from '../raw/body.ts';
 import { writeRawReads } from '../raw/capture.ts';
+import { type AnswerValue, BUSINESS_READS } from '../streams/index.ts';
 import { inSpan } from '../tracing.ts';
 import {
   type AnswerHashes,
@@ -112,26 +106,23 @@ export async function fetchBusinessAnswers(
   // Each call counted in flight, and aborted by the run's stop.
   const read = <T>(wanted: boolean, start: () => Promise<T>) =>
     settle(wanted ? context.inFlight.track(start()) : skip);
-  const [full, listings, reviews, socials, rankings, keywords] = await Promise.all([
-    read(streams.has('businesses'), () =>
-      getBusinessFull(api, credential, id, options('business')),
+  // Every read of the stream descriptors (src/streams/index.ts), started at once in their order.
+  const settled = await Promise.all(
+    BUSINESS_READS.map((entry) =>
+      read(
+        streams.has(entry.stream),
+        (): Promise<unknown> => entry.fetch(api, credential, id, options(entry.read)),
+      ),
     ),
-    read(streams.has('listings'), () => listListings(api, credential, id, options('listings'))),
-    read(streams.has('reviews'), () =>
-      listReviews(api, credential, id, 'review', options('reviews')),
-    ),
-    read(streams.has('reviews'), () =>
-      listReviews(api, credential, id, 'social', options('socials')),
-    ),
-    read(streams.has('rankings'), () => getRankings(api, credential, id, options('rankings'))),
-    read(streams.has('keywords'), () => listKeywords(api, credential, id, options('keywords'))),
-  ]);
-  return {
-    reads: { full, listings, reviews, socials, rankings, keywords },
-    applied: await applied,
-    seen,
-  };
+  );
+  const reads = Object.fromEntries(
+    BUSINESS_READS.map((entry, i) => [entry.read, settled[i]]),
+  ) as BusinessReads;
+  return { reads, applied: await applied, seen };
 }
+
+/** Each read's outcome, by read name; null for a stream the run did not ask for. */
+export type BusinessReads = { [R in AnswerRead]: Fetched<AnswerValue<R> | null> };
 
 /** A business's answers in one run, stream by stream, with what was applied before. */
 export type BusinessAnswers = Awaited<ReturnType<typeof fetchBusinessAnswers>>;
@@ -266,7 +257,7 @@ export async function writeBusiness(
   const reviewsUnchanged = reads.reviews.ok === 'unchanged' && reads.socials.ok === 'unchanged';
   const reviews = reviewsUnchanged ? reads.reviews : parsedNow(reads.reviews);
   const socials = reviewsUnchanged ? reads.socials : parsedNow(reads.socials);
-  const fullValue = value(reads.full, 'businesses');
+  const fullValue = value(reads.business, 'businesses');
   const reviewList = records(value(reviews, 'reviews'), 'reviews');
   const socialList = records(value(socials, 'reviews'), 'social');
   const snapshot: BusinessSnapshot = {

@@ -4,20 +4,16 @@ import type { ApiClient } from '../api/index.ts';
 import type { Credential } from '../api/types.ts';
 import { type Config, credentialOrigin, DEFAULTS } from '../config/index.ts';
 import type { Logger } from '../log.ts';
+import type { Stream } from '../streams/index.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
 import type { Ticker } from './in-flight.ts';
 import type { Shard } from './shard.ts';
 
-/** What a run can fetch. `businesses` is the full profile read; the list is always read. */
-export const STREAMS = [
-  'businesses',
-  'listings',
-  'reviews',
-  'rankings',
-  'keywords',
-  'reference',
-] as const;
-export type Stream = (typeof STREAMS)[number];
+/**
+ * What a run can fetch: the stream descriptors' names (src/streams/index.ts). `businesses`
+ * is the full profile read; the list is always read.
+ */
+export { STREAMS, type Stream } from '../streams/index.ts';
 
 /**
  * Defaults of `businessConcurrency` and `overallBusinessConcurrency`: those of

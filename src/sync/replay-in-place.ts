@@ -25,6 +25,7 @@
  */
 import { type Kysely, sql } from 'kysely';
 import type { AlertRules } from '../alerts/rules.ts';
+import { ListingsSyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
 import type { Database } from '../warehouse/database.ts';
@@ -74,9 +75,10 @@ export interface InPlaceResult extends ReplayResult {
   changes: TableChange[];
 }
 
-/** A sync holds the lock: the rebuild would miss what it writes. */
-export class ReplayLockedError extends Error {
-  readonly code = 'SYNC_LOCKED';
+/** A sync holds the lock: the rebuild would miss what it writes (docs/running.md, "Error codes"). */
+export class ReplayLockedError extends ListingsSyncError {
+  readonly code = 'REPLAY_LOCKED';
+  override name = 'ReplayLockedError';
 }
 
 export const NOT_DELIVERED_NOTE = 'recomputed by replay --in-place for a past night; not delivered';

@@ -18,32 +18,28 @@
  * business exclude each other (src/warehouse/sync-lock.ts).
  */
 import { CompiledQuery, sql } from 'kysely';
+import { ANSWER_READS, type AnswerRead, DAILY_READS, type DailyRead } from '../streams/index.ts';
 import type { BusinessAnswersTable, BusinessRow, Db } from './database.ts';
 
 /**
  * The write path the record belongs to. Raise it in a change that makes the same body
  * write different rows (a schema transform, a writer's rule): every business's answers
- * are then applied once more by the next run.
+ * are then applied once more by the next run (docs/warehouse.md, "Answers applied").
+ *
+ * Kept by a test rather than derived: test/unit/answers-stamp.test.ts pins each stamp
+ * to the write path's output it was given for (the digests of
+ * test/warehouse/write-path-equality.expected.json), so a change whose rows differ cannot
+ * record its new digests without a new stamp, or a written reason why the same bodies
+ * still write the same rows. A stamp derived from the descriptors (a hash
+ * of version fields) would only move when someone remembered to bump a field, and would
+ * move, re-applying every answer, on a change that writes the same rows; the digests are
+ * what the write path actually built.
  */
 export const APPLIED_BY = 'write-path-2';
 
-/** The reads of a business, each with its own body. */
-export const ANSWER_READS = [
-  'business',
-  'listings',
-  'reviews',
-  'socials',
-  'rankings',
-  'keywords',
-] as const;
-export type AnswerRead = (typeof ANSWER_READS)[number];
-
-/**
- * Reads whose stream writes a row per UTC day (listings' `listing_accuracy_days`, ranks'
- * `rank_history`): their body counts as applied only on the day it was written for.
- */
-export const DAILY_READS = ['listings', 'rankings'] as const;
-export type DailyRead = (typeof DAILY_READS)[number];
+// The reads of a business and the daily ones are the stream descriptors'
+// (src/streams/index.ts): one column pair per read in `business_answers`.
+export { ANSWER_READS, type AnswerRead, DAILY_READS, type DailyRead };
 
 /** Body hashes by read; a read absent or null has no body taken as applied. */
 export type AnswerHashes = Partial<Record<AnswerRead, string | null>>;
@@ -69,12 +65,23 @@ export function appliedFor(applied: AppliedAnswers, read: AnswerRead, day: strin
 type AnswersRow = BusinessRow &
   Omit<BusinessAnswersTable, 'business_id' | 'applied_by' | 'updated_at'>;
 
-// Built once: every business of every run reads it (src/warehouse/bulk-write.ts says why).
-const APPLIED_ANSWERS = `select b.*, a.business_hash, a.listings_hash, a.listings_on::text, a.reviews_hash,
-    a.socials_hash, a.rankings_hash, a.rankings_on::text, a.keywords_hash
+const hashColumn = (read: AnswerRead) => `${read}_hash` as const;
+const dayColumn = (read: DailyRead) => `${read}_on` as const;
+
+// Built once, from the reads: every business of every run reads it
+// (src/warehouse/bulk-write.ts says why).
+const APPLIED_ANSWERS = `select b.*, ${[
+  ...ANSWER_READS.map((read) => `a.${hashColumn(read)}`),
+  ...DAILY_READS.map((read) => `a.${dayColumn(read)}::text`),
+].join(', ')}
   from business_answers a join businesses b on b.business_id = a.business_id
   where a.business_id = $1 and a.applied_by = $2
     and b.archived_at is null and b.removals_held is null`;
+
+const ANSWER_COLUMNS: readonly string[] = [
+  ...ANSWER_READS.map(hashColumn),
+  ...DAILY_READS.map(dayColumn),
+];
 
 /**
  * The answers taken as applied for a business: none when the business is not stored,
@@ -86,29 +93,14 @@ export async function readAppliedAnswers(db: Db, businessId: number): Promise<Ap
   );
   const row = rows[0];
   if (!row) return NO_ANSWERS_APPLIED;
-  const {
-    business_hash,
-    listings_hash,
-    listings_on,
-    reviews_hash,
-    socials_hash,
-    rankings_hash,
-    rankings_on,
-    keywords_hash,
-    ...stored
-  } = row;
-  return {
-    stored,
-    hashes: {
-      business: business_hash,
-      listings: listings_hash,
-      reviews: reviews_hash,
-      socials: socials_hash,
-      rankings: rankings_hash,
-      keywords: keywords_hash,
-    },
-    days: { listings: listings_on, rankings: rankings_on },
-  };
+  const columns = row as unknown as Record<string, string | null>;
+  const hashes: AnswerHashes = {};
+  for (const read of ANSWER_READS) hashes[read] = columns[hashColumn(read)] ?? null;
+  const days: AppliedAnswers['days'] = {};
+  for (const read of DAILY_READS) days[read] = columns[dayColumn(read)] ?? null;
+  const stored = { ...row } as Record<string, unknown>;
+  for (const column of ANSWER_COLUMNS) delete stored[column];
+  return { stored: stored as BusinessRow, hashes, days };
 }
 
 /** What one business write did with each read: written in full, written short, or not at all. */
@@ -153,17 +145,17 @@ export async function recordAppliedAnswers(
       then ${sql.ref(`excluded.${column}`)}
       when a.applied_by = excluded.applied_by then ${sql.ref(`a.${column}`)} end`;
   const day = (read: DailyRead) => (written.has(read) ? answers.day : null);
-  await sql`insert into business_answers as a (business_id, applied_by, business_hash,
-      listings_hash, listings_on, reviews_hash, socials_hash, rankings_hash, rankings_on,
-      keywords_hash, updated_at)
-    values (${businessId}, ${APPLIED_BY}, ${next.business ?? null}, ${next.listings ?? null},
-      ${day('listings')}::date, ${next.reviews ?? null}, ${next.socials ?? null},
-      ${next.rankings ?? null}, ${day('rankings')}::date, ${next.keywords ?? null},
-      ${answers.at})
+  await sql`insert into business_answers as a (business_id, applied_by, ${sql.join(
+    ANSWER_COLUMNS.map((column) => sql.ref(column)),
+  )}, updated_at)
+    values (${businessId}, ${APPLIED_BY}, ${sql.join([
+      ...ANSWER_READS.map((read) => sql`${next[read] ?? null}`),
+      ...DAILY_READS.map((read) => sql`${day(read)}::date`),
+    ])}, ${answers.at})
     on conflict (business_id) do update set
       ${sql.join([
-        ...ANSWER_READS.map((read) => kept(`${read}_hash`, read)),
-        ...DAILY_READS.map((read) => kept(`${read}_on`, read)),
+        ...ANSWER_READS.map((read) => kept(hashColumn(read), read)),
+        ...DAILY_READS.map((read) => kept(dayColumn(read), read)),
       ])},
       applied_by = excluded.applied_by, updated_at = excluded.updated_at`.execute(trx);
 }

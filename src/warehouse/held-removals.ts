@@ -18,10 +18,14 @@
  * drop confirms it and archives.
  */
 import { sql } from 'kysely';
+import { type RemovalStream, removalPolicy } from '../streams/index.ts';
 import type { Db, JsonValue } from './database.ts';
 
-/** The streams whose reads mark rows gone. Responses go with their reviews. */
-export type RemovalStream = 'listings' | 'reviews' | 'keywords';
+/**
+ * The streams whose reads mark rows gone: those whose descriptor's removal policy is
+ * `held-on-volume-drop` (src/streams/index.ts). Responses go with their reviews.
+ */
+export type { RemovalStream };
 
 /** When a read is a volume drop. */
 export interface RemovalLimit {
@@ -170,7 +174,10 @@ export function removalDecisions(
   const before = heldFrom(stored);
   const decided = new Map<RemovalStream, { live: number; gone: number; held: boolean }>();
   const check: RemovalCheck = (stream, live, gone) => {
-    const drop = limit !== undefined && isVolumeDrop(limit, live, gone);
+    const drop =
+      limit !== undefined &&
+      removalPolicy(stream) === 'held-on-volume-drop' &&
+      isVolumeDrop(limit, live, gone);
     const earlier = before[stream];
     // A drop an earlier run held is confirmed by this one; the same run holds it still.
     const held = drop && (earlier === undefined || earlier.run_id === run.runId);

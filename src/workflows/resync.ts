@@ -9,8 +9,9 @@
  * finds gone are the ones the command just deleted upstream (`keywords apply` deleting most
  * of a business's keywords), not an answer to doubt.
  */
+import { BUSINESS_STREAMS } from '../streams/index.ts';
 import { syncOptionsFromConfig } from '../sync/options.ts';
-import { runSync, type Stream, SyncLockedError } from '../sync/run.ts';
+import { runSync, SyncLockedError } from '../sync/run.ts';
 import {
   markBusinessMissing,
   recordBusinessCategory,
@@ -19,13 +20,8 @@ import {
 import { describeWarehouse } from '../warehouse/open.ts';
 import type { Session, WorkflowIo } from './command-context.ts';
 
-const RESYNC_STREAMS: readonly Stream[] = [
-  'businesses',
-  'listings',
-  'reviews',
-  'rankings',
-  'keywords',
-];
+/** Every stream read per business (src/streams/index.ts): reference data is not the business's. */
+const RESYNC_STREAMS = BUSINESS_STREAMS;
 
 /** Re-syncs `businessIds` of the session's credential; false when the warehouse could not follow. */
 /** The session's alert rules with `volume_drop` off: removals apply at once. */

@@ -50,9 +50,10 @@ describe('module boundaries', () => {
   it('all alert SQL and sinks live in src/alerts: no alert module is left elsewhere', () => {
     const stray = sourceFiles(SRC)
       .map((file) => relative(SRC, file))
-      // The `alerts` command's own file (src/cli/commands) holds no SQL: the check below says so.
+      // The `alerts` command's own files (src/cli/commands: the command and its table) hold
+      // no SQL: the check below says so.
       .filter((file) => /alert/.test(file) && !file.startsWith('alerts/'))
-      .filter((file) => file !== 'cli/commands/alerts.ts')
+      .filter((file) => file !== 'cli/commands/alerts.ts' && file !== 'cli/commands/alert-list.ts')
       // The rules file's schema is configuration, read by the base (src/config imports
       // nothing of ours); the rules that raise from it are src/alerts'.
       .filter((file) => file !== 'config/alert-rules.ts');

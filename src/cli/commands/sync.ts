@@ -8,14 +8,15 @@ import type { CliIo } from '../../command/io.ts';
 import { createCommandLogger } from '../../command/logger.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { UsageError } from '../../command/usage-error.ts';
-import { ConfigError, type Credential, requireCredentials } from '../../config/index.ts';
+import { type Credential, requireCredentials } from '../../config/index.ts';
+import { STREAMS } from '../../streams/index.ts';
 import { syncOptionsFromConfig } from '../../sync/options.ts';
 import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
 import { shardOption } from '../options.ts';
 
 // The sync modules load only when the command runs: `--help` stays quick.
 type SyncModule = typeof import('../../sync/run.ts');
-type Stream = import('../../sync/options.ts').Stream;
+type Stream = import('../../streams/index.ts').Stream;
 
 export interface SyncCommandOptions {
   streams?: string;
@@ -61,10 +62,7 @@ export function registerSyncCommand(program: Command, io: CliIo): void {
   program
     .command('sync')
     .description('Pull every configured credential into the warehouse once.')
-    .option(
-      '--streams <list>',
-      'comma-separated streams: businesses, listings, reviews, rankings, keywords, reference',
-    )
+    .option('--streams <list>', `comma-separated streams: ${STREAMS.join(', ')}`)
     .option('--account <name...>', 'only these credentials (by name)')
     .addOption(
       new Option(
@@ -91,7 +89,7 @@ export function registerSyncCommand(program: Command, io: CliIo): void {
 async function runSyncCommand(
   io: CliIo,
   options: SyncCommandOptions,
-  { runSync, STREAMS, SyncLockedError }: SyncModule,
+  { runSync }: SyncModule,
 ): Promise<number> {
   const config = loadCommandConfig(io, 'sync');
   const logger = createCommandLogger(io, config);
@@ -150,7 +148,6 @@ async function runSyncCommand(
     return EXIT_FOR_STATUS[result.status];
   } catch (error) {
     progress.stop();
-    if (error instanceof SyncLockedError) throw new ConfigError(error.message);
     throw error;
   } finally {
     io.signal.removeEventListener('abort', onAbort);

@@ -1,0 +1,67 @@
+/** `rankings`: each business's keyword ranks per search site (operation 11), a row per UTC day. */
+import { z } from 'zod';
+import { getRankings, type RankObservation } from '../api/index.ts';
+import { defineStream } from './descriptor.ts';
+import { account, text } from './record-fields.ts';
+
+export const rankingRecord = z
+  .object({
+    account,
+    business_id: z.int(),
+    keyword: text,
+    site: text,
+    day: z.iso.date().describe("the upstream's UTC day the rank was read on (docs/warehouse.md)"),
+    rank: z.int().nullable().describe('null where the upstream says "-" (searched, not ranked)'),
+  })
+  .strict();
+
+export function rankingRecordOf(
+  name: string,
+  businessId: number,
+  day: string,
+  o: RankObservation,
+): z.infer<typeof rankingRecord> {
+  return {
+    account: name,
+    business_id: businessId,
+    keyword: o.keyword,
+    site: o.site,
+    day,
+    rank: o.rank,
+  };
+}
+
+export const rankings = defineStream({
+  name: 'rankings',
+  description: "each business's keyword ranks per search site, one observation per day",
+  scope: 'business',
+  reads: [
+    {
+      read: 'rankings',
+      operation: 'get_rankings',
+      fetch: (api, credential, id, options) => getRankings(api, credential, id, options),
+    },
+  ],
+  // `rank_history`: a row per UTC day.
+  daily: true,
+  bounds: [
+    'LISTINGS_MAX_KEYWORDS_PER_BUSINESS',
+    'LISTINGS_MAX_SITES_PER_KEYWORD',
+    'LISTINGS_MAX_RANK_SERIES_PER_BUSINESS',
+  ],
+  writer: {
+    module: 'src/warehouse/rankings.ts',
+    tables: ['rank_series', 'rank_history', 'rank_latest'],
+  },
+  // A rank missing from a read is not a rank removed: the series stays, the day has no row.
+  removals: 'none',
+  replay: 'business-reads',
+  catalog: [
+    {
+      name: 'rankings',
+      schema: rankingRecord,
+      primaryKey: [['business_id'], ['keyword'], ['site'], ['day']],
+      cursor: 'day',
+    },
+  ],
+});

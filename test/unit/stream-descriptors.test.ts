@@ -1,0 +1,86 @@
+/**
+ * One descriptor per stream (src/streams/index.ts): what iterates streams derives from the
+ * list, and the list says the same things the code did when each of them had its own.
+ */
+import { describe, expect, it } from 'vitest';
+import { OPERATIONS } from '../../src/api/index.ts';
+import { CONFIG_VARIABLES } from '../../src/config/index.ts';
+import {
+  ANSWER_READS,
+  BUSINESS_STREAMS,
+  CATALOG_STREAMS,
+  DAILY_READS,
+  removalPolicy,
+  replayRule,
+  STREAM_DESCRIPTORS,
+  STREAMS,
+  type StreamDescriptor,
+} from '../../src/streams/index.ts';
+
+describe('stream descriptors', () => {
+  it('list the streams a run fetches, in their order', () => {
+    expect(STREAMS).toEqual([
+      'businesses',
+      'listings',
+      'reviews',
+      'rankings',
+      'keywords',
+      'reference',
+    ]);
+    expect(BUSINESS_STREAMS).toEqual(['businesses', 'listings', 'reviews', 'rankings', 'keywords']);
+  });
+
+  it('give the answers record its reads, and the daily ones', () => {
+    expect(ANSWER_READS).toEqual([
+      'business',
+      'listings',
+      'reviews',
+      'socials',
+      'rankings',
+      'keywords',
+    ]);
+    expect(DAILY_READS).toEqual(['listings', 'rankings']);
+  });
+
+  it('hold on a volume drop exactly the streams whose reads mark rows gone', () => {
+    expect(STREAMS.filter((s) => removalPolicy(s) === 'held-on-volume-drop')).toEqual([
+      'listings',
+      'reviews',
+      'keywords',
+    ]);
+  });
+
+  it('replay the reference data only from a run that read it', () => {
+    expect(STREAMS.filter((s) => replayRule(s) === 'run-reads')).toEqual(['reference']);
+  });
+
+  it('name real operations and settings', () => {
+    for (const d of STREAM_DESCRIPTORS as readonly StreamDescriptor[]) {
+      for (const op of [...d.reads.map((r) => r.operation), ...(d.runOperations ?? [])]) {
+        expect(OPERATIONS, `${d.name}: ${op}`).toContain(op);
+      }
+      for (const bound of d.bounds)
+        expect(CONFIG_VARIABLES, `${d.name}: ${bound}`).toContain(bound);
+      expect(d.reads.length > 0, d.name).toBe(d.scope === 'business');
+    }
+  });
+
+  it('give the Airbyte catalog its streams, each with a primary key of its own fields', () => {
+    expect(CATALOG_STREAMS.map((s) => s.name)).toEqual([
+      'businesses',
+      'listings',
+      'reviews',
+      'review_responses',
+      'rankings',
+      'keywords',
+      'countries',
+      'states',
+      'sub_categories',
+    ]);
+    for (const s of CATALOG_STREAMS) {
+      const fields = Object.keys(s.schema.shape);
+      for (const [key] of s.primaryKey) expect(fields, s.name).toContain(key);
+      if (s.cursor) expect(fields, s.name).toContain(s.cursor);
+    }
+  });
+});
