@@ -6,7 +6,7 @@
  * failures come out as the protocol wants them: FAILED for `check`, an ERROR trace with
  * the right failure_type for `read`.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
@@ -40,6 +40,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await sandbox.close();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 function file(name: string, value: unknown): string {
