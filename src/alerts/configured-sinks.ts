@@ -1,5 +1,6 @@
 /** The sinks the configuration names, in the modes the rules file chooses. */
 import { type Config, ConfigError } from '../config/index.ts';
+import { deliveryDispatcher } from './post.ts';
 import type { AlertSink } from './sinks.ts';
 import { slackSink } from './slack-sink.ts';
 import { jsonWebhookSink } from './webhook-sink.ts';
@@ -8,6 +9,10 @@ import { jsonWebhookSink } from './webhook-sink.ts';
 export function alertSinksFromConfig(config: Config): AlertSink[] {
   const sinks: AlertSink[] = [];
   const timeoutMs = config.alertSinkTimeoutMs;
+  const dispatcher =
+    config.alertSlackWebhookUrl || config.alertWebhookUrl
+      ? deliveryDispatcher(config.proxy)
+      : undefined;
   const modes = config.alertRules.sinks;
   if (config.alertSlackWebhookUrl) {
     sinks.push(
@@ -15,6 +20,7 @@ export function alertSinksFromConfig(config: Config): AlertSink[] {
         mode: modes.slack.mode,
         worst: modes.slack.worst,
         timeoutMs,
+        dispatcher,
         backlog: config.alertBacklog,
       }),
     );
@@ -30,6 +36,7 @@ export function alertSinksFromConfig(config: Config): AlertSink[] {
       jsonWebhookSink(config.alertWebhookUrl, config.alertWebhookSecret, {
         mode: modes.webhook.mode,
         timeoutMs,
+        dispatcher,
         backlog: config.alertBacklog,
       }),
     );

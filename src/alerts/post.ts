@@ -5,6 +5,7 @@
  * status when the receiver answered).
  */
 import { type Dispatcher, EnvHttpProxyAgent, request } from 'undici';
+import type { ProxySettings } from '../config/index.ts';
 import { ListingsSyncError } from '../errors.ts';
 
 export class SinkError extends ListingsSyncError {
@@ -19,20 +20,12 @@ export class SinkError extends ListingsSyncError {
 }
 
 /**
- * Behind an HTTP proxy (docs/deploy.md, "Behind an HTTP proxy"), deliveries go through it
- * as upstream requests do: undici's agent reads HTTPS_PROXY / HTTP_PROXY / NO_PROXY.
- * Made once, on the first delivery; undefined (undici's own global agent) without a proxy.
+ * The dispatcher deliveries take behind an HTTP proxy (docs/deploy.md, "Behind an HTTP
+ * proxy"): an agent for the configured proxy (NO_PROXY hosts go direct); undefined
+ * without one (undici's own global agent).
  */
-let proxyAgent: Dispatcher | undefined | null = null;
-function deliveryDispatcher(): Dispatcher | undefined {
-  if (proxyAgent === null) {
-    const env = process.env;
-    const proxied = ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY'].some(
-      (name) => env[name],
-    );
-    proxyAgent = proxied ? new EnvHttpProxyAgent() : undefined;
-  }
-  return proxyAgent;
+export function deliveryDispatcher(proxy: ProxySettings | undefined): Dispatcher | undefined {
+  return proxy ? new EnvHttpProxyAgent({ ...proxy }) : undefined;
 }
 
 /** A receiver's answer is read for the error message only: 200 characters say enough. */
@@ -42,7 +35,11 @@ export async function postJson(
   url: string,
   body: string,
   headers: Record<string, string>,
-  options: { timeoutMs: number; signal?: AbortSignal | undefined },
+  options: {
+    timeoutMs: number;
+    signal?: AbortSignal | undefined;
+    dispatcher?: Dispatcher | undefined;
+  },
 ): Promise<number> {
   const timeout = AbortSignal.timeout(options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
@@ -56,7 +53,7 @@ export async function postJson(
       signal,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
-      ...(deliveryDispatcher() ? { dispatcher: deliveryDispatcher() } : {}),
+      ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     });
     status = response.statusCode;
     text = (await response.body.text()).slice(0, ERROR_BODY_CHARS);

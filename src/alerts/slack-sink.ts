@@ -2,6 +2,8 @@
  * The Slack incoming-webhook sink: by default one digest per account and run (counts per
  * kind, the worst alerts with links, "and N more"), or one message per alert.
  */
+
+import type { Dispatcher } from 'undici';
 import { digestMessages, slackMessage, testSlackMessage } from './messages.ts';
 import type { BacklogPolicy } from './outbox.ts';
 import { postJson } from './post.ts';
@@ -12,6 +14,8 @@ export interface SlackSinkOptions {
   /** Alerts listed by name in a digest. */
   worst?: number;
   timeoutMs?: number;
+  /** Where the POSTs go through: the proxy's agent (`deliveryDispatcher`), or direct. */
+  dispatcher?: Dispatcher | undefined;
   /** ALERT_BACKLOG: what it does with the alerts raised before it was first configured. */
   backlog?: BacklogPolicy;
 }
@@ -29,11 +33,21 @@ export function slackSink(url: string, options: SlackSinkOptions = {}): AlertSin
           ? digestMessages(alerts, { worst: options.worst ?? 10 })
           : alerts.map(slackMessage);
       for (const message of messages) {
-        await postJson(url, JSON.stringify(message), {}, { timeoutMs, signal });
+        await postJson(
+          url,
+          JSON.stringify(message),
+          {},
+          { timeoutMs, signal, dispatcher: options.dispatcher },
+        );
       }
     },
     sendTest(at, signal) {
-      return postJson(url, JSON.stringify(testSlackMessage(at)), {}, { timeoutMs, signal });
+      return postJson(
+        url,
+        JSON.stringify(testSlackMessage(at)),
+        {},
+        { timeoutMs, signal, dispatcher: options.dispatcher },
+      );
     },
   };
 }

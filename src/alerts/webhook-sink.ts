@@ -6,6 +6,7 @@
  * is a hash of the dedupe keys it carries).
  */
 import { createHash } from 'node:crypto';
+import type { Dispatcher } from 'undici';
 import { SIGNATURE_HEADER, signBody } from '../webhook-signature.ts';
 import { alertWebhookBody, testWebhookBody } from './messages.ts';
 import type { BacklogPolicy } from './outbox.ts';
@@ -15,6 +16,8 @@ import { type AlertSink, DEFAULT_SINK_TIMEOUT_MS } from './sinks.ts';
 export interface WebhookSinkOptions {
   mode?: 'each' | 'batch';
   timeoutMs?: number;
+  /** Where the POSTs go through: the proxy's agent (`deliveryDispatcher`), or direct. */
+  dispatcher?: Dispatcher | undefined;
   /** ALERT_BACKLOG: what it does with the alerts raised before it was first configured. */
   backlog?: BacklogPolicy;
 }
@@ -31,7 +34,7 @@ export function jsonWebhookSink(
       url,
       body,
       { [SIGNATURE_HEADER]: signBody(secret, body), 'idempotency-key': key },
-      { timeoutMs, signal },
+      { timeoutMs, signal, dispatcher: options.dispatcher },
     );
   const sendTest = (at: Date, signal?: AbortSignal) => {
     const body = testWebhookBody(at);

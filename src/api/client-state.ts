@@ -7,11 +7,11 @@
  */
 import type { LimitFunction } from 'p-limit';
 import type { Dispatcher } from 'undici';
+import type { ProxySettings } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import type { AnswerBounds } from './bounds.ts';
 import type { OperationName } from './errors.ts';
 import type { AccountState } from './limits.ts';
-import type { ProxySettings } from './pools.ts';
 import type { Clock, RetryPolicy } from './retry.ts';
 import type { EnvelopeOptions } from './schemas.ts';
 import type { ApiStats } from './stats.ts';

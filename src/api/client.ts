@@ -13,6 +13,7 @@
  */
 import pLimit from 'p-limit';
 import type { Dispatcher } from 'undici';
+import type { ProxySettings } from '../config/index.ts';
 import { type Config, DEFAULTS } from '../config/index.ts';
 import { type Logger, silentLogger } from '../log.ts';
 import { AnswerUnchanged } from './answer-unchanged.ts';
@@ -27,7 +28,6 @@ import {
 } from './client-state.ts';
 import { ApiError } from './errors.ts';
 import { accountFor } from './limits.ts';
-import { type ProxySettings, proxyFromEnvironment } from './pools.ts';
 import { type Clock, type RetryPolicy, resolveRetryPolicy, systemClock } from './retry.ts';
 import { runWithRetries } from './retry-loop.ts';
 import { type ApiStats, countOutcome, emptyStats, snapshotStats } from './stats.ts';
@@ -39,10 +39,10 @@ import {
 } from './transport.ts';
 import type { Credential } from './types.ts';
 
+export { type ProxySettings, proxyFromEnvironment } from '../config/index.ts';
 export { AnswerUnchanged } from './answer-unchanged.ts';
 export type { ApiClient, CallOptions, HttpMethod, UpstreamCall } from './client-state.ts';
 export { idSegment, textSegment } from './path-segments.ts';
-export { type ProxySettings, proxyFromEnvironment } from './pools.ts';
 export type { ApiStats } from './stats.ts';
 export {
   DEFAULT_MAX_BODY_BYTES,
@@ -119,7 +119,7 @@ export function createConfiguredApiClient(config: Config, logger: Logger): ApiCl
       listingsPerAnswer: config.upstreamMaxListingsPerAnswer,
     },
     logger,
-    proxy: proxyFromEnvironment(process.env),
+    proxy: config.proxy,
   });
 }
 

@@ -6,27 +6,6 @@
 import { type Dispatcher, EnvHttpProxyAgent, Pool } from 'undici';
 import type { ClientState } from './client-state.ts';
 
-/** The standard proxy variables, as curl and undici read them. */
-export interface ProxySettings {
-  httpProxy?: string | undefined;
-  httpsProxy?: string | undefined;
-  noProxy?: string | undefined;
-}
-
-/**
- * The proxy settings in an environment: the lowercase variable wins over the uppercase
- * one, as curl reads them. Undefined when neither proxy variable is set.
- */
-export function proxyFromEnvironment(env: NodeJS.ProcessEnv): ProxySettings | undefined {
-  const read = (name: string) => env[name.toLowerCase()] || env[name] || undefined;
-  const settings = {
-    httpProxy: read('HTTP_PROXY'),
-    httpsProxy: read('HTTPS_PROXY'),
-    noProxy: read('NO_PROXY'),
-  };
-  return settings.httpProxy || settings.httpsProxy ? settings : undefined;
-}
-
 // Keep idle sockets for a while: a sync fires bursts of requests at one origin.
 const KEEP_ALIVE_MS = 10_000;
 

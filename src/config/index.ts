@@ -22,6 +22,7 @@ export {
   requireWebhookSecrets,
 } from './load.ts';
 export { type Misspelling, misspeltVariables } from './misspellings.ts';
+export { type ProxySettings, proxyFromEnvironment } from './proxy.ts';
 export {
   configRows,
   credentialRows,

@@ -4,6 +4,7 @@
  * never repeats a secret's value. The variables and their rules are the table in
  * ./settings.ts.
  */
+
 import { z } from 'zod';
 import {
   type AlertRules,
@@ -19,6 +20,7 @@ import {
 } from './credentials.ts';
 import { ConfigError } from './errors.ts';
 import { type Misspelling, misspeltVariables } from './misspellings.ts';
+import { type ProxySettings, proxyFromEnvironment } from './proxy.ts';
 import {
   CONFIG_VARIABLES,
   type ConfigVariable,
@@ -32,6 +34,8 @@ export interface Config extends SettingValues {
   credentials: readonly Credential[];
   /** Where the credentials came from, for messages: a file path, `environment`, or `none`. */
   credentialsSource: string;
+  /** HTTPS_PROXY / HTTP_PROXY / NO_PROXY (lowercase first); undefined: requests go direct. */
+  proxy: ProxySettings | undefined;
   /** False when SYNC_SCHEDULE is `off` (the nightly load is a k8s CronJob; `serve` takes webhooks). */
   syncScheduleEnabled: boolean;
   /** The alert rules: `ALERT_RULES_FILE`, or the built-in defaults. */
@@ -116,6 +120,7 @@ export function loadConfig(
     misspellings: Object.freeze(misspellings.map((m) => Object.freeze(m))),
     credentials: Object.freeze(credentials.map((c) => Object.freeze(c))),
     credentialsSource: source,
+    proxy: proxyFromEnvironment(env),
     syncScheduleEnabled: fields.syncSchedule !== 'off',
     alertRules: rules.rules,
   });

@@ -86,6 +86,8 @@ const CREDENTIALS: readonly CommandName[] = ['sync', 'serve', 'check', 'api', 'k
 const SYNCS: readonly CommandName[] = ['sync', 'serve', 'demo', 'api', 'keywords'];
 /** Everything that sends alerts to the sinks. */
 const SENDS_ALERTS: readonly CommandName[] = ['sync', 'serve', 'alerts'];
+/** What reaches the upstream or an alert sink, through the proxy when one is set. */
+const PROXIED: readonly CommandName[] = [...new Set([...SYNCS, ...SENDS_ALERTS, 'check'] as const)];
 /** Everything that raises alerts under the rules, and `check`, which validates the file. */
 const RAISES_ALERTS: readonly CommandName[] = [
   'sync',
@@ -169,6 +171,27 @@ export const SETTINGS = {
     field: null,
     meaning: "that credential's user e-mail",
     commands: CREDENTIALS,
+  },
+  HTTPS_PROXY: {
+    ...optionalText(),
+    field: null,
+    meaning: 'HTTP proxy for https:// upstream requests and alert deliveries (https_proxy wins)',
+    doc: 'the proxy for `https://` upstream requests and alert deliveries; the lowercase `https_proxy` wins when both are set, as curl reads them; a password in it is never printed (docs/deploy.md, "Behind an HTTP proxy")',
+    secret: 'url-password',
+    commands: PROXIED,
+  },
+  HTTP_PROXY: {
+    ...optionalText(),
+    field: null,
+    meaning: 'HTTP proxy for http:// requests, and for https:// ones when HTTPS_PROXY is unset',
+    secret: 'url-password',
+    commands: PROXIED,
+  },
+  NO_PROXY: {
+    ...optionalText(),
+    field: null,
+    meaning: 'hosts that go direct, comma-separated (a leading . or * matches subdomains)',
+    commands: PROXIED,
   },
   SYNC_SCHEDULE: {
     ...cron('0 3 * * *'),

@@ -7,8 +7,12 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { alertSinksFromConfig } from '../../src/alerts/configured-sinks.ts';
+import { deliveryDispatcher } from '../../src/alerts/post.ts';
+import { slackSink } from '../../src/alerts/slack-sink.ts';
 import { proxyFromEnvironment } from '../../src/api/client.ts';
 import { ApiError, createApiClient, listBusinesses } from '../../src/api/index.ts';
+import { loadConfig } from '../../src/config/index.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 
 interface LocalProxy {
@@ -168,5 +172,52 @@ describe('proxyFromEnvironment', () => {
         NO_PROXY: '.internal',
       }),
     ).toEqual({ httpProxy: undefined, httpsProxy: 'http://lower:3128', noProxy: '.internal' });
+  });
+});
+
+describe('alert deliveries behind an HTTP proxy', () => {
+  it('go through the configured proxy, and the configuration reads its variables once', async () => {
+    const proxy = await startProxy();
+    const posts: string[] = [];
+    const receiver = http.createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => {
+        body += chunk.toString('utf8');
+      });
+      request.on('end', () => {
+        posts.push(body);
+        response.writeHead(200).end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks/T1`;
+    const dispatcher = deliveryDispatcher({ httpProxy: proxy.url });
+    try {
+      const status = await slackSink(url, { dispatcher }).sendTest?.(new Date(), undefined);
+      expect(status).toBe(200);
+      expect(posts).toHaveLength(1);
+      expect(proxy.seen.some((target) => target.includes(new URL(url).host))).toBe(true);
+      expect(deliveryDispatcher(undefined)).toBeUndefined();
+      // The configuration carries the proxy to the sinks it builds.
+      const config = loadConfig({
+        http_proxy: proxy.url,
+        HTTP_PROXY: 'http://ignored:1',
+        ALERT_SLACK_WEBHOOK_URL: url,
+      });
+      expect(config.proxy).toEqual({
+        httpProxy: proxy.url,
+        httpsProxy: undefined,
+        noProxy: undefined,
+      });
+      const before = proxy.seen.length;
+      const [sink] = alertSinksFromConfig(config);
+      await sink!.sendTest?.(new Date(), undefined);
+      expect(proxy.seen.length).toBe(before + 1);
+      expect(loadConfig({}).proxy).toBeUndefined();
+    } finally {
+      await (dispatcher as { close(): Promise<void> } | undefined)?.close();
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+      await proxy.close();
+    }
   });
 });
