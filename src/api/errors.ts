@@ -5,6 +5,7 @@
  * Messages name the operation and the credential and never carry a secret or a full URL.
  */
 import { ListingsSyncError } from '../errors.ts';
+import { OPERATIONS, type OperationName } from '../operations.ts';
 import type { RejectedRecord } from './types.ts';
 
 /** Every code an `ApiError` can carry. */
@@ -50,27 +51,8 @@ export const API_ERROR_CODES = [
 ] as const;
 export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
 
-/** The operations, as named in counters, logs and error messages. */
-export const OPERATIONS = [
-  'list_businesses',
-  'get_business',
-  'get_business_full',
-  'create_business',
-  'update_business',
-  'archive_business',
-  'list_listings',
-  'list_reviews',
-  'respond_to_review',
-  'get_response_status',
-  'get_rankings',
-  'list_keywords',
-  'add_keyword',
-  'delete_keyword',
-  'list_states',
-  'list_countries',
-  'list_sub_categories',
-] as const;
-export type OperationName = (typeof OPERATIONS)[number];
+// The operations' names (src/operations.ts): counters, logs and error messages use them.
+export { OPERATIONS, type OperationName };
 
 /** Codes of transient failures: worth trying again later (the client already did, for reads). */
 const TRANSIENT_CODES: ReadonlySet<ApiErrorCode> = new Set([

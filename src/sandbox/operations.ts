@@ -4,6 +4,7 @@
  * `server.ts`; read bodies are serialized once and cached per (stream, business, day,
  * version, malformed rate).
  */
+import type { OperationName } from '../operations.ts';
 import type { BodyCache, CachedBody } from './body-cache.ts';
 import {
   buildRankings,
@@ -39,26 +40,8 @@ import {
   type World,
 } from './world.ts';
 
-export const OPERATIONS = [
-  'list_businesses',
-  'get_business',
-  'get_business_full',
-  'create_business',
-  'update_business',
-  'archive_business',
-  'list_listings',
-  'list_reviews',
-  'respond_to_review',
-  'get_response_status',
-  'get_rankings',
-  'list_keywords',
-  'add_keyword',
-  'delete_keyword',
-  'list_states',
-  'list_countries',
-  'list_sub_categories',
-] as const;
-export type Operation = (typeof OPERATIONS)[number];
+// The spec's operations, by the names the client uses too (src/operations.ts).
+export type Operation = OperationName;
 
 /** The contract's own texts (docs/upstream.md, Errors). */
 export const MESSAGES = {
