@@ -17,7 +17,6 @@
 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { sql } from 'kysely';
 import { LISTING_INACCURATE } from './alerts/kinds.ts';
 import { digestMessages } from './alerts/messages.ts';
 import { alertsOfRuns } from './alerts/outbox.ts';
@@ -31,6 +30,14 @@ import { startTerminalBar } from './sync/progress.ts';
 import { runSync, type SyncProgress, type SyncResult } from './sync/run.ts';
 import { openWarehouse, type Warehouse } from './warehouse/connection.ts';
 import type { Database } from './warehouse/database.ts';
+import { createSchemaIfMissing, readDemoRunDays } from './warehouse/demo-progress.ts';
+import {
+  type AlertExample,
+  type DemoCounts,
+  readDemoCounts,
+  readLatestInaccurateExamples,
+  readListingStatusCounts,
+} from './warehouse/demo-summary.ts';
 import { migrateToLatest } from './warehouse/migrate.ts';
 
 const DEMO_SEED = 7;
@@ -88,26 +95,10 @@ export interface DemoOptions {
   pgliteTemplate?: Blob;
 }
 
-export interface DemoSummary {
-  accounts: number;
-  businesses: number;
-  archivedBusinesses: number;
+/** What the demo prints: the warehouse's counts (`DemoCounts`), listings by status, two alerts. */
+export interface DemoSummary extends DemoCounts {
   listingsByStatus: Record<string, number>;
-  reviews: number;
-  socialItems: number;
-  keywordsTracked: number;
-  rankObservations: number;
-  alerts: number;
-  alertExamples: {
-    detectedOn: string;
-    businessName: string;
-    businessId: number;
-    siteName: string;
-    previousStatus: string | null;
-    wrongFields: string | null;
-  }[];
-  firstDay: string | null;
-  lastDay: string | null;
+  alertExamples: AlertExample[];
 }
 
 export interface DemoResult {
@@ -126,7 +117,7 @@ export interface DemoResult {
 async function openDemoSchema(databaseUrl: string, schema: string): Promise<Warehouse> {
   const warehouse = await openWarehouse({ databaseUrl, searchPath: schema });
   try {
-    await sql`create schema if not exists ${sql.id(schema)}`.execute(warehouse.db);
+    await createSchemaIfMissing(warehouse.db, schema);
   } catch (error) {
     await warehouse.close();
     throw error;
@@ -145,12 +136,7 @@ async function openDemoSchema(databaseUrl: string, schema: string): Promise<Ware
 async function simulatedDays(
   warehouse: Warehouse,
 ): Promise<{ first: string; lastComplete: string | null } | null> {
-  const { rows } = await sql<{ first: string | null; finished: number }>`
-    select (select to_char(min(observed_on), 'YYYY-MM-DD') from rank_observations) as first,
-           (select count(*)::int from sync_runs
-             where trigger = ${DEMO_TRIGGER}
-               and status in ('succeeded', 'partial', 'failed')) as finished`.execute(warehouse.db);
-  const row = rows[0];
+  const row = await readDemoRunDays(warehouse.db, DEMO_TRIGGER);
   if (!row?.first) return null;
   return {
     first: row.first,
@@ -160,41 +146,11 @@ async function simulatedDays(
 
 /** The numbers the demo prints, read back from the warehouse. */
 export async function readDemoSummary(db: import('kysely').Kysely<Database>): Promise<DemoSummary> {
-  const [counts] = (
-    await sql<Omit<DemoSummary, 'listingsByStatus' | 'alertExamples'>>`
-      select
-        (select count(*)::int from accounts) as accounts,
-        (select count(*)::int from businesses where archived_at is null) as businesses,
-        (select count(*)::int from businesses where archived_at is not null) as "archivedBusinesses",
-        (select count(*)::int from reviews r join businesses b using (business_id)
-           where r.removed_at is null and b.archived_at is null and r.category = 'review') as reviews,
-        (select count(*)::int from reviews r join businesses b using (business_id)
-           where r.removed_at is null and b.archived_at is null and r.category = 'social') as "socialItems",
-        (select count(distinct (k.business_id, k.keyword))::int from keywords k
-           join businesses b using (business_id)
-           where k.deleted_at is null and b.archived_at is null) as "keywordsTracked",
-        (select count(*)::int from rank_observations) as "rankObservations",
-        (select count(*)::int from alerts where kind = ${LISTING_INACCURATE}) as alerts,
-        (select to_char(min(observed_on), 'YYYY-MM-DD') from rank_observations) as "firstDay",
-        (select to_char(max(observed_on), 'YYYY-MM-DD') from rank_observations) as "lastDay"`.execute(
-      db,
-    )
-  ).rows;
-  const statuses = (
-    await sql<{ status: string; n: number }>`
-      select l.status, count(*)::int as n from listings l join businesses b using (business_id)
-      where l.removed_at is null and b.archived_at is null
-      group by l.status order by l.status`.execute(db)
-  ).rows;
-  const examples = (
-    await sql<DemoSummary['alertExamples'][number]>`
-      select to_char(detected_at at time zone 'UTC', 'YYYY-MM-DD') as "detectedOn",
-        business_name as "businessName", business_id as "businessId", site_name as "siteName",
-        previous_status as "previousStatus", wrong_fields as "wrongFields"
-      from v_newly_inaccurate order by detected_at desc, alert_id desc limit 2`.execute(db)
-  ).rows;
+  const counts = await readDemoCounts(db, LISTING_INACCURATE);
+  const statuses = await readListingStatusCounts(db);
+  const examples = await readLatestInaccurateExamples(db);
   return {
-    ...(counts as Omit<DemoSummary, 'listingsByStatus' | 'alertExamples'>),
+    ...(counts as DemoCounts),
     listingsByStatus: Object.fromEntries(statuses.map((s) => [s.status, s.n])),
     alertExamples: examples,
   };

@@ -1,15 +1,62 @@
 /**
  * What the HTML report shows, read from the BI views (docs/warehouse.md, "Views" and
- * "Local-SEO views"): the same numbers a BI tool would chart.
+ * "Local-SEO views"): the same numbers a BI tool would chart. The queries are the
+ * warehouse's (src/warehouse/report-*.ts); this module chooses the window, the businesses
+ * and keywords charted, and shapes the rows for the page.
  *
  * The window ends on the latest day the warehouse holds data for (not the wall clock),
  * so a report of an old or simulated warehouse still shows its data.
  */
 
-import { type Kysely, type RawBuilder, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { addDays, daysBetween } from '../calendar-day.ts';
 import { EXIT, ListingsSyncError } from '../errors.ts';
 import type { Database } from '../warehouse/database.ts';
+import { type KpiFigures, readKpiFigures } from '../warehouse/report-kpis.ts';
+import {
+  type AccuracyDay,
+  type NewlyInaccurateRow,
+  readAccuracyDays,
+  readNewlyInaccurate,
+  readTurnedInaccurateCounts,
+} from '../warehouse/report-listings.ts';
+import {
+  type MoverRow,
+  readKeywordLosses,
+  readKeywordRankPoints,
+  readRankDeclines,
+  readRankGains,
+  readVisibilityPoints,
+  type VisibilityPoint,
+} from '../warehouse/report-ranks.ts';
+import {
+  type AwaitingReviewRow,
+  type ReviewDay,
+  readAwaitingCounts,
+  readAwaitingReviews,
+  readResponseSla,
+  readReviewDays,
+  type SlaRow,
+} from '../warehouse/report-reviews.ts';
+import { readScorecardRows, type ScorecardFigures } from '../warehouse/report-scorecard.ts';
+import {
+  businessNameOf,
+  collectedDays,
+  databaseNow,
+  onReportConnection,
+  type ReportWindow,
+} from '../warehouse/report-window.ts';
+
+// The rows the page shows as the warehouse reads them (src/warehouse/report-*.ts).
+export type {
+  AccuracyDay,
+  AwaitingReviewRow,
+  MoverRow,
+  NewlyInaccurateRow,
+  ReviewDay,
+  SlaRow,
+  VisibilityPoint,
+};
 
 export interface ReportOptions {
   /** Only this business; otherwise the whole warehouse, with the top businesses charted. */
@@ -38,19 +85,7 @@ const SLA_ROWS = 10;
 /** Reviews listed under "Waiting for an answer": a day's work, oldest first. */
 const AWAITING_ROWS = 25;
 
-export interface ReportKpis {
-  accounts: number;
-  /** Live (not archived) businesses in scope: the rows of the scorecard. */
-  businesses: number;
-  listings: number;
-  accurate: number;
-  inaccurate: number;
-  notPresent: number;
-  /** Accurate ÷ (Accurate + Inaccurate), null with nothing to rate. */
-  accuracyScore: number | null;
-  keywordsTracked: number;
-  reviewsInWindow: number;
-  averageRatingInWindow: number | null;
+export interface ReportKpis extends KpiFigures {
   /**
    * Reviews waiting for a response: no response stored and none counted upstream, and the
    * API can answer them now (`can_respond`): `awaitingAnswerable`.
@@ -98,45 +133,9 @@ export const HEALTH_WEIGHTS: Readonly<Record<keyof HealthParts, number>> = {
  * window (docs/running.md, "The report"). The table's default order is the health score,
  * lowest first, then the higher need, then the business id.
  */
-export interface ScorecardRow {
-  businessId: number;
-  name: string;
-  accountName: string | null;
-  /** Live listings; `inaccurate` of them are Inaccurate now. */
-  listings: number;
-  inaccurate: number;
-  /** 100 × Accurate ÷ (Accurate + Inaccurate) now, 1 decimal; null with nothing to rate. */
-  accuracyPct: number | null;
-  /** Reviews waiting for a response, as `ReportKpis.unansweredAnswerable` counts them. */
-  waiting: number;
-  /** Average rating and median hours to the first response of the reviews of the 90 days to `scoredAt`. */
-  avgRating90d: number | null;
-  medianHours90d: number | null;
-  /** Visibility on the latest ranked day, every site together, and its change over 30 days. */
-  visibilityPct: number | null;
-  visibilityChange30d: number | null;
-  /** 0 to 100, 1 decimal: the view's `health_score`. */
-  health: number;
+export interface ScorecardRow extends ScorecardFigures {
   /** What the score is made of: each component's points. */
   parts: HealthParts;
-  /**
-   * Keywords whose best rank on any search site, on the last day observed in the window,
-   * is better (up) or worse (down) than on the first; not ranked counts below every rank.
-   */
-  keywordsUp: number;
-  keywordsDown: number;
-  /** Keywords with rank observations in the window: 0 means nothing to chart. */
-  keywordsRanked: number;
-  need: number;
-}
-
-/** A business's visibility on one site and day, or every business's together. */
-export interface VisibilityPoint {
-  day: string;
-  /** Keywords observed on that site that day. */
-  keywords: number;
-  /** 0 to 100, 2 decimals: `v_visibility_daily.visibility_pct`, weighted by keywords across businesses. */
-  visibility: number;
 }
 
 export interface SiteVisibility {
@@ -164,80 +163,6 @@ export interface BusinessRanks {
   name: string;
   keywordsTracked: number;
   keywords: KeywordRanks[];
-}
-
-export interface AccuracyDay {
-  day: string;
-  accurate: number;
-  inaccurate: number;
-  notPresent: number;
-  accuracyScore: number | null;
-}
-
-export interface ReviewDay {
-  day: string;
-  newReviews: number;
-  averageRating: number | null;
-  responses: number;
-}
-
-export interface NewlyInaccurateRow {
-  detectedAt: Date;
-  businessId: number;
-  businessName: string | null;
-  siteName: string | null;
-  previousStatus: string | null;
-  currentStatus: string | null;
-  wrongFields: string | null;
-  liveLink: string | null;
-}
-
-export interface SlaRow {
-  businessId: number;
-  businessName: string | null;
-  siteName: string;
-  unansweredAnswerable: number;
-  oldestUnansweredAgeHours: number | null;
-  medianHoursToFirstResponse: number | null;
-}
-
-/**
- * A review nobody has answered (no response stored, none counted upstream), the same rows
- * as the query "Reviews waiting for an answer" in docs/warehouse.md.
- */
-export interface AwaitingReviewRow {
-  reviewId: string;
-  businessId: number;
-  businessName: string;
-  siteName: string;
-  rating: number | null;
-  reviewedAt: Date | null;
-  /** Hours from `reviewedAt` to the end of the report's window. */
-  waitingHours: number | null;
-  /** The first 80 characters of the text, whitespace collapsed. */
-  excerpt: string;
-  permalink: string | null;
-  /** Whether operation 9 (`api reviews respond`) can answer it. */
-  canRespond: boolean;
-}
-
-/** A keyword on a site whose rank moved: the report leads with these. */
-export interface MoverRow {
-  businessId: number;
-  businessName: string;
-  keyword: string;
-  site: string;
-  observedOn: string;
-  rank: number | null;
-  /** The observation before the latest (what "left the top 3" compares with). */
-  previousRank: number | null;
-  /** The rank 7 and 30 days before the latest observation (null: not ranked, or no observation that old). */
-  rank7dAgo: number | null;
-  rank30dAgo: number | null;
-  rankChange7d: number | null;
-  rankChange30d: number | null;
-  leftTop3: boolean;
-  leftTop10: boolean;
 }
 
 export interface ReportData {
@@ -293,52 +218,21 @@ export class ReportInputError extends ListingsSyncError {
   }
 }
 
-async function rows<T>(db: Kysely<Database>, query: RawBuilder<T>): Promise<T[]> {
-  return (await query.execute(db)).rows;
-}
-
 /**
  * The latest UTC day with any collected data (today when the warehouse is empty), and
  * the first day of collected history: a window is never wider than the history it shows.
- * Read from the read models (`rank_latest`, `listing_accuracy_days`, indexed by day), not
- * from a year of rank history.
  */
 async function dataDays(db: Kysely<Database>): Promise<{ first: string | null; last: string }> {
-  const [row] = await rows(
-    db,
-    sql<{ first: string | null; last: string | null }>`
-      select
-        to_char(least(
-          (select min(day) from listing_accuracy_days),
-          (select min((observed_at at time zone 'UTC')::date) from listing_status_history)
-        ), 'YYYY-MM-DD') as first,
-        to_char(greatest(
-          (select max(observed_on) from rank_latest),
-          (select max(day) from listing_accuracy_days),
-          (select max((observed_at at time zone 'UTC')::date) from listing_status_history),
-          (select max((last_synced_at at time zone 'UTC')::date) from accounts)
-        ), 'YYYY-MM-DD') as last`,
-  );
-  return { first: row?.first ?? null, last: row?.last ?? new Date().toISOString().slice(0, 10) };
+  const days = await collectedDays(db);
+  return { first: days.first, last: days.last ?? new Date().toISOString().slice(0, 10) };
 }
 
-/**
- * Reads everything the report shows on one connection, with `jit` off: the report's
- * queries are many and short, and on PostgreSQL the JIT compiler costs each of them more
- * than it saves (PGlite has no JIT provider; the setting is harmless there).
- */
+/** Reads everything the report shows on one connection (`onReportConnection`: `jit` off). */
 export async function readReportData(
   db: Kysely<Database>,
   options: ReportOptions,
 ): Promise<ReportData> {
-  return db.connection().execute(async (connection) => {
-    await sql`set jit = off`.execute(connection);
-    try {
-      return await readOnConnection(connection, options);
-    } finally {
-      await sql`reset jit`.execute(connection);
-    }
-  });
+  return onReportConnection(db, (connection) => readOnConnection(connection, options));
 }
 
 async function readOnConnection(db: Kysely<Database>, options: ReportOptions): Promise<ReportData> {
@@ -353,58 +247,21 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
 
   let business: ReportData['business'] = null;
   if (businessId !== undefined) {
-    const [found] = await rows(
-      db,
-      sql<{ name: string }>`select name from businesses where business_id = ${businessId}`,
-    );
-    if (!found) {
+    const name = await businessNameOf(db, businessId);
+    if (name === undefined) {
       throw new ReportInputError(
         `No business with id ${businessId} in the warehouse. Run a sync first, or pick an id from the businesses table.`,
       );
     }
-    business = { businessId, name: found.name };
+    business = { businessId, name };
   }
-  // `true` when no business is chosen: one template serves both scopes.
-  const scope = (column: string) =>
-    businessId === undefined ? sql`true` : sql`${sql.ref(column)} = ${businessId}`;
-  const windowStart = sql`${firstDay}::date`;
-  const windowEnd = sql`${lastDay}::date`;
+  const window: ReportWindow = { firstDay, lastDay, businessId };
 
-  // Each view is read once: the listing figures in one pass over v_listing_accuracy, the
-  // review figures in one pass over v_review_daily (a year of history makes a second
-  // scan cost as much as the first).
-  const [kpiRow] = await rows(
-    db,
-    sql<Omit<ReportKpis, 'unansweredAnswerable'>>`
-      with acc as (
-        select count(*)::int as businesses,
-          coalesce(sum(listings), 0)::int as listings,
-          coalesce(sum(accurate), 0)::int as accurate,
-          coalesce(sum(inaccurate), 0)::int as inaccurate,
-          coalesce(sum(not_present), 0)::int as not_present,
-          round(sum(accurate)::numeric / nullif(sum(accurate) + sum(inaccurate), 0), 4) as score
-        from v_listing_accuracy a where ${scope('a.business_id')}
-      ), rev as (
-        select coalesce(sum(new_reviews), 0)::int as reviews,
-          round(sum(average_rating * rated_reviews) / nullif(sum(rated_reviews), 0), 2) as rating
-        from v_review_daily r
-        where r.day between ${windowStart} and ${windowEnd} and ${scope('r.business_id')}
-      )
-      select
-        (select count(*)::int from accounts) as accounts,
-        acc.businesses, acc.listings, acc.accurate, acc.inaccurate,
-        acc.not_present as "notPresent", acc.score as "accuracyScore",
-        (select count(distinct (k.business_id, k.keyword))::int from keywords k
-           join businesses b on b.business_id = k.business_id and b.archived_at is null
-           where k.deleted_at is null and ${scope('k.business_id')}) as "keywordsTracked",
-        rev.reviews as "reviewsInWindow", rev.rating as "averageRatingInWindow"
-      from acc, rev
-    `,
-  );
+  const kpiRow = await readKpiFigures(db, window);
   const kpis = { ...kpiRow, unansweredAnswerable: 0 } as ReportKpis; // set below, with the reviews
 
-  const { scoredAt, scorecard } = await readScorecard(db, scope, firstDay, lastDay);
-  const visibility = await readVisibility(db, scope, firstDay, lastDay);
+  const { scoredAt, scorecard } = await readScorecard(db, window);
+  const visibility = await readVisibility(db, window);
 
   // Charted: the least healthy businesses (the scorecard's order) with rank data in the
   // window, or the chosen one.
@@ -418,133 +275,20 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
   for (const b of charted)
     ranks.push(await readBusinessRanks(db, b, firstDay, lastDay, topKeywords));
 
-  const accuracy = await rows(
-    db,
-    sql<AccuracyDay>`
-      select to_char(day, 'YYYY-MM-DD') as day,
-        sum(accurate)::int as accurate, sum(inaccurate)::int as inaccurate,
-        sum(not_present)::int as "notPresent",
-        round(sum(accurate)::numeric / nullif(sum(accurate) + sum(inaccurate), 0), 4) as "accuracyScore"
-      from v_listing_accuracy_daily d
-      where d.day between ${windowStart} and ${windowEnd} and ${scope('d.business_id')}
-      group by day order by day`,
-  );
+  const accuracy = await readAccuracyDays(db, window);
+  const reviews = await readReviewDays(db, window);
 
-  const reviews = await rows(
-    db,
-    sql<ReviewDay>`
-      select to_char(day, 'YYYY-MM-DD') as day,
-        sum(new_reviews)::int as "newReviews",
-        round(sum(average_rating * rated_reviews) / nullif(sum(rated_reviews), 0), 2) as "averageRating",
-        sum(responses)::int as responses
-      from v_review_daily r
-      where r.day between ${windowStart} and ${windowEnd} and ${scope('r.business_id')}
-      group by day order by day`,
-  );
+  const newlyInaccurate = await readNewlyInaccurate(db, window, NEWLY_INACCURATE_ROWS);
+  const turned = await readTurnedInaccurateCounts(db, window);
 
-  // A listing that turned Inaccurate twice in the window is one listing: its latest turn.
-  const turnedInWindow = sql`
-    from v_newly_inaccurate n
-    join businesses b on b.business_id = n.business_id and b.archived_at is null
-    where (n.detected_at at time zone 'UTC')::date between ${windowStart} and ${windowEnd}
-      and ${scope('n.business_id')}`;
-  const newlyInaccurate = await rows(
-    db,
-    sql<NewlyInaccurateRow & { alert_id: string }>`
-      select * from (
-        select distinct on (n.business_id, n.listing_id)
-          n.detected_at as "detectedAt", n.business_id as "businessId",
-          n.business_name as "businessName", n.site_name as "siteName",
-          n.previous_status as "previousStatus", n.current_status as "currentStatus",
-          n.wrong_fields as "wrongFields", n.live_link as "liveLink", n.alert_id
-        ${turnedInWindow}
-        order by n.business_id, n.listing_id, n.detected_at desc, n.alert_id desc
-      ) latest
-      order by "detectedAt" desc, alert_id desc
-      limit ${NEWLY_INACCURATE_ROWS}`,
-  );
-  // "Inaccurate now" as v_listing_accuracy counts it: a live listing of a live business.
-  const [turned] = await rows(
-    db,
-    sql<{ listings: number; turns: number; stillInaccurate: number }>`
-      select count(distinct (n.business_id, n.listing_id))::int as listings,
-        count(*)::int as turns,
-        count(distinct (n.business_id, n.listing_id))
-          filter (where n.still_inaccurate and n.listing_removed_at is null)::int as "stillInaccurate"
-      ${turnedInWindow}`,
-  );
+  const sla = await readResponseSla(db, window, SLA_ROWS);
 
-  const sla = await rows(
-    db,
-    sql<SlaRow>`
-      select s.business_id as "businessId", b.name as "businessName", s.site_name as "siteName",
-        s.unanswered_answerable as "unansweredAnswerable",
-        -- Age at the end of the window, not at the wall clock: the window ends on the
-        -- latest day with data, and a sandbox's (or an old warehouse's) reviews are dated
-        -- by its own clock. The view's own column measures against now().
-        round((extract(epoch from (${windowEnd} + 1)::timestamp at time zone 'UTC'
-          - s.oldest_unanswered_at) / 3600)::numeric, 1) as "oldestUnansweredAgeHours",
-        s.median_hours_to_first_response as "medianHoursToFirstResponse"
-      from v_review_response_sla s join businesses b on b.business_id = s.business_id
-      where s.unanswered_answerable > 0 and ${scope('s.business_id')}
-      order by s.unanswered_answerable desc, s.oldest_unanswered_at asc nulls last,
-        s.business_id, s.site_name
-      limit ${SLA_ROWS}`,
-  );
-
-  const unanswered = unansweredReviews(scope);
-  const awaiting = await rows(
-    db,
-    sql<AwaitingReviewRow>`
-      select r.review_id as "reviewId", r.business_id as "businessId", b.name as "businessName",
-        r.site_name as "siteName", r.rating::float8 as rating, r.reviewed_at as "reviewedAt",
-        round((extract(epoch from (${windowEnd} + 1)::timestamp at time zone 'UTC'
-          - r.reviewed_at) / 3600)::numeric, 1)::float8 as "waitingHours",
-        left(regexp_replace(r.content, '\\s+', ' ', 'g'), 80) as excerpt,
-        r.permalink, r.can_respond as "canRespond"
-      ${unanswered}
-      order by (r.reviewed_at at time zone 'UTC')::date asc nulls last, r.rating asc nulls last,
-        r.reviewed_at, r.review_id
-      limit ${AWAITING_ROWS}`,
-  );
-  const [awaitingCounts] = await rows(
-    db,
-    sql<{ total: number; answerable: number }>`
-      select count(*)::int as total, (count(*) filter (where r.can_respond))::int as answerable
-      ${unanswered}`,
-  );
+  const awaiting = await readAwaitingReviews(db, window, AWAITING_ROWS);
+  const awaitingCounts = await readAwaitingCounts(db, window);
   kpis.unansweredAnswerable = awaitingCounts?.answerable ?? 0;
 
-  // Movers, from the latest observation of each series in the window. A rank change is
-  // `rank - earlier rank`: positive is a loss (a larger rank number).
-  const moverColumns = sql`
-    l.business_id as "businessId", b.name as "businessName", l.keyword, l.site,
-    to_char(l.observed_on, 'YYYY-MM-DD') as "observedOn", l.rank, l.previous_rank as "previousRank",
-    l.rank_7d_ago as "rank7dAgo", l.rank_30d_ago as "rank30dAgo",
-    l.rank_change_7d as "rankChange7d", l.rank_change_30d as "rankChange30d",
-    coalesce(l.left_top3, false) as "leftTop3", coalesce(l.left_top10, false) as "leftTop10"`;
-  const moverScope = sql`
-    from v_rank_latest l join businesses b on b.business_id = l.business_id and b.archived_at is null
-    where l.observed_on between ${windowStart} and ${windowEnd} and ${scope('l.business_id')}`;
-  const declines = await rows(
-    db,
-    sql<MoverRow>`
-      select ${moverColumns} ${moverScope}
-        and (l.left_top3 or l.left_top10 or l.rank_change_7d > 0 or l.rank_change_30d > 0)
-      order by coalesce(l.left_top3, false) desc, coalesce(l.left_top10, false) desc,
-        greatest(coalesce(l.rank_change_7d, 0), coalesce(l.rank_change_30d, 0)) desc,
-        l.business_id, l.keyword, l.site
-      limit ${MOVER_ROWS}`,
-  );
-  const gains = await rows(
-    db,
-    sql<MoverRow>`
-      select ${moverColumns} ${moverScope}
-        and (l.rank_change_7d < 0 or l.rank_change_30d < 0)
-      order by least(coalesce(l.rank_change_7d, 0), coalesce(l.rank_change_30d, 0)) asc,
-        l.rank asc nulls last, l.business_id, l.keyword, l.site
-      limit ${MOVER_ROWS}`,
-  );
+  const declines = await readRankDeclines(db, window, MOVER_ROWS);
+  const gains = await readRankGains(db, window, MOVER_ROWS);
 
   return {
     generatedAt: new Date(),
@@ -579,21 +323,6 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
 }
 
 /**
- * Reviews without a response: none stored and none counted upstream. The same rows as
- * docs/warehouse.md's "Reviews waiting for an answer"; those with `can_respond` are the
- * reviews waiting for a response, counted in the key figures and per business.
- */
-function unansweredReviews(scope: (column: string) => RawBuilder<unknown>): RawBuilder<unknown> {
-  return sql`
-    from reviews r
-    join businesses b on b.business_id = r.business_id and b.archived_at is null
-    where r.category = 'review' and r.removed_at is null and r.response_count = 0
-      and not exists (select 1 from review_responses p
-                      where p.review_id = r.review_id and p.removed_at is null)
-      and ${scope('r.business_id')}`;
-}
-
-/**
  * The scorecard: `v_location_scorecard` (docs/warehouse.md), one row per live business in
  * scope, with its listings and the keywords that moved in the window (`ScorecardRow`),
  * the lowest health first. `now()` is read in the same statement: the view's 90 days end
@@ -601,52 +330,10 @@ function unansweredReviews(scope: (column: string) => RawBuilder<unknown>): RawB
  */
 async function readScorecard(
   db: Kysely<Database>,
-  scope: (column: string) => RawBuilder<unknown>,
-  firstDay: string,
-  lastDay: string,
+  window: ReportWindow,
 ): Promise<{ scoredAt: Date; scorecard: ScorecardRow[] }> {
-  // Not ranked sorts below every rank: a ranking that dropped out of the results is down.
-  const NOT_RANKED = 2_147_483_647;
-  const found = await rows(
-    db,
-    sql<Omit<ScorecardRow, 'parts'> & { scoredAt: Date }>`
-      with best as (
-        select business_id, keyword, observed_on, coalesce(min(rank), ${NOT_RANKED}) as rank
-        from v_rank_daily d
-        where d.observed_on between ${firstDay}::date and ${lastDay}::date
-          and ${scope('d.business_id')}
-        group by business_id, keyword, observed_on
-      ), ends as (
-        select business_id,
-          (array_agg(rank order by observed_on))[1] as first_rank,
-          (array_agg(rank order by observed_on desc))[1] as last_rank
-        from best group by business_id, keyword
-      ), movement as (
-        select business_id,
-          (count(*) filter (where last_rank < first_rank))::int as up,
-          (count(*) filter (where last_rank > first_rank))::int as down,
-          count(*)::int as keywords
-        from ends group by business_id
-      )
-      select s.business_id::int as "businessId", s.name, s.account_name as "accountName",
-        a.listings, s.inaccurate_listings as inaccurate,
-        s.accuracy_pct::float8 as "accuracyPct", s.reviews_waiting as waiting,
-        s.avg_rating_90d::float8 as "avgRating90d",
-        s.median_hours_to_response_90d::float8 as "medianHours90d",
-        s.visibility_pct::float8 as "visibilityPct",
-        s.visibility_change_30d::float8 as "visibilityChange30d",
-        s.health_score::float8 as health,
-        coalesce(m.up, 0) as "keywordsUp", coalesce(m.down, 0) as "keywordsDown",
-        coalesce(m.keywords, 0) as "keywordsRanked",
-        (s.inaccurate_listings + s.reviews_waiting + coalesce(m.down, 0))::int as need,
-        now() as "scoredAt"
-      from v_location_scorecard s
-      join v_listing_accuracy a on a.business_id = s.business_id
-      left join movement m on m.business_id = s.business_id
-      where ${scope('s.business_id')} and ${scope('a.business_id')}
-      order by s.health_score asc nulls first, need desc, s.business_id`,
-  );
-  const scoredAt = found[0]?.scoredAt ?? (await rows(db, sql<{ now: Date }>`select now()`))[0]?.now;
+  const found = await readScorecardRows(db, window);
+  const scoredAt = found[0]?.scoredAt ?? (await databaseNow(db));
   return {
     scoredAt: scoredAt ?? new Date(),
     scorecard: found.map(({ scoredAt: _, ...row }) => ({ ...row, parts: healthParts(row) })),
@@ -696,22 +383,9 @@ export function portfolioOf(scorecard: readonly ScorecardRow[]): {
  */
 async function readVisibility(
   db: Kysely<Database>,
-  scope: (column: string) => RawBuilder<unknown>,
-  firstDay: string,
-  lastDay: string,
+  window: ReportWindow,
 ): Promise<SiteVisibility[]> {
-  const points = await rows(
-    db,
-    sql<VisibilityPoint & { site: string }>`
-      select v.site, to_char(v.day, 'YYYY-MM-DD') as day, sum(v.keywords_tracked)::int as keywords,
-        round(sum(v.visibility_pct * v.keywords_tracked) / sum(v.keywords_tracked), 2)::float8
-          as visibility
-      from v_visibility_daily v
-      join businesses b on b.business_id = v.business_id and b.archived_at is null
-      where v.day between ${firstDay}::date and ${lastDay}::date and ${scope('v.business_id')}
-      group by v.site, v.day
-      order by v.site, v.day`,
-  );
+  const points = await readVisibilityPoints(db, window);
   const sites = new Map<string, VisibilityPoint[]>();
   for (const { site, ...point } of points) {
     const list = sites.get(site) ?? [];
@@ -756,17 +430,7 @@ async function readBusinessRanks(
   lastDay: string,
   topKeywords: number,
 ): Promise<BusinessRanks> {
-  const keywords = await rows(
-    db,
-    sql<{ keyword: string; loss: number }>`
-      select keyword,
-        max(greatest(coalesce(rank_change_7d, 0), coalesce(rank_change_30d, 0))
-          + case when left_top3 or left_top10 then 1000 else 0 end)::int as loss
-      from v_rank_latest
-      where business_id = ${business.businessId}
-      group by keyword
-      order by min(rank) asc nulls last, keyword`,
-  );
+  const keywords = await readKeywordLosses(db, business.businessId);
   // The biggest losers first (up to half the charts), then the best-ranking keywords.
   const losers = keywords
     .filter((k) => k.loss > 0)
@@ -777,18 +441,7 @@ async function readBusinessRanks(
     ...losers,
     ...keywords.map((k) => k.keyword).filter((k) => !losers.includes(k)),
   ].slice(0, topKeywords);
-  const points = chosen.length
-    ? await rows(
-        db,
-        sql<{ keyword: string; site: string; day: string; rank: number | null }>`
-          select keyword, site, observed_on as day, rank
-          from v_rank_daily
-          where business_id = ${business.businessId}
-            and keyword in (${sql.join(chosen)})
-            and observed_on between ${firstDay}::date and ${lastDay}::date
-          order by keyword, site, observed_on`,
-      )
-    : [];
+  const points = await readKeywordRankPoints(db, business.businessId, chosen, firstDay, lastDay);
   const byKeyword = new Map<string, Map<string, RankPoint[]>>(chosen.map((k) => [k, new Map()]));
   for (const p of points) {
     const sites = byKeyword.get(p.keyword);

@@ -19,6 +19,7 @@ import {
 } from '../api/index.ts';
 import { UsageError } from '../command/usage-error.ts';
 import type { Database } from '../warehouse/database.ts';
+import { readReferenceTables } from '../warehouse/reference-names.ts';
 
 export interface ReferenceCatalog {
   countries: Country[];
@@ -34,19 +35,7 @@ export async function loadReferenceCatalog(
   api: ApiClient,
   credential: Credential,
 ): Promise<ReferenceCatalog> {
-  const [countries, states, subCategories] = await Promise.all([
-    db.selectFrom('countries').select(['country_id', 'name']).orderBy('country_id').execute(),
-    db
-      .selectFrom('states')
-      .select(['state_id', 'name', 'iso', 'country_id'])
-      .orderBy('state_id')
-      .execute(),
-    db
-      .selectFrom('sub_categories')
-      .select(['sub_category_id', 'name'])
-      .orderBy('sub_category_id')
-      .execute(),
-  ]);
+  const { countries, states, subCategories } = await readReferenceTables(db);
   if (countries.length > 0 && states.length > 0 && subCategories.length > 0) {
     return {
       countries: countries.map((c) => ({ id: c.country_id, name: c.name })),

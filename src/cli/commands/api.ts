@@ -40,6 +40,7 @@ import {
 import { countryByIsoCode } from '../../api/reference.ts';
 import type { CliIo } from '../../command/io.ts';
 import type { Config } from '../../config/index.ts';
+import { businessOfStoredKeyword } from '../../warehouse/api-keywords.ts';
 import { storedBusinessAccount } from '../../warehouse/business-account.ts';
 import type { Warehouse } from '../../warehouse/connection.ts';
 import { openConfiguredWarehouse } from '../../warehouse/open.ts';
@@ -532,20 +533,16 @@ function registerKeywordOperations(api: Command, io: WorkflowIo, lookup: LookupW
       const keywordId = parseId('keyword-id', id);
       return withSession(io, options.account, async (session) => {
         const warehouse = await session.warehouse();
-        const stored = await warehouse.db
-          .selectFrom('keywords')
-          .select('business_id')
-          .where('keyword_id', '=', keywordId)
-          .executeTakeFirst();
+        const storedBusinessId = await businessOfStoredKeyword(warehouse.db, keywordId);
         const deleted = await deleteKeyword(session.api, session.credential, keywordId);
         io.stdout(renderOutput({ keywordId, deleted: true, message: deleted.message }, format));
-        if (!stored) {
+        if (storedBusinessId === undefined) {
           io.stderr(
             `warehouse: keyword ${keywordId} is not stored, so its business is unknown here; the next sync records the deletion.\n`,
           );
           return EXIT.ok;
         }
-        return (await resyncBusinesses(io, session, [stored.business_id])) ? EXIT.ok : EXIT.partial;
+        return (await resyncBusinesses(io, session, [storedBusinessId])) ? EXIT.ok : EXIT.partial;
       });
     }),
   );

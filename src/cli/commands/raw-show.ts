@@ -2,9 +2,16 @@
  * `listings-sync raw show` and `raw stats`: what the upstream answered, from the raw zone
  * (docs/replay.md). Read only.
  */
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { decompressBody } from '../../raw/body.ts';
 import type { Database } from '../../warehouse/database.ts';
+import {
+  latestReadOf,
+  readRawZoneNights,
+  readRawZoneTotals,
+  readRebuildableNights,
+  readsOfBusinessDay,
+} from '../../warehouse/raw-inspect.ts';
 
 export interface RawShowOptions {
   businessId: number;
@@ -22,38 +29,12 @@ export async function renderRawShow(
 ): Promise<string | null> {
   let date = options.date;
   if (date === undefined) {
-    const latest = await db
-      .selectFrom('raw_reads')
-      .select((eb) => eb.fn.max('observed_at').as('at'))
-      .where('business_id', '=', options.businessId)
-      .executeTakeFirst();
-    if (!latest?.at) return null;
-    date = new Date(latest.at as Date).toISOString().slice(0, 10);
+    const latest = await latestReadOf(db, options.businessId);
+    if (!latest) return null;
+    date = latest.toISOString().slice(0, 10);
   }
   const from = new Date(`${date}T00:00:00Z`);
-  const rows = await db
-    .selectFrom('raw_reads as r')
-    .innerJoin('raw_bodies as b', 'b.body_hash', 'r.body_hash')
-    .select([
-      'r.run_id',
-      'r.account_name',
-      'r.operation',
-      'r.request',
-      'r.attempt',
-      'r.status',
-      'r.observed_at',
-      'b.encoding',
-      'b.bytes',
-    ])
-    .where('r.business_id', '=', options.businessId)
-    .where('r.observed_at', '>=', from)
-    .where('r.observed_at', '<', new Date(from.getTime() + 86_400_000))
-    .$if(options.operation !== undefined, (q) =>
-      q.where('r.operation', '=', options.operation as string),
-    )
-    .orderBy('r.observed_at')
-    .orderBy('r.read_id')
-    .execute();
+  const rows = await readsOfBusinessDay(db, options.businessId, from, options.operation);
   if (rows.length === 0) return null;
   const out: string[] = [];
   for (const row of rows) {
@@ -111,61 +92,9 @@ export interface RawStats {
 }
 
 export async function readRawStats(db: Kysely<Database>): Promise<RawStats> {
-  const totals = await sql<{
-    reads: number;
-    bodies: number;
-    stored: number;
-    uncompressed: number;
-    referenced: number;
-    table_bytes: number;
-  }>`
-    select (select count(*) from raw_reads)::bigint as reads,
-           (select count(*) from raw_bodies)::bigint as bodies,
-           (select coalesce(sum(octet_length(bytes)), 0) from raw_bodies)::bigint as stored,
-           (select coalesce(sum(size), 0) from raw_bodies)::bigint as uncompressed,
-           (select coalesce(sum(octet_length(b.bytes)), 0)
-              from raw_reads r join raw_bodies b using (body_hash))::bigint as referenced,
-           (pg_total_relation_size('raw_reads') + pg_total_relation_size('raw_bodies'))::bigint
-             as table_bytes`.execute(db);
-  const nights = await sql<{
-    day: string;
-    reads: number;
-    aged_out: number;
-    new_bytes: number;
-    referenced: number;
-  }>`
-    with reads as (
-      select (r.observed_at at time zone 'UTC')::date as day, r.body_hash, r.aged_out,
-             octet_length(b.bytes) as bytes
-        from raw_reads r join raw_bodies b using (body_hash)
-    ), first_kept as (
-      select body_hash, min(day) as day, min(bytes) as bytes from reads group by body_hash
-    )
-    select to_char(d.day, 'YYYY-MM-DD') as day, d.reads, d.aged_out,
-           coalesce(f.new_bytes, 0)::bigint as new_bytes, d.referenced
-      from (select day, count(*)::bigint as reads, count(*) filter (where aged_out)::bigint as aged_out,
-                   sum(bytes)::bigint as referenced
-              from reads group by day) d
-      left join (select day, sum(bytes)::bigint as new_bytes from first_kept group by day) f
-        using (day)
-     order by d.day`.execute(db);
-  // Retention marks what it keeps of a run past its window (src/raw/retention.ts) and
-  // deletes every other read of such a run: an account's runs are whole from its first
-  // read after its last one marked (with none marked, from its first read).
-  const rebuildable = await sql<{ account: string; night: string }>`
-    with edge as (
-      select account_name, max(observed_at) filter (where aged_out) as aged_until
-        from raw_reads group by account_name
-    )
-    select e.account_name as account,
-           to_char(min(r.observed_at) at time zone 'UTC', 'YYYY-MM-DD') as night
-      from edge e
-      join raw_reads r
-        on r.account_name = e.account_name
-       and (e.aged_until is null or r.observed_at > e.aged_until)
-     group by e.account_name
-     order by e.account_name`.execute(db);
-  const t = totals.rows[0];
+  const t = await readRawZoneTotals(db);
+  const nights = await readRawZoneNights(db);
+  const rebuildable = await readRebuildableNights(db);
   const referenced = Number(t?.referenced ?? 0);
   const stored = Number(t?.stored ?? 0);
   return {
@@ -175,18 +104,18 @@ export async function readRawStats(db: Kysely<Database>): Promise<RawStats> {
     uncompressedBytes: Number(t?.uncompressed ?? 0),
     tableBytes: Number(t?.table_bytes ?? 0),
     savedShare: referenced > 0 ? 1 - stored / referenced : 0,
-    nights: nights.rows.map((n) => ({
+    nights: nights.map((n) => ({
       day: n.day,
       reads: Number(n.reads),
       agedOutReads: Number(n.aged_out),
       newBytes: Number(n.new_bytes),
       referencedBytes: Number(n.referenced),
     })),
-    rebuildableFrom: rebuildable.rows.reduce<string | null>(
+    rebuildableFrom: rebuildable.reduce<string | null>(
       (latest, row) => (latest === null || row.night > latest ? row.night : latest),
       null,
     ),
-    rebuildableFromByAccount: rebuildable.rows.map((row) => ({
+    rebuildableFromByAccount: rebuildable.map((row) => ({
       account: row.account,
       night: row.night,
     })),

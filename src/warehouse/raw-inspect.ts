@@ -1,0 +1,147 @@
+/**
+ * What `listings-sync raw show` and `raw stats` read from the raw zone (`raw_reads`,
+ * `raw_bodies`: docs/warehouse.md, "Raw zone"; the commands: docs/replay.md, "Looking at
+ * the raw zone"). Read only.
+ */
+import { sql } from 'kysely';
+import type { Db } from './database.ts';
+
+/** When the business was last read (its latest read's `observed_at`); undefined with none. */
+export async function latestReadOf(db: Db, businessId: number): Promise<Date | undefined> {
+  const latest = await db
+    .selectFrom('raw_reads')
+    .select((eb) => eb.fn.max('observed_at').as('at'))
+    .where('business_id', '=', businessId)
+    .executeTakeFirst();
+  return latest?.at ? new Date(latest.at as Date) : undefined;
+}
+
+export interface RawReadWithBody {
+  run_id: string;
+  account_name: string;
+  operation: string;
+  request: string;
+  attempt: number;
+  status: number;
+  observed_at: Date;
+  /** The body as kept: `bytes` compressed with `encoding`. */
+  encoding: string;
+  bytes: Uint8Array;
+}
+
+/**
+ * The business's reads from `from` to one day later (excluded), of one operation when
+ * given, with their bodies, in the order they were read.
+ */
+export async function readsOfBusinessDay(
+  db: Db,
+  businessId: number,
+  from: Date,
+  operation: string | undefined,
+): Promise<RawReadWithBody[]> {
+  return db
+    .selectFrom('raw_reads as r')
+    .innerJoin('raw_bodies as b', 'b.body_hash', 'r.body_hash')
+    .select([
+      'r.run_id',
+      'r.account_name',
+      'r.operation',
+      'r.request',
+      'r.attempt',
+      'r.status',
+      'r.observed_at',
+      'b.encoding',
+      'b.bytes',
+    ])
+    .where('r.business_id', '=', businessId)
+    .where('r.observed_at', '>=', from)
+    .where('r.observed_at', '<', new Date(from.getTime() + 86_400_000))
+    .$if(operation !== undefined, (q) => q.where('r.operation', '=', operation as string))
+    .orderBy('r.observed_at')
+    .orderBy('r.read_id')
+    .execute();
+}
+
+/**
+ * The raw zone's totals as the database returns them: `bigint`s, which node-postgres
+ * returns as strings (the caller converts them with `Number`).
+ */
+export interface RawZoneTotals {
+  reads: number | string;
+  bodies: number | string;
+  stored: number | string;
+  uncompressed: number | string;
+  referenced: number | string;
+  table_bytes: number | string;
+}
+
+/** Reads, bodies, their compressed and uncompressed bytes, and both tables' size with indexes. */
+export async function readRawZoneTotals(db: Db): Promise<RawZoneTotals | undefined> {
+  const { rows } = await sql<RawZoneTotals>`
+    select (select count(*) from raw_reads)::bigint as reads,
+           (select count(*) from raw_bodies)::bigint as bodies,
+           (select coalesce(sum(octet_length(bytes)), 0) from raw_bodies)::bigint as stored,
+           (select coalesce(sum(size), 0) from raw_bodies)::bigint as uncompressed,
+           (select coalesce(sum(octet_length(b.bytes)), 0)
+              from raw_reads r join raw_bodies b using (body_hash))::bigint as referenced,
+           (pg_total_relation_size('raw_reads') + pg_total_relation_size('raw_bodies'))::bigint
+             as table_bytes`.execute(db);
+  return rows[0];
+}
+
+/** One night's figures, `bigint`s as `RawZoneTotals`'s. */
+export interface RawZoneNight {
+  day: string;
+  reads: number | string;
+  aged_out: number | string;
+  new_bytes: number | string;
+  referenced: number | string;
+}
+
+/**
+ * Per UTC night, in order: its reads, those retention kept past its window (`aged_out`),
+ * the compressed bytes of the bodies first kept that night, and the bytes its reads refer to.
+ */
+export async function readRawZoneNights(db: Db): Promise<RawZoneNight[]> {
+  const { rows } = await sql<RawZoneNight>`
+    with reads as (
+      select (r.observed_at at time zone 'UTC')::date as day, r.body_hash, r.aged_out,
+             octet_length(b.bytes) as bytes
+        from raw_reads r join raw_bodies b using (body_hash)
+    ), first_kept as (
+      select body_hash, min(day) as day, min(bytes) as bytes from reads group by body_hash
+    )
+    select to_char(d.day, 'YYYY-MM-DD') as day, d.reads, d.aged_out,
+           coalesce(f.new_bytes, 0)::bigint as new_bytes, d.referenced
+      from (select day, count(*)::bigint as reads, count(*) filter (where aged_out)::bigint as aged_out,
+                   sum(bytes)::bigint as referenced
+              from reads group by day) d
+      left join (select day, sum(bytes)::bigint as new_bytes from first_kept group by day) f
+        using (day)
+     order by d.day`.execute(db);
+  return rows;
+}
+
+/**
+ * Each account's oldest night (`YYYY-MM-DD`, UTC) from which its runs are kept whole, in
+ * account order. Retention marks what it keeps of a run past its window
+ * (src/raw/retention.ts) and deletes every other read of such a run: an account's runs are
+ * whole from its first read after its last one marked (with none marked, from its first
+ * read).
+ */
+export async function readRebuildableNights(db: Db): Promise<{ account: string; night: string }[]> {
+  const { rows } = await sql<{ account: string; night: string }>`
+    with edge as (
+      select account_name, max(observed_at) filter (where aged_out) as aged_until
+        from raw_reads group by account_name
+    )
+    select e.account_name as account,
+           to_char(min(r.observed_at) at time zone 'UTC', 'YYYY-MM-DD') as night
+      from edge e
+      join raw_reads r
+        on r.account_name = e.account_name
+       and (e.aged_until is null or r.observed_at > e.aged_until)
+     group by e.account_name
+     order by e.account_name`.execute(db);
+  return rows;
+}
