@@ -1,8 +1,9 @@
 /**
- * The alert outbox: every SQL statement about `alerts` lives here. One way in, `raise`,
- * called by every writer inside the writer's own transaction (a reader never sees a
- * change without its alert, nor an alert without its change); and the statements the
- * dispatcher, the metrics and `listings-sync alerts` read and record with.
+ * The alert outbox as src/alerts uses it: one way in, `raise`, called by every writer
+ * inside the writer's own transaction (a reader never sees a change without its alert, nor
+ * an alert without its change); and what the dispatcher, the metrics and `listings-sync
+ * alerts` read and record with. The statements are src/warehouse/alert-outbox.ts's and
+ * src/warehouse/alert-sinks.ts's; here, what an alert is to a message, and the rules.
  *
  * Claims are leases in `next_attempt_at`: a claimed alert is not due again until the
  * lease ends, so two dispatchers (two `serve` replicas, or `sync` and `serve`) never send
@@ -12,51 +13,46 @@
  * with a sink, `recordSinksSeen` writes its `alert_sinks` row and, under ALERT_BACKLOG=skip,
  * marks the alerts raised before as skipped for it (`skipped_sinks`).
  */
-import { type ColumnType, type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { redactText } from '../log.ts';
-import { insertRows } from '../warehouse/bulk-write.ts';
-import type { Database, Db, JsonValue, JsonWithDefault, Timestamp } from '../warehouse/database.ts';
+import {
+  type AlertReadRow,
+  type AlertToInsert,
+  alertIdsOfRuns,
+  claimDueAlertIds,
+  insertAlerts,
+  listingsWithAlertSince,
+  markSkipped,
+  readAlertRows,
+  recentAlertRows,
+  recordAttempts,
+  reopenSkipped as reopenSkippedRows,
+  undeliveredAlertIdsAfter,
+} from '../warehouse/alert-outbox.ts';
+import { insertNewSinks, setSinkSkipped } from '../warehouse/alert-sinks.ts';
+import type { AlertSinksTable, Database, Db, JsonValue } from '../warehouse/database.ts';
 import { type AlertKind, LISTING_INACCURATE } from './kinds.ts';
 
+// Statements that need nothing of the alert logic: the metrics and the `alerts` command
+// keep importing them from here.
+export {
+  countAlertsByKind,
+  countPendingBySink,
+  countSkippedBySink,
+  releaseClaims,
+} from '../warehouse/alert-outbox.ts';
+export { sinksSeen } from '../warehouse/alert-sinks.ts';
+
 /** What a sink does with the alerts raised before it was first configured (ALERT_BACKLOG). */
-export type BacklogPolicy = 'skip' | 'send';
-
-/** Migration 0018's table: one row per sink name, written the first time a dispatcher runs with it. */
-export interface AlertSinksTable {
-  sink: string;
-  first_seen_at: Timestamp;
-  /** ALERT_BACKLOG when the sink was first seen. */
-  backlog: BacklogPolicy;
-  /** Alerts raised before that it was marked as skipping. */
-  skipped: ColumnType<number, number | undefined, number>;
-}
-
-/** Migration 0018's table and column, on top of the warehouse's `Database`. */
-type BacklogTables = {
-  alert_sinks: AlertSinksTable;
-  alerts: { skipped_sinks: JsonWithDefault };
-};
+export type BacklogPolicy = AlertSinksTable['backlog'];
 
 /** `last_error` of an alert closed because every configured sink skipped it. */
 export const SKIPPED_NOTE =
   'not sent: raised before its sink was configured (ALERT_BACKLOG=skip; `listings-sync alerts send-backlog` sends it)';
 
 /** An alert to raise. `details` holds what changed, for messages (ranks, a rating, a run). */
-export interface NewAlert {
+export interface NewAlert extends AlertToInsert {
   kind: AlertKind;
-  dedupeKey: string;
-  accountName: string | null;
-  businessId: number | null;
-  listingId?: number | null;
-  siteName?: string | null;
-  keyword?: string | null;
-  reviewId?: string | null;
-  requestId?: string | null;
-  previousStatus: string | null;
-  status: string;
-  details?: Record<string, JsonValue>;
-  detectedAt: Date;
-  runId: string | null;
 }
 
 /**
@@ -64,44 +60,7 @@ export interface NewAlert {
  * re-applied); returns how many were raised.
  */
 export async function raise(db: Db, alerts: readonly NewAlert[]): Promise<number> {
-  if (alerts.length === 0) return 0;
-  return insertRows(
-    db,
-    'alerts',
-    {
-      kind: 'text',
-      dedupe_key: 'text',
-      account_name: 'text',
-      business_id: 'bigint',
-      listing_id: 'bigint',
-      site_name: 'text',
-      keyword: 'text',
-      review_id: 'uuid',
-      request_id: 'text',
-      previous_status: 'text',
-      status: 'text',
-      details: 'jsonb',
-      detected_at: 'timestamptz',
-      run_id: 'uuid',
-    },
-    alerts.map((alert) => ({
-      kind: alert.kind,
-      dedupe_key: alert.dedupeKey,
-      account_name: alert.accountName,
-      business_id: alert.businessId,
-      listing_id: alert.listingId ?? null,
-      site_name: alert.siteName ?? null,
-      keyword: alert.keyword ?? null,
-      review_id: alert.reviewId ?? null,
-      request_id: alert.requestId ?? null,
-      previous_status: alert.previousStatus,
-      status: alert.status,
-      details: alert.details ?? {},
-      detected_at: alert.detectedAt,
-      run_id: alert.runId,
-    })),
-    ['dedupe_key'],
-  );
+  return insertAlerts(db, alerts);
 }
 
 /**
@@ -114,17 +73,7 @@ export async function listingsAlertedSince(
   listingIds: readonly number[],
   since: Date,
 ): Promise<Set<number>> {
-  if (listingIds.length === 0) return new Set();
-  const rows = await db
-    .selectFrom('alerts')
-    .select('listing_id')
-    .distinct()
-    .where('kind', '=', LISTING_INACCURATE)
-    .where('business_id', '=', businessId)
-    .where('listing_id', 'in', [...listingIds])
-    .where('detected_at', '>', since)
-    .execute();
-  return new Set(rows.map((row) => Number(row.listing_id)));
+  return listingsWithAlertSince(db, { kind: LISTING_INACCURATE, businessId, listingIds, since });
 }
 
 /** One alert with what a message needs. */
@@ -195,31 +144,13 @@ export async function claimDueAlerts(
   options: ClaimOptions,
 ): Promise<AlertForDelivery[]> {
   const leaseUntil = new Date(options.now.getTime() + options.leaseMs);
-  const claimed = await db
-    .updateTable('alerts')
-    .set({ next_attempt_at: leaseUntil })
-    .where('alert_id', 'in', (eb) => {
-      let due = eb
-        .selectFrom('alerts')
-        .select('alert_id')
-        .where('delivered_at', 'is', null)
-        .where((w) =>
-          w.or([w('next_attempt_at', 'is', null), w('next_attempt_at', '<=', options.now)]),
-        );
-      if (options.runId) due = due.where('run_id', '=', options.runId);
-      return due
-        .orderBy('detected_at')
-        .orderBy('alert_id')
-        .limit(options.limit)
-        .forUpdate()
-        .skipLocked();
-    })
-    .returning('alert_id')
-    .execute();
-  return readAlerts(
-    db,
-    claimed.map((row) => row.alert_id),
-  );
+  const ids = await claimDueAlertIds(db, {
+    limit: options.limit,
+    now: options.now,
+    leaseUntil,
+    ...(options.runId ? { runId: options.runId } : {}),
+  });
+  return readAlerts(db, ids);
 }
 
 /**
@@ -231,19 +162,7 @@ export async function undeliveredAlertsAfter(
   db: Kysely<Database>,
   options: { afterId: number; limit: number; runId?: string },
 ): Promise<AlertForDelivery[]> {
-  let query = db
-    .selectFrom('alerts')
-    .select('alert_id')
-    .where('delivered_at', 'is', null)
-    .where('alert_id', '>', options.afterId)
-    .orderBy('alert_id')
-    .limit(options.limit);
-  if (options.runId) query = query.where('run_id', '=', options.runId);
-  const ids = await query.execute();
-  return readAlerts(
-    db,
-    ids.map((row) => row.alert_id),
-  );
+  return readAlerts(db, await undeliveredAlertIdsAfter(db, options));
 }
 
 /** Alerts by id with their details, oldest first. */
@@ -251,63 +170,13 @@ export async function readAlerts(
   db: Kysely<Database>,
   ids: readonly number[],
 ): Promise<AlertForDelivery[]> {
-  if (ids.length === 0) return [];
-  const rows = await db
-    .withTables<BacklogTables>()
-    .selectFrom('alerts as a')
-    .leftJoin('businesses as b', 'b.business_id', 'a.business_id')
-    .leftJoin('listings as l', (join) =>
-      join.onRef('l.business_id', '=', 'a.business_id').onRef('l.listing_id', '=', 'a.listing_id'),
-    )
-    .leftJoin('review_response_requests as rr', 'rr.request_id', 'a.request_id')
-    .leftJoin('reviews as rv', 'rv.review_id', 'rr.review_id')
-    .leftJoin('reviews as lr', 'lr.review_id', 'a.review_id')
-    .select([
-      'a.alert_id',
-      'a.kind',
-      'a.dedupe_key',
-      'a.account_name',
-      'a.business_id',
-      'a.listing_id',
-      'a.site_name',
-      'a.keyword',
-      'a.previous_status',
-      'a.status',
-      'a.details',
-      'a.detected_at',
-      'a.run_id',
-      'a.attempts',
-      'a.delivered_sinks',
-      'a.skipped_sinks',
-      'b.name as business_name',
-      'l.listing_id as stored_listing_id',
-      'l.name as listing_name',
-      'l.name_valid',
-      'l.phone',
-      'l.phone_valid',
-      'l.street',
-      'l.city',
-      'l.state',
-      'l.postal_code',
-      'l.address_valid',
-      'l.live_link',
-      'rr.request_id as rr_request_id',
-      'rr.review_id as rr_review_id',
-      'rr.content as rr_content',
-      'rr.submitted_at as rr_submitted_at',
-      'rv.author_name as review_author',
-      'rv.permalink as review_permalink',
-      'a.review_id as lr_review_id',
-      'lr.rating as lr_rating',
-      'lr.author_name as lr_author',
-      'lr.content as lr_content',
-      'lr.permalink as lr_permalink',
-    ])
-    .where('a.alert_id', 'in', [...ids])
-    .orderBy('a.detected_at')
-    .orderBy('a.alert_id')
-    .execute();
-  return rows.map((row) => ({
+  const rows = await readAlertRows(db, ids);
+  return rows.map(alertForDelivery);
+}
+
+/** What a message needs of one alert, from its row and the rows it names. */
+function alertForDelivery(row: AlertReadRow): AlertForDelivery {
+  return {
     alertId: Number(row.alert_id),
     kind: row.kind,
     dedupeKey: row.dedupe_key,
@@ -359,7 +228,7 @@ export async function readAlerts(
             content: row.lr_content ?? null,
             permalink: row.lr_permalink ?? null,
           },
-  }));
+  };
 }
 
 function sinkNames(value: JsonValue): string[] {
@@ -392,57 +261,11 @@ export async function recordDeliveryAttempts(
   at: Date,
   attempts: readonly DeliveryAttempt[],
 ): Promise<void> {
-  if (attempts.length === 0) return;
-  await sql`
-    update alerts a set
-      attempts = a.attempts + 1,
-      delivered_sinks = o.delivered_sinks,
-      delivered_at = case when o.delivered then ${at}::timestamptz end,
-      last_error = o.last_error,
-      next_attempt_at = case when o.delivered then null else o.next_attempt_at end
-    from unnest(
-      ${attempts.map((a) => a.alertId)}::bigint[],
-      ${attempts.map((a) => JSON.stringify(a.deliveredSinks))}::jsonb[],
-      ${attempts.map((a) => a.delivered)}::boolean[],
-      ${attempts.map((a) => (a.error === null ? null : redactText(a.error)))}::text[],
-      ${attempts.map((a) => a.nextAttemptAt?.toISOString() ?? null)}::timestamptz[]
-    ) as o(alert_id, delivered_sinks, delivered, last_error, next_attempt_at)
-    where a.alert_id = o.alert_id`.execute(db);
-}
-
-/** Undelivered alerts that each named sink has neither taken nor skipped (the per-sink pending gauge). */
-export async function countPendingBySink(
-  db: Kysely<Database>,
-  sinks: readonly string[],
-): Promise<Record<string, number>> {
-  const counts: Record<string, number> = {};
-  if (sinks.length === 0) return counts;
-  const row = await db
-    .selectFrom('alerts')
-    .select(
-      sinks.map((sink, i) =>
-        sql<number>`count(*) filter (where not (delivered_sinks || skipped_sinks) @> jsonb_build_array(${sink}::text))::int`.as(
-          `s${i}`,
-        ),
-      ),
-    )
-    .where('delivered_at', 'is', null)
-    .executeTakeFirst();
-  const values = (row ?? {}) as Record<string, number>;
-  sinks.forEach((sink, i) => {
-    counts[sink] = Number(values[`s${i}`] ?? 0);
-  });
-  return counts;
-}
-
-/** Alerts ever raised, by kind (the raised counter, read from the table on scrape). */
-export async function countAlertsByKind(db: Kysely<Database>): Promise<Record<string, number>> {
-  const rows = await db
-    .selectFrom('alerts')
-    .select(['kind', sql<number>`count(*)::int`.as('n')])
-    .groupBy('kind')
-    .execute();
-  return Object.fromEntries(rows.map((row) => [row.kind, Number(row.n)]));
+  await recordAttempts(
+    db,
+    at,
+    attempts.map((a) => ({ ...a, error: a.error === null ? null : redactText(a.error) })),
+  );
 }
 
 /** The most recent alerts first, with their details; `pending` keeps the undelivered ones. */
@@ -450,14 +273,7 @@ export async function recentAlerts(
   db: Kysely<Database>,
   options: { pending: boolean; limit: number },
 ): Promise<(AlertForDelivery & { deliveredAt: Date | null; lastError: string | null })[]> {
-  let query = db
-    .selectFrom('alerts')
-    .select(['alert_id', 'delivered_at', 'last_error'])
-    .orderBy('detected_at', 'desc')
-    .orderBy('alert_id', 'desc')
-    .limit(options.limit);
-  if (options.pending) query = query.where('delivered_at', 'is', null);
-  const rows = await query.execute();
+  const rows = await recentAlertRows(db, options);
   const byId = new Map(rows.map((row) => [Number(row.alert_id), row]));
   const alerts = await readAlerts(db, [...byId.keys()]);
   return alerts
@@ -469,35 +285,12 @@ export async function recentAlerts(
     .reverse();
 }
 
-/**
- * Gives back claims the dispatcher did not get to (its time ran out): the alerts are due
- * again at once, for `serve` or the next run, instead of waiting for the lease to end.
- */
-export async function releaseClaims(db: Kysely<Database>, alertIds: readonly number[]) {
-  if (alertIds.length === 0) return;
-  await db
-    .updateTable('alerts')
-    .set({ next_attempt_at: null })
-    .where('alert_id', 'in', [...alertIds])
-    .where('delivered_at', 'is', null)
-    .execute();
-}
-
 /** Every alert these runs raised, with its details (the demo counts the digests they make). */
 export async function alertsOfRuns(
   db: Kysely<Database>,
   runIds: readonly string[],
 ): Promise<AlertForDelivery[]> {
-  if (runIds.length === 0) return [];
-  const ids = await db
-    .selectFrom('alerts')
-    .select('alert_id')
-    .where('run_id', 'in', [...runIds])
-    .execute();
-  return readAlerts(
-    db,
-    ids.map((row) => Number(row.alert_id)),
-  );
+  return readAlerts(db, await alertIdsOfRuns(db, runIds));
 }
 
 /** A sink a dispatcher runs with, and what it does with the alerts raised before it. */
@@ -532,19 +325,7 @@ export async function recordSinksSeen(
 ): Promise<SinkFirstSeen[]> {
   if (options.sinks.length === 0) return [];
   return db.transaction().execute(async (trx) => {
-    const inserted = await trx
-      .withTables<BacklogTables>()
-      .insertInto('alert_sinks')
-      .values(
-        options.sinks.map((sink) => ({
-          sink: sink.name,
-          first_seen_at: options.at,
-          backlog: sink.backlog,
-        })),
-      )
-      .onConflict((oc) => oc.column('sink').doNothing())
-      .returning(['sink', 'backlog'])
-      .execute();
+    const inserted = await insertNewSinks(trx, options.sinks, options.at);
     const seen: SinkFirstSeen[] = [];
     // Sink by sink: the second sees the first's marks, so an alert both skip is closed.
     for (const row of inserted) {
@@ -556,52 +337,14 @@ export async function recordSinksSeen(
         sink: row.sink,
         configured: options.sinks.map((sink) => sink.name),
         at: options.at,
+        note: SKIPPED_NOTE,
         ...(options.exceptRunId ? { exceptRunId: options.exceptRunId } : {}),
       });
-      await trx
-        .withTables<BacklogTables>()
-        .updateTable('alert_sinks')
-        .set({ skipped })
-        .where('sink', '=', row.sink)
-        .execute();
+      await setSinkSkipped(trx, row.sink, skipped);
       seen.push({ sink: row.sink, backlog: 'skip', skipped });
     }
     return seen;
   });
-}
-
-/**
- * Marks every open alert `sink` has not taken as skipped for it, except those of
- * `exceptRunId`; closes, not sent, those no sink of `configured` is left to take. Returns
- * how many it marked.
- */
-async function markSkipped(
-  db: Db,
-  options: { sink: string; configured: readonly string[]; at: Date; exceptRunId?: string },
-): Promise<number> {
-  const configured = JSON.stringify(options.configured);
-  const { rows } = await sql<{ marked: number }>`
-    with me as (select jsonb_build_array(${options.sink}::text) as sink),
-    marked as (
-      update alerts a set
-        skipped_sinks = a.skipped_sinks || me.sink,
-        delivered_at = case
-          when (a.delivered_sinks || a.skipped_sinks || me.sink) @> ${configured}::jsonb
-          then ${options.at}::timestamptz end,
-        next_attempt_at = case
-          when (a.delivered_sinks || a.skipped_sinks || me.sink) @> ${configured}::jsonb
-          then null else a.next_attempt_at end,
-        last_error = case
-          when (a.delivered_sinks || a.skipped_sinks || me.sink) @> ${configured}::jsonb
-          then ${SKIPPED_NOTE}::text else a.last_error end
-      from me
-      where a.delivered_at is null
-        and not (a.delivered_sinks || a.skipped_sinks) @> me.sink
-        and a.run_id is distinct from ${options.exceptRunId ?? null}::uuid
-      returning a.alert_id
-    )
-    select count(*)::int as marked from marked`.execute(db);
-  return Number(rows[0]?.marked ?? 0);
 }
 
 /**
@@ -621,39 +364,11 @@ export async function skipPending(
         sink,
         configured: options.configured,
         at: options.at,
+        note: SKIPPED_NOTE,
       });
     }
     return marked;
   });
-}
-
-/** How many alerts each sink skips now (`listings-sync alerts`), by sink. */
-export async function countSkippedBySink(db: Kysely<Database>): Promise<Record<string, number>> {
-  const { rows } = await sql<{ sink: string; n: number }>`
-    select s.sink, count(*)::int as n
-    from alerts a, jsonb_array_elements_text(a.skipped_sinks) s(sink)
-    where a.skipped_sinks <> '[]'::jsonb
-    group by s.sink`.execute(db);
-  return Object.fromEntries(rows.map((row) => [row.sink, Number(row.n)]));
-}
-
-/** Every sink ever seen, oldest first (what `listings-sync alerts` says of each). */
-export async function sinksSeen(
-  db: Kysely<Database>,
-): Promise<{ sink: string; firstSeenAt: Date; backlog: BacklogPolicy; skipped: number }[]> {
-  const rows = await db
-    .withTables<BacklogTables>()
-    .selectFrom('alert_sinks')
-    .select(['sink', 'first_seen_at', 'backlog', 'skipped'])
-    .orderBy('first_seen_at')
-    .orderBy('sink')
-    .execute();
-  return rows.map((row) => ({
-    sink: row.sink,
-    firstSeenAt: row.first_seen_at,
-    backlog: row.backlog,
-    skipped: row.skipped,
-  }));
 }
 
 /**
@@ -665,17 +380,5 @@ export async function reopenSkipped(
   db: Kysely<Database>,
   options: { sinks: readonly string[]; since?: Date },
 ): Promise<number> {
-  if (options.sinks.length === 0) return 0;
-  const sinks = [...options.sinks];
-  const result = await sql`
-    update alerts a set
-      skipped_sinks = a.skipped_sinks - ${sinks}::text[],
-      delivered_at = null,
-      next_attempt_at = null,
-      last_error = case when a.last_error = ${SKIPPED_NOTE}::text then null else a.last_error end
-    where exists (
-        select 1 from jsonb_array_elements_text(a.skipped_sinks) s(sink)
-        where s.sink = any(${sinks}::text[]))
-      and a.detected_at >= ${options.since ?? new Date(0)}::timestamptz`.execute(db);
-  return Number(result.numAffectedRows ?? 0);
+  return reopenSkippedRows(db, { ...options, note: SKIPPED_NOTE });
 }

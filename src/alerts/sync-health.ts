@@ -8,9 +8,11 @@
  *   own credential not failed. An account with no
  *   success at all is measured from when this `serve` started watching: a dead man's
  *   switch that fires even when the CronJob never started. Once per silence.
- * The reads of `sync_runs` are src/warehouse/sync-runs.ts's; the rules are here.
+ * The reads of `sync_runs` are src/warehouse/sync-runs.ts's, of `accounts`
+ * src/warehouse/alert-sync-health.ts's; the rules are here.
  */
 import type { Kysely } from 'kysely';
+import { knownAccountNames } from '../warehouse/alert-sync-health.ts';
 import type { Database } from '../warehouse/database.ts';
 import { lastSuccessByAccount, latestFinishedRuns } from '../warehouse/sync-runs.ts';
 import {
@@ -77,8 +79,8 @@ async function syncStaleAlerts(
 ): Promise<NewAlert[]> {
   if (!rules.syncStale.enabled) return [];
   const alerts: NewAlert[] = [];
-  const known = await db.selectFrom('accounts').select('name').execute();
-  const names = [...new Set([...check.accounts, ...known.map((a) => a.name)])].sort();
+  const known = await knownAccountNames(db);
+  const names = [...new Set([...check.accounts, ...known])].sort();
   const last = await lastSuccessByAccount(db, names);
   for (const name of names) {
     const since = last.get(name) ?? null;

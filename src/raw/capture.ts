@@ -5,11 +5,11 @@
  * tables agree), the credential's other reads (its business list, reference data,
  * operation-10 polls, a business that read as missing) when the credential is done.
  */
-import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { type ApiClient, type ObservedResponse, observeResponses } from '../api/client.ts';
 import type { Credential } from '../api/types.ts';
-import { arrayLiteral, type ColumnTypes, insertRows } from '../warehouse/bulk-write.ts';
 import type { Database } from '../warehouse/database.ts';
+import { insertRawBodies, insertRawReads, knownBodyHashes } from '../warehouse/raw-reads.ts';
 import {
   BODY_ENCODING,
   businessIdOfPath,
@@ -132,35 +132,24 @@ export async function writeRawReads(
   const texts = new Map<string, string>();
   for (const read of reads) texts.set(read.hash, read.text);
   const hashes = [...texts.keys()].sort();
-  const known = new Set(
-    (
-      await db.executeQuery<{ body_hash: string }>(
-        CompiledQuery.raw(KNOWN_BODIES, [arrayLiteral(hashes)]),
-      )
-    ).rows.map((row) => row.body_hash),
-  );
-  const missing = hashes.filter((hash) => !known.has(hash));
-  if (missing.length > 0) {
-    await db
-      .insertInto('raw_bodies')
-      .values(
-        missing.map((hash) => {
-          const text = texts.get(hash) as string;
-          return {
-            body_hash: hash,
-            encoding: BODY_ENCODING,
-            size: Buffer.byteLength(text, 'utf8'),
-            bytes: compressBody(text),
-          };
-        }),
-      )
-      .onConflict((oc) => oc.column('body_hash').doNothing())
-      .execute();
-  }
-  await insertRows(
+  const known = await knownBodyHashes(db, hashes);
+  // Only the bodies raw_bodies lacks are compressed and inserted, in hash order.
+  await insertRawBodies(
     db,
-    'raw_reads',
-    READ_COLUMNS,
+    hashes
+      .filter((hash) => !known.has(hash))
+      .map((hash) => {
+        const text = texts.get(hash) as string;
+        return {
+          body_hash: hash,
+          encoding: BODY_ENCODING,
+          size: Buffer.byteLength(text, 'utf8'),
+          bytes: compressBody(text),
+        };
+      }),
+  );
+  await insertRawReads(
+    db,
     reads.map((read) => ({
       run_id: header.runId,
       account_name: read.accountName,
@@ -176,19 +165,3 @@ export async function writeRawReads(
     })),
   );
 }
-
-// One statement text each, built once (src/warehouse/bulk-write.ts): every business runs them.
-const KNOWN_BODIES = 'select body_hash from raw_bodies where body_hash = any($1::text[])';
-const READ_COLUMNS: ColumnTypes<'raw_reads'> = {
-  run_id: 'uuid',
-  account_name: 'text',
-  business_id: 'bigint',
-  operation: 'text',
-  request: 'text',
-  params: 'jsonb',
-  attempt: 'integer',
-  status: 'integer',
-  observed_at: 'timestamptz',
-  body_hash: 'text',
-  uncommitted: 'boolean',
-};

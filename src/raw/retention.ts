@@ -20,8 +20,9 @@
  *   oldest night replay can rebuild (src/cli/commands/raw-show.ts).
  * - Then the bodies no read refers to.
  */
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
+import { deleteUnreadBodies, pruneRawReads } from '../warehouse/raw-retention.ts';
 
 export interface PrunedRawZone {
   /** Reads deleted. */
@@ -44,99 +45,7 @@ export async function pruneRawZone(db: Kysely<Database>, days: number): Promise<
       `Raw zone retention takes a whole number of days, at least 1 (got ${days}).`,
     );
   }
-  // A night's pruning reads about the night that ages out, not every read kept: each step
-  // is served by an index of migration 0011 (EXPLAIN ANALYZE, 860,000 reads, one night of
-  // 27,000 aging out: 1.2 s; docs/replay.md).
-  // - clock: raw_reads_business_idx, `business_id is null` (a few reads per run);
-  // - old: raw_reads_observed_at_idx, up to the latest account's cutoff;
-  // - span: raw_reads_run_idx, each run with old reads read once;
-  // - judged: raw_reads_business_idx, (business_id, observed_at ≥ the read's); LATERAL …
-  //   LIMIT 1 keeps it one probe per read, where the planner would hash every read kept;
-  // - verdict's later account read: raw_reads_business_idx, `business_id is null`;
-  // - marked and deleted: the primary key. Each read gets one verdict, so neither joins
-  //   the other's rows (an anti-join of two CTEs was planned as a nested loop: minutes).
-  const pruned = await sql<{ marked: number; deleted: number }>`
-    with clock as (
-      select account_name, max(observed_at) - make_interval(days => ${days}::int) as cutoff
-        from raw_reads
-       where business_id is null
-       group by account_name
-    ), old as (
-      select r.read_id, r.run_id, r.account_name, r.business_id, r.observed_at, r.aged_out,
-             c.cutoff
-        from raw_reads r
-        join clock c on c.account_name = r.account_name and r.observed_at < c.cutoff
-       where r.observed_at < (select max(cutoff) from clock)
-    ), span as (
-      select y.run_id, y.account_name, max(y.observed_at) as newest
-        from raw_reads y
-       where y.run_id = any (array(select distinct run_id from old))
-       group by y.run_id, y.account_name
-    ), candidate as (
-      select old.*
-        from old
-        join span s on s.run_id = old.run_id and s.account_name = old.account_name
-       where s.newest < old.cutoff
-    ), judged as (
-      select c.*, later.found is not null as replaced
-        from candidate c
-        left join lateral (
-          select true as found
-            from raw_reads n
-           where c.business_id is not null
-             and n.business_id = c.business_id and n.account_name = c.account_name
-             and n.observed_at >= c.observed_at
-             and (n.observed_at > c.observed_at or n.read_id > c.read_id)
-             and n.run_id <> c.run_id and not n.uncommitted
-           limit 1) later on true
-    ), keeping as (
-      select distinct run_id, account_name
-        from judged
-       where business_id is not null and not replaced
-    ), verdict as (
-      select j.read_id, j.aged_out,
-             case
-               when j.business_id is not null then j.replaced
-               else not exists (
-                      select 1 from keeping k
-                       where k.run_id = j.run_id and k.account_name = j.account_name)
-                    and exists (
-                      select 1 from raw_reads n
-                       where n.business_id is null and n.account_name = j.account_name
-                         and n.observed_at >= j.observed_at
-                         and (n.observed_at > j.observed_at or n.read_id > j.read_id)
-                         and n.run_id <> j.run_id)
-             end as doomed
-        from judged j
-    ), marked as (
-      update raw_reads r set aged_out = true
-        from verdict v
-       where r.read_id = v.read_id and not v.doomed and not v.aged_out
-      returning r.read_id
-    ), deleted as (
-      delete from raw_reads r using verdict v where r.read_id = v.read_id and v.doomed
-      returning r.read_id
-    )
-    select (select count(*) from marked)::int as marked,
-           (select count(*) from deleted)::int as deleted`.execute(db);
-  // One anti-join over the reads (no index on body_hash: migration 0011 says why; nor a
-  // foreign key to check per body deleted since migration 0017).
-  const bodies = await db
-    .deleteFrom('raw_bodies')
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('raw_reads')
-            .select('read_id')
-            .whereRef('raw_reads.body_hash', '=', 'raw_bodies.body_hash'),
-        ),
-      ),
-    )
-    .executeTakeFirst();
-  const counts = pruned.rows[0];
-  return {
-    reads: counts?.deleted ?? 0,
-    agedOut: counts?.marked ?? 0,
-    bodies: Number(bodies.numDeletedRows),
-  };
+  const { deleted, agedOut } = await pruneRawReads(db, days);
+  const bodies = await deleteUnreadBodies(db);
+  return { reads: deleted, agedOut, bodies };
 }

@@ -12,7 +12,7 @@
  * sink runs here. A record quarantined on a night that now loads has its quarantine row
  * copied into the new schema with `recovered_at` set.
  */
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { MockAgent } from 'undici';
 import type { AlertRules } from '../alerts/rules.ts';
 import { type AnswerSettings, createApiClient } from '../api/client.ts';
@@ -24,6 +24,24 @@ import { replayRule } from '../streams/index.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/connection.ts';
 import type { Database } from '../warehouse/database.ts';
 import { migrateToLatest } from '../warehouse/migrate.ts';
+import {
+  accountReadsOfRun,
+  accountsOfRun,
+  businessReadsOfRun,
+  businessTimesOfRun,
+  copyRecoveredQuarantine,
+  countReadsOfRun,
+  createSchema,
+  currentSchema,
+  type KeptReadRow,
+  type KeptRun,
+  keptAccounts,
+  keptBody,
+  keptReadSpan,
+  keptRuns,
+  setSearchPath,
+  tablesInSchema,
+} from '../warehouse/replay-reads.ts';
 import { runSync, STREAMS, type Stream } from './run.ts';
 import { parseShard } from './shard.ts';
 
@@ -85,17 +103,6 @@ const REPLAY_CONCURRENCY = 8;
 /** A status no upstream sends: a request the raw zone has no answer for fails like an outage. */
 const NOT_KEPT_STATUS = 599;
 
-interface KeptRun {
-  run_id: string;
-  started_at: Date;
-  streams: unknown;
-  shard: string | null;
-  status: string;
-  settings: unknown;
-  first_observed: Date;
-  last_observed: Date;
-}
-
 interface KeptAnswer {
   status: number;
   /** The body's address in raw_bodies: fetched when asked for. */
@@ -122,19 +129,20 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   if (source === into) throw new Error(`--into names the live schema "${into}"; pick a new one.`);
   const raw = warehouse.db.withSchema(source);
 
-  const runs = await keptRuns(raw, options);
+  const runs = await keptRuns(raw, {
+    ...(options.from !== undefined ? { from: dayStart(options.from) } : {}),
+    ...(options.to !== undefined ? { before: dayAfter(options.to) } : {}),
+    ...(options.account !== undefined ? { account: options.account } : {}),
+    ...(options.businessId !== undefined ? { businessId: options.businessId } : {}),
+  });
   await checkCoverage(raw, options, runs.length);
 
-  const existing = await sql<{ n: number }>`
-    select count(*)::int as n from information_schema.tables where table_schema = ${into}`.execute(
-    warehouse.db,
-  );
-  if ((existing.rows[0]?.n ?? 0) > 0) {
+  if ((await tablesInSchema(warehouse.db, into)) > 0) {
     throw new Error(
       `Schema "${into}" already holds tables; replay builds into a fresh schema. Drop it or name another.`,
     );
   }
-  await sql`create schema if not exists ${sql.id(into)}`.execute(warehouse.db);
+  await createSchema(warehouse.db, into);
   const target = await openTarget(warehouse, into, options.databaseUrl);
   let reads = 0;
   let recovered = 0;
@@ -142,24 +150,10 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   try {
     await migrateToLatest(target.db);
     await options.prepare?.(target.db);
-    const accounts = await raw
-      .selectFrom('accounts')
-      .select(['name', 'user_email', 'base_url'])
-      .execute();
+    const accounts = await keptAccounts(raw);
     const accountByName = new Map(accounts.map((a) => [a.name, a]));
     for (const [index, run] of runs.entries()) {
-      const names = (
-        await raw
-          .selectFrom('raw_reads')
-          .select('account_name')
-          .distinct()
-          .where('run_id', '=', run.run_id)
-          .$if(options.account !== undefined, (q) =>
-            q.where('account_name', '=', options.account as string),
-          )
-          .orderBy('account_name')
-          .execute()
-      ).map((r) => r.account_name);
+      const names = await accountsOfRun(raw, run.run_id, options.account);
       for (const name of names) {
         const account = accountByName.get(name);
         if (!account) continue;
@@ -173,7 +167,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
         day: run.first_observed.toISOString().slice(0, 10),
       });
     }
-    recovered = await markRecovered(
+    recovered = await copyRecoveredQuarantine(
       target.db,
       source,
       runs.map((r) => r.run_id),
@@ -186,12 +180,8 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   return { runs: runs.length, reads, recovered, seconds, runIds };
 }
 
-export async function currentSchema(db: Kysely<Database>): Promise<string> {
-  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);
-  const schema = rows[0]?.schema;
-  if (!schema) throw new Error('The warehouse has no current schema (check its search_path).');
-  return schema;
-}
+// Replay in place (src/sync/replay-in-place.ts) names the live schema with it too.
+export { currentSchema };
 
 function dayStart(day: string): Date {
   return new Date(`${day}T00:00:00Z`);
@@ -201,48 +191,13 @@ function dayAfter(day: string): Date {
   return new Date(dayStart(day).getTime() + 86_400_000);
 }
 
-/** The runs with kept reads in the range and filters, in the order they ran. */
-async function keptRuns(raw: Kysely<Database>, options: ReplayOptions): Promise<KeptRun[]> {
-  const rows = await raw
-    .selectFrom('raw_reads as r')
-    .innerJoin('sync_runs as s', 's.run_id', 'r.run_id')
-    .select(['r.run_id', 's.started_at', 's.streams', 's.shard', 's.status', 's.settings'])
-    .select((eb) => [
-      eb.fn.min('r.observed_at').as('first_observed'),
-      eb.fn.max('r.observed_at').as('last_observed'),
-    ])
-    .$if(options.from !== undefined, (q) =>
-      q.where('r.observed_at', '>=', dayStart(options.from as string)),
-    )
-    .$if(options.to !== undefined, (q) =>
-      q.where('r.observed_at', '<', dayAfter(options.to as string)),
-    )
-    .$if(options.account !== undefined, (q) =>
-      q.where('r.account_name', '=', options.account as string),
-    )
-    .$if(options.businessId !== undefined, (q) =>
-      q.where('r.business_id', '=', options.businessId as number),
-    )
-    .where('r.uncommitted', '=', false)
-    .groupBy(['r.run_id', 's.started_at', 's.streams', 's.shard', 's.status', 's.settings'])
-    .orderBy('s.started_at')
-    .orderBy('r.run_id')
-    .execute();
-  return rows as unknown as KeptRun[];
-}
-
 /** Refuses a range the raw zone does not cover, naming what it does cover. */
 async function checkCoverage(
   raw: Kysely<Database>,
   options: ReplayOptions,
   runs: number,
 ): Promise<void> {
-  const span = await raw
-    .selectFrom('raw_reads')
-    .select((eb) => [eb.fn.min('observed_at').as('first'), eb.fn.max('observed_at').as('last')])
-    .executeTakeFirst();
-  const first = span?.first ? new Date(span.first as Date) : undefined;
-  const last = span?.last ? new Date(span.last as Date) : undefined;
+  const { first, last } = await keptReadSpan(raw);
   const held =
     first && last
       ? `it holds reads from ${first.toISOString().slice(0, 10)} to ${last.toISOString().slice(0, 10)}`
@@ -279,12 +234,12 @@ async function openTarget(
     return openWarehouse({ databaseUrl, searchPath: schema });
   }
   const source = await currentSchema(warehouse.db);
-  await sql`set search_path to ${sql.id(schema)}`.execute(warehouse.db);
+  await setSearchPath(warehouse.db, schema);
   return {
     db: warehouse.db,
     kind: 'pglite',
     close: async () => {
-      await sql`set search_path to ${sql.id(source)}`.execute(warehouse.db);
+      await setSearchPath(warehouse.db, source);
     },
   };
 }
@@ -293,15 +248,10 @@ async function openTarget(
 const BUSINESSES_INDEXED = 4 * REPLAY_CONCURRENCY;
 
 /** Retried reads: the last attempt is the answer the sync went on with (rows in read order). */
-function indexAnswers(
-  rows: readonly {
-    request: string;
-    operation: string;
-    status: number;
-    observed_at: Date;
-    body_hash: string;
-  }[],
-): { answers: Map<string, KeptAnswer>; operations: Set<string> } {
+function indexAnswers(rows: readonly KeptReadRow[]): {
+  answers: Map<string, KeptAnswer>;
+  operations: Set<string>;
+} {
   const answers = new Map<string, KeptAnswer>();
   const operations = new Set<string>();
   for (const row of rows) {
@@ -327,11 +277,7 @@ function keptBodies(raw: Kysely<Database>): (hash: string) => Promise<string> {
   return async (hash) => {
     const hit = cache.get(hash);
     if (hit !== undefined) return hit;
-    const row = await raw
-      .selectFrom('raw_bodies')
-      .select(['encoding', 'bytes'])
-      .where('body_hash', '=', hash)
-      .executeTakeFirstOrThrow();
+    const row = await keptBody(raw, hash);
     const text = decompressBody(row.encoding, row.bytes);
     if (cache.size >= BODY_CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
     cache.set(hash, text);
@@ -362,64 +308,27 @@ async function replayAccountRun(
   // asks for one of them (`businessAnswers`), a few businesses at a time: memory holds
   // neither the night's bodies nor its index. A read of a business that never committed
   // on the night is not an answer its replay may write from.
-  const ofRun = raw
-    .selectFrom('raw_reads as r')
-    .where('r.run_id', '=', run.run_id)
-    .where('r.account_name', '=', account.name)
-    .where('r.uncommitted', '=', false);
-  const accountAnswers = indexAnswers(
-    await ofRun
-      .select(['r.request', 'r.operation', 'r.status', 'r.observed_at', 'r.body_hash'])
-      .where('r.business_id', 'is', null)
-      .orderBy('r.read_id')
-      .execute(),
-  );
+  const ofRun = { runId: run.run_id, accountName: account.name };
+  const accountAnswers = indexAnswers(await accountReadsOfRun(raw, ofRun));
   // Each business the run committed, and the time its reads (and rows) were kept with.
   const businessTimes = new Map<number, Date>();
-  for (const row of await ofRun
-    .select(['r.business_id', (eb) => eb.fn.max('r.observed_at').as('at')])
-    .where('r.business_id', 'is not', null)
-    // Operation-10 polls name a business but are the credential's, at their own time.
-    .where('r.operation', '<>', 'get_response_status')
-    .$if(options.businessId !== undefined, (q) =>
-      q.where('r.business_id', '=', options.businessId as number),
-    )
-    .groupBy('r.business_id')
-    .execute()) {
-    const id = Number(row.business_id);
-    if (!options.skipBusinesses?.has(id)) businessTimes.set(id, new Date(row.at as Date));
+  const onlyBusiness = options.businessId !== undefined ? { businessId: options.businessId } : {};
+  for (const { businessId, at } of await businessTimesOfRun(raw, { ...ofRun, ...onlyBusiness })) {
+    if (!options.skipBusinesses?.has(businessId)) businessTimes.set(businessId, at);
   }
-  const reads = Number(
-    (
-      await ofRun
-        .select((eb) => eb.fn.countAll().as('n'))
-        .$if(options.businessId !== undefined, (q) =>
-          q.where((eb) =>
-            eb.or([
-              eb('r.business_id', '=', options.businessId as number),
-              eb('r.business_id', 'is', null),
-            ]),
-          ),
-        )
-        .executeTakeFirst()
-    )?.n ?? 0,
-  );
+  const reads = await countReadsOfRun(raw, { ...ofRun, ...onlyBusiness });
   // Reference data is read once a run, by one credential: the others have none to replay.
   const fetchedReference = accountAnswers.operations.has('list_countries');
   const indexed = new Map<number, Promise<Map<string, KeptAnswer>>>();
   const businessAnswers = (id: number): Promise<Map<string, KeptAnswer>> => {
     const hit = indexed.get(id);
     if (hit) return hit;
-    const loading = ofRun
-      .select(['r.request', 'r.operation', 'r.status', 'r.observed_at', 'r.body_hash'])
-      .where('r.business_id', '=', id)
-      // The run's own span: the (business_id, observed_at) index reads this run's rows,
-      // not every night's of the business.
-      .where('r.observed_at', '>=', run.first_observed)
-      .where('r.observed_at', '<=', run.last_observed)
-      .orderBy('r.read_id')
-      .execute()
-      .then((rows) => indexAnswers(rows).answers);
+    const loading = businessReadsOfRun(raw, {
+      ...ofRun,
+      businessId: id,
+      first: run.first_observed,
+      last: run.last_observed,
+    }).then((rows) => indexAnswers(rows).answers);
     if (indexed.size >= BUSINESSES_INDEXED) indexed.delete(indexed.keys().next().value as number);
     indexed.set(id, loading);
     return loading;
@@ -527,30 +436,4 @@ async function replayAccountRun(
     await agent.close();
   }
   return { reads, runId };
-}
-
-/**
- * Quarantine rows of the replayed runs whose record the replay loaded (no equal record
- * quarantined again), copied into the new schema with `recovered_at` set.
- */
-async function markRecovered(
-  db: Kysely<Database>,
-  source: string,
-  runIds: readonly string[],
-): Promise<number> {
-  if (runIds.length === 0) return 0;
-  const result = await sql`
-    insert into quarantine
-      (run_id, account_name, business_id, stream, location, reason, payload, quarantined_at, recovered_at)
-    select q.run_id, q.account_name, q.business_id, q.stream, q.location, q.reason, q.payload,
-           q.quarantined_at, now()
-      from ${sql.id(source, 'quarantine')} q
-     where q.run_id in (${sql.join(runIds)})
-       and not exists (
-         select 1 from quarantine t
-          where t.account_name = q.account_name
-            and t.business_id is not distinct from q.business_id
-            and t.stream = q.stream
-            and t.payload is not distinct from q.payload)`.execute(db);
-  return Number(result.numAffectedRows ?? 0);
 }

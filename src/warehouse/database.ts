@@ -360,6 +360,24 @@ export interface AlertsTable {
   review_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** Migration 0007: what changed (ranks, a rating, a run's status), per kind. */
   details: JsonWithDefault;
+  /**
+   * Migration 0018: names of the sinks that will not get the alert, because it was raised
+   * before they were configured (docs/alerts.md, "A sink added later").
+   */
+  skipped_sinks: JsonWithDefault;
+}
+
+/**
+ * Migration 0018: one row per sink name, written the first time a dispatcher runs with it
+ * (docs/warehouse.md, "alert_sinks").
+ */
+export interface AlertSinksTable {
+  sink: string;
+  first_seen_at: Timestamp;
+  /** ALERT_BACKLOG when the sink was first seen. */
+  backlog: 'skip' | 'send';
+  /** How many alerts raised before it were marked as skipping it. */
+  skipped: ColumnType<number, number | undefined, number>;
 }
 
 /** Migration 0004: a review response submitted through the command line (operation 9). */
@@ -452,6 +470,7 @@ export interface Database {
   webhook_events: WebhookEventsTable;
   social_post_boosts: SocialPostBoostsTable;
   alerts: AlertsTable;
+  alert_sinks: AlertSinksTable;
   sync_runs: SyncRunsTable;
   quarantine: QuarantineTable;
   review_response_requests: ReviewResponseRequestsTable;

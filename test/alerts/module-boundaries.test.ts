@@ -28,6 +28,16 @@ function importedFolders(file: string): string[] {
   return specifiers.map((s) => relative(SRC, resolve(file, '..', s)).split('/')[0]!);
 }
 
+/**
+ * The warehouse modules of the alert module: every statement on `alerts` and `alert_sinks`,
+ * and what the rules read of other tables (the one home of SQL is src/warehouse).
+ */
+const ALERT_TABLE_MODULES = [
+  'warehouse/alert-outbox.ts',
+  'warehouse/alert-sinks.ts',
+  'warehouse/alert-sync-health.ts',
+];
+
 function importsOf(folder: string): Map<string, string[]> {
   return new Map(
     sourceFiles(join(SRC, folder)).map((file) => [relative(SRC, file), importedFolders(file)]),
@@ -47,7 +57,7 @@ describe('module boundaries', () => {
     expect(offenders).toEqual([]);
   });
 
-  it('all alert SQL and sinks live in src/alerts: no alert module is left elsewhere', () => {
+  it('alert SQL lives in src/warehouse/alert-*.ts, sinks and rules in src/alerts: no alert module is left elsewhere', () => {
     const stray = sourceFiles(SRC)
       .map((file) => relative(SRC, file))
       // The `alerts` command's own files (src/cli/commands: the command and its table) hold
@@ -56,10 +66,12 @@ describe('module boundaries', () => {
       .filter((file) => file !== 'cli/commands/alerts.ts' && file !== 'cli/commands/alert-list.ts')
       // The rules file's schema is configuration, read by the base (src/config imports
       // nothing of ours); the rules that raise from it are src/alerts'.
-      .filter((file) => file !== 'config/alert-rules.ts');
+      .filter((file) => file !== 'config/alert-rules.ts')
+      // The alert module's statements (docs/warehouse.md, "alerts", "alert_sinks").
+      .filter((file) => !ALERT_TABLE_MODULES.includes(file));
     expect(stray).toEqual([]);
     const inserts = sourceFiles(SRC)
-      .filter((file) => !relative(SRC, file).startsWith('alerts/'))
+      .filter((file) => !ALERT_TABLE_MODULES.includes(relative(SRC, file)))
       .filter((file) =>
         /insertInto\(\s*'alerts'|insert into alerts|updateTable\(\s*'alerts'/.test(
           readFileSync(file, 'utf8'),

@@ -1,0 +1,393 @@
+/**
+ * `alerts`, the alert outbox (docs/warehouse.md, "alerts"; docs/alerts.md, "Delivery"):
+ * every SQL statement on the table. Rows in, rows out: which alert to raise, what a message
+ * says and when to try again are src/alerts' (src/alerts/outbox.ts), which calls these.
+ *
+ * Claims are leases in `next_attempt_at`: a claimed alert is not due again until the
+ * lease ends, so two dispatchers (two `serve` replicas, or `sync` and `serve`) never send
+ * it at the same time.
+ */
+import { type Kysely, sql } from 'kysely';
+import { insertRows } from './bulk-write.ts';
+import type { Database, Db, JsonValue } from './database.ts';
+
+/** An alert to insert. `details` holds what changed, for messages (ranks, a rating, a run). */
+export interface AlertToInsert {
+  kind: string;
+  dedupeKey: string;
+  accountName: string | null;
+  businessId: number | null;
+  listingId?: number | null;
+  siteName?: string | null;
+  keyword?: string | null;
+  reviewId?: string | null;
+  requestId?: string | null;
+  previousStatus: string | null;
+  status: string;
+  details?: Record<string, JsonValue>;
+  detectedAt: Date;
+  runId: string | null;
+}
+
+/**
+ * Appends alerts in one statement, skipping any whose dedupe_key exists (the same event
+ * re-applied); returns how many were inserted.
+ */
+export async function insertAlerts(db: Db, alerts: readonly AlertToInsert[]): Promise<number> {
+  if (alerts.length === 0) return 0;
+  return insertRows(
+    db,
+    'alerts',
+    {
+      kind: 'text',
+      dedupe_key: 'text',
+      account_name: 'text',
+      business_id: 'bigint',
+      listing_id: 'bigint',
+      site_name: 'text',
+      keyword: 'text',
+      review_id: 'uuid',
+      request_id: 'text',
+      previous_status: 'text',
+      status: 'text',
+      details: 'jsonb',
+      detected_at: 'timestamptz',
+      run_id: 'uuid',
+    },
+    alerts.map((alert) => ({
+      kind: alert.kind,
+      dedupe_key: alert.dedupeKey,
+      account_name: alert.accountName,
+      business_id: alert.businessId,
+      listing_id: alert.listingId ?? null,
+      site_name: alert.siteName ?? null,
+      keyword: alert.keyword ?? null,
+      review_id: alert.reviewId ?? null,
+      request_id: alert.requestId ?? null,
+      previous_status: alert.previousStatus,
+      status: alert.status,
+      details: alert.details ?? {},
+      detected_at: alert.detectedAt,
+      run_id: alert.runId,
+    })),
+    ['dedupe_key'],
+  );
+}
+
+/** Of these listings of one business, those with an alert of `kind` detected after `since`. */
+export async function listingsWithAlertSince(
+  db: Db,
+  options: { kind: string; businessId: number; listingIds: readonly number[]; since: Date },
+): Promise<Set<number>> {
+  if (options.listingIds.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('alerts')
+    .select('listing_id')
+    .distinct()
+    .where('kind', '=', options.kind)
+    .where('business_id', '=', options.businessId)
+    .where('listing_id', 'in', [...options.listingIds])
+    .where('detected_at', '>', options.since)
+    .execute();
+  return new Set(rows.map((row) => Number(row.listing_id)));
+}
+
+/**
+ * Claims up to `limit` undelivered alerts due at `now`, oldest first, by moving their
+ * `next_attempt_at` to `leaseUntil`; returns their ids. `FOR UPDATE SKIP LOCKED`:
+ * concurrent claimers take different alerts.
+ */
+export async function claimDueAlertIds(
+  db: Kysely<Database>,
+  options: { limit: number; now: Date; leaseUntil: Date; runId?: string },
+): Promise<number[]> {
+  const claimed = await db
+    .updateTable('alerts')
+    .set({ next_attempt_at: options.leaseUntil })
+    .where('alert_id', 'in', (eb) => {
+      let due = eb
+        .selectFrom('alerts')
+        .select('alert_id')
+        .where('delivered_at', 'is', null)
+        .where((w) =>
+          w.or([w('next_attempt_at', 'is', null), w('next_attempt_at', '<=', options.now)]),
+        );
+      if (options.runId) due = due.where('run_id', '=', options.runId);
+      return due
+        .orderBy('detected_at')
+        .orderBy('alert_id')
+        .limit(options.limit)
+        .forUpdate()
+        .skipLocked();
+    })
+    .returning('alert_id')
+    .execute();
+  return claimed.map((row) => row.alert_id);
+}
+
+/** Ids of undelivered alerts above `afterId`, in id order (optionally of one run only). */
+export async function undeliveredAlertIdsAfter(
+  db: Kysely<Database>,
+  options: { afterId: number; limit: number; runId?: string },
+): Promise<number[]> {
+  let query = db
+    .selectFrom('alerts')
+    .select('alert_id')
+    .where('delivered_at', 'is', null)
+    .where('alert_id', '>', options.afterId)
+    .orderBy('alert_id')
+    .limit(options.limit);
+  if (options.runId) query = query.where('run_id', '=', options.runId);
+  const ids = await query.execute();
+  return ids.map((row) => row.alert_id);
+}
+
+/**
+ * Alerts by id, oldest first, with what a message needs from the other tables as stored
+ * now: the business's name, the listing, a response request and its review, a review.
+ */
+export async function readAlertRows(db: Kysely<Database>, ids: readonly number[]) {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('alerts as a')
+    .leftJoin('businesses as b', 'b.business_id', 'a.business_id')
+    .leftJoin('listings as l', (join) =>
+      join.onRef('l.business_id', '=', 'a.business_id').onRef('l.listing_id', '=', 'a.listing_id'),
+    )
+    .leftJoin('review_response_requests as rr', 'rr.request_id', 'a.request_id')
+    .leftJoin('reviews as rv', 'rv.review_id', 'rr.review_id')
+    .leftJoin('reviews as lr', 'lr.review_id', 'a.review_id')
+    .select([
+      'a.alert_id',
+      'a.kind',
+      'a.dedupe_key',
+      'a.account_name',
+      'a.business_id',
+      'a.listing_id',
+      'a.site_name',
+      'a.keyword',
+      'a.previous_status',
+      'a.status',
+      'a.details',
+      'a.detected_at',
+      'a.run_id',
+      'a.attempts',
+      'a.delivered_sinks',
+      'a.skipped_sinks',
+      'b.name as business_name',
+      'l.listing_id as stored_listing_id',
+      'l.name as listing_name',
+      'l.name_valid',
+      'l.phone',
+      'l.phone_valid',
+      'l.street',
+      'l.city',
+      'l.state',
+      'l.postal_code',
+      'l.address_valid',
+      'l.live_link',
+      'rr.request_id as rr_request_id',
+      'rr.review_id as rr_review_id',
+      'rr.content as rr_content',
+      'rr.submitted_at as rr_submitted_at',
+      'rv.author_name as review_author',
+      'rv.permalink as review_permalink',
+      'a.review_id as lr_review_id',
+      'lr.rating as lr_rating',
+      'lr.author_name as lr_author',
+      'lr.content as lr_content',
+      'lr.permalink as lr_permalink',
+    ])
+    .where('a.alert_id', 'in', [...ids])
+    .orderBy('a.detected_at')
+    .orderBy('a.alert_id')
+    .execute();
+}
+
+/** One row of `readAlertRows`. */
+export type AlertReadRow = Awaited<ReturnType<typeof readAlertRows>>[number];
+
+/** The outcome of one attempt at one alert, as stored (`error` already redacted). */
+export interface AttemptToRecord {
+  alertId: number;
+  deliveredSinks: readonly string[];
+  delivered: boolean;
+  error: string | null;
+  nextAttemptAt: Date | null;
+}
+
+/** Counts one attempt per alert and records its outcome, in one statement. */
+export async function recordAttempts(
+  db: Kysely<Database>,
+  at: Date,
+  attempts: readonly AttemptToRecord[],
+): Promise<void> {
+  if (attempts.length === 0) return;
+  await sql`
+    update alerts a set
+      attempts = a.attempts + 1,
+      delivered_sinks = o.delivered_sinks,
+      delivered_at = case when o.delivered then ${at}::timestamptz end,
+      last_error = o.last_error,
+      next_attempt_at = case when o.delivered then null else o.next_attempt_at end
+    from unnest(
+      ${attempts.map((a) => a.alertId)}::bigint[],
+      ${attempts.map((a) => JSON.stringify(a.deliveredSinks))}::jsonb[],
+      ${attempts.map((a) => a.delivered)}::boolean[],
+      ${attempts.map((a) => a.error)}::text[],
+      ${attempts.map((a) => a.nextAttemptAt?.toISOString() ?? null)}::timestamptz[]
+    ) as o(alert_id, delivered_sinks, delivered, last_error, next_attempt_at)
+    where a.alert_id = o.alert_id`.execute(db);
+}
+
+/** Undelivered alerts that each named sink has neither taken nor skipped (the per-sink pending gauge). */
+export async function countPendingBySink(
+  db: Kysely<Database>,
+  sinks: readonly string[],
+): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  if (sinks.length === 0) return counts;
+  const row = await db
+    .selectFrom('alerts')
+    .select(
+      sinks.map((sink, i) =>
+        sql<number>`count(*) filter (where not (delivered_sinks || skipped_sinks) @> jsonb_build_array(${sink}::text))::int`.as(
+          `s${i}`,
+        ),
+      ),
+    )
+    .where('delivered_at', 'is', null)
+    .executeTakeFirst();
+  const values = (row ?? {}) as Record<string, number>;
+  sinks.forEach((sink, i) => {
+    counts[sink] = Number(values[`s${i}`] ?? 0);
+  });
+  return counts;
+}
+
+/** Alerts ever raised, by kind (the raised counter, read from the table on scrape). */
+export async function countAlertsByKind(db: Kysely<Database>): Promise<Record<string, number>> {
+  const rows = await db
+    .selectFrom('alerts')
+    .select(['kind', sql<number>`count(*)::int`.as('n')])
+    .groupBy('kind')
+    .execute();
+  return Object.fromEntries(rows.map((row) => [row.kind, Number(row.n)]));
+}
+
+/** The most recent alerts' ids and delivery state, newest first; `pending`: undelivered only. */
+export async function recentAlertRows(
+  db: Kysely<Database>,
+  options: { pending: boolean; limit: number },
+): Promise<{ alert_id: number; delivered_at: Date | null; last_error: string | null }[]> {
+  let query = db
+    .selectFrom('alerts')
+    .select(['alert_id', 'delivered_at', 'last_error'])
+    .orderBy('detected_at', 'desc')
+    .orderBy('alert_id', 'desc')
+    .limit(options.limit);
+  if (options.pending) query = query.where('delivered_at', 'is', null);
+  return query.execute();
+}
+
+/**
+ * Gives back claims the dispatcher did not get to (its time ran out): the alerts are due
+ * again at once, for `serve` or the next run, instead of waiting for the lease to end.
+ */
+export async function releaseClaims(db: Kysely<Database>, alertIds: readonly number[]) {
+  if (alertIds.length === 0) return;
+  await db
+    .updateTable('alerts')
+    .set({ next_attempt_at: null })
+    .where('alert_id', 'in', [...alertIds])
+    .where('delivered_at', 'is', null)
+    .execute();
+}
+
+/** Ids of every alert these runs raised. */
+export async function alertIdsOfRuns(
+  db: Kysely<Database>,
+  runIds: readonly string[],
+): Promise<number[]> {
+  if (runIds.length === 0) return [];
+  const ids = await db
+    .selectFrom('alerts')
+    .select('alert_id')
+    .where('run_id', 'in', [...runIds])
+    .execute();
+  return ids.map((row) => Number(row.alert_id));
+}
+
+/**
+ * Marks every open alert `sink` has not taken as skipped for it, except those of
+ * `exceptRunId`; closes, with `note` as its `last_error`, each one no sink of `configured`
+ * is left to take. Returns how many it marked.
+ */
+export async function markSkipped(
+  db: Db,
+  options: {
+    sink: string;
+    configured: readonly string[];
+    at: Date;
+    note: string;
+    exceptRunId?: string;
+  },
+): Promise<number> {
+  const configured = JSON.stringify(options.configured);
+  const { rows } = await sql<{ marked: number }>`
+    with me as (select jsonb_build_array(${options.sink}::text) as sink),
+    marked as (
+      update alerts a set
+        skipped_sinks = a.skipped_sinks || me.sink,
+        delivered_at = case
+          when (a.delivered_sinks || a.skipped_sinks || me.sink) @> ${configured}::jsonb
+          then ${options.at}::timestamptz end,
+        next_attempt_at = case
+          when (a.delivered_sinks || a.skipped_sinks || me.sink) @> ${configured}::jsonb
+          then null else a.next_attempt_at end,
+        last_error = case
+          when (a.delivered_sinks || a.skipped_sinks || me.sink) @> ${configured}::jsonb
+          then ${options.note}::text else a.last_error end
+      from me
+      where a.delivered_at is null
+        and not (a.delivered_sinks || a.skipped_sinks) @> me.sink
+        and a.run_id is distinct from ${options.exceptRunId ?? null}::uuid
+      returning a.alert_id
+    )
+    select count(*)::int as marked from marked`.execute(db);
+  return Number(rows[0]?.marked ?? 0);
+}
+
+/** How many alerts each sink skips now, by sink. */
+export async function countSkippedBySink(db: Kysely<Database>): Promise<Record<string, number>> {
+  const { rows } = await sql<{ sink: string; n: number }>`
+    select s.sink, count(*)::int as n
+    from alerts a, jsonb_array_elements_text(a.skipped_sinks) s(sink)
+    where a.skipped_sinks <> '[]'::jsonb
+    group by s.sink`.execute(db);
+  return Object.fromEntries(rows.map((row) => [row.sink, Number(row.n)]));
+}
+
+/**
+ * Takes these sinks out of `skipped_sinks` and opens those alerts for delivery again;
+ * a `last_error` equal to `note` (closed as skipped) is cleared. Those detected before
+ * `since` stay skipped. Returns how many alerts it opened.
+ */
+export async function reopenSkipped(
+  db: Kysely<Database>,
+  options: { sinks: readonly string[]; note: string; since?: Date },
+): Promise<number> {
+  if (options.sinks.length === 0) return 0;
+  const sinks = [...options.sinks];
+  const result = await sql`
+    update alerts a set
+      skipped_sinks = a.skipped_sinks - ${sinks}::text[],
+      delivered_at = null,
+      next_attempt_at = null,
+      last_error = case when a.last_error = ${options.note}::text then null else a.last_error end
+    where exists (
+        select 1 from jsonb_array_elements_text(a.skipped_sinks) s(sink)
+        where s.sink = any(${sinks}::text[]))
+      and a.detected_at >= ${options.since ?? new Date(0)}::timestamptz`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}

@@ -1,0 +1,58 @@
+/**
+ * `alert_sinks` (docs/warehouse.md, "alert_sinks"; docs/alerts.md, "A sink added later"):
+ * every SQL statement on the table. One row per sink name, written the first time a
+ * dispatcher runs with it; what a new sink does with the older alerts is src/alerts'
+ * (src/alerts/outbox.ts, `recordSinksSeen`).
+ */
+import type { Kysely } from 'kysely';
+import type { AlertSinksTable, Database, Db } from './database.ts';
+
+type Backlog = AlertSinksTable['backlog'];
+
+/**
+ * Inserts a row for each sink not seen before, at `at`; returns those inserted. A sink
+ * seen before keeps its row. Inside the caller's transaction, a second dispatcher that
+ * inserts the same sink meanwhile waits on the row.
+ */
+export async function insertNewSinks(
+  db: Db,
+  sinks: readonly { name: string; backlog: Backlog }[],
+  at: Date,
+): Promise<{ sink: string; backlog: Backlog }[]> {
+  if (sinks.length === 0) return [];
+  return db
+    .insertInto('alert_sinks')
+    .values(
+      sinks.map((sink) => ({
+        sink: sink.name,
+        first_seen_at: at,
+        backlog: sink.backlog,
+      })),
+    )
+    .onConflict((oc) => oc.column('sink').doNothing())
+    .returning(['sink', 'backlog'])
+    .execute();
+}
+
+/** Records how many older alerts a sink was marked as skipping when first seen. */
+export async function setSinkSkipped(db: Db, sink: string, skipped: number): Promise<void> {
+  await db.updateTable('alert_sinks').set({ skipped }).where('sink', '=', sink).execute();
+}
+
+/** Every sink ever seen, oldest first (what `listings-sync alerts` says of each). */
+export async function sinksSeen(
+  db: Kysely<Database>,
+): Promise<{ sink: string; firstSeenAt: Date; backlog: Backlog; skipped: number }[]> {
+  const rows = await db
+    .selectFrom('alert_sinks')
+    .select(['sink', 'first_seen_at', 'backlog', 'skipped'])
+    .orderBy('first_seen_at')
+    .orderBy('sink')
+    .execute();
+  return rows.map((row) => ({
+    sink: row.sink,
+    firstSeenAt: row.first_seen_at,
+    backlog: row.backlog,
+    skipped: row.skipped,
+  }));
+}
