@@ -44,7 +44,7 @@ import { replay } from '../src/sync/replay.ts';
 import { runSync } from '../src/sync/run.ts';
 import { openWarehouse, type Warehouse } from '../src/warehouse/connection.ts';
 import { migrateToLatest } from '../src/warehouse/migrate.ts';
-import { CONTRACT_TABLES } from '../src/warehouse/tables.ts';
+import { CONTRACT_TABLES } from '../test/helpers/contract-tables.ts';
 import { productionNodeFlags } from './node-flags.ts';
 
 export interface RawZoneFigures {

@@ -10,11 +10,11 @@
  * `sampleMemoryMs` also samples `process.memoryUsage()` that often and prints each part's
  * peak (V8 heap used and total, external, array buffers, RSS), to tell what a peak is made of.
  */
+import { DEFAULTS } from '../src/config/index.ts';
 import { silentLogger } from '../src/log.ts';
 import { replay } from '../src/sync/replay.ts';
-import { DEFAULT_OVERALL_BUSINESS_CONCURRENCY } from '../src/sync/run.ts';
 import { openWarehouse } from '../src/warehouse/connection.ts';
-import { POOL_RESERVE } from '../src/warehouse/open.ts';
+import { warehousePoolSize } from '../src/warehouse/open.ts';
 
 interface Args {
   /** The fresh schema to build (it must not hold tables). */
@@ -46,7 +46,7 @@ const warehouse = await openWarehouse(
   args.databaseUrl
     ? {
         databaseUrl: args.databaseUrl,
-        poolSize: args.poolSize ?? DEFAULT_OVERALL_BUSINESS_CONCURRENCY + POOL_RESERVE,
+        poolSize: args.poolSize ?? warehousePoolSize(DEFAULTS),
         ...(args.searchPath ? { searchPath: args.searchPath } : {}),
       }
     : { pgliteDataDir: args.pgliteDataDir ?? './.data/bench' },

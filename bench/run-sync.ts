@@ -11,12 +11,13 @@
 import { readFileSync } from 'node:fs';
 import { createApiClient } from '../src/api/client.ts';
 import type { Credential } from '../src/api/types.ts';
+import { DEFAULTS } from '../src/config/index.ts';
 import { silentLogger } from '../src/log.ts';
-import { DEFAULT_OVERALL_BUSINESS_CONCURRENCY, runSync } from '../src/sync/run.ts';
+import { runSync } from '../src/sync/run.ts';
 import { startTracing } from '../src/tracing.ts';
 import { openWarehouse } from '../src/warehouse/connection.ts';
 import { migrateToLatest } from '../src/warehouse/migrate.ts';
-import { POOL_RESERVE } from '../src/warehouse/open.ts';
+import { warehousePoolSize } from '../src/warehouse/open.ts';
 
 interface Args {
   credentialsFile: string;
@@ -35,7 +36,7 @@ const warehouse = await openWarehouse(
   args.databaseUrl
     ? {
         databaseUrl: args.databaseUrl,
-        poolSize: args.poolSize ?? DEFAULT_OVERALL_BUSINESS_CONCURRENCY + POOL_RESERVE,
+        poolSize: args.poolSize ?? warehousePoolSize(DEFAULTS),
         ...(args.searchPath ? { searchPath: args.searchPath } : {}),
       }
     : { pgliteDataDir: args.pgliteDataDir ?? './.data/bench' },

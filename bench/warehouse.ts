@@ -196,10 +196,11 @@ function snapshotOf(b: number, ranks: Int16Array): BusinessSnapshot {
       phone: '207-555-0143',
     },
     full: null,
-    listings: Array.from({ length: LISTINGS }, (_, l) => listingOf(b, l)),
-    reviews: null,
-    rankings,
-    keywords,
+    records: {
+      listings: Array.from({ length: LISTINGS }, (_, l) => listingOf(b, l)),
+      rankings,
+      keywords,
+    },
     rejected: [],
   };
 }

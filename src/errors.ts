@@ -14,7 +14,3 @@ export abstract class ListingsSyncError extends Error {
   /** What a command that fails with this error exits with; fatal unless a class says. */
   readonly exitCode: ExitCode = EXIT.fatal;
 }
-
-export function isListingsSyncError(error: unknown): error is ListingsSyncError {
-  return error instanceof ListingsSyncError;
-}

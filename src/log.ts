@@ -189,7 +189,7 @@ export function redactSecrets<T>(value: T): T {
  * whatever logs or stores it. Real records are a few levels deep.
  */
 const MAX_REDACT_DEPTH = 100;
-export const TOO_DEEP = '[Too deep]';
+const TOO_DEEP = '[Too deep]';
 
 function redactValue(value: unknown, seen: WeakSet<object>, depth: number): unknown {
   if (typeof value === 'string') return redactText(value);
@@ -349,15 +349,4 @@ function redactingDestination(destination: DestinationStream): DestinationStream
 /** A logger that writes nothing, for library callers and tests that do not read logs. */
 export function silentLogger(): Logger {
   return pino({ level: 'silent' });
-}
-
-/**
- * A logger that keeps its lines in memory, for tests that assert what must or must not
- * be logged.
- */
-export function memoryLogger(level = 'debug'): { logger: Logger; lines: () => string[] } {
-  const chunks: string[] = [];
-  const destination = { write: (chunk: string) => void chunks.push(chunk) };
-  const logger = createLogger({ level, destination });
-  return { logger, lines: () => chunks.join('').split('\n').filter(Boolean) };
 }

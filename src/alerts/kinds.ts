@@ -21,7 +21,6 @@ import type { AlertForDelivery, NewAlert } from './outbox.ts';
 import type { SyncHealthCheck } from './sync-health.ts';
 
 export type AlertKind = AlertRuleKind;
-export const ALERT_KINDS = ALERT_RULE_KINDS;
 
 export const LISTING_INACCURATE = 'listing_inaccurate' satisfies AlertKind;
 export const LISTING_BROKEN_AGAIN = 'listing_broken_again' satisfies AlertKind;
@@ -33,7 +32,7 @@ export const SYNC_STALE = 'sync_stale' satisfies AlertKind;
 export const VOLUME_DROP = 'volume_drop' satisfies AlertKind;
 
 export function isAlertKind(kind: string): kind is AlertKind {
-  return (ALERT_KINDS as readonly string[]).includes(kind);
+  return (ALERT_RULE_KINDS as readonly string[]).includes(kind);
 }
 
 export type ChangeType = Change['type'];

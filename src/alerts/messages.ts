@@ -21,7 +21,7 @@ export { businessLabel, oneLine, type SlackMessage, wrongFields };
  * Slack truncates a message's text after 40,000 characters and advises staying under
  * 4,000 for readability; a digest stops adding lines before 3,500 so it never comes close.
  */
-export const SLACK_TEXT_LIMIT = 3_500;
+const SLACK_TEXT_LIMIT = 3_500;
 
 /** What changed, in a few words, for any kind (its entry's `summary`): the column of `listings-sync alerts`. */
 export function whatChanged(alert: AlertForDelivery): string {

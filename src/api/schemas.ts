@@ -1,7 +1,9 @@
 /**
  * Every quirk of the upstream's payloads, in one place. Each schema's input is the raw
- * payload (`RawListing`, …) and its output the normalised domain value of `types.ts`
- * (`Listing`, …). Nothing past this file sees a raw shape.
+ * payload and its output the normalised domain value. A record's type (`Listing`,
+ * `Keyword`, …) is its schema's output, declared beside the transform that builds it and
+ * re-exported by `types.ts`: a field the upstream adds is one edit here
+ * (docs/contributing.md, "Adding a column"). Nothing past this file sees a raw shape.
  *
  * Quirks absorbed here (docs/upstream.md, "Quirks"):
  * - latitude/longitude come as decimal strings or numbers; an empty string means none.
@@ -34,25 +36,12 @@
 import { z } from 'zod';
 import { redactSecrets, redactText } from '../log.ts';
 import {
-  type BusinessBasic,
-  type BusinessCreated,
-  type BusinessFull,
-  type BusinessHoursEntry,
-  type BusinessSummary,
-  type BusinessUpdated,
-  type Country,
   type DatePrecision,
-  type Keyword,
   LISTING_STATUSES,
   LISTING_SYNC_STATUSES,
-  type Listing,
   type ListResult,
   type RankObservation,
   type RejectedRecord,
-  type Review,
-  type ReviewResponse,
-  type State,
-  type SubCategory,
 } from './types.ts';
 
 // ---------------------------------------------------------------------------------------
@@ -248,7 +237,7 @@ const summaryShape = {
 
 type RawSummaryFields = z.output<z.ZodObject<typeof summaryShape>>;
 
-function summaryFrom(raw: RawSummaryFields): BusinessSummary {
+function summaryFrom(raw: RawSummaryFields) {
   return {
     id: raw.id,
     name: raw.name,
@@ -261,30 +250,28 @@ function summaryFrom(raw: RawSummaryFields): BusinessSummary {
 }
 
 export const businessSummarySchema = z.compile(
-  z.object(summaryShape).transform((raw): BusinessSummary => summaryFrom(raw)),
+  z.object(summaryShape).transform((raw) => summaryFrom(raw)),
 );
-export type RawBusinessSummary = z.input<typeof businessSummarySchema>;
+export type BusinessSummary = z.output<typeof businessSummarySchema>;
 
 export const businessBasicSchema = z
   .object({ ...summaryShape, biz_url: text, hide_address: flag })
-  .transform(
-    (raw): BusinessBasic => ({
-      ...summaryFrom(raw),
-      bizUrl: raw.biz_url,
-      hideAddress: raw.hide_address,
-    }),
-  );
-export type RawBusinessBasic = z.input<typeof businessBasicSchema>;
+  .transform((raw) => ({
+    ...summaryFrom(raw),
+    bizUrl: raw.biz_url,
+    hideAddress: raw.hide_address,
+  }));
+export type BusinessBasic = z.output<typeof businessBasicSchema>;
 
 const businessHoursEntrySchema = z
   .object({ day: storableString, start_time: text, end_time: text })
-  .transform(
-    (raw): BusinessHoursEntry => ({
-      day: raw.day,
-      startTime: raw.start_time,
-      endTime: raw.end_time,
-    }),
-  );
+  .transform((raw) => ({
+    day: raw.day,
+    /** `HH:MM` 24-hour, or null on a day without hours. */
+    startTime: raw.start_time,
+    endTime: raw.end_time,
+  }));
+export type BusinessHoursEntry = z.output<typeof businessHoursEntrySchema>;
 
 export const businessFullSchema = z.compile(
   z
@@ -310,43 +297,39 @@ export const businessFullSchema = z.compile(
         .transform((value) => value ?? []),
       hide_address: flag,
     })
-    .transform(
-      (raw): BusinessFull => ({
-        ...summaryFrom(raw),
-        latitude: raw.latitude,
-        longitude: raw.longitude,
-        bizUrl: raw.biz_url,
-        ownerFirstName: raw.owner_first_name,
-        ownerLastName: raw.owner_last_name,
-        facebookUrl: raw.facebook_url,
-        twitterUrl: raw.twitter_url,
-        description: raw.description,
-        tagline: raw.tagline,
-        storecode: raw.storecode,
-        additionalCategories: raw.additional_categories,
-        businessHours: raw.business_hours,
-        hideAddress: raw.hide_address,
-      }),
-    ),
+    .transform((raw) => ({
+      ...summaryFrom(raw),
+      latitude: raw.latitude,
+      longitude: raw.longitude,
+      bizUrl: raw.biz_url,
+      ownerFirstName: raw.owner_first_name,
+      ownerLastName: raw.owner_last_name,
+      facebookUrl: raw.facebook_url,
+      twitterUrl: raw.twitter_url,
+      description: raw.description,
+      tagline: raw.tagline,
+      storecode: raw.storecode,
+      additionalCategories: raw.additional_categories,
+      businessHours: raw.business_hours,
+      hideAddress: raw.hide_address,
+    })),
 );
-export type RawBusinessFull = z.input<typeof businessFullSchema>;
+export type BusinessFull = z.output<typeof businessFullSchema>;
 
 export const businessCreatedSchema = z
   .object({ ...summaryShape, sub_category_name: text, biz_url: text, hide_address: flag })
-  .transform(
-    (raw): BusinessCreated => ({
-      ...summaryFrom(raw),
-      subCategoryName: raw.sub_category_name,
-      bizUrl: raw.biz_url,
-      hideAddress: raw.hide_address,
-    }),
-  );
-export type RawBusinessCreated = z.input<typeof businessCreatedSchema>;
+  .transform((raw) => ({
+    ...summaryFrom(raw),
+    subCategoryName: raw.sub_category_name,
+    bizUrl: raw.biz_url,
+    hideAddress: raw.hide_address,
+  }));
+export type BusinessCreated = z.output<typeof businessCreatedSchema>;
 
 export const businessUpdatedSchema = z
   .object({ ...summaryShape, biz_url: text })
-  .transform((raw): BusinessUpdated => ({ ...summaryFrom(raw), bizUrl: raw.biz_url }));
-export type RawBusinessUpdated = z.input<typeof businessUpdatedSchema>;
+  .transform((raw) => ({ ...summaryFrom(raw), bizUrl: raw.biz_url }));
+export type BusinessUpdated = z.output<typeof businessUpdatedSchema>;
 
 // ---------------------------------------------------------------------------------------
 // Listings
@@ -381,30 +364,30 @@ export const listingSchema = z.compile(
       site_name: indexedString.min(1),
       status: z.enum(LISTING_STATUSES),
     })
-    .transform(
-      (raw): Listing => ({
-        id: raw.id,
-        siteName: raw.site_name,
-        status: raw.status,
-        syncStatus: raw.sync_status,
-        orderStatus: raw.order_status,
-        name: raw.name,
-        nameValid: raw.name_valid,
-        phone: raw.phone,
-        phoneValid: raw.phone_valid,
-        street: raw.street,
-        city: raw.city,
-        state: raw.state,
-        postalCode: raw.postal_code,
-        addressValid: raw.address_valid,
-        liveLink: raw.live_link,
-        claimed: raw.claimed,
-        hasSiteCredentials:
-          isNonEmptyString(raw.site_username) || isNonEmptyString(raw.site_password),
-      }),
-    ),
+    .transform((raw) => ({
+      id: raw.id,
+      siteName: raw.site_name,
+      status: raw.status,
+      syncStatus: raw.sync_status,
+      orderStatus: raw.order_status,
+      name: raw.name,
+      nameValid: raw.name_valid,
+      phone: raw.phone,
+      phoneValid: raw.phone_valid,
+      street: raw.street,
+      city: raw.city,
+      state: raw.state,
+      postalCode: raw.postal_code,
+      addressValid: raw.address_valid,
+      liveLink: raw.live_link,
+      claimed: raw.claimed,
+      /** Whether a directory login or password is set; neither goes past the schema. */
+      hasSiteCredentials:
+        isNonEmptyString(raw.site_username) || isNonEmptyString(raw.site_password),
+    })),
 );
-export type RawListing = z.input<typeof listingSchema>;
+/** A listing. The directory login and password are dropped: only whether any are set survives. */
+export type Listing = z.output<typeof listingSchema>;
 
 // ---------------------------------------------------------------------------------------
 // Reviews
@@ -419,21 +402,16 @@ export const reviewResponseSchema = z
     author_avatar: text,
     date: reviewDate,
   })
-  .transform(
-    (raw): ReviewResponse => ({
-      id: raw.id,
-      title: raw.title,
-      content: raw.content,
-      authorName: raw.author_name,
-      authorAvatar: raw.author_avatar,
-      respondedAt: raw.date.at,
-      respondedAtPrecision: raw.date.precision,
-    }),
-  );
-export type RawReviewResponse = z.input<typeof reviewResponseSchema>;
-
-/** A review as the schema sees it; the site and category come from where it was found. */
-export type ReviewFields = Omit<Review, 'siteName' | 'category'>;
+  .transform((raw) => ({
+    id: raw.id,
+    title: raw.title,
+    content: raw.content,
+    authorName: raw.author_name,
+    authorAvatar: raw.author_avatar,
+    respondedAt: raw.date.at,
+    respondedAtPrecision: raw.date.precision,
+  }));
+export type ReviewResponse = z.output<typeof reviewResponseSchema>;
 
 export const reviewSchema = z.compile(
   z
@@ -460,38 +438,43 @@ export const reviewSchema = z.compile(
         .nullish()
         .transform((value) => value ?? []),
     })
-    .transform(
-      (raw): ReviewFields => ({
-        id: raw.id,
-        type: raw.type,
-        title: raw.title,
-        content: raw.content,
-        authorName: raw.author_name,
-        authorAvatar: raw.author_avatar,
-        rating: raw.rating,
-        reviewedAt: raw.date.at,
-        reviewedAtPrecision: raw.date.precision,
-        permalink: raw.permalink,
-        likesCount: raw.likes_count,
-        likesChange: raw.likes_change,
-        canRespond: raw.can_respond,
-        responses: raw.responses,
-      }),
-    ),
+    .transform((raw) => ({
+      id: raw.id,
+      type: raw.type,
+      title: raw.title,
+      content: raw.content,
+      authorName: raw.author_name,
+      authorAvatar: raw.author_avatar,
+      rating: raw.rating,
+      reviewedAt: raw.date.at,
+      reviewedAtPrecision: raw.date.precision,
+      permalink: raw.permalink,
+      likesCount: raw.likes_count,
+      likesChange: raw.likes_change,
+      canRespond: raw.can_respond,
+      responses: raw.responses,
+    })),
 );
-export type RawReview = z.input<typeof reviewSchema>;
+/**
+ * A review as the schema sees it; the site and category come from where it was found
+ * (`Review` in `types.ts` adds them).
+ */
+export type ReviewFields = z.output<typeof reviewSchema>;
 
 /** Operation 9's answer. */
 export const responseSubmittedSchema = z
   .object({ request_id: requestId, message: text })
-  .transform((raw) => ({ requestId: raw.request_id, message: raw.message }));
-export type RawResponseSubmitted = z.input<typeof responseSubmittedSchema>;
+  .transform((raw) => ({
+    /** The upstream returns a number in samples and types it uuid; always a string here. */
+    requestId: raw.request_id,
+    message: raw.message,
+  }));
+export type ResponseSubmitted = z.output<typeof responseSubmittedSchema>;
 
 /** Operation 10's answer: `{status}`, no `success` field. Unknown statuses are kept. */
 export const responseStatusSchema = z
   .object({ status: storableString.min(1) })
   .transform((raw) => ({ status: raw.status }));
-export type RawResponseStatus = z.input<typeof responseStatusSchema>;
 
 // ---------------------------------------------------------------------------------------
 // Rankings
@@ -535,7 +518,6 @@ export const rankingEntrySchema = z.compile(
     return out;
   }),
 );
-export type RawRankingEntry = z.input<typeof rankingEntrySchema>;
 
 // ---------------------------------------------------------------------------------------
 // Keywords and reference data
@@ -554,36 +536,32 @@ export const keywordSchema = z.compile(
         .nullish()
         .transform((value) => value ?? false),
     })
-    .transform(
-      (raw): Keyword => ({
-        id: raw.id,
-        keyword: raw.keyword,
-        city: raw.city,
-        state: raw.state,
-        primary: raw.primary,
-        businessId: raw.location_id,
-        archived: raw.archived,
-      }),
-    ),
+    .transform((raw) => ({
+      id: raw.id,
+      keyword: raw.keyword,
+      city: raw.city,
+      state: raw.state,
+      primary: raw.primary,
+      businessId: raw.location_id,
+      archived: raw.archived,
+    })),
 );
-export type RawKeyword = z.input<typeof keywordSchema>;
+export type Keyword = z.output<typeof keywordSchema>;
 
 export const countrySchema = z
   .object({ id, name: storableString.min(1) })
-  .transform((raw): Country => ({ id: raw.id, name: raw.name }));
-export type RawCountry = z.input<typeof countrySchema>;
+  .transform((raw) => ({ id: raw.id, name: raw.name }));
+export type Country = z.output<typeof countrySchema>;
 
 export const stateSchema = z
   .object({ id, name: storableString.min(1), iso: text, country_id: id })
-  .transform(
-    (raw): State => ({ id: raw.id, name: raw.name, iso: raw.iso, countryId: raw.country_id }),
-  );
-export type RawState = z.input<typeof stateSchema>;
+  .transform((raw) => ({ id: raw.id, name: raw.name, iso: raw.iso, countryId: raw.country_id }));
+export type State = z.output<typeof stateSchema>;
 
 export const subCategorySchema = z
   .object({ id, name: storableString.min(1) })
-  .transform((raw): SubCategory => ({ id: raw.id, name: raw.name }));
-export type RawSubCategory = z.input<typeof subCategorySchema>;
+  .transform((raw) => ({ id: raw.id, name: raw.name }));
+export type SubCategory = z.output<typeof subCategorySchema>;
 
 /** Operation 14's answer: a confirmation sentence under `result`. */
 export const deleteConfirmationSchema = z.string();

@@ -1,7 +1,9 @@
 /**
  * The normalised domain values that the API client returns, after the zod schemas in
  * `src/api/schemas.ts` have absorbed every quirk of the upstream. Everything past the
- * client (sync, warehouse) sees only these shapes.
+ * client (sync, warehouse) sees only these shapes. A record's type is its schema's output,
+ * declared in schemas.ts beside the transform that builds it and re-exported here, so a
+ * field is added in one place.
  *
  * Glossary
  * - business: a location the user added (the upstream also calls it `location_id`).
@@ -15,82 +17,29 @@
  * - rejected record: an element of a list payload that failed its schema; kept with its
  *   reason so the sync can quarantine it while its siblings load.
  */
+import type { ReviewFields } from './schemas.ts';
+
 export type { Credential } from '../config/index.ts';
-
-export interface BusinessSummary {
-  id: number;
-  name: string;
-  street: string | null;
-  city: string | null;
-  stateName: string | null;
-  postalCode: string | null;
-  phone: string | null;
-}
-
-export interface BusinessBasic extends BusinessSummary {
-  bizUrl: string | null;
-  hideAddress: boolean | null;
-}
-
-export interface BusinessHoursEntry {
-  day: string;
-  /** `HH:MM` 24-hour, or null on a day without hours. */
-  startTime: string | null;
-  endTime: string | null;
-}
-
-export interface BusinessFull extends BusinessSummary {
-  latitude: number | null;
-  longitude: number | null;
-  bizUrl: string | null;
-  ownerFirstName: string | null;
-  ownerLastName: string | null;
-  facebookUrl: string | null;
-  twitterUrl: string | null;
-  description: string | null;
-  tagline: string | null;
-  storecode: string | null;
-  additionalCategories: string[];
-  businessHours: BusinessHoursEntry[];
-  hideAddress: boolean | null;
-}
-
-export interface BusinessCreated extends BusinessSummary {
-  subCategoryName: string | null;
-  bizUrl: string | null;
-  hideAddress: boolean | null;
-}
-
-export interface BusinessUpdated extends BusinessSummary {
-  bizUrl: string | null;
-}
+export type {
+  BusinessBasic,
+  BusinessCreated,
+  BusinessFull,
+  BusinessHoursEntry,
+  BusinessSummary,
+  BusinessUpdated,
+  Country,
+  Keyword,
+  Listing,
+  ResponseSubmitted,
+  ReviewResponse,
+  State,
+  SubCategory,
+} from './schemas.ts';
 
 export const LISTING_STATUSES = ['Accurate', 'Inaccurate', 'Not Present'] as const;
 export type ListingStatus = (typeof LISTING_STATUSES)[number];
 
 export const LISTING_SYNC_STATUSES = ['success', 'error', 'in progress'] as const;
-export type ListingSyncStatus = (typeof LISTING_SYNC_STATUSES)[number];
-
-/** A listing. The directory login and password are dropped by the schema: only whether any are set survives. */
-export interface Listing {
-  id: number;
-  siteName: string;
-  status: ListingStatus;
-  syncStatus: ListingSyncStatus | null;
-  orderStatus: string | null;
-  name: string | null;
-  nameValid: boolean | null;
-  phone: string | null;
-  phoneValid: boolean | null;
-  street: string | null;
-  city: string | null;
-  state: string | null;
-  postalCode: string | null;
-  addressValid: boolean | null;
-  liveLink: string | null;
-  claimed: boolean | null;
-  hasSiteCredentials: boolean;
-}
 
 export type ReviewCategory = 'review' | 'social';
 
@@ -108,33 +57,10 @@ export const KNOWN_REVIEW_TYPES = [
 /** `day` for a `YYYY-MM-DD` date (taken as midnight UTC), `instant` for a full timestamp. */
 export type DatePrecision = 'day' | 'instant';
 
-export interface ReviewResponse {
-  id: string;
-  title: string | null;
-  content: string | null;
-  authorName: string | null;
-  authorAvatar: string | null;
-  respondedAt: Date | null;
-  respondedAtPrecision: DatePrecision | null;
-}
-
-export interface Review {
-  id: string;
+/** A review or social item, with the site and category it was found under. */
+export interface Review extends ReviewFields {
   siteName: string;
   category: ReviewCategory;
-  type: string;
-  title: string | null;
-  content: string;
-  authorName: string | null;
-  authorAvatar: string | null;
-  rating: number | null;
-  reviewedAt: Date | null;
-  reviewedAtPrecision: DatePrecision | null;
-  permalink: string | null;
-  likesCount: number | null;
-  likesChange: number | null;
-  canRespond: boolean;
-  responses: ReviewResponse[];
 }
 
 export interface RankObservation {
@@ -142,39 +68,6 @@ export interface RankObservation {
   site: string;
   /** null where the upstream says `-`. */
   rank: number | null;
-}
-
-export interface Keyword {
-  id: number;
-  keyword: string;
-  city: string | null;
-  state: string | null;
-  primary: boolean | null;
-  businessId: number;
-  archived: boolean;
-}
-
-export interface Country {
-  id: number;
-  name: string;
-}
-
-export interface State {
-  id: number;
-  name: string;
-  iso: string | null;
-  countryId: number;
-}
-
-export interface SubCategory {
-  id: number;
-  name: string;
-}
-
-export interface ResponseSubmitted {
-  /** The upstream returns a number in samples and types it uuid; always a string here. */
-  requestId: string;
-  message: string | null;
 }
 
 export const RESPONSE_REQUEST_STATUSES = [

@@ -36,6 +36,7 @@ export {
   type CommandName,
   type ConfigVariable,
   commandVariables,
+  DEFAULT_METRICS_PORT,
   DEFAULTS,
   SETTINGS,
   type Setting,

@@ -119,6 +119,12 @@ const syncRequestsPerSecond: RuleParts<number | undefined> = (() => {
   };
 })();
 
+/**
+ * `serve`'s metrics port while METRICS_PORT is unset and PORT is not 0: the port
+ * registered for OpenTelemetry's Prometheus exporter (docs/serve.md, "Metrics").
+ */
+export const DEFAULT_METRICS_PORT = 9464;
+
 export const SETTINGS = {
   DATABASE_URL: {
     ...postgresUrl('unset: the embedded PGlite in PGLITE_DATA_DIR'),
@@ -416,11 +422,11 @@ export const SETTINGS = {
     commands: ['serve'],
   },
   METRICS_PORT: {
-    // Unset is told apart from 9464 (the port registered for OpenTelemetry's Prometheus
-    // exporter) so that PORT=0, a free port, gives a free metrics port too: side-by-side
-    // servers never contend for one. src/serve/server.ts resolves it (docs/serve.md).
+    // Unset is told apart from DEFAULT_METRICS_PORT so that PORT=0, a free port, gives a
+    // free metrics port too: side-by-side servers never contend for one.
+    // src/serve/server.ts resolves it (docs/serve.md).
     default: undefined,
-    defaultText: '9464; a free port when PORT is 0',
+    defaultText: `${DEFAULT_METRICS_PORT}; a free port when PORT is 0`,
     rule: (name: string) =>
       integer({ default: -1, min: 0, max: 65535 })
         .rule(name)
@@ -429,7 +435,8 @@ export const SETTINGS = {
     meaning: '`serve` port for /metrics (and /healthz, /readyz), apart from the webhooks',
     doc: '`serve` port for `GET /metrics`, `/healthz` and `/readyz`, a listener apart from the public webhook port: `/metrics` is not served on PORT. Must differ from PORT',
     commands: ['serve'],
-    show: (value: number | undefined) => (value === undefined ? '9464 (unset)' : String(value)),
+    show: (value: number | undefined) =>
+      value === undefined ? `${DEFAULT_METRICS_PORT} (unset)` : String(value),
   },
   LOG_LEVEL: {
     ...oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),

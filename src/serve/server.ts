@@ -23,6 +23,7 @@ import type { Credential } from '../api/types.ts';
 import {
   type Config,
   ConfigError,
+  DEFAULT_METRICS_PORT,
   requireCredentials,
   requireWebhookSecrets,
 } from '../config/index.ts';
@@ -104,10 +105,10 @@ function connectionLimits(config: Config) {
   };
 }
 
-/** METRICS_PORT when unset (docs/serve.md, "Metrics"). */
-export const DEFAULT_METRICS_PORT = 9464;
-
-/** The metrics port: the option, METRICS_PORT, or 9464 (a free port beside a free PORT). */
+/**
+ * The metrics port: the option, METRICS_PORT, or DEFAULT_METRICS_PORT (a free port beside
+ * a free PORT).
+ */
 function metricsPortFor(options: ServeOptions, port: number): number {
   const chosen = options.metricsPort ?? options.config.metricsPort;
   if (chosen === undefined) return port === 0 ? 0 : DEFAULT_METRICS_PORT;

@@ -36,7 +36,7 @@ export const STORE_TIMEOUT_MS = 10_000;
  * for kinds the upstream may add, and keeps every walk of the payload (redaction, jsonb
  * input, logging) far from a stack limit.
  */
-export const MAX_DEPTH = 64;
+const MAX_DEPTH = 64;
 /** Characters of a refused body quoted in the log line. */
 const EXCERPT_CHARS = 300;
 

@@ -6,8 +6,11 @@
  * Glossary:
  * - a *stream* is what `sync --streams` names: a unit a run fetches and writes together;
  * - a *read* is one upstream answer of a business (`reviews` has two: reviews and social
- *   items); its body hash is what `business_answers` records (docs/warehouse.md, "Answers
- *   applied");
+ *   items); its body hash is what `business_answers` records, one row per business and read
+ *   (docs/warehouse.md, "Answers applied");
+ * - a *record stream* is a per-business stream other than the profile (`businesses` is the
+ *   business row itself): the sync hands its records to the stream's writer
+ *   (src/warehouse/stream-writers.ts);
  * - a *catalog stream* is what the Airbyte source offers (docs/airbyte.md, "Streams"): a
  *   stream may offer several (reviews and review_responses come from one answer).
  *
@@ -21,7 +24,7 @@ import type { ConfigVariable } from '../config/index.ts';
 
 /** One upstream read of a business: the answer `business_answers` keeps a body hash of. */
 export interface BusinessRead<Read extends string = string, Value = unknown> {
-  /** The read's name: `business_answers.<read>_hash` (and `<read>_on` when daily). */
+  /** The read's name: its `business_answers.read`. */
   read: Read;
   operation: OperationName;
   fetch(
@@ -30,6 +33,11 @@ export interface BusinessRead<Read extends string = string, Value = unknown> {
     businessId: number,
     options: CallOptions,
   ): Promise<Value>;
+  /**
+   * The `quarantine.stream` the records this read refuses go under, when not the stream's
+   * name (the socials read's are `social`).
+   */
+  quarantineAs?: string;
 }
 
 /** A stream as the Airbyte catalog lists it (docs/airbyte.md, "Streams"). */
@@ -90,8 +98,16 @@ export interface StreamDescriptor<
   /** The settings that bound one of its answers (docs/configuration.md, "Limits"). */
   bounds: readonly ConfigVariable[];
   /**
+   * A record stream's records of one business from its reads' records, by read name, when
+   * every read succeeded; absent: the one read's records. The sync builds the stream's
+   * records with it (src/sync/business.ts), and the writer writes them.
+   */
+  records?: (byRead: never) => readonly unknown[];
+  /**
    * Where its rows are written: the writer module and its tables. The writers are the
-   * warehouse's (src/warehouse imports this folder, so this folder cannot import them).
+   * warehouse's (src/warehouse imports this folder, so this folder cannot import them): a
+   * record stream's writer is its entry in `STREAM_WRITERS` (src/warehouse/stream-writers.ts),
+   * which the type check asks for.
    */
   writer: { module: string; tables: readonly string[] };
   removals: RemovalPolicy;

@@ -1,12 +1,14 @@
 /**
  * The streams, one descriptor each (src/streams/descriptor.ts says what a descriptor
  * holds; docs/contributing.md, "Adding a stream"). Everything that iterates streams reads this list:
- * `sync --streams` and its help, the reads of a business, the re-sync after a write
- * command, the answers record (`business_answers`), the volume guard's removal policy,
- * replay's rule, and the Airbyte catalog. A new stream is an entry here and its file.
+ * `sync --streams` and its help, the reads of a business and the records the sync builds
+ * from them, the re-sync after a write command, the answers record (`business_answers`),
+ * the quarantine's stream names, the volume guard's removal policy, replay's rule, and the
+ * Airbyte catalog. A new stream is an entry here and its file.
  */
+import type { ListResult } from '../api/index.ts';
 import { businesses } from './businesses.ts';
-import type { CatalogStream, RemovalPolicy, ReplayRule } from './descriptor.ts';
+import type { BusinessRead, CatalogStream, RemovalPolicy, ReplayRule } from './descriptor.ts';
 import { keywords } from './keywords.ts';
 import { listings } from './listings.ts';
 import { rankings } from './rankings.ts';
@@ -55,14 +57,14 @@ export const BUSINESS_READS: readonly BusinessReadEntry[] = STREAM_DESCRIPTORS.f
   d.reads.map((r) => ({ ...r, stream: d.name }) as BusinessReadEntry),
 );
 
-/** A business read's name: a `business_answers.<read>_hash` column (docs/warehouse.md). */
+/** A business read's name: a `business_answers.read` (docs/warehouse.md, "Answers applied"). */
 export type AnswerRead = BusinessReadEntry['read'];
 /** What a read's operation answers. */
 export type AnswerValue<R extends AnswerRead> = Awaited<
   ReturnType<Extract<BusinessReadEntry, { read: R }>['fetch']>
 >;
 
-/** The reads of a business, each with its own body (the answers record's columns). */
+/** The reads of a business, each with its own body (the answers record's rows). */
 export const ANSWER_READS: readonly AnswerRead[] = BUSINESS_READS.map((r) => r.read);
 
 type DailyDescriptor = Extract<Descriptor, { daily: true }>;
@@ -72,8 +74,69 @@ export const DAILY_READS: readonly DailyRead[] = STREAM_DESCRIPTORS.filter(
   (d): d is DailyDescriptor => d.daily,
 ).flatMap((d) => d.reads.map((r) => r.read));
 
+/**
+ * The record streams: every per-business stream but the profile (`businesses`, whose read
+ * is the business row itself, src/warehouse/businesses.ts). The sync builds each one's
+ * records from its reads (`streamRecords`) and the warehouse writes them with the stream's
+ * writer (src/warehouse/stream-writers.ts), in the order of that registry.
+ */
+type RecordDescriptor = Exclude<Extract<Descriptor, { scope: 'business' }>, { name: 'businesses' }>;
+export type RecordStream = RecordDescriptor['name'];
+export const RECORD_STREAMS: readonly RecordDescriptor[] = STREAM_DESCRIPTORS.filter(
+  (d): d is RecordDescriptor => d.scope === 'business' && d.name !== 'businesses',
+);
+
+/** The record of a list read (its `ListResult`'s), as the client normalised it. */
+type ReadRecord<R extends AnswerRead> = AnswerValue<R> extends ListResult<infer T> ? T : never;
+type RecordOf<D extends RecordDescriptor> = D extends {
+  records: (byRead: never) => readonly (infer T)[];
+}
+  ? T
+  : ReadRecord<D['reads'][number]['read']>;
+/** What a record stream's writer writes: one of its records. */
+export type StreamRecord<S extends RecordStream> = RecordOf<Extract<RecordDescriptor, { name: S }>>;
+/**
+ * A business's records this run, by record stream. Absent or null: not written this run
+ * (not asked for, failed, or every read as its rows already are), its stored rows untouched.
+ */
+export type StreamRecords = { [S in RecordStream]?: readonly StreamRecord<S>[] | null };
+
+/**
+ * A record stream's records from each of its reads' records (every read succeeded): the
+ * descriptor's `records`, or its one read's.
+ */
+export function streamRecords<S extends RecordStream>(
+  stream: S,
+  byRead: Readonly<Partial<Record<AnswerRead, readonly unknown[]>>>,
+): readonly StreamRecord<S>[] {
+  const d: { reads: readonly BusinessRead[]; records?: (byRead: never) => readonly unknown[] } =
+    streamDescriptor(stream);
+  const records = d.records as ((byRead: unknown) => readonly unknown[]) | undefined;
+  const read = d.reads[0]?.read as AnswerRead;
+  return (records ? records(byRead) : (byRead[read] ?? [])) as readonly StreamRecord<S>[];
+}
+
+/** The `quarantine.stream` a read's refused records go under: its own, or its stream's name. */
+export function quarantineStream(entry: BusinessReadEntry): string {
+  return (entry as BusinessRead).quarantineAs ?? entry.stream;
+}
+
+/**
+ * The stream a `quarantine.stream` name is a record of (`social` is a review), or
+ * undefined for a name of no stream.
+ */
+export function streamOfQuarantined(name: string): Stream | undefined {
+  if ((STREAMS as readonly string[]).includes(name)) return name as Stream;
+  return BUSINESS_READS.find((entry) => quarantineStream(entry) === name)?.stream;
+}
+
 /** The streams whose reads mark rows gone, and so are guarded against a volume drop. */
 export type RemovalStream = Extract<Descriptor, { removals: 'held-on-volume-drop' }>['name'];
+
+export const REMOVAL_STREAMS: readonly RemovalStream[] = STREAM_DESCRIPTORS.filter(
+  (d): d is Extract<Descriptor, { removals: 'held-on-volume-drop' }> =>
+    d.removals === 'held-on-volume-drop',
+).map((d) => d.name);
 
 /** The removal policy of a stream (docs/warehouse.md, "How removals work"). */
 export function removalPolicy(stream: Stream): RemovalPolicy {

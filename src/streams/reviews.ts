@@ -92,6 +92,12 @@ export function reviewResponseRecordOf(
   };
 }
 
+/** The two review categories together; a review served in both keeps its first category. */
+export function mergeReviews(reviews: readonly Review[], socials: readonly Review[]): Review[] {
+  const seen = new Set(reviews.map((r) => r.id));
+  return [...reviews, ...socials.filter((s) => !seen.has(s.id))];
+}
+
 export const reviews = defineStream({
   name: 'reviews',
   description: "each business's reviews and social items, with their responses",
@@ -106,8 +112,13 @@ export const reviews = defineStream({
       read: 'socials',
       operation: 'list_reviews',
       fetch: (api, credential, id, options) => listReviews(api, credential, id, 'social', options),
+      // The quarantine's name for a refused social item, as it always was.
+      quarantineAs: 'social',
     },
   ],
+  // The two reads are written as one stream: both categories, in one list.
+  records: (byRead: { reviews: readonly Review[]; socials: readonly Review[] }) =>
+    mergeReviews(byRead.reviews, byRead.socials),
   daily: false,
   bounds: ['LISTINGS_MAX_REVIEWS_PER_ANSWER'],
   writer: {

@@ -11,11 +11,18 @@ import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import { removalLimitUnder } from '../alerts/volume-drop.ts';
 import { AnswerUnchanged, type CallOptions } from '../api/client.ts';
 import { ApiError } from '../api/errors.ts';
-import type { BusinessSummary, Credential, ListResult, Review } from '../api/types.ts';
+import type { BusinessSummary, Credential, ListResult } from '../api/types.ts';
 import { utcDay } from '../calendar-day.ts';
 import { keptBody } from '../raw/body.ts';
 import { writeRawReads } from '../raw/capture.ts';
-import { type AnswerValue, BUSINESS_READS } from '../streams/index.ts';
+import {
+  type AnswerValue,
+  BUSINESS_READS,
+  quarantineStream,
+  RECORD_STREAMS,
+  type StreamRecords,
+  streamRecords,
+} from '../streams/index.ts';
 import { inSpan } from '../tracing.ts';
 import {
   type AnswerHashes,
@@ -237,38 +244,48 @@ export async function writeBusiness(
     );
     return null;
   };
-  const records = <T>(result: ListResult<T> | null, stream: string): T[] | null => {
+  const listed = <T>(result: ListResult<T> | null, stream: string): T[] | null => {
     if (!result) return null;
     stats.duplicates += result.duplicates ?? 0;
     for (const record of result.rejected) rejected.push({ stream, ...record });
     return result.records;
   };
 
-  // Listings and ranks write a row per day: a body written for another day is written
-  // again for this one.
   const day = utcDay(observedAt);
-  const listings = appliedFor(applied, 'listings', day)
-    ? reads.listings
-    : parsedNow(reads.listings);
-  const rankings = appliedFor(applied, 'rankings', day)
-    ? reads.rankings
-    : parsedNow(reads.rankings);
-  // The two review reads are written as one stream: one changed, both are parsed.
-  const reviewsUnchanged = reads.reviews.ok === 'unchanged' && reads.socials.ok === 'unchanged';
-  const reviews = reviewsUnchanged ? reads.reviews : parsedNow(reads.reviews);
-  const socials = reviewsUnchanged ? reads.socials : parsedNow(reads.socials);
-  const fullValue = value(reads.business, 'businesses');
-  const reviewList = records(value(reviews, 'reviews'), 'reviews');
-  const socialList = records(value(socials, 'reviews'), 'social');
+  const full = value(reads.business, 'businesses');
+  // Each record stream's records from its reads (src/streams/index.ts, `streamRecords`).
+  const records: StreamRecords = {};
+  for (const { name } of RECORD_STREAMS) {
+    const entries = BUSINESS_READS.filter((entry) => entry.stream === name);
+    // A stream is written whole: its reads all as their rows already are (and, for a stream
+    // that writes a row per day, on the day they were written for) leave it unwritten; any
+    // other, and every read of it is parsed. Listings and ranks written for another day are
+    // written again for this one.
+    const unchanged = entries.every(
+      (entry) => reads[entry.read].ok === 'unchanged' && appliedFor(applied, entry.read, day),
+    );
+    const byRead: Partial<Record<AnswerRead, readonly unknown[]>> = {};
+    let whole = true;
+    for (const entry of entries) {
+      const read: Fetched<unknown> = reads[entry.read];
+      const result = unchanged ? read : parsedNow(read);
+      const list = listed(
+        value(result, name) as ListResult<unknown> | null,
+        quarantineStream(entry),
+      );
+      if (list === null) whole = false;
+      else byRead[entry.read] = list;
+    }
+    (records as Record<string, readonly unknown[] | null>)[name] = whole
+      ? streamRecords(name, byRead)
+      : null;
+  }
   const snapshot: BusinessSnapshot = {
     accountName: credential.name,
     businessId: id,
     summary: business,
-    full: fullValue,
-    listings: records(value(listings, 'listings'), 'listings'),
-    reviews: reviewList && socialList ? mergeReviews(reviewList, socialList) : null,
-    rankings: records(value(rankings, 'rankings'), 'rankings'),
-    keywords: records(value(reads.keywords, 'keywords'), 'keywords'),
+    full,
+    records,
     rejected,
     answers: { before: applied, seen },
   };
@@ -276,10 +293,7 @@ export async function writeBusiness(
     failedStreams === 0 &&
     rejected.length === 0 &&
     snapshot.full === null &&
-    snapshot.listings === null &&
-    snapshot.reviews === null &&
-    snapshot.rankings === null &&
-    snapshot.keywords === null &&
+    Object.values(records).every((list) => list === null) &&
     applied.stored !== undefined &&
     summaryLeavesRow(applied.stored, business, credential.name)
   ) {
@@ -318,10 +332,4 @@ export async function writeBusiness(
   stats.streamFailures += failedStreams;
   if (failedStreams === 0) stats.businesses.synced += 1;
   return failedStreams === 0 ? 'ok' : 'failed';
-}
-
-/** The two review categories together; a review served in both keeps its first category. */
-function mergeReviews(reviews: Review[], socials: Review[]): Review[] {
-  const seen = new Set(reviews.map((r) => r.id));
-  return [...reviews, ...socials.filter((s) => !seen.has(s.id))];
 }

@@ -6,7 +6,8 @@
  * 1. each business's window: from its first read in a run whose business list is kept
  *    (src/warehouse/replay-merge.ts, `replayWindow`); a business the raw zone cannot
  *    rebuild whole is kept as it is, and named;
- * 2. a scratch schema beside the live one, `<live>_rebuild`, seeded with each rebuilt
+ * 2. a scratch schema beside the live one, `<live>_rebuild` (src/warehouse/replay-scratch.ts,
+ *    each table as src/warehouse/replay-tables.ts says), seeded with each rebuilt
  *    business as it stood before its window (its older history, its rows wound back to
  *    the last kept state), so that the first night of the window compares with the last
  *    night kept, not with nothing; every kept run is replayed into it, with the settings
@@ -23,23 +24,24 @@
  * `--dry-run` does all of it but commits nothing: it prints what the transaction would
  * change, per table.
  */
-import { type Kysely, sql } from 'kysely';
 import type { AlertRules } from '../alerts/rules.ts';
 import { ListingsSyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
-import type { Database } from '../warehouse/database.ts';
 import {
-  dropFromMerge,
-  incompleteRebuilds,
   type KeptWholeReason,
-  MERGED_TABLES,
+  lockMergedTables,
   mergeRebuild,
-  pointRunIdsBack,
   replayWindow,
-  seedScratch,
   type TableChange,
 } from '../warehouse/replay-merge.ts';
+import {
+  dropFromMerge,
+  dropScratch,
+  incompleteRebuilds,
+  pointRunIdsBack,
+  seedScratch,
+} from '../warehouse/replay-scratch.ts';
 import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
 import {
   currentSchema,
@@ -95,10 +97,6 @@ class DryRunRollback extends Error {
     super('dry run');
     this.changes = changes;
   }
-}
-
-async function dropScratch(db: Kysely<Database>, scratch: string): Promise<void> {
-  await sql`drop schema if exists ${sql.id(scratch)} cascade`.execute(db);
 }
 
 export async function replayInPlace(options: InPlaceOptions): Promise<InPlaceResult> {
@@ -161,9 +159,7 @@ export async function replayInPlace(options: InPlaceOptions): Promise<InPlaceRes
         .transaction()
         .execute(async (trx) => {
           // Writers of the merged tables wait for the commit; readers never do.
-          await sql`lock table ${sql.join(
-            MERGED_TABLES.map((t) => sql.id(live, t)),
-          )} in share row exclusive mode`.execute(trx);
+          await lockMergedTables(trx, live);
           await pointRunIdsBack(trx, scratch, result.runIds);
           const merged = await mergeRebuild(
             trx,

@@ -1,7 +1,7 @@
 /**
- * Answers applied (docs/warehouse.md, "Answers applied"; migration 0014): for each
- * business, the `raw_bodies.body_hash` of each read whose rows the sync last wrote in
- * full. A read that brings the same body again says nothing the rows do not already say,
+ * Answers applied (docs/warehouse.md, "Answers applied"; migrations 0014 and 0022): for
+ * each business and read, the `raw_bodies.body_hash` of the body whose rows the sync last
+ * wrote in full. A read that brings the same body again says nothing the rows do not already say,
  * so the sync neither parses nor writes it (docs/benchmarks.md: most of an
  * unchanged night's CPU). The record is kept honest by three rules:
  *
@@ -19,7 +19,7 @@
  */
 import { CompiledQuery, sql } from 'kysely';
 import { ANSWER_READS, type AnswerRead, DAILY_READS, type DailyRead } from '../streams/index.ts';
-import type { BusinessAnswersTable, BusinessRow, Db } from './database.ts';
+import type { BusinessRow, Db } from './database.ts';
 
 /**
  * The write path the record belongs to. Raise it in a change that makes the same body
@@ -38,7 +38,7 @@ import type { BusinessAnswersTable, BusinessRow, Db } from './database.ts';
 export const APPLIED_BY = 'write-path-2';
 
 // The reads of a business and the daily ones are the stream descriptors'
-// (src/streams/index.ts): one column pair per read in `business_answers`.
+// (src/streams/index.ts): one `business_answers` row per business and read.
 export { ANSWER_READS, type AnswerRead, DAILY_READS, type DailyRead };
 
 /** Body hashes by read; a read absent or null has no body taken as applied. */
@@ -61,27 +61,21 @@ export function appliedFor(applied: AppliedAnswers, read: AnswerRead, day: strin
   return applied.days[read as DailyRead] === day;
 }
 
-/** The business's row and its recorded answers, as `APPLIED_ANSWERS` selects them. */
-type AnswersRow = BusinessRow &
-  Omit<BusinessAnswersTable, 'business_id' | 'applied_by' | 'updated_at'>;
+/** The business's row and, by read, its recorded `[body_hash, applied_on]`. */
+type AnswersRow = BusinessRow & {
+  answer_reads: Record<string, [string | null, string | null]> | null;
+};
 
-const hashColumn = (read: AnswerRead) => `${read}_hash` as const;
-const dayColumn = (read: DailyRead) => `${read}_on` as const;
-
-// Built once, from the reads: every business of every run reads it
-// (src/warehouse/bulk-write.ts says why).
-const APPLIED_ANSWERS = `select b.*, ${[
-  ...ANSWER_READS.map((read) => `a.${hashColumn(read)}`),
-  ...DAILY_READS.map((read) => `a.${dayColumn(read)}::text`),
-].join(', ')}
-  from business_answers a join businesses b on b.business_id = a.business_id
-  where a.business_id = $1 and a.applied_by = $2
-    and b.archived_at is null and b.removals_held is null`;
-
-const ANSWER_COLUMNS: readonly string[] = [
-  ...ANSWER_READS.map(hashColumn),
-  ...DAILY_READS.map(dayColumn),
-];
+// One statement, with the business's row: every business of every run reads it
+// (src/warehouse/bulk-write.ts says why). The reads come by the primary key's prefix, as one
+// JSON object (a date in JSON is its `YYYY-MM-DD` text). A business none of whose reads this
+// write path recorded has none taken as applied, its row included.
+const APPLIED_ANSWERS = `select b.*, (
+    select json_object_agg(a.read, json_build_array(a.body_hash, a.applied_on))
+    from business_answers a where a.business_id = b.business_id and a.applied_by = $2
+  ) as answer_reads
+  from businesses b
+  where b.business_id = $1 and b.archived_at is null and b.removals_held is null`;
 
 /**
  * The answers taken as applied for a business: none when the business is not stored,
@@ -92,25 +86,24 @@ export async function readAppliedAnswers(db: Db, businessId: number): Promise<Ap
     CompiledQuery.raw(APPLIED_ANSWERS, [businessId, APPLIED_BY]),
   );
   const row = rows[0];
-  if (!row) return NO_ANSWERS_APPLIED;
-  const columns = row as unknown as Record<string, string | null>;
+  if (!row?.answer_reads) return NO_ANSWERS_APPLIED;
+  const { answer_reads: recorded, ...stored } = row;
   const hashes: AnswerHashes = {};
-  for (const read of ANSWER_READS) hashes[read] = columns[hashColumn(read)] ?? null;
+  for (const read of ANSWER_READS) hashes[read] = recorded[read]?.[0] ?? null;
   const days: AppliedAnswers['days'] = {};
-  for (const read of DAILY_READS) days[read] = columns[dayColumn(read)] ?? null;
-  const stored = { ...row } as Record<string, unknown>;
-  for (const column of ANSWER_COLUMNS) delete stored[column];
-  return { stored: stored as BusinessRow, hashes, days };
+  for (const read of DAILY_READS) days[read] = recorded[read]?.[1] ?? null;
+  return { stored, hashes, days };
 }
 
 /** What one business write did with each read: written in full, written short, or not at all. */
 export type AnswerOutcome = 'applied' | 'applied-short' | 'untouched';
 
 /**
- * Records, in the business's transaction, the bodies of the reads this write applied in
- * full (null for one applied short), and the day for the daily ones, leaving the reads it
- * did not write as they were; nothing is sent when that changes nothing (`before`, as
- * read before the run fetched the business).
+ * Records, in the business's transaction, the body of each read this write applied in
+ * full (null for one applied short), and the day for the daily ones, in one statement:
+ * a row per read it wrote, the rows of the reads it did not write left as they were (a
+ * row another write path left is not read as applied: `readAppliedAnswers`). Nothing is
+ * sent when that changes nothing (`before`, as read before the run fetched the business).
  */
 export async function recordAppliedAnswers(
   trx: Db,
@@ -125,37 +118,28 @@ export async function recordAppliedAnswers(
     at: Date;
   },
 ): Promise<void> {
-  const written = new Set<AnswerRead>();
-  const next: AnswerHashes = {};
+  const reads: AnswerRead[] = [];
+  const hashes: (string | null)[] = [];
+  const days: (string | null)[] = [];
   let changed = false;
   for (const read of ANSWER_READS) {
     const outcome = answers.outcomes[read] ?? 'untouched';
     if (outcome === 'untouched') continue;
-    written.add(read);
     const hash = outcome === 'applied' ? (answers.seen[read] ?? null) : null;
-    next[read] = hash;
+    reads.push(read);
+    hashes.push(hash);
+    days.push((DAILY_READS as readonly string[]).includes(read) ? answers.day : null);
     if ((answers.before.hashes[read] ?? null) !== hash) changed = true;
     if (hash !== null && !appliedFor(answers.before, read, answers.day)) changed = true;
   }
   if (!changed) return;
-  // Per column: this write's value when it wrote the read, else the stored one when the
-  // same write path stored it, else unknown.
-  const kept = (column: string, read: AnswerRead) =>
-    sql`${sql.ref(column)} = case when ${written.has(read)}::boolean
-      then ${sql.ref(`excluded.${column}`)}
-      when a.applied_by = excluded.applied_by then ${sql.ref(`a.${column}`)} end`;
-  const day = (read: DailyRead) => (written.has(read) ? answers.day : null);
-  await sql`insert into business_answers as a (business_id, applied_by, ${sql.join(
-    ANSWER_COLUMNS.map((column) => sql.ref(column)),
-  )}, updated_at)
-    values (${businessId}, ${APPLIED_BY}, ${sql.join([
-      ...ANSWER_READS.map((read) => sql`${next[read] ?? null}`),
-      ...DAILY_READS.map((read) => sql`${day(read)}::date`),
-    ])}, ${answers.at})
-    on conflict (business_id) do update set
-      ${sql.join([
-        ...ANSWER_READS.map((read) => kept(hashColumn(read), read)),
-        ...DAILY_READS.map((read) => kept(dayColumn(read), read)),
-      ])},
-      applied_by = excluded.applied_by, updated_at = excluded.updated_at`.execute(trx);
+  await sql`insert into business_answers
+      (business_id, read, body_hash, applied_on, applied_by, updated_at)
+    select ${businessId}::bigint, r.read, r.body_hash, r.applied_on, ${APPLIED_BY}::text,
+      ${answers.at}::timestamptz
+    from unnest(${reads}::text[], ${hashes}::text[], ${days}::date[])
+      as r(read, body_hash, applied_on)
+    on conflict (business_id, read) do update set body_hash = excluded.body_hash,
+      applied_on = excluded.applied_on, applied_by = excluded.applied_by,
+      updated_at = excluded.updated_at`.execute(trx);
 }

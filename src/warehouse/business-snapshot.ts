@@ -11,15 +11,16 @@
  * is held instead (`removalLimit`, held-removals.ts).
  */
 import { type Kysely, sql, type Transaction } from 'kysely';
-import type {
-  BusinessFull,
-  BusinessSummary,
-  Keyword,
-  Listing,
-  RankObservation,
-  Review,
-} from '../api/types.ts';
+import type { BusinessFull, BusinessSummary } from '../api/types.ts';
 import { utcDay } from '../calendar-day.ts';
+import {
+  BUSINESS_READS,
+  REMOVAL_STREAMS,
+  type RecordStream,
+  type RemovalStream,
+  type StreamRecords,
+  streamOfQuarantined,
+} from '../streams/index.ts';
 import {
   type AnswerHashes,
   type AnswerOutcome,
@@ -31,12 +32,9 @@ import { lockBusiness, writeBusiness } from './businesses.ts';
 import type { Change, ChangeHandler } from './changes.ts';
 import type { Database } from './database.ts';
 import { type RemovalLimit, type RemovalsHeld, removalDecisions } from './held-removals.ts';
-import { writeKeywords } from './keywords.ts';
-import { writeListings } from './listings.ts';
 import { quarantineRecords } from './quarantine.ts';
-import { writeRankings } from './rankings.ts';
-import { writeReviews } from './reviews.ts';
-import type { BusinessWriteContext, RefusedIds } from './write-context.ts';
+import { WRITE_ORDER } from './stream-writers.ts';
+import type { BusinessWriteContext, FirstSyncedColumn, RefusedIds } from './write-context.ts';
 import { addCounts, mergeWriteStats, type WriteStats } from './write-stats.ts';
 
 export type { TableCounts, WriteStats } from './write-stats.ts';
@@ -56,12 +54,12 @@ export interface BusinessSnapshot {
   summary: BusinessSummary;
   /** null: the full read failed this run; the stored profile is kept, summary fields refresh. */
   full: BusinessFull | null;
-  /** null: the stream failed; no listing changes, no removals. */
-  listings: Listing[] | null;
-  /** Both categories (`review` and `social`); null if any reviews call failed. */
-  reviews: Review[] | null;
-  rankings: RankObservation[] | null;
-  keywords: Keyword[] | null;
+  /**
+   * Each record stream's records, by stream (src/streams/index.ts, `StreamRecords`: the
+   * reviews are both categories, `review` and `social`). Absent or null: the stream is not
+   * written, so none of its rows changes and none is marked gone.
+   */
+  records: StreamRecords;
   /** Records that failed their schema: quarantined in the same transaction. */
   rejected: RejectedInSnapshot[];
   /**
@@ -121,48 +119,38 @@ export async function writeBusinessSnapshot(
   write.newBusiness = stored === undefined;
   const removals = removalDecisions(stored?.removals_held, ctx.removalLimit, ctx);
   write.removals = removals.check;
+  const records = (stream: RecordStream): readonly unknown[] | null =>
+    snapshot.records[stream] ?? null;
+  // Each stream's first write sets its column, once (businesses.ts).
+  const synced: Partial<Record<FirstSyncedColumn, boolean>> = {};
+  for (const { stream, writer } of WRITE_ORDER) {
+    if (writer.firstSynced) synced[writer.firstSynced] = records(stream) !== null;
+  }
   const stats = await writeBusiness(trx, write, {
     summary: snapshot.summary,
     full: snapshot.full,
     stored,
-    synced: {
-      listings: snapshot.listings !== null,
-      reviews: snapshot.reviews !== null,
-      rankings: snapshot.rankings !== null,
-      keywords: snapshot.keywords !== null,
-    },
+    synced,
   });
 
   const changes: Change[] = [];
   // The read's refused records, then those a writer refused (reviews.ts).
   const rejected: RejectedInSnapshot[] = [...snapshot.rejected];
-  const take = (written: {
-    stats: WriteStats;
-    changes: readonly Change[];
-    quarantined?: readonly RejectedInSnapshot[];
-  }) => {
+  // Each written stream's record count: what its read answered, for a held drop.
+  const answered: Partial<Record<RecordStream, number>> = {};
+  let countsAlerts = false;
+  for (const { stream, writer } of WRITE_ORDER) {
+    const list = records(stream);
+    if (list === null) continue;
+    const hadSync = writer.firstSynced !== undefined && stored?.[writer.firstSynced] != null;
+    const written = await writer.write(trx, { ...write, hadSync }, list);
     mergeWriteStats(stats, written.stats);
     changes.push(...written.changes);
     rejected.push(...(written.quarantined ?? []));
-  };
-  if (snapshot.listings !== null) {
-    const hadListingsSync = stored?.listings_first_synced_at != null;
-    take(await writeListings(trx, { ...write, hadListingsSync }, snapshot.listings));
+    answered[stream] = list.length;
+    if (writer.countsAlerts) countsAlerts = true;
   }
-  if (snapshot.reviews !== null) {
-    const hadReviewsSync = stored?.reviews_first_synced_at != null;
-    take(await writeReviews(trx, { ...write, hadReviewsSync }, snapshot.reviews));
-  }
-  // Keywords first: a rank series created this run resolves its keyword id.
-  if (snapshot.keywords !== null) {
-    mergeWriteStats(stats, await writeKeywords(trx, write, snapshot.keywords));
-  }
-  if (snapshot.rankings !== null) take(await writeRankings(trx, write, snapshot.rankings));
-  const removalsHeld = await removals.finish(trx, snapshot.businessId, {
-    ...(snapshot.listings ? { listings: snapshot.listings.length } : {}),
-    ...(snapshot.reviews ? { reviews: snapshot.reviews.length } : {}),
-    ...(snapshot.keywords ? { keywords: snapshot.keywords.length } : {}),
-  });
+  const removalsHeld = await removals.finish(trx, snapshot.businessId, answered);
   for (const held of removalsHeld) {
     changes.push({
       type: 'removals_held',
@@ -181,10 +169,10 @@ export async function writeBusinessSnapshot(
       at: ctx.observedAt,
     });
   }
-  // Listings, then reviews, then ranks: the order the alerts were raised in before.
+  // In the writers' order (stream-writers.ts): the order the alerts were raised in before.
   const alerts = ctx.onChanges && changes.length > 0 ? await ctx.onChanges(trx, changes) : 0;
   // A listings write always counts alerts (0 included); the other streams when they raise.
-  if (snapshot.listings !== null || alerts > 0) addCounts(stats, 'alerts', { inserted: alerts });
+  if (countsAlerts || alerts > 0) addCounts(stats, 'alerts', { inserted: alerts });
   const quarantined = await quarantineRecords(
     trx,
     ctx.runId,
@@ -202,47 +190,45 @@ export async function writeBusinessSnapshot(
 /**
  * What this write did with each read: not written (its stream left as stored), written
  * in full, or written short (a record quarantined, by the read or by a writer, or its
- * removals held), so that its rows are not what its body says.
+ * removals held), so that its rows are not what its body says. The reads of one stream
+ * share its outcome (a refused social item makes both review reads short).
  */
 function answerOutcomes(
   snapshot: BusinessSnapshot,
   rejected: readonly RejectedInSnapshot[],
   removalsHeld: readonly RemovalsHeld[],
-): Record<AnswerRead, AnswerOutcome> {
-  const short = new Set<string>(rejected.map((record) => record.stream));
+): Partial<Record<AnswerRead, AnswerOutcome>> {
+  const short = new Set<string>();
+  for (const record of rejected) short.add(streamOfQuarantined(record.stream) ?? record.stream);
   for (const held of removalsHeld) short.add(held.stream);
-  const outcome = (written: boolean, ...streams: string[]): AnswerOutcome => {
-    if (!written) return 'untouched';
-    return streams.some((stream) => short.has(stream)) ? 'applied-short' : 'applied';
-  };
-  const reviews = outcome(snapshot.reviews !== null, 'reviews', 'social');
-  return {
-    business: outcome(snapshot.full !== null, 'businesses'),
-    listings: outcome(snapshot.listings !== null, 'listings'),
-    reviews,
-    socials: reviews,
-    rankings: outcome(snapshot.rankings !== null, 'rankings'),
-    keywords: outcome(snapshot.keywords !== null, 'keywords'),
-  };
+  const outcomes: Partial<Record<AnswerRead, AnswerOutcome>> = {};
+  for (const { read, stream } of BUSINESS_READS) {
+    // The profile's read is the business row's; every other stream's, its records'.
+    const written =
+      stream === 'businesses'
+        ? snapshot.full !== null
+        : snapshot.records[stream as RecordStream] != null;
+    outcomes[read] = !written ? 'untouched' : short.has(stream) ? 'applied-short' : 'applied';
+  }
+  return outcomes;
 }
 
-/** The ids of the refused records whose id reads, per stream, as `isRefused` compares them. */
+/**
+ * The ids of the refused records whose id reads, per stream, as `isRefused` compares them:
+ * a record's `id`, as the upstream's record and the client's both name it.
+ */
 function refusedIds(rejected: readonly RejectedInSnapshot[]): RefusedIds {
-  const ids: Record<keyof RefusedIds, Set<string>> = {
-    listings: new Set(),
-    reviews: new Set(),
-    keywords: new Set(),
-  };
+  const ids = new Map<string, Set<string>>(REMOVAL_STREAMS.map((s) => [s, new Set<string>()]));
   for (const record of rejected) {
-    const stream = record.stream === 'social' ? 'reviews' : record.stream;
-    if (stream !== 'listings' && stream !== 'reviews' && stream !== 'keywords') continue;
+    const refused = ids.get(streamOfQuarantined(record.stream) ?? record.stream);
+    if (refused === undefined) continue;
     const payload = record.payload as { id?: unknown } | null;
     const id = typeof payload === 'object' && payload !== null ? payload.id : undefined;
     if (typeof id === 'number' || typeof id === 'string') {
-      ids[stream].add(String(id).trim().toLowerCase());
+      refused.add(String(id).trim().toLowerCase());
     }
   }
-  return ids;
+  return Object.fromEntries(ids) as Record<RemovalStream, Set<string>>;
 }
 
 /**
@@ -254,15 +240,6 @@ function refusedIds(rejected: readonly RejectedInSnapshot[]): RefusedIds {
 export function isUnstorableValueError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && (code.startsWith('22') || code === '54000');
-}
-
-type ListStream = 'listings' | 'reviews' | 'rankings' | 'keywords';
-const LIST_STREAMS: readonly ListStream[] = ['listings', 'reviews', 'rankings', 'keywords'];
-
-function recordLocation(stream: ListStream, record: unknown): string {
-  const r = record as { id?: unknown; keyword?: unknown; site?: unknown };
-  if (stream === 'rankings') return `${String(r.keyword)} ${String(r.site)}`;
-  return `${stream} ${String(r.id)}`;
 }
 
 function refusal(error: unknown): string {
@@ -339,14 +316,7 @@ async function withoutUnstorable(
   };
 
   const rejected = [...snapshot.rejected];
-  const alone: BusinessSnapshot = {
-    ...snapshot,
-    listings: null,
-    reviews: null,
-    rankings: null,
-    keywords: null,
-    rejected: [],
-  };
+  const alone: BusinessSnapshot = { ...snapshot, records: {}, rejected: [] };
   let full = snapshot.full;
   const profileError = full ? await probe(alone) : undefined;
   if (profileError) {
@@ -360,16 +330,16 @@ async function withoutUnstorable(
   }
   const base: BusinessSnapshot = { ...alone, full };
 
-  const kept: Partial<Record<ListStream, unknown[] | null>> = {};
-  for (const stream of LIST_STREAMS) {
-    const records = snapshot[stream] as unknown[] | null;
+  const kept: Partial<Record<RecordStream, readonly unknown[] | null>> = {};
+  for (const { stream, writer } of WRITE_ORDER) {
+    const records = snapshot.records[stream];
     if (!records || records.length === 0) {
       kept[stream] = records;
       continue;
     }
     const bad = new Map<unknown, unknown>();
-    const search = async (part: unknown[], error?: unknown): Promise<void> => {
-      const failure = error ?? (await probe({ ...base, [stream]: part }));
+    const search = async (part: readonly unknown[], error?: unknown): Promise<void> => {
+      const failure = error ?? (await probe({ ...base, records: { [stream]: part } }));
       if (!failure) return;
       if (part.length === 1) {
         bad.set(part[0], failure);
@@ -386,12 +356,12 @@ async function withoutUnstorable(
     for (const [record, error] of bad) {
       rejected.push({
         stream,
-        location: recordLocation(stream, record),
+        location: writer.location(record),
         reason: refusal(error),
         payload: record,
       });
     }
-    kept[stream] = records.filter((record) => !bad.has(record));
+    kept[stream] = records.filter((record: unknown) => !bad.has(record));
   }
-  return { ...snapshot, ...kept, full, rejected } as BusinessSnapshot;
+  return { ...snapshot, records: kept as StreamRecords, full, rejected };
 }

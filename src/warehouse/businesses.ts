@@ -14,7 +14,7 @@ import type { BusinessFull, BusinessSummary } from '../api/types.ts';
 import { ListingsSyncError } from '../errors.ts';
 import { contentHash } from './content-hash.ts';
 import type { BusinessRow, Db } from './database.ts';
-import type { BusinessWriteContext } from './write-context.ts';
+import type { BusinessWriteContext, FirstSyncedColumn } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
 /** The advisory lock key of a business (with the schema): src/warehouse/sync-lock.ts's keys differ. */
@@ -160,8 +160,11 @@ export interface BusinessWrite {
   full: BusinessFull | null;
   /** The stored row, from `lockBusiness`. */
   stored: BusinessRow | undefined;
-  /** Which streams succeeded this run: a `*_first_synced_at` still null is set now. */
-  synced: { listings: boolean; reviews: boolean; rankings: boolean; keywords: boolean };
+  /**
+   * Each stream's `*_first_synced_at` column (its writer's, stream-writers.ts), true when
+   * the stream was written this run: a column still null is set now.
+   */
+  synced: Partial<Record<FirstSyncedColumn, boolean>>;
 }
 
 /**
@@ -206,21 +209,20 @@ export async function writeBusiness(
     archived_at: null,
     profile_changed_at: profileChanged ? at : (stored?.profile_changed_at ?? at),
     profile_first_read_at: stored?.profile_first_read_at ?? (write.full ? at : null),
-    listings_first_synced_at: stored?.listings_first_synced_at ?? (synced.listings ? at : null),
-    reviews_first_synced_at: stored?.reviews_first_synced_at ?? (synced.reviews ? at : null),
-    rankings_first_synced_at: stored?.rankings_first_synced_at ?? (synced.rankings ? at : null),
-    keywords_first_synced_at: stored?.keywords_first_synced_at ?? (synced.keywords ? at : null),
   };
+  const firstSynced: Partial<Record<FirstSyncedColumn, Date | null>> = {};
+  for (const [column, written] of Object.entries(synced) as [FirstSyncedColumn, boolean][]) {
+    firstSynced[column] = stored?.[column] ?? (written ? at : null);
+  }
   const changed =
     stored !== undefined &&
     (profileChanged || stored.account_name !== ctx.accountName || stored.archived_at !== null);
   const firstReads =
     stored !== undefined &&
     (stored.profile_first_read_at !== row.profile_first_read_at ||
-      stored.listings_first_synced_at !== row.listings_first_synced_at ||
-      stored.reviews_first_synced_at !== row.reviews_first_synced_at ||
-      stored.rankings_first_synced_at !== row.rankings_first_synced_at ||
-      stored.keywords_first_synced_at !== row.keywords_first_synced_at);
+      Object.entries(firstSynced).some(
+        ([column, value]) => stored[column as FirstSyncedColumn] !== value,
+      ));
   const stats: WriteStats = {};
   addCounts(stats, 'businesses', {
     inserted: stored ? 0 : 1,
@@ -232,10 +234,10 @@ export async function writeBusiness(
     return stats;
   }
   if (stored && !changed) row.last_seen_at = stored.last_seen_at;
-  const { business_id: _key, first_seen_at: _first, ...update } = row;
+  const { business_id: _key, first_seen_at: _first, ...update } = { ...row, ...firstSynced };
   await db
     .insertInto('businesses')
-    .values(row)
+    .values({ ...row, ...firstSynced })
     .onConflict((oc) => oc.column('business_id').doUpdateSet(update))
     .execute();
 

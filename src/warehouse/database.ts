@@ -1,6 +1,6 @@
 /**
  * The warehouse's tables as Kysely sees them: one interface per table, and the row
- * shapes (`ListingRow = Selectable<ListingsTable>`) the rest of the code reads.
+ * shapes (`BusinessRow = Selectable<BusinessesTable>`) the rest of the code reads.
  *
  * Type mapping (the same on pg and PGlite, see `connection.ts`):
  * - bigint ids and counts come back as JS numbers (upstream ids are far below 2^53);
@@ -12,15 +12,7 @@
  * The column lists are the public warehouse contract in docs/warehouse.md plus the additions
  * documented in docs/warehouse.md.
  */
-import type {
-  ColumnType,
-  Generated,
-  Insertable,
-  Kysely,
-  Selectable,
-  Transaction,
-  Updateable,
-} from 'kysely';
+import type { ColumnType, Generated, Kysely, Selectable, Transaction } from 'kysely';
 
 export type JsonValue =
   | string
@@ -507,58 +499,29 @@ export interface RawReadsTable {
 }
 
 /**
- * The answer each stream's rows were last built from (migration 0014; docs/warehouse.md,
- * "Answers applied"): `raw_bodies.body_hash` per read, null when not known.
+ * The answer each read's rows were last built from (migrations 0014 and 0022;
+ * docs/warehouse.md, "Answers applied"): one row per business and read.
  */
 export interface BusinessAnswersTable {
   business_id: number;
-  /** The write path that applied them (src/warehouse/business-answers.ts, APPLIED_BY). */
+  /** The read's name (`ANSWER_READS`, src/streams/index.ts). */
+  read: string;
+  /** The `raw_bodies.body_hash` of the body its rows were written from in full; null: not known. */
+  body_hash: string | null;
+  /** A daily read's UTC day its rows were written for (a later day's are new rows); else null. */
+  applied_on: ColumnType<string | null, string | null, string | null>;
+  /** The write path that applied it (src/warehouse/business-answers.ts, APPLIED_BY). */
   applied_by: string;
-  business_hash: string | null;
-  listings_hash: string | null;
-  /** The UTC day listings' daily accuracy counts were written for. */
-  listings_on: string | null;
-  reviews_hash: string | null;
-  socials_hash: string | null;
-  rankings_hash: string | null;
-  /** The UTC day the ranks were written for: a later day's ranks are new rows. */
-  rankings_on: string | null;
-  keywords_hash: string | null;
-  updated_at: Date;
+  updated_at: Timestamp;
 }
 
 /** What a reader or writer runs on: the connection, or a transaction opened on it. */
 export type Db = Kysely<Database> | Transaction<Database>;
 
-export type AccountRow = Selectable<AccountsTable>;
-export type NewAccountRow = Insertable<AccountsTable>;
+/** The row shapes read outside this file (a stored row, as Kysely returns it). */
 export type BusinessRow = Selectable<BusinessesTable>;
-export type NewBusinessRow = Insertable<BusinessesTable>;
-export type BusinessUpdate = Updateable<BusinessesTable>;
-export type BusinessVersionRow = Selectable<BusinessVersionsTable>;
-export type ListingRow = Selectable<ListingsTable>;
-export type NewListingRow = Insertable<ListingsTable>;
-export type ListingStatusHistoryRow = Selectable<ListingStatusHistoryTable>;
-export type ReviewRow = Selectable<ReviewsTable>;
-export type NewReviewRow = Insertable<ReviewsTable>;
-export type ReviewVersionRow = Selectable<ReviewVersionsTable>;
-export type ReviewResponseRow = Selectable<ReviewResponsesTable>;
-export type NewReviewResponseRow = Insertable<ReviewResponsesTable>;
-export type RankObservationRow = Selectable<RankObservationsView>;
-export type RankSeriesRow = Selectable<RankSeriesTable>;
-export type RankHistoryRow = Selectable<RankHistoryTable>;
-export type RankLatestRow = Selectable<RankLatestTable>;
-export type ListingAccuracyDayRow = Selectable<ListingAccuracyDaysTable>;
-export type KeywordRow = Selectable<KeywordsTable>;
-export type NewKeywordRow = Insertable<KeywordsTable>;
 export type CountryRow = Selectable<CountriesTable>;
 export type StateRow = Selectable<StatesTable>;
 export type SubCategoryRow = Selectable<SubCategoriesTable>;
-export type WebhookEventRow = Selectable<WebhookEventsTable>;
-export type SocialPostBoostRow = Selectable<SocialPostBoostsTable>;
-export type AlertRow = Selectable<AlertsTable>;
-export type NewAlertRow = Insertable<AlertsTable>;
-export type SyncRunRow = Selectable<SyncRunsTable>;
-export type QuarantineRow = Selectable<QuarantineTable>;
 export type ReviewResponseRequestRow = Selectable<ReviewResponseRequestsTable>;
 export type ReviewResponseRequestEventRow = Selectable<ReviewResponseRequestEventsTable>;

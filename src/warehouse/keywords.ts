@@ -7,7 +7,7 @@ import type { Keyword } from '../api/types.ts';
 import { type BulkRow, writeChildRows } from './bulk-write.ts';
 import { fieldsHash } from './content-hash.ts';
 import type { Db } from './database.ts';
-import { type BusinessWriteContext, isRefused } from './write-context.ts';
+import { type BusinessWriteContext, isRefused, type StreamWriter } from './write-context.ts';
 import type { WriteStats } from './write-stats.ts';
 
 export function keywordToRow(keyword: Keyword) {
@@ -96,3 +96,13 @@ export async function writeKeywords(
     },
   );
 }
+
+/** The keywords stream's entry in `STREAM_WRITERS` (stream-writers.ts): it raises nothing. */
+export const keywordsWriter: StreamWriter<'keywords'> = {
+  write: async (db, ctx, keywords) => ({
+    stats: await writeKeywords(db, ctx, keywords),
+    changes: [],
+  }),
+  location: (keyword) => `keywords ${keyword.id}`,
+  firstSynced: 'keywords_first_synced_at',
+};

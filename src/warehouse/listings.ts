@@ -19,7 +19,12 @@ import { fieldsHash } from './content-hash.ts';
 import type { Db } from './database.ts';
 import { type CountedListing, countStatuses, writeListingAccuracyDay } from './listing-accuracy.ts';
 import { type EpisodeOpened, writeListingFixes } from './listing-fixes.ts';
-import { type BusinessWriteContext, isRefused } from './write-context.ts';
+import {
+  type BusinessWriteContext,
+  isRefused,
+  type StreamWriteContext,
+  type StreamWriter,
+} from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
 const INACCURATE = 'Inaccurate';
@@ -104,14 +109,6 @@ interface StatusChange {
   previousStatus: string | null;
 }
 
-/**
- * Writes the complete listings of one business (the stream succeeded).
- * `hadListingsSync`: whether the business already had a completed listings sync; on its
- * first one the stored state is the baseline and nothing is alerted.
- *
- * Only new and changed listings are sent: a listing whose stored content hash matches and
- * that is not marked removed counts as unchanged without travelling to the database.
- */
 /** The business's listings as stored: what a read is compared with. */
 function storedListings(db: Db, businessId: number) {
   return db
@@ -132,9 +129,17 @@ function storedListings(db: Db, businessId: number) {
     .execute();
 }
 
+/**
+ * Writes the complete listings of one business (the stream succeeded).
+ * `hadSync`: whether the business already had a completed listings sync; on its
+ * first one the stored state is the baseline and nothing is alerted.
+ *
+ * Only new and changed listings are sent: a listing whose stored content hash matches and
+ * that is not marked removed counts as unchanged without travelling to the database.
+ */
 export async function writeListings(
   db: Db,
-  ctx: BusinessWriteContext & { hadListingsSync: boolean },
+  ctx: StreamWriteContext,
   listings: readonly Listing[],
 ): Promise<ListingsWriteResult> {
   const { businessId, observedAt } = ctx;
@@ -175,8 +180,7 @@ export async function writeListings(
       closed.push(listing.id);
     }
     const newlyInaccurate =
-      listing.status === INACCURATE &&
-      (before ? before.status !== INACCURATE : ctx.hadListingsSync);
+      listing.status === INACCURATE && (before ? before.status !== INACCURATE : ctx.hadSync);
     if (newlyInaccurate) {
       changes.push({
         type: 'listing_turned_inaccurate',
@@ -245,6 +249,16 @@ export async function writeListings(
   await writeListingAccuracyDay(db, businessId, observedAt, countStatuses(live));
   return { stats, changes };
 }
+
+/** The listings stream's entry in `STREAM_WRITERS` (stream-writers.ts). */
+export const listingsWriter: StreamWriter<'listings'> = {
+  write: writeListings,
+  location: (listing) => `listings ${listing.id}`,
+  // The alert baseline: a business's first listings read raises nothing.
+  firstSynced: 'listings_first_synced_at',
+  // Its stats have always counted alerts, 0 included.
+  countsAlerts: true,
+};
 
 /**
  * One `listing_status_history` row per changed listing, copied from the listing row just

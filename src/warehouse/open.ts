@@ -50,14 +50,14 @@ function causeText(config: Config, cause: unknown, timeouts?: DatabaseTimeouts):
  * quarantine and response-request writes, and in `serve` the webhook intake and the
  * alert dispatcher.
  */
-export const POOL_RESERVE = 4;
+const POOL_RESERVE = 4;
 
 /**
  * The PostgreSQL pool size: one connection per business in flight (at most
  * SYNC_CONCURRENCY across credentials, each writes in its own transaction) plus
  * `POOL_RESERVE`, so businesses never queue for a connection behind each other.
  */
-export function warehousePoolSize(config: Config): number {
+export function warehousePoolSize(config: Pick<Config, 'syncConcurrency'>): number {
   return config.syncConcurrency + POOL_RESERVE;
 }
 

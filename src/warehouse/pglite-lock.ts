@@ -23,14 +23,14 @@ import { linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } f
 import { join } from 'node:path';
 import { ListingsSyncError } from '../errors.ts';
 
-export const LOCK_FILE = '.listings-sync.pid';
+const LOCK_FILE = '.listings-sync.pid';
 const TAKEOVER_SUFFIX = '.takeover';
 /** A takeover file older than this was left by a process that died inside the takeover. */
 const TAKEOVER_STALE_MS = 10_000;
 /** Rounds of the take / take-over loop: each waits a few ms only while another takes over. */
 const ATTEMPTS = 200;
 
-export const LOCK_COMMAND_FILE = `${LOCK_FILE}.command`;
+const LOCK_COMMAND_FILE = `${LOCK_FILE}.command`;
 
 /** Where the warehouse goes when commands must run side by side. */
 const MOVE_TO_POSTGRES =

@@ -20,7 +20,7 @@ import { arrayLiteral } from './bulk-write.ts';
 import type { Change } from './changes.ts';
 import type { Db, RankLatestTable } from './database.ts';
 import { sumBySite, writeVisibilityDay, writeVisibilitySites } from './visibility.ts';
-import type { BusinessWriteContext } from './write-context.ts';
+import type { BusinessWriteContext, StreamWriter } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
 /** Days in the 30-day figures: the latest day and the 30 before it. */
@@ -258,6 +258,14 @@ async function writeVisibility(
   }
   await writeVisibilitySites(db, businessId, day, sumBySite(ranks));
 }
+
+/** The rankings stream's entry in `STREAM_WRITERS` (stream-writers.ts). */
+export const rankingsWriter: StreamWriter<'rankings'> = {
+  write: writeRankings,
+  // A rank has no id of its own: its keyword and site name it.
+  location: (rank) => `${rank.keyword} ${rank.site}`,
+  firstSynced: 'rankings_first_synced_at',
+};
 
 /**
  * The ranks a stored `rank_latest` row remembers, by day, before `day`: its 31-day window

@@ -21,7 +21,12 @@ import type { Change } from './changes.ts';
 import { fieldsHash } from './content-hash.ts';
 import type { Db } from './database.ts';
 import type { QuarantinedRecord } from './quarantine.ts';
-import { type BusinessWriteContext, isRefused } from './write-context.ts';
+import {
+  type BusinessWriteContext,
+  isRefused,
+  type StreamWriteContext,
+  type StreamWriter,
+} from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
 export function responseToRow(response: ReviewResponse) {
@@ -205,7 +210,7 @@ function itemName(review: Review): string {
  */
 export async function writeReviews(
   db: Db,
-  ctx: BusinessWriteContext & { hadReviewsSync?: boolean },
+  ctx: StreamWriteContext,
   reviews: readonly Review[],
 ): Promise<{ stats: WriteStats; changes: Change[]; quarantined: QuarantinedRecord[] }> {
   const { businessId, observedAt } = ctx;
@@ -325,7 +330,7 @@ export async function writeReviews(
   // The first reviews read is the baseline: a business's whole history is not "new".
   const changes: Change[] = [];
   const firstSeenHere = firstSeen.filter((review) => ownerOf(review) === undefined);
-  if (ctx.hadReviewsSync && firstSeenHere.length) {
+  if (ctx.hadSync && firstSeenHere.length) {
     changes.push({
       type: 'reviews_first_seen',
       accountName: ctx.accountName,
@@ -399,6 +404,14 @@ export async function writeReviews(
   }
   return { stats, changes, quarantined };
 }
+
+/** The reviews stream's entry in `STREAM_WRITERS` (stream-writers.ts). */
+export const reviewsWriter: StreamWriter<'reviews'> = {
+  write: writeReviews,
+  location: (review) => `reviews ${review.id}`,
+  // The first reviews read is the baseline: nothing is "new" in it.
+  firstSynced: 'reviews_first_synced_at',
+};
 
 function wroteAny(stats: WriteStats, table: string): boolean {
   const counts = stats[table];

@@ -10,18 +10,20 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAlertDispatcher } from '../../src/alerts/dispatcher.ts';
 import { LISTING_INACCURATE, LOW_RATING_REVIEW, RANK_DROP } from '../../src/alerts/kinds.ts';
-import { SLACK_TEXT_LIMIT } from '../../src/alerts/messages.ts';
 import { type AlertForDelivery, type NewAlert, raise } from '../../src/alerts/outbox.ts';
 import type { AlertSink } from '../../src/alerts/sinks.ts';
 import { slackSink } from '../../src/alerts/slack-sink.ts';
 import { jsonWebhookSink } from '../../src/alerts/webhook-sink.ts';
-import { memoryLogger, silentLogger } from '../../src/log.ts';
+import { silentLogger } from '../../src/log.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
+import { memoryLogger } from '../helpers/memory-logger.ts';
 
 const T0 = new Date('2025-03-01T03:00:00.000Z');
 const RUN = '6f1d9a52-3c1e-4a38-9d55-1b6c0e0c8a0a';
 const SECRET = 'alert-secret-5d1';
+/** A digest's text stops before 3,500 characters (docs/alerts.md). */
+const SLACK_TEXT_LIMIT = 3_500;
 
 interface Received {
   path: string;

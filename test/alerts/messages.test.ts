@@ -16,12 +16,14 @@ import {
 import {
   alertWebhookBody,
   digestMessages,
-  SLACK_TEXT_LIMIT,
   slackDigest,
   slackMessage,
   whatChanged,
 } from '../../src/alerts/messages.ts';
 import type { AlertForDelivery } from '../../src/alerts/outbox.ts';
+
+/** A digest's text stops before 3,500 characters (docs/alerts.md). */
+const SLACK_TEXT_LIMIT = 3_500;
 
 const RUN = '0b9d6a52-3c1e-4a38-9d55-1b6c0e0c8a01';
 

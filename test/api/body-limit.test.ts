@@ -10,7 +10,6 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createConfiguredApiClient } from '../../src/api/client.ts';
 import { ApiError, createApiClient, listBusinesses } from '../../src/api/index.ts';
 import { loadConfig } from '../../src/config/index.ts';
-import { memoryLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { runSync } from '../../src/sync/run.ts';
 import {
@@ -19,6 +18,7 @@ import {
   testBackends,
   truncateAll,
 } from '../helpers/database.ts';
+import { memoryLogger } from '../helpers/memory-logger.ts';
 
 const MiB = 1024 * 1024;
 

@@ -35,9 +35,9 @@ import {
   updateBusiness,
 } from '../../src/api/index.ts';
 import type { Credential, Review } from '../../src/api/types.ts';
-import { memoryLogger } from '../../src/log.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { manualClock } from '../helpers/manual-clock.ts';
+import { memoryLogger } from '../helpers/memory-logger.ts';
 import { clientPool, failure } from './harness.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

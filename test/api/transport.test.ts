@@ -18,8 +18,8 @@ import {
   listStates,
 } from '../../src/api/index.ts';
 import type { Credential } from '../../src/api/types.ts';
-import { memoryLogger } from '../../src/log.ts';
 import { manualClock, settleWith } from '../helpers/manual-clock.ts';
+import { memoryLogger } from '../helpers/memory-logger.ts';
 
 const TOKEN = 'tok_SECRET_abc123';
 const EMAIL = 'owner@acme.example';

@@ -4,10 +4,10 @@
  * (docs/running.md, "Which day a sync records").
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { memoryLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { runSync } from '../../src/sync/run.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { memoryLogger } from '../helpers/memory-logger.ts';
 import { testApiClient } from '../sync/harness.ts';
 
 describe.each(testBackends)('rank days follow the upstream clock (%s)', (backend) => {

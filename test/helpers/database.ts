@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import { inject } from 'vitest';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
 import { migrateToLatest } from '../../src/warehouse/migrate.ts';
-import { CONTRACT_TABLES } from '../../src/warehouse/tables.ts';
+import { CONTRACT_TABLES } from './contract-tables.ts';
 import {
   adminQuery,
   copyPgliteTemplate,

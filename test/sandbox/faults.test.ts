@@ -222,7 +222,7 @@ describe('stats', () => {
   });
 
   it('logs requests at debug level without tokens', async () => {
-    const { memoryLogger } = await import('../../src/log.ts');
+    const { memoryLogger } = await import('../helpers/memory-logger.ts');
     const { logger, lines } = memoryLogger('debug');
     const own = await startSandbox({ port: 0, logger });
     try {

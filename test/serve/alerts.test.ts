@@ -15,7 +15,7 @@ import { slackSink } from '../../src/alerts/slack-sink.ts';
 import { jsonWebhookSink } from '../../src/alerts/webhook-sink.ts';
 import type { ApiClient } from '../../src/api/index.ts';
 import { renderAlerts } from '../../src/cli/commands/alert-list.ts';
-import { memoryLogger, silentLogger } from '../../src/log.ts';
+import { silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { type RunningServe, startServe } from '../../src/serve/server.ts';
 import {
@@ -24,6 +24,7 @@ import {
   testBackends,
   truncateAll,
 } from '../helpers/database.ts';
+import { memoryLogger } from '../helpers/memory-logger.ts';
 import { count, sync, testApiClient } from '../sync/harness.ts';
 import { metricValue, serveConfig, waitFor } from './helpers.ts';
 

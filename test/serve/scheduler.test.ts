@@ -5,11 +5,12 @@
  * businesses in flight. No test waits on the wall clock for a tick.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { memoryLogger, silentLogger } from '../../src/log.ts';
+import { silentLogger } from '../../src/log.ts';
 import { type StartTicker, startScheduler } from '../../src/serve/scheduler.ts';
 import { startServe } from '../../src/serve/server.ts';
 import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
 import { testBackends } from '../helpers/database.ts';
+import { memoryLogger } from '../helpers/memory-logger.ts';
 import { worldPerTest } from '../sync/harness.ts';
 import { metricValue, serveConfig, waitFor } from './helpers.ts';
 

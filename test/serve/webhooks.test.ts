@@ -6,7 +6,7 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createApiClient } from '../../src/api/index.ts';
-import { memoryLogger, silentLogger } from '../../src/log.ts';
+import { silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { type RunningServe, startServe } from '../../src/serve/server.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
@@ -17,6 +17,7 @@ import {
   testBackends,
   truncateAll,
 } from '../helpers/database.ts';
+import { memoryLogger } from '../helpers/memory-logger.ts';
 import { count } from '../sync/harness.ts';
 import { metricValue, serveConfig, startTcpProxy, viaProxy } from './helpers.ts';
 

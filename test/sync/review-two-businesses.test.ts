@@ -168,12 +168,15 @@ describe.each(testBackends)('a review id served under two businesses (%s)', (bac
         .orderBy('reason')
         .execute()
     ).map((row) => ({ ...row, business_id: Number(row.business_id) }));
-  const reviewsRecorded = async (businessId: number) =>
-    db()
-      .selectFrom('business_answers')
-      .select(['reviews_hash', 'socials_hash'])
-      .where('business_id', '=', businessId)
-      .executeTakeFirstOrThrow();
+  /** The business's recorded review bodies (`business_answers`: a row per read). */
+  const reviewsRecorded = async (businessId: number) => {
+    const { rows } = await sql<{ reviews_hash: string | null; socials_hash: string | null }>`
+      select max(body_hash) filter (where read = 'reviews') as reviews_hash,
+        max(body_hash) filter (where read = 'socials') as socials_hash
+      from business_answers where business_id = ${businessId} group by business_id`.execute(db());
+    if (!rows[0]) throw new Error(`business ${businessId} has no answers recorded`);
+    return rows[0];
+  };
   /** The quarantine rows a night must leave: each carried item, under `copy`, naming both. */
   const expectedQuarantine = (carry: Carry, owner: number, copy: number) =>
     [...carry.carried]
@@ -323,15 +326,12 @@ describe.each(testBackends)('a review id served under two businesses (%s)', (bac
           businessId: id,
           summary: summaries.find((summary) => summary.id === id) as BusinessSnapshot['summary'],
           full: null,
-          listings: null,
-          reviews: [...reviews, ...socials.filter((s: Review) => !seen.has(s.id))],
-          rankings: null,
-          keywords: null,
+          records: { reviews: [...reviews, ...socials.filter((s: Review) => !seen.has(s.id))] },
           rejected: [],
         };
       };
       const [ofA, ofB] = [await snapshotOf(a), await snapshotOf(b)];
-      expect(ofB.reviews?.length).toBeGreaterThanOrEqual(16); // enough to go by COPY
+      expect(ofB.records.reviews?.length).toBeGreaterThanOrEqual(16); // enough to go by COPY
       const ctx = { runId: prelude.runId, observedAt: nightOf(world.sandbox), copyNewRows };
 
       // A's transaction holds its new rows uncommitted until B's write waits on one of them.
@@ -362,7 +362,7 @@ describe.each(testBackends)('a review id served under two businesses (%s)', (bac
       // B's own reviews loaded.
       const { rows: ofBStored } = await sql<{ n: number }>`
       select count(*)::int as n from reviews where business_id = ${b}`.execute(db());
-      expect(ofBStored[0]?.n).toBe((ofB.reviews?.length ?? 0) - 2);
+      expect(ofBStored[0]?.n).toBe((ofB.records.reviews?.length ?? 0) - 2);
     },
   );
 });

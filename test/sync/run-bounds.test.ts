@@ -10,11 +10,12 @@
 import { sql } from 'kysely';
 import { describe, expect, it, vi } from 'vitest';
 import { createApiClient } from '../../src/api/index.ts';
-import { memoryLogger, silentLogger } from '../../src/log.ts';
+import { silentLogger } from '../../src/log.ts';
 import type { Ticker } from '../../src/sync/in-flight.ts';
 import { renderSyncSummary } from '../../src/sync/summary.ts';
 import { BusinessLockTimeoutError, lockBusiness } from '../../src/warehouse/businesses.ts';
 import { skipOnPglite, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { memoryLogger } from '../helpers/memory-logger.ts';
 import { count, sandboxSuite, sync, testApiClient } from './harness.ts';
 
 /** A ticker that moves and ticks only when the test says so. */

@@ -5,9 +5,9 @@
  * "stopping" line.
  */
 import { describe, expect, it } from 'vitest';
-import { memoryLogger } from '../../src/log.ts';
 import { runSync } from '../../src/sync/run.ts';
 import { testBackends } from '../helpers/database.ts';
+import { memoryLogger } from '../helpers/memory-logger.ts';
 import { worldPerTest } from './harness.ts';
 
 describe.each(testBackends)('a stop after the run (%s)', (backend) => {

@@ -8,10 +8,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { memoryLogger } from '../../src/log.ts';
 import { runSync } from '../../src/sync/run.ts';
 import { startTracing, type Tracing, tracingEndpoint } from '../../src/tracing.ts';
 import { testBackends } from '../helpers/database.ts';
+import { memoryLogger } from '../helpers/memory-logger.ts';
 import { worldPerTest } from './harness.ts';
 
 interface ReceivedSpan {

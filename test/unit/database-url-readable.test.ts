@@ -8,7 +8,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/index.ts';
 import {
-  memoryLogger,
   REDACTED,
   redactDatabaseUrlIn,
   redactText,
@@ -16,6 +15,7 @@ import {
   UNREADABLE_DATABASE_URL,
 } from '../../src/log.ts';
 import { fragments, UNPARSEABLE_PASSWORDS } from '../helpers/database-url-passwords.ts';
+import { memoryLogger } from '../helpers/memory-logger.ts';
 
 describe('a DATABASE_URL in messages', () => {
   it('keeps scheme, user, host, port and database when the password is the user name', () => {

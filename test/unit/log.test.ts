@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { memoryLogger, REDACTED, redactSecrets, redactText } from '../../src/log.ts';
+import { REDACTED, redactSecrets, redactText } from '../../src/log.ts';
+import { memoryLogger } from '../helpers/memory-logger.ts';
 
 const TOKEN = 'tok_SECRET_abcdef123456';
 const PASSWORD = 'hunter2-directory-pass';

@@ -3,19 +3,27 @@
  * list, and the list says the same things the code did when each of them had its own.
  */
 import { describe, expect, it } from 'vitest';
+import type { Review } from '../../src/api/index.ts';
 import { OPERATIONS } from '../../src/api/index.ts';
 import { CONFIG_VARIABLES } from '../../src/config/index.ts';
 import {
   ANSWER_READS,
+  BUSINESS_READS,
   BUSINESS_STREAMS,
   CATALOG_STREAMS,
   DAILY_READS,
+  quarantineStream,
+  RECORD_STREAMS,
+  REMOVAL_STREAMS,
   removalPolicy,
   replayRule,
   STREAM_DESCRIPTORS,
   STREAMS,
   type StreamDescriptor,
+  streamOfQuarantined,
+  streamRecords,
 } from '../../src/streams/index.ts';
+import { STREAM_WRITERS } from '../../src/warehouse/stream-writers.ts';
 
 describe('stream descriptors', () => {
   it('list the streams a run fetches, in their order', () => {
@@ -48,6 +56,51 @@ describe('stream descriptors', () => {
       'reviews',
       'keywords',
     ]);
+  });
+
+  it('give the record streams their writers, in write order: keywords before ranks', () => {
+    expect(RECORD_STREAMS.map((d) => d.name)).toEqual([
+      'listings',
+      'reviews',
+      'rankings',
+      'keywords',
+    ]);
+    expect(Object.keys(STREAM_WRITERS)).toEqual(['listings', 'reviews', 'keywords', 'rankings']);
+    expect(REMOVAL_STREAMS).toEqual(['listings', 'reviews', 'keywords']);
+  });
+
+  it('quarantine a refused record under the names it always had', () => {
+    expect(BUSINESS_READS.map((entry) => [entry.read, quarantineStream(entry)])).toEqual([
+      ['business', 'businesses'],
+      ['listings', 'listings'],
+      ['reviews', 'reviews'],
+      ['socials', 'social'],
+      ['rankings', 'rankings'],
+      ['keywords', 'keywords'],
+    ]);
+    expect(streamOfQuarantined('social')).toBe('reviews');
+    expect(streamOfQuarantined('reviews')).toBe('reviews');
+    expect(streamOfQuarantined('credential')).toBeUndefined();
+  });
+
+  it("build a stream's records from its reads: both review categories in one list", () => {
+    for (const d of RECORD_STREAMS as readonly StreamDescriptor[]) {
+      // A stream of several reads says how they make one list.
+      expect(d.reads.length === 1 || d.records !== undefined, d.name).toBe(true);
+    }
+    const item = (id: string, category: 'review' | 'social') => ({ id, category }) as Review;
+    expect(
+      streamRecords('reviews', {
+        reviews: [item('a', 'review'), item('b', 'review')],
+        socials: [item('b', 'social'), item('c', 'social')],
+      }).map((r) => [r.id, r.category]),
+    ).toEqual([
+      ['a', 'review'],
+      ['b', 'review'],
+      ['c', 'social'],
+    ]);
+    const keyword = { id: 7 };
+    expect(streamRecords('keywords', { keywords: [keyword] })).toEqual([keyword]);
   });
 
   it('replay the reference data only from a run that read it', () => {

@@ -8,6 +8,7 @@ import type {
   RankObservation,
   Review,
 } from '../../src/api/types.ts';
+import { RECORD_STREAMS, type StreamRecords } from '../../src/streams/index.ts';
 import type { BusinessSnapshot, WriteContext } from '../../src/warehouse/business-snapshot.ts';
 
 export const ACCOUNT = 'agency-east';
@@ -125,13 +126,14 @@ export function rank(keywordText: string, site: string, value: number | null): R
   return { keyword: keywordText, site, rank: value };
 }
 
-/** A snapshot with every stream present. */
-export function snapshot(overrides: Partial<BusinessSnapshot> = {}): BusinessSnapshot {
-  return {
-    accountName: ACCOUNT,
-    businessId: BUSINESS_ID,
-    summary: summary(),
-    full: full(),
+/** A snapshot's fields, each record stream's records given flat (`listings: null`). */
+export type SnapshotParts = Partial<Omit<BusinessSnapshot, 'records'>> & StreamRecords;
+
+const RECORD_STREAM_NAMES: readonly string[] = RECORD_STREAMS.map((d) => d.name);
+
+/** A snapshot with every stream present; `overrides` replace its fields and streams. */
+export function snapshot(overrides: SnapshotParts = {}): BusinessSnapshot {
+  const records: StreamRecords = {
     listings: [listing(1), listing(2), listing(3, { status: 'Not Present', claimed: null })],
     reviews: [
       review(1, {
@@ -162,7 +164,19 @@ export function snapshot(overrides: Partial<BusinessSnapshot> = {}): BusinessSna
       rank('dentist portland', 'Google_new.organic', 7),
     ],
     keywords: [keyword(1, 'dentist portland'), keyword(2, 'teeth whitening')],
+  };
+  const fields: Partial<BusinessSnapshot> = {};
+  for (const [key, value] of Object.entries(overrides)) {
+    const into = (RECORD_STREAM_NAMES.includes(key) ? records : fields) as Record<string, unknown>;
+    into[key] = value;
+  }
+  return {
+    accountName: ACCOUNT,
+    businessId: BUSINESS_ID,
+    summary: summary(),
+    full: full(),
+    records,
     rejected: [],
-    ...overrides,
+    ...fields,
   };
 }

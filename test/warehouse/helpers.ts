@@ -7,7 +7,7 @@ import {
   writeBusinessSnapshot,
 } from '../../src/warehouse/business-snapshot.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
-import { CONTRACT_TABLES } from '../../src/warehouse/tables.ts';
+import { CONTRACT_TABLES } from '../helpers/contract-tables.ts';
 import { scannableText } from '../helpers/secret-scan.ts';
 import { ACCOUNT } from './fixtures.ts';
 

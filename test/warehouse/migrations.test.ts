@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { openWarehouse } from '../../src/warehouse/connection.ts';
 import { migrateToLatest, pendingMigrations } from '../../src/warehouse/migrate.ts';
-import { CONTRACT_TABLES } from '../../src/warehouse/tables.ts';
+import { CONTRACT_TABLES } from '../helpers/contract-tables.ts';
 import {
   createSchema,
   createTestWarehouse,

@@ -9,11 +9,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   DataDirInUseError,
-  LOCK_COMMAND_FILE,
-  LOCK_FILE,
   lockDataDir,
   recordLockCommand,
 } from '../../src/warehouse/pglite-lock.ts';
+
+/** The files as every release names them (docs/troubleshooting.md). */
+const LOCK_FILE = '.listings-sync.pid';
+const LOCK_COMMAND_FILE = '.listings-sync.pid.command';
 
 const freshDir = () => mkdtempSync(join(tmpdir(), 'ls-pglite-lock-command-'));
 

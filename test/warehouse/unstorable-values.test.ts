@@ -251,21 +251,20 @@ describe.each(testBackends)('values and columns (%s)', (backend) => {
         async (profile, listings, reviews, rankings, keywords, listed, reference, response) => {
           const fullParsed = businessFullSchema.safeParse(profile);
           const summaryParsed = businessSummarySchema.safeParse(listed);
-          const snap: BusinessSnapshot = {
-            ...snapshot(),
+          const snap: BusinessSnapshot = snapshot({
             summary: summaryParsed.success ? summaryParsed.data : summary(),
             full: fullParsed.success ? fullParsed.data : null,
             listings: parseRecords(listingSchema, listings, String).records,
             reviews: reviewsFromResult(reviews, 'review').records,
             rankings: rankingsFromResult(rankings).records,
             keywords: parseRecords(keywordSchema, keywords, String).records,
-          };
+          });
           if (fullParsed.success) accepted.full += 1;
           if (summaryParsed.success) accepted.summary += 1;
-          accepted.listings += snap.listings?.length ?? 0;
-          accepted.reviews += snap.reviews?.length ?? 0;
-          accepted.rankings += snap.rankings?.length ?? 0;
-          accepted.keywords += snap.keywords?.length ?? 0;
+          accepted.listings += snap.records.listings?.length ?? 0;
+          accepted.reviews += snap.records.reviews?.length ?? 0;
+          accepted.rankings += snap.records.rankings?.length ?? 0;
+          accepted.keywords += snap.records.keywords?.length ?? 0;
           // The plain writer, no safety net: the schemas alone must be enough.
           await write(wh, snap, ctx(DAY1));
           const countries = parseRecords(countrySchema, reference.countries, String).records;

@@ -16,11 +16,6 @@ import type { AlertSink } from '../../alerts/sinks.ts';
 import { renderTable } from '../../command/table.ts';
 import type { Config } from '../../config/index.ts';
 
-export interface AlertsCommandOptions {
-  pending?: boolean;
-  limit: number;
-}
-
 export type AlertListRow = AlertForDelivery & {
   deliveredAt: Date | null;
   lastError: string | null;

@@ -1,6 +1,8 @@
 /**
  * The warehouse's public tables (docs/warehouse.md), in dependency order.
  * `rank_observations` is a view over `rank_series` and `rank_history` since migration 0005.
+ * Only tests and bench/raw-zone.ts read the list, so it lives here; it imports nothing,
+ * so a benchmark can import it without the test framework.
  */
 export const CONTRACT_TABLES = [
   'accounts',
@@ -29,5 +31,3 @@ export const CONTRACT_TABLES = [
   'sync_runs',
   'quarantine',
 ] as const;
-
-export type ContractTable = (typeof CONTRACT_TABLES)[number];
