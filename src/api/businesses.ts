@@ -3,22 +3,114 @@
 import { z } from 'zod';
 import { parseUniqueRecords } from './bounds.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
-import {
-  businessBasicSchema,
-  businessCreatedSchema,
-  businessFullSchema,
-  businessSummarySchema,
-  businessUpdatedSchema,
-} from './schemas.ts';
-import type {
-  BusinessBasic,
-  BusinessCreated,
-  BusinessFull,
-  BusinessSummary,
-  BusinessUpdated,
-  Credential,
-  ListResult,
-} from './types.ts';
+import { coordinate, flag, id, storableString, text } from './schemas.ts';
+import type { Credential, ListResult } from './types.ts';
+
+const summaryShape = {
+  id,
+  name: storableString,
+  street: text,
+  city: text,
+  state_name: text,
+  postal_code: text,
+  phone: text,
+};
+
+type RawSummaryFields = z.output<z.ZodObject<typeof summaryShape>>;
+
+function summaryFrom(raw: RawSummaryFields) {
+  return {
+    id: raw.id,
+    name: raw.name,
+    street: raw.street,
+    city: raw.city,
+    stateName: raw.state_name,
+    postalCode: raw.postal_code,
+    phone: raw.phone,
+  };
+}
+
+export const businessSummarySchema = z.compile(
+  z.object(summaryShape).transform((raw) => summaryFrom(raw)),
+);
+export type BusinessSummary = z.output<typeof businessSummarySchema>;
+
+export const businessBasicSchema = z
+  .object({ ...summaryShape, biz_url: text, hide_address: flag })
+  .transform((raw) => ({
+    ...summaryFrom(raw),
+    bizUrl: raw.biz_url,
+    hideAddress: raw.hide_address,
+  }));
+export type BusinessBasic = z.output<typeof businessBasicSchema>;
+
+const businessHoursEntrySchema = z
+  .object({ day: storableString, start_time: text, end_time: text })
+  .transform((raw) => ({
+    day: raw.day,
+    /** `HH:MM` 24-hour, or null on a day without hours. */
+    startTime: raw.start_time,
+    endTime: raw.end_time,
+  }));
+export type BusinessHoursEntry = z.output<typeof businessHoursEntrySchema>;
+
+export const businessFullSchema = z.compile(
+  z
+    .object({
+      ...summaryShape,
+      latitude: coordinate,
+      longitude: coordinate,
+      biz_url: text,
+      owner_first_name: text,
+      owner_last_name: text,
+      facebook_url: text,
+      twitter_url: text,
+      description: text,
+      tagline: text,
+      storecode: text,
+      additional_categories: z
+        .array(z.union([storableString, z.number()]).transform((value) => String(value)))
+        .nullish()
+        .transform((value) => value ?? []),
+      business_hours: z
+        .array(businessHoursEntrySchema)
+        .nullish()
+        .transform((value) => value ?? []),
+      hide_address: flag,
+    })
+    .transform((raw) => ({
+      ...summaryFrom(raw),
+      latitude: raw.latitude,
+      longitude: raw.longitude,
+      bizUrl: raw.biz_url,
+      ownerFirstName: raw.owner_first_name,
+      ownerLastName: raw.owner_last_name,
+      facebookUrl: raw.facebook_url,
+      twitterUrl: raw.twitter_url,
+      description: raw.description,
+      tagline: raw.tagline,
+      storecode: raw.storecode,
+      additionalCategories: raw.additional_categories,
+      businessHours: raw.business_hours,
+      hideAddress: raw.hide_address,
+    })),
+);
+export type BusinessFull = z.output<typeof businessFullSchema>;
+
+export const businessCreatedSchema = z
+  .object({ ...summaryShape, sub_category_name: text, biz_url: text, hide_address: flag })
+  .transform((raw) => ({
+    ...summaryFrom(raw),
+    subCategoryName: raw.sub_category_name,
+    bizUrl: raw.biz_url,
+    hideAddress: raw.hide_address,
+  }));
+export type BusinessCreated = z.output<typeof businessCreatedSchema>;
+
+export const businessUpdatedSchema = z
+  .object({ ...summaryShape, biz_url: text })
+  .transform((raw) => ({ ...summaryFrom(raw), bizUrl: raw.biz_url }));
+export type BusinessUpdated = z.output<typeof businessUpdatedSchema>;
 
 /** A weekday's hours in the new form: `open` takes one slot, `split` two, the others none. */
 export interface BusinessHoursDay {

@@ -1,8 +1,18 @@
-/** The upstream client: one function per operation, and what they need and return. */
+/**
+ * The upstream client: one function per operation, and what they need and return. Each
+ * operation module exports its functions and its records' types (the schema's output),
+ * one line here each; `types.ts` carries what several modules share.
+ */
 export {
   archiveBusiness,
+  type BusinessBasic,
+  type BusinessCreated,
+  type BusinessFull,
   type BusinessHoursDay,
+  type BusinessHoursEntry,
   type BusinessInput,
+  type BusinessSummary,
+  type BusinessUpdated,
   createBusiness,
   getBusiness,
   getBusinessFull,
@@ -30,12 +40,26 @@ export {
   OPERATIONS,
   type OperationName,
 } from './errors.ts';
-export { addKeyword, deleteKeyword, listKeywords } from './keywords.ts';
-export { listListings } from './listings.ts';
-export { getRankings } from './rankings.ts';
-export { listCountries, listStates, listSubCategories } from './reference.ts';
+export { addKeyword, deleteKeyword, type Keyword, listKeywords } from './keywords.ts';
+export { type Listing, listListings } from './listings.ts';
+export { getRankings, type RankObservation } from './rankings.ts';
+export {
+  type Country,
+  listCountries,
+  listStates,
+  listSubCategories,
+  type State,
+  type SubCategory,
+} from './reference.ts';
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.ts';
-export { getResponseStatus, listReviews, respondToReview } from './reviews.ts';
+export {
+  getResponseStatus,
+  listReviews,
+  type ResponseSubmitted,
+  type Review,
+  type ReviewResponse,
+  respondToReview,
+} from './reviews.ts';
 export type * from './types.ts';
 export {
   KNOWN_REVIEW_TYPES,

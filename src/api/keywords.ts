@@ -2,8 +2,37 @@
 import { z } from 'zod';
 import { checkBound, SAMPLE_SIZE } from './bounds.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
-import { deleteConfirmationSchema, keywordSchema, parseRecords } from './schemas.ts';
-import type { Credential, Keyword, ListResult } from './types.ts';
+import { flag, id, indexedString, parseRecords, text } from './schemas.ts';
+import type { Credential, ListResult } from './types.ts';
+
+export const keywordSchema = z.compile(
+  z
+    .object({
+      id,
+      keyword: indexedString.min(1),
+      city: text,
+      state: text,
+      primary: flag,
+      location_id: id,
+      archived: z
+        .boolean()
+        .nullish()
+        .transform((value) => value ?? false),
+    })
+    .transform((raw) => ({
+      id: raw.id,
+      keyword: raw.keyword,
+      city: raw.city,
+      state: raw.state,
+      primary: raw.primary,
+      businessId: raw.location_id,
+      archived: raw.archived,
+    })),
+);
+export type Keyword = z.output<typeof keywordSchema>;
+
+/** Operation 14's answer: a confirmation sentence under `result`. */
+export const deleteConfirmationSchema = z.string();
 
 const keywordList = z.array(z.unknown());
 

@@ -2,8 +2,68 @@
 import { z } from 'zod';
 import { checkBound, parseUniqueRecords, SAMPLE_SIZE } from './bounds.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
-import { listingSchema } from './schemas.ts';
-import type { Credential, Listing, ListResult } from './types.ts';
+import { flag, id, indexedString, liveLink, text } from './schemas.ts';
+import {
+  type Credential,
+  LISTING_STATUSES,
+  LISTING_SYNC_STATUSES,
+  type ListResult,
+} from './types.ts';
+
+function isNonEmptyString(value: unknown): boolean {
+  return typeof value === 'string' && value.trim() !== '';
+}
+
+export const listingSchema = z.compile(
+  z
+    .object({
+      id,
+      // Read only to learn whether a login is set; never copied to the output.
+      site_username: z.unknown().optional(),
+      site_password: z.unknown().optional(),
+      sync_status: z
+        .enum(LISTING_SYNC_STATUSES)
+        .nullish()
+        .transform((value) => value ?? null),
+      order_status: text,
+      name: text,
+      name_valid: flag,
+      phone: text,
+      phone_valid: flag,
+      street: text,
+      city: text,
+      state: text,
+      postal_code: text,
+      address_valid: flag,
+      live_link: liveLink,
+      claimed: flag,
+      site_name: indexedString.min(1),
+      status: z.enum(LISTING_STATUSES),
+    })
+    .transform((raw) => ({
+      id: raw.id,
+      siteName: raw.site_name,
+      status: raw.status,
+      syncStatus: raw.sync_status,
+      orderStatus: raw.order_status,
+      name: raw.name,
+      nameValid: raw.name_valid,
+      phone: raw.phone,
+      phoneValid: raw.phone_valid,
+      street: raw.street,
+      city: raw.city,
+      state: raw.state,
+      postalCode: raw.postal_code,
+      addressValid: raw.address_valid,
+      liveLink: raw.live_link,
+      claimed: raw.claimed,
+      /** Whether a directory login or password is set; neither goes past the schema. */
+      hasSiteCredentials:
+        isNonEmptyString(raw.site_username) || isNonEmptyString(raw.site_password),
+    })),
+);
+/** A listing. The directory login and password are dropped: only whether any are set survives. */
+export type Listing = z.output<typeof listingSchema>;
 
 const listingList = z.array(z.unknown());
 

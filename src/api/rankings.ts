@@ -5,11 +5,63 @@ import { type ApiClient, type CallOptions, callUpstream, idSegment } from './cli
 import {
   describeIssues,
   INDEXED_TEXT_MAX,
-  rankingEntrySchema,
+  indexedString,
+  rank,
   scrubPayload,
   unstorableTextReason,
 } from './schemas.ts';
-import type { Credential, ListResult, RankObservation, RejectedRecord } from './types.ts';
+import type { Credential, ListResult, RejectedRecord } from './types.ts';
+
+/**
+ * One keyword's rank on one search site: the rankings' record (`Google_new` is two sites,
+ * the glossary in `types.ts`).
+ */
+export interface RankObservation {
+  keyword: string;
+  site: string;
+  /** null where the upstream says `-`. */
+  rank: number | null;
+}
+
+/**
+ * One keyword's entry: site name → rank, where an object value (`Google_new`) holds
+ * `{local, organic}` and becomes one site per key.
+ */
+const splitRank = z.compile(z.object({ local: rank, organic: rank }));
+
+/**
+ * A site's value: an object is the split form, anything else a rank. Dispatched by shape
+ * rather than a union, so a bad value is reported with the rank's own rule instead of a
+ * bare "Invalid input".
+ */
+const siteRank = z
+  .union([z.number(), z.string(), z.null(), z.object({ local: z.unknown(), organic: z.unknown() })])
+  .transform((value, ctx): number | null | { local: number | null; organic: number | null } => {
+    const parsed =
+      value !== null && typeof value === 'object'
+        ? splitRank.safeParse(value)
+        : rank.safeParse(value);
+    if (parsed.success) return parsed.data;
+    for (const issue of parsed.error.issues) {
+      ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+    }
+    return z.NEVER;
+  });
+
+export const rankingEntrySchema = z.compile(
+  z.record(indexedString, siteRank).transform((sites): Array<Omit<RankObservation, 'keyword'>> => {
+    const out: Array<Omit<RankObservation, 'keyword'>> = [];
+    for (const [site, value] of Object.entries(sites)) {
+      if (value !== null && typeof value === 'object') {
+        out.push({ site: `${site}.local`, rank: value.local });
+        out.push({ site: `${site}.organic`, rank: value.organic });
+      } else {
+        out.push({ site, rank: value });
+      }
+    }
+    return out;
+  }),
+);
 
 /** Keyword → sites. No keywords may come as `[]` (an empty hash serialised as a list). */
 const rankingsByKeyword = z.union([

@@ -5,8 +5,23 @@
  */
 import { z } from 'zod';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
-import { countrySchema, parseRecords, stateSchema, subCategorySchema } from './schemas.ts';
-import type { Country, Credential, ListResult, State, SubCategory } from './types.ts';
+import { id, parseRecords, storableString, text } from './schemas.ts';
+import type { Credential, ListResult } from './types.ts';
+
+export const countrySchema = z
+  .object({ id, name: storableString.min(1) })
+  .transform((raw) => ({ id: raw.id, name: raw.name }));
+export type Country = z.output<typeof countrySchema>;
+
+export const stateSchema = z
+  .object({ id, name: storableString.min(1), iso: text, country_id: id })
+  .transform((raw) => ({ id: raw.id, name: raw.name, iso: raw.iso, countryId: raw.country_id }));
+export type State = z.output<typeof stateSchema>;
+
+export const subCategorySchema = z
+  .object({ id, name: storableString.min(1) })
+  .transform((raw) => ({ id: raw.id, name: raw.name }));
+export type SubCategory = z.output<typeof subCategorySchema>;
 
 const referenceList = z.array(z.unknown());
 

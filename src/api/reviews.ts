@@ -16,13 +16,15 @@ import {
   textSegment,
 } from './client.ts';
 import {
+  count,
   describeIssues,
   isRecord,
-  type ReviewFields,
-  responseStatusSchema,
-  responseSubmittedSchema,
-  reviewSchema,
+  rating,
+  requestId,
+  reviewDate,
   scrubPayload,
+  storableString,
+  text,
   unstorableTextReason,
 } from './schemas.ts';
 import type {
@@ -30,10 +32,98 @@ import type {
   ListResult,
   RejectedRecord,
   ResponseRequestStatus,
-  ResponseSubmitted,
-  Review,
   ReviewCategory,
 } from './types.ts';
+
+export const reviewResponseSchema = z
+  .object({
+    // The warehouse keys responses by uuid (`review_responses.response_id`), as reviews.
+    id: z.guid(),
+    title: text,
+    content: text,
+    author_name: text,
+    author_avatar: text,
+    date: reviewDate,
+  })
+  .transform((raw) => ({
+    id: raw.id,
+    title: raw.title,
+    content: raw.content,
+    authorName: raw.author_name,
+    authorAvatar: raw.author_avatar,
+    respondedAt: raw.date.at,
+    respondedAtPrecision: raw.date.precision,
+  }));
+export type ReviewResponse = z.output<typeof reviewResponseSchema>;
+
+export const reviewSchema = z.compile(
+  z
+    .object({
+      // The warehouse keys reviews by uuid; anything else is a bad record, not a new key.
+      id: z.guid(),
+      title: text,
+      content: storableString.nullish().transform((value) => value ?? ''),
+      author_name: text,
+      author_avatar: text,
+      rating,
+      date: reviewDate,
+      permalink: text,
+      // Unknown types are kept: the documented list is not promised to be complete.
+      type: storableString.min(1),
+      likes_count: count,
+      likes_change: count,
+      can_respond: z
+        .boolean()
+        .nullish()
+        .transform((value) => value ?? false),
+      responses: z
+        .array(reviewResponseSchema)
+        .nullish()
+        .transform((value) => value ?? []),
+    })
+    .transform((raw) => ({
+      id: raw.id,
+      type: raw.type,
+      title: raw.title,
+      content: raw.content,
+      authorName: raw.author_name,
+      authorAvatar: raw.author_avatar,
+      rating: raw.rating,
+      reviewedAt: raw.date.at,
+      reviewedAtPrecision: raw.date.precision,
+      permalink: raw.permalink,
+      likesCount: raw.likes_count,
+      likesChange: raw.likes_change,
+      canRespond: raw.can_respond,
+      responses: raw.responses,
+    })),
+);
+/**
+ * A review as the schema sees it; the site and category come from where it was found
+ * (`Review` adds them).
+ */
+export type ReviewFields = z.output<typeof reviewSchema>;
+
+/** A review or social item, with the site and category it was found under. */
+export interface Review extends ReviewFields {
+  siteName: string;
+  category: ReviewCategory;
+}
+
+/** Operation 9's answer. */
+export const responseSubmittedSchema = z
+  .object({ request_id: requestId, message: text })
+  .transform((raw) => ({
+    /** The upstream returns a number in samples and types it uuid; always a string here. */
+    requestId: raw.request_id,
+    message: raw.message,
+  }));
+export type ResponseSubmitted = z.output<typeof responseSubmittedSchema>;
+
+/** Operation 10's answer: `{status}`, no `success` field. Unknown statuses are kept. */
+export const responseStatusSchema = z
+  .object({ status: storableString.min(1) })
+  .transform((raw) => ({ status: raw.status }));
 
 /** Site name → reviews. An empty result may come as `[]` (an empty hash serialised as a list). */
 const reviewsBySite = z.union([
@@ -56,9 +146,9 @@ export function reviewsFromResult(
   const entries: ParsedEntry<Review>[] = [];
   const rejected: RejectedRecord[] = [];
   if (Array.isArray(bySite)) return { records: [], rejected };
-  let count = 0;
-  for (const items of Object.values(bySite)) if (Array.isArray(items)) count += items.length;
-  checkBound(bounds, 'reviewsPerAnswer', count, 'reviews', 'reviews', () =>
+  let reviewCount = 0;
+  for (const items of Object.values(bySite)) if (Array.isArray(items)) reviewCount += items.length;
+  checkBound(bounds, 'reviewsPerAnswer', reviewCount, 'reviews', 'reviews', () =>
     Object.keys(bySite).slice(0, SAMPLE_SIZE),
   );
   for (const [siteName, items] of Object.entries(bySite)) {

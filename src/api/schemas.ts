@@ -1,21 +1,31 @@
 /**
- * Every quirk of the upstream's payloads, in one place. Each schema's input is the raw
- * payload and its output the normalised domain value. A record's type (`Listing`,
- * `Keyword`, …) is its schema's output, declared beside the transform that builds it and
- * re-exported by `types.ts`: a field the upstream adds is one edit here
- * (docs/contributing.md, "Adding a column"). Nothing past this file sees a raw shape.
+ * What the record schemas are built from. A record's schema lives in its operation's
+ * module, beside the function that reads it (`listingSchema` in `listings.ts`,
+ * `keywordSchema` in `keywords.ts`, …): its input is the raw payload, its output the
+ * normalised domain value, and the record's type (`Listing`, `Keyword`, …) is that output,
+ * declared there and re-exported by `types.ts`. A field the upstream adds is one edit in
+ * its stream's module (docs/contributing.md, "Adding a column"). Here are the field-level
+ * building blocks they share, the envelope every answer comes in, and the record-level
+ * validation that keeps one bad record from failing its siblings. Nothing past src/api
+ * sees a raw shape. This file imports no operation module: they import it.
  *
- * Quirks absorbed here (docs/upstream.md, "Quirks"):
- * - latitude/longitude come as decimal strings or numbers; an empty string means none.
- * - a rank of `-` means "searched, not ranked" (null); `Google_new` holds `{local, organic}`
- *   and becomes the sites `Google_new.local` and `Google_new.organic`.
- * - a response request id comes as a number or a string; it is always a string here.
- * - `live_link` is typed number and served as a URL; always a string here.
+ * Quirks absorbed (docs/upstream.md, "Quirks"), and where:
+ * - latitude/longitude come as decimal strings or numbers; an empty string means none
+ *   (`coordinate`, here).
+ * - a rank of `-` means "searched, not ranked" (null) (`rank`, here); `Google_new` holds
+ *   `{local, organic}` and becomes the sites `Google_new.local` and `Google_new.organic`
+ *   (`rankingEntrySchema`, `rankings.ts`).
+ * - a response request id comes as a number or a string; it is always a string
+ *   (`requestId`, here).
+ * - `live_link` is typed number and served as a URL; always a string (`liveLink`, here).
  * - review dates come as `YYYY-MM-DD` or ISO UTC timestamps; both become instants, with
- *   the precision kept.
+ *   the precision kept (`reviewDate`, here).
  * - listings may carry only some fields; the directory login and password are dropped
- *   here, only whether one is set survives.
- * - review `type` values beyond the documented list are kept.
+ *   there, only whether one is set survives (`listingSchema`, `listings.ts`).
+ * - review `type` values beyond the documented list are kept (`reviewSchema`,
+ *   `reviews.ts`).
+ * - `success: false` bodies are errors whatever the HTTP status; a reference list may be
+ *   served as a bare array instead of `{success, result}` (`readEnvelope`, here).
  *
  * Every value that passes is one its warehouse column can store (docs/warehouse.md):
  * text holds no NUL and no lone UTF-16 surrogate (PostgreSQL's text and jsonb refuse
@@ -23,26 +33,18 @@
  * JavaScript's exact range), ids are in their column's type (uuid), and instants fall
  * in years 1 to 9999. A value outside that is a schema failure naming the field, so the
  * record goes to quarantine instead of failing its whole business's write.
- * - `success: false` bodies are errors whatever the HTTP status; a reference list may be
- *   served as a bare array instead of `{success, result}`.
  *
  * The schemas a sync runs once per record (business summaries and profiles, listings,
- * reviews, ranking entries and ranks, keywords) are compiled (`z.compile`): zod generates
- * a parser for them once, which builds the output in one pass and hands anything it does
- * not model, and every record that fails, to the runtime parser, so results and issues
- * are the runtime's (test/api/compiled-schemas.test.ts). About 2.5 times less CPU per
- * review and 3–6 times less per listing (docs/benchmarks.md, "The write path, as measured").
+ * reviews, ranking entries and ranks, keywords) are compiled (`z.compile`, each in its
+ * module): zod generates a parser for them once, which builds the output in one pass and
+ * hands anything it does not model, and every record that fails, to the runtime parser,
+ * so results and issues are the runtime's (test/api/compiled-schemas.test.ts). About 2.5
+ * times less CPU per review and 3–6 times less per listing (docs/benchmarks.md, "The
+ * write path, as measured").
  */
 import { z } from 'zod';
 import { redactSecrets, redactText } from '../log.ts';
-import {
-  type DatePrecision,
-  LISTING_STATUSES,
-  LISTING_SYNC_STATUSES,
-  type ListResult,
-  type RankObservation,
-  type RejectedRecord,
-} from './types.ts';
+import type { DatePrecision, ListResult, RejectedRecord } from './types.ts';
 
 // ---------------------------------------------------------------------------------------
 // Field-level building blocks
@@ -82,7 +84,7 @@ export const indexedString = storableString.max(
 );
 
 /** A numeric id, also accepted as a string of digits; exact in JS, so it fits `bigint`. */
-const id = z.union([
+export const id = z.union([
   z.number().int().nonnegative(),
   z
     .string()
@@ -102,18 +104,18 @@ export function readableIdOf(payload: unknown): number | null {
 }
 
 /** Free text that may be absent; numbers (postal codes, phones) are kept as text. */
-const text = z
+export const text = z
   .union([storableString, z.number()])
   .nullish()
   .transform((value) => (value == null ? null : String(value)));
 
-const flag = z
+export const flag = z
   .boolean()
   .nullish()
   .transform((value) => value ?? null);
 
 /** A whole number a PostgreSQL `integer` holds (likes and their change), or absent. */
-const count = z
+export const count = z
   .number()
   .int('expected a whole number')
   .min(INT4_MIN, 'expected a number the integer column holds (at least -2147483648)')
@@ -122,7 +124,7 @@ const count = z
   .transform((value) => value ?? null);
 
 /** A rating: any finite number (the column is `numeric`), or absent. */
-const rating = z
+export const rating = z
   .number()
   .nullish()
   .transform((value) => value ?? null);
@@ -221,350 +223,6 @@ export const reviewDate = z
     });
     return z.NEVER;
   });
-
-// ---------------------------------------------------------------------------------------
-// Businesses
-
-const summaryShape = {
-  id,
-  name: storableString,
-  street: text,
-  city: text,
-  state_name: text,
-  postal_code: text,
-  phone: text,
-};
-
-type RawSummaryFields = z.output<z.ZodObject<typeof summaryShape>>;
-
-function summaryFrom(raw: RawSummaryFields) {
-  return {
-    id: raw.id,
-    name: raw.name,
-    street: raw.street,
-    city: raw.city,
-    stateName: raw.state_name,
-    postalCode: raw.postal_code,
-    phone: raw.phone,
-  };
-}
-
-export const businessSummarySchema = z.compile(
-  z.object(summaryShape).transform((raw) => summaryFrom(raw)),
-);
-export type BusinessSummary = z.output<typeof businessSummarySchema>;
-
-export const businessBasicSchema = z
-  .object({ ...summaryShape, biz_url: text, hide_address: flag })
-  .transform((raw) => ({
-    ...summaryFrom(raw),
-    bizUrl: raw.biz_url,
-    hideAddress: raw.hide_address,
-  }));
-export type BusinessBasic = z.output<typeof businessBasicSchema>;
-
-const businessHoursEntrySchema = z
-  .object({ day: storableString, start_time: text, end_time: text })
-  .transform((raw) => ({
-    day: raw.day,
-    /** `HH:MM` 24-hour, or null on a day without hours. */
-    startTime: raw.start_time,
-    endTime: raw.end_time,
-  }));
-export type BusinessHoursEntry = z.output<typeof businessHoursEntrySchema>;
-
-export const businessFullSchema = z.compile(
-  z
-    .object({
-      ...summaryShape,
-      latitude: coordinate,
-      longitude: coordinate,
-      biz_url: text,
-      owner_first_name: text,
-      owner_last_name: text,
-      facebook_url: text,
-      twitter_url: text,
-      description: text,
-      tagline: text,
-      storecode: text,
-      additional_categories: z
-        .array(z.union([storableString, z.number()]).transform((value) => String(value)))
-        .nullish()
-        .transform((value) => value ?? []),
-      business_hours: z
-        .array(businessHoursEntrySchema)
-        .nullish()
-        .transform((value) => value ?? []),
-      hide_address: flag,
-    })
-    .transform((raw) => ({
-      ...summaryFrom(raw),
-      latitude: raw.latitude,
-      longitude: raw.longitude,
-      bizUrl: raw.biz_url,
-      ownerFirstName: raw.owner_first_name,
-      ownerLastName: raw.owner_last_name,
-      facebookUrl: raw.facebook_url,
-      twitterUrl: raw.twitter_url,
-      description: raw.description,
-      tagline: raw.tagline,
-      storecode: raw.storecode,
-      additionalCategories: raw.additional_categories,
-      businessHours: raw.business_hours,
-      hideAddress: raw.hide_address,
-    })),
-);
-export type BusinessFull = z.output<typeof businessFullSchema>;
-
-export const businessCreatedSchema = z
-  .object({ ...summaryShape, sub_category_name: text, biz_url: text, hide_address: flag })
-  .transform((raw) => ({
-    ...summaryFrom(raw),
-    subCategoryName: raw.sub_category_name,
-    bizUrl: raw.biz_url,
-    hideAddress: raw.hide_address,
-  }));
-export type BusinessCreated = z.output<typeof businessCreatedSchema>;
-
-export const businessUpdatedSchema = z
-  .object({ ...summaryShape, biz_url: text })
-  .transform((raw) => ({ ...summaryFrom(raw), bizUrl: raw.biz_url }));
-export type BusinessUpdated = z.output<typeof businessUpdatedSchema>;
-
-// ---------------------------------------------------------------------------------------
-// Listings
-
-function isNonEmptyString(value: unknown): boolean {
-  return typeof value === 'string' && value.trim() !== '';
-}
-
-export const listingSchema = z.compile(
-  z
-    .object({
-      id,
-      // Read only to learn whether a login is set; never copied to the output.
-      site_username: z.unknown().optional(),
-      site_password: z.unknown().optional(),
-      sync_status: z
-        .enum(LISTING_SYNC_STATUSES)
-        .nullish()
-        .transform((value) => value ?? null),
-      order_status: text,
-      name: text,
-      name_valid: flag,
-      phone: text,
-      phone_valid: flag,
-      street: text,
-      city: text,
-      state: text,
-      postal_code: text,
-      address_valid: flag,
-      live_link: liveLink,
-      claimed: flag,
-      site_name: indexedString.min(1),
-      status: z.enum(LISTING_STATUSES),
-    })
-    .transform((raw) => ({
-      id: raw.id,
-      siteName: raw.site_name,
-      status: raw.status,
-      syncStatus: raw.sync_status,
-      orderStatus: raw.order_status,
-      name: raw.name,
-      nameValid: raw.name_valid,
-      phone: raw.phone,
-      phoneValid: raw.phone_valid,
-      street: raw.street,
-      city: raw.city,
-      state: raw.state,
-      postalCode: raw.postal_code,
-      addressValid: raw.address_valid,
-      liveLink: raw.live_link,
-      claimed: raw.claimed,
-      /** Whether a directory login or password is set; neither goes past the schema. */
-      hasSiteCredentials:
-        isNonEmptyString(raw.site_username) || isNonEmptyString(raw.site_password),
-    })),
-);
-/** A listing. The directory login and password are dropped: only whether any are set survives. */
-export type Listing = z.output<typeof listingSchema>;
-
-// ---------------------------------------------------------------------------------------
-// Reviews
-
-export const reviewResponseSchema = z
-  .object({
-    // The warehouse keys responses by uuid (`review_responses.response_id`), as reviews.
-    id: z.guid(),
-    title: text,
-    content: text,
-    author_name: text,
-    author_avatar: text,
-    date: reviewDate,
-  })
-  .transform((raw) => ({
-    id: raw.id,
-    title: raw.title,
-    content: raw.content,
-    authorName: raw.author_name,
-    authorAvatar: raw.author_avatar,
-    respondedAt: raw.date.at,
-    respondedAtPrecision: raw.date.precision,
-  }));
-export type ReviewResponse = z.output<typeof reviewResponseSchema>;
-
-export const reviewSchema = z.compile(
-  z
-    .object({
-      // The warehouse keys reviews by uuid; anything else is a bad record, not a new key.
-      id: z.guid(),
-      title: text,
-      content: storableString.nullish().transform((value) => value ?? ''),
-      author_name: text,
-      author_avatar: text,
-      rating,
-      date: reviewDate,
-      permalink: text,
-      // Unknown types are kept: the documented list is not promised to be complete.
-      type: storableString.min(1),
-      likes_count: count,
-      likes_change: count,
-      can_respond: z
-        .boolean()
-        .nullish()
-        .transform((value) => value ?? false),
-      responses: z
-        .array(reviewResponseSchema)
-        .nullish()
-        .transform((value) => value ?? []),
-    })
-    .transform((raw) => ({
-      id: raw.id,
-      type: raw.type,
-      title: raw.title,
-      content: raw.content,
-      authorName: raw.author_name,
-      authorAvatar: raw.author_avatar,
-      rating: raw.rating,
-      reviewedAt: raw.date.at,
-      reviewedAtPrecision: raw.date.precision,
-      permalink: raw.permalink,
-      likesCount: raw.likes_count,
-      likesChange: raw.likes_change,
-      canRespond: raw.can_respond,
-      responses: raw.responses,
-    })),
-);
-/**
- * A review as the schema sees it; the site and category come from where it was found
- * (`Review` in `types.ts` adds them).
- */
-export type ReviewFields = z.output<typeof reviewSchema>;
-
-/** Operation 9's answer. */
-export const responseSubmittedSchema = z
-  .object({ request_id: requestId, message: text })
-  .transform((raw) => ({
-    /** The upstream returns a number in samples and types it uuid; always a string here. */
-    requestId: raw.request_id,
-    message: raw.message,
-  }));
-export type ResponseSubmitted = z.output<typeof responseSubmittedSchema>;
-
-/** Operation 10's answer: `{status}`, no `success` field. Unknown statuses are kept. */
-export const responseStatusSchema = z
-  .object({ status: storableString.min(1) })
-  .transform((raw) => ({ status: raw.status }));
-
-// ---------------------------------------------------------------------------------------
-// Rankings
-
-/**
- * One keyword's entry: site name → rank, where an object value (`Google_new`) holds
- * `{local, organic}` and becomes one site per key.
- */
-const splitRank = z.compile(z.object({ local: rank, organic: rank }));
-
-/**
- * A site's value: an object is the split form, anything else a rank. Dispatched by shape
- * rather than a union, so a bad value is reported with the rank's own rule instead of a
- * bare "Invalid input".
- */
-const siteRank = z
-  .union([z.number(), z.string(), z.null(), z.object({ local: z.unknown(), organic: z.unknown() })])
-  .transform((value, ctx): number | null | { local: number | null; organic: number | null } => {
-    const parsed =
-      value !== null && typeof value === 'object'
-        ? splitRank.safeParse(value)
-        : rank.safeParse(value);
-    if (parsed.success) return parsed.data;
-    for (const issue of parsed.error.issues) {
-      ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
-    }
-    return z.NEVER;
-  });
-
-export const rankingEntrySchema = z.compile(
-  z.record(indexedString, siteRank).transform((sites): Array<Omit<RankObservation, 'keyword'>> => {
-    const out: Array<Omit<RankObservation, 'keyword'>> = [];
-    for (const [site, value] of Object.entries(sites)) {
-      if (value !== null && typeof value === 'object') {
-        out.push({ site: `${site}.local`, rank: value.local });
-        out.push({ site: `${site}.organic`, rank: value.organic });
-      } else {
-        out.push({ site, rank: value });
-      }
-    }
-    return out;
-  }),
-);
-
-// ---------------------------------------------------------------------------------------
-// Keywords and reference data
-
-export const keywordSchema = z.compile(
-  z
-    .object({
-      id,
-      keyword: indexedString.min(1),
-      city: text,
-      state: text,
-      primary: flag,
-      location_id: id,
-      archived: z
-        .boolean()
-        .nullish()
-        .transform((value) => value ?? false),
-    })
-    .transform((raw) => ({
-      id: raw.id,
-      keyword: raw.keyword,
-      city: raw.city,
-      state: raw.state,
-      primary: raw.primary,
-      businessId: raw.location_id,
-      archived: raw.archived,
-    })),
-);
-export type Keyword = z.output<typeof keywordSchema>;
-
-export const countrySchema = z
-  .object({ id, name: storableString.min(1) })
-  .transform((raw) => ({ id: raw.id, name: raw.name }));
-export type Country = z.output<typeof countrySchema>;
-
-export const stateSchema = z
-  .object({ id, name: storableString.min(1), iso: text, country_id: id })
-  .transform((raw) => ({ id: raw.id, name: raw.name, iso: raw.iso, countryId: raw.country_id }));
-export type State = z.output<typeof stateSchema>;
-
-export const subCategorySchema = z
-  .object({ id, name: storableString.min(1) })
-  .transform((raw) => ({ id: raw.id, name: raw.name }));
-export type SubCategory = z.output<typeof subCategorySchema>;
-
-/** Operation 14's answer: a confirmation sentence under `result`. */
-export const deleteConfirmationSchema = z.string();
 
 // ---------------------------------------------------------------------------------------
 // Envelopes

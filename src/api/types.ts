@@ -1,9 +1,13 @@
 /**
- * The normalised domain values that the API client returns, after the zod schemas in
- * `src/api/schemas.ts` have absorbed every quirk of the upstream. Everything past the
- * client (sync, warehouse) sees only these shapes. A record's type is its schema's output,
- * declared in schemas.ts beside the transform that builds it and re-exported here, so a
- * field is added in one place.
+ * The normalised domain values that the API client returns, after the zod schemas have
+ * absorbed every quirk of the upstream. Everything past the client (sync, warehouse) sees
+ * only these shapes. A record's type is its schema's output, declared beside the schema in
+ * its operation's module (`Listing` in `listings.ts`, `Keyword` in `keywords.ts`, …) and
+ * re-exported here for the importers outside src/api, so a field is added in one place.
+ * Those re-exports are type-only, erased at run time: the operation modules import this
+ * file's constants without an import cycle. What is declared here is shared: the list
+ * result and its rejected records, a date's precision, the review categories and the
+ * status lists.
  *
  * Glossary
  * - business: a location the user added (the upstream also calls it `location_id`).
@@ -17,8 +21,6 @@
  * - rejected record: an element of a list payload that failed its schema; kept with its
  *   reason so the sync can quarantine it while its siblings load.
  */
-import type { ReviewFields } from './schemas.ts';
-
 export type { Credential } from '../config/index.ts';
 export type {
   BusinessBasic,
@@ -27,14 +29,12 @@ export type {
   BusinessHoursEntry,
   BusinessSummary,
   BusinessUpdated,
-  Country,
-  Keyword,
-  Listing,
-  ResponseSubmitted,
-  ReviewResponse,
-  State,
-  SubCategory,
-} from './schemas.ts';
+} from './businesses.ts';
+export type { Keyword } from './keywords.ts';
+export type { Listing } from './listings.ts';
+export type { RankObservation } from './rankings.ts';
+export type { Country, State, SubCategory } from './reference.ts';
+export type { ResponseSubmitted, Review, ReviewResponse } from './reviews.ts';
 
 export const LISTING_STATUSES = ['Accurate', 'Inaccurate', 'Not Present'] as const;
 export type ListingStatus = (typeof LISTING_STATUSES)[number];
@@ -56,19 +56,6 @@ export const KNOWN_REVIEW_TYPES = [
 
 /** `day` for a `YYYY-MM-DD` date (taken as midnight UTC), `instant` for a full timestamp. */
 export type DatePrecision = 'day' | 'instant';
-
-/** A review or social item, with the site and category it was found under. */
-export interface Review extends ReviewFields {
-  siteName: string;
-  category: ReviewCategory;
-}
-
-export interface RankObservation {
-  keyword: string;
-  site: string;
-  /** null where the upstream says `-`. */
-  rank: number | null;
-}
 
 export const RESPONSE_REQUEST_STATUSES = [
   'Created',

@@ -20,7 +20,7 @@ export const KEPT_OUT_MARKER = '[kept out of the raw zone]';
 /**
  * What a directory credential's value of any other type (number, boolean, array, object)
  * becomes: `["[kept out of the raw zone]"]` in the kept body. Not a string on purpose: `has_site_credentials` is "some value is a non-blank
- * string" (listingSchema, src/api/schemas.ts), false for such a value, and false for this.
+ * string" (listingSchema, src/api/listings.ts), false for such a value, and false for this.
  */
 export const KEPT_OUT_VALUE: readonly string[] = Object.freeze([KEPT_OUT_MARKER]);
 

@@ -16,7 +16,8 @@ import {
   listListings,
   listReviews,
 } from '../../src/api/index.ts';
-import { rankingEntrySchema, reviewSchema } from '../../src/api/schemas.ts';
+import { rankingEntrySchema } from '../../src/api/rankings.ts';
+import { reviewSchema } from '../../src/api/reviews.ts';
 import type { Credential } from '../../src/api/types.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { silentLogger } from '../../src/log.ts';

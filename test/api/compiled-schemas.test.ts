@@ -1,5 +1,5 @@
 /**
- * The record schemas run compiled (`z.compile` in src/api/schemas.ts): zod generates a
+ * The record schemas run compiled (`z.compile`, in each record's module under src/api): zod generates a
  * fast path for the plain form of a record and falls back to its runtime parser for the
  * rest. The oracle here is that runtime parser (`schema.clone()`, which has no fast
  * path): on the sandbox's own answers, read over HTTP, and on each of their fields turned
@@ -8,15 +8,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import {
-  businessFullSchema,
-  businessSummarySchema,
-  keywordSchema,
-  listingSchema,
-  rank,
-  rankingEntrySchema,
-  reviewSchema,
-} from '../../src/api/schemas.ts';
+import { businessFullSchema, businessSummarySchema } from '../../src/api/businesses.ts';
+import { keywordSchema } from '../../src/api/keywords.ts';
+import { listingSchema } from '../../src/api/listings.ts';
+import { rankingEntrySchema } from '../../src/api/rankings.ts';
+import { reviewSchema } from '../../src/api/reviews.ts';
+import { rank } from '../../src/api/schemas.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 
 /** What replaces a field, one at a time: absent, empty, of the wrong type, unstorable. */

@@ -2,23 +2,22 @@
  * The schemas, fed raw payloads shaped like the seed's samples and quirks. Pure: no HTTP.
  */
 import { describe, expect, it } from 'vitest';
-import { rankingsFromResult } from '../../src/api/rankings.ts';
-import { reviewsFromResult } from '../../src/api/reviews.ts';
 import {
   businessBasicSchema,
   businessFullSchema,
   businessSummarySchema,
-  countrySchema,
-  keywordSchema,
-  listingSchema,
-  parseRecords,
-  readEnvelope,
+} from '../../src/api/businesses.ts';
+import { keywordSchema } from '../../src/api/keywords.ts';
+import { listingSchema } from '../../src/api/listings.ts';
+import { rankingsFromResult } from '../../src/api/rankings.ts';
+import { countrySchema, stateSchema, subCategorySchema } from '../../src/api/reference.ts';
+import {
   responseStatusSchema,
   responseSubmittedSchema,
   reviewSchema,
-  stateSchema,
-  subCategorySchema,
-} from '../../src/api/schemas.ts';
+  reviewsFromResult,
+} from '../../src/api/reviews.ts';
+import { parseRecords, readEnvelope } from '../../src/api/schemas.ts';
 
 const REVIEW_ID = '0b8f6a3c-6f5e-4d2a-9c1b-2a7e5d4c3b21';
 

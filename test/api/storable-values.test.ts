@@ -3,8 +3,9 @@
  * record is quarantined by the client instead of failing its business's write.
  */
 import { describe, expect, it } from 'vitest';
+import { listingSchema } from '../../src/api/listings.ts';
 import { rankingsFromResult } from '../../src/api/rankings.ts';
-import { listingSchema, reviewSchema } from '../../src/api/schemas.ts';
+import { reviewSchema } from '../../src/api/reviews.ts';
 
 const REVIEW = {
   id: '5b0a4c1e-9d2f-4b7a-8c3e-2f1d0e9a8b7c',

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Kysely, sql } from 'kysely';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { listingSchema } from '../../src/api/schemas.ts';
+import { listingSchema } from '../../src/api/listings.ts';
 import { silentLogger } from '../../src/log.ts';
 import { decompressBody, KEPT_OUT_MARKER, KEPT_OUT_VALUE } from '../../src/raw/body.ts';
 import { replay } from '../../src/sync/replay.ts';

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { listingSchema } from '../../src/api/schemas.ts';
+import { listingSchema } from '../../src/api/listings.ts';
 import { KEPT_OUT_MARKER, KEPT_OUT_VALUE, keptBody, withoutSecrets } from '../../src/raw/body.ts';
 import {
   jsonEscapesDecoded,

@@ -8,20 +8,17 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { businessFullSchema, businessSummarySchema } from '../../src/api/businesses.ts';
+import { keywordSchema } from '../../src/api/keywords.ts';
+import { listingSchema } from '../../src/api/listings.ts';
 import { rankingsFromResult } from '../../src/api/rankings.ts';
-import { reviewsFromResult } from '../../src/api/reviews.ts';
+import { countrySchema, stateSchema, subCategorySchema } from '../../src/api/reference.ts';
 import {
-  businessFullSchema,
-  businessSummarySchema,
-  countrySchema,
-  keywordSchema,
-  listingSchema,
-  parseRecords,
   responseStatusSchema,
   responseSubmittedSchema,
-  stateSchema,
-  subCategorySchema,
-} from '../../src/api/schemas.ts';
+  reviewsFromResult,
+} from '../../src/api/reviews.ts';
+import { parseRecords } from '../../src/api/schemas.ts';
 import { LISTING_STATUSES, LISTING_SYNC_STATUSES } from '../../src/api/types.ts';
 import {
   type BusinessSnapshot,
