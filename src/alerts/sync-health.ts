@@ -9,10 +9,10 @@
  *   success at all is measured from when this `serve` started watching: a dead man's
  *   switch that fires even when the CronJob never started. Once per silence.
  * The reads of `sync_runs` are src/warehouse/sync-runs.ts's, of `accounts`
- * src/warehouse/alert-sync-health.ts's; the rules are here.
+ * src/warehouse/accounts.ts's; the rules are here.
  */
 import type { Kysely } from 'kysely';
-import { knownAccountNames } from '../warehouse/alert-sync-health.ts';
+import { knownAccountNames } from '../warehouse/accounts.ts';
 import type { Database } from '../warehouse/database.ts';
 import { lastSuccessByAccount, latestFinishedRuns } from '../warehouse/sync-runs.ts';
 import {

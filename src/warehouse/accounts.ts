@@ -43,3 +43,13 @@ export async function upsertAccount(db: Db, account: AccountInput): Promise<void
 export async function markAccountSynced(db: Db, name: string, at: Date): Promise<void> {
   await db.updateTable('accounts').set({ last_synced_at: at }).where('name', '=', name).execute();
 }
+
+/**
+ * Every account the warehouse holds, by name: what the `sync_stale` rule checks besides
+ * `sync_runs` (docs/alerts.md, "Each kind's exact trigger"), so an account the warehouse
+ * knows is checked even when no credential names it any more.
+ */
+export async function knownAccountNames(db: Db): Promise<string[]> {
+  const rows = await db.selectFrom('accounts').select('name').execute();
+  return rows.map((row) => row.name);
+}
