@@ -10,9 +10,11 @@
  */
 import { mkdirSync } from 'node:fs';
 import net from 'node:net';
+import { finished } from 'node:stream/promises';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import { DEFAULTS } from '../config/index.ts';
 import { ListingsSyncError } from '../errors.ts';
 import { isUnreadableUrl, redactUrl, UNREADABLE_DATABASE_URL, withoutDatabaseUrl } from '../log.ts';
@@ -251,72 +253,14 @@ function statementName(text: string): string | undefined {
 
 /**
  * `copy <table> (<columns>) from stdin`, sent through Kysely with its rows (COPY's text
- * format) as the one parameter: `copyRows` in bulk-write.ts.
+ * format) as the one parameter: `copyRows` in bulk-write.ts. Kysely has no other way to a
+ * transaction's own connection, and the COPY must run in the business's transaction.
  */
 const COPY_FROM_STDIN = /^copy [^;]+ from stdin$/;
 
-/** The few message handlers pg calls on the query in flight (pg's "submittable"). */
-interface PgConnection {
-  stream: { cork(): void; uncork(): void };
-  query(text: string): void;
-  sendCopyFromChunk(chunk: Buffer): void;
-  endCopyFrom(): void;
-}
-
-/**
- * One `COPY … FROM STDIN` in pg's simple-query flow: the statement, the whole payload as
- * one CopyData message and CopyDone, in one write. They go without waiting for the
- * server's CopyInResponse, which saves a round trip per COPY: the server reads them once
- * in COPY mode, and ignores CopyData and CopyDone outside it (a COPY that fails before
- * reading, as the protocol provides for). pg routes the server's messages here; the
- * callback settles once: with the server's error (pg calls `handleError` and forgets the
- * query), or at ReadyForQuery. pg's `query_timeout` wraps the callback like any query's,
- * so a server that stops answering fails it in time.
- */
-class CopyFromStdin {
-  callback: ((error: Error | null, result?: pg.QueryResult) => void) | undefined;
-  #error: Error | null = null;
-  readonly text: string;
-  readonly #payload: Buffer;
-
-  constructor(text: string, payload: string, callback: CopyFromStdin['callback']) {
-    this.text = text;
-    this.#payload = Buffer.from(payload, 'utf8');
-    this.callback = callback;
-  }
-
-  submit(connection: PgConnection): void {
-    connection.stream.cork();
-    connection.query(this.text);
-    connection.sendCopyFromChunk(this.#payload);
-    connection.endCopyFrom();
-    connection.stream.uncork();
-  }
-
-  handleCopyInResponse(): void {}
-
-  handleError(error: Error): void {
-    if (this.#error) return;
-    this.#error = error;
-    this.callback?.(error);
-  }
-
-  handleReadyForQuery(): void {
-    if (this.#error) return;
-    this.callback?.(null, { command: 'COPY', rowCount: null, rows: [] } as never);
-  }
-
-  handleCommandComplete(): void {}
-  handleEmptyQuery(): void {}
-  handleRowDescription(): void {}
-  handleDataRow(): void {}
-  handlePortalSuspended(): void {}
-  handleCopyData(): void {}
-}
-
 /**
  * A pg client that runs repeated parameterised statements as named prepared ones, and
- * a `COPY … FROM STDIN` given its rows as the one parameter (`CopyFromStdin`).
+ * a `COPY … FROM STDIN` given its rows as the one parameter (`copyFromStdin`).
  */
 class PreparingClient extends pg.Client {
   // biome-ignore lint/suspicious/noExplicitAny: pg's query() is a dozen overloads
@@ -329,20 +273,45 @@ class PreparingClient extends pg.Client {
       callback === undefined
     ) {
       if (values.length === 1 && typeof values[0] === 'string' && COPY_FROM_STDIN.test(text)) {
-        const payload = values[0];
-        return new Promise((resolve, reject) => {
-          super.query(
-            new CopyFromStdin(text, payload, (error, result) =>
-              error ? reject(error) : resolve(result),
-            ) as never,
-          );
-        });
+        return this.#copyFromStdin(text, values[0]);
       }
       const name = statementName(text);
       if (name !== undefined) return super.query({ name, text, values });
     }
     // biome-ignore lint/suspicious/noExplicitAny: as above
     return (super.query as any)(...args);
+  }
+
+  /**
+   * One `COPY … FROM STDIN` through pg-copy-streams: the statement, then (once the server
+   * answers CopyInResponse) the whole payload as one CopyData message and CopyDone. It
+   * settles at ReadyForQuery, or with the server's error (a unique violation, 23505, that
+   * the caller answers by writing its business again without COPY: business-snapshot.ts).
+   * pg's `query_timeout` covers it as any query: the stream offers the callback that pg
+   * wraps with its timer, and fails with pg's "Query read timeout".
+   */
+  async #copyFromStdin(text: string, payload: string): Promise<pg.QueryResult> {
+    const copy = super.query(copyFrom(text));
+    // pg tells the stream of a connection lost after it settled too (below): heard, ignored.
+    copy.on('error', () => {});
+    copy.end(payload);
+    try {
+      await finished(copy);
+    } catch (error) {
+      if (error instanceof Error && QUERY_READ_TIMEOUT.test(error.message)) {
+        // pg leaves a query it gave up on in flight, and the stream would act on an answer
+        // that came late (its CopyInResponse) with its connection already let go: a
+        // TypeError thrown in the socket's reader, which ends the process. So the
+        // connection is cut, with this error, and the pool replaces it. Cut once the
+        // transaction's rollback is queued behind the COPY, so that the rollback fails
+        // with this error too: Kysely reports the rollback's error, and this one names
+        // the bound (describeDatabaseError).
+        const socket = this.connection.stream;
+        setImmediate(() => socket.destroy(error));
+      }
+      throw error;
+    }
+    return { command: 'COPY', rowCount: copy.rowCount, rows: [], oid: 0, fields: [] };
   }
 }
 

@@ -9,12 +9,14 @@
  * PostgreSQL only: PGlite runs inside the process and cannot freeze apart from it.
  */
 import net from 'node:net';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { EXIT_FOR_STATUS } from '../../src/command/exit-codes.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { copyRows } from '../../src/warehouse/bulk-write.ts';
 import {
   describeDatabaseError,
   isDatabaseTimeout,
@@ -256,6 +258,72 @@ postgresOnly('a frozen database (postgres)', () => {
     await expect(
       frozenWarehouse.db.selectFrom('sync_runs').select('run_id').execute(),
     ).rejects.toThrow();
+  });
+
+  const COUNTRY_COLUMNS = { country_id: 'bigint', name: 'text' } as const;
+  const frozenCountries = [990_001, 990_002].map((id) => ({ country_id: id, name: `F${id}` }));
+
+  it('does not answer a COPY in a transaction: the transaction fails in time, naming the bound', async () => {
+    const frozenWarehouse = await viaFrozenProxy();
+    try {
+      const started = performance.now();
+      const error = await frozenWarehouse.db
+        .transaction()
+        .execute(async (trx) => {
+          // The proxy holds the bytes, not the server's clock: a stopped server would not
+          // end an idle transaction, so this one may sit idle for ever.
+          await sql`set local idle_in_transaction_session_timeout = 0`.execute(trx);
+          proxy.freeze();
+          await copyRows(trx, 'countries', COUNTRY_COLUMNS, frozenCountries);
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      // The rollback queued behind the COPY fails with the COPY's error, which is the one
+      // the transaction reports.
+      expect(isDatabaseTimeout(error)).toBe(true);
+      expect(describeDatabaseError(error, TIMEOUTS)).toContain(
+        `the database did not answer within ${queryTimeoutMs(TIMEOUTS)} ms (DATABASE_STATEMENT_TIMEOUT_MS`,
+      );
+      expect(performance.now() - started).toBeLessThan(queryTimeoutMs(TIMEOUTS) + 1_000);
+    } finally {
+      proxy.thaw();
+      await frozenWarehouse.close();
+    }
+  });
+
+  it('answers a COPY given up on once it is back: nobody reads that answer, and the pool goes on', async () => {
+    const frozenWarehouse = await viaFrozenProxy();
+    try {
+      // Outside a transaction, so that no failed rollback discards the connection: the
+      // COPY alone decides what becomes of it.
+      const error = await frozenWarehouse.db
+        .connection()
+        .execute(async (connection) => {
+          await connection.selectFrom('countries').select('country_id').execute();
+          proxy.freeze();
+          await copyRows(connection, 'countries', COUNTRY_COLUMNS, frozenCountries);
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(isDatabaseTimeout(error)).toBe(true);
+      // The server gets the COPY now and answers it: were that answer read by the stream
+      // that gave up, it would throw in the socket's reader and end the process (and this
+      // test with it). The connection was cut instead; the pool opens another.
+      proxy.thaw();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const stored = await frozenWarehouse.db
+        .selectFrom('countries')
+        .select('country_id')
+        .where('country_id', 'in', [990_001, 990_002])
+        .execute();
+      expect(stored).toEqual([]);
+    } finally {
+      await frozenWarehouse.close();
+    }
   });
 
   it('through the CLI: exit 1, the outcome in the log, and the next run does not say the process was killed', async () => {

@@ -8,6 +8,7 @@
  */
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
+import { upsertRows } from '../../src/warehouse/bulk-write.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
 import {
   createTestWarehouse,
@@ -75,5 +76,27 @@ describe.each(testBackends)('named prepared statements (%s)', (backend) => {
     const names = await w.db.selectFrom('accounts').select('name').orderBy('name').execute();
     expect(names.map((r) => r.name)).toEqual(['a', 'b', 'c']);
     expect((await prepared(w)).some((s) => s.startsWith('insert into "accounts"'))).toBe(true);
+  });
+
+  it('sends a bulk statement shape as one text, built by Kysely once, so its second run is prepared', async (context) => {
+    skipOnPglite(context, backend, 'no pg driver, no wire protocol');
+    const w = await oneConnection();
+    const plan = {
+      table: 'countries',
+      key: ['country_id'],
+      columns: { country_id: 'bigint', name: 'text' },
+      compare: ['name'],
+    } as const;
+    const write = (names: string[]) =>
+      upsertRows(
+        w.db,
+        plan,
+        names.map((name, i) => ({ country_id: 880_001 + i, name })),
+      );
+    expect(await write(['A', 'B'])).toEqual({ inserted: 2, updated: 0, unchanged: 0 });
+    expect(await write(['A', 'b', 'C'])).toEqual({ inserted: 1, updated: 1, unchanged: 1 });
+    expect((await prepared(w)).filter((s) => s.startsWith('insert into "countries"'))).toEqual([
+      'insert into "countries" ("country_id", "name") select * from unnest($1::bigint[], $2::text[]) as "u" on conflict ("country_id") do update set "name" = "excluded"."name" where ("countries"."name") is distinct from ("excluded"."name") returning ("xmax" = 0) as "inserted"',
+    ]);
   });
 });
