@@ -152,8 +152,3 @@ export function replayRule(stream: Stream): ReplayRule {
 export type CatalogStreamName = Descriptor['catalog'][number]['name'];
 export const CATALOG_STREAMS: readonly CatalogStream<CatalogStreamName>[] =
   STREAM_DESCRIPTORS.flatMap((d) => d.catalog as readonly CatalogStream<CatalogStreamName>[]);
-
-/** `--streams`' help: the names, comma-separated. */
-export function streamList(): string {
-  return STREAMS.join(', ');
-}

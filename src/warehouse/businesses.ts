@@ -13,9 +13,70 @@ import { sql } from 'kysely';
 import type { BusinessFull, BusinessSummary } from '../api/types.ts';
 import { ListingsSyncError } from '../errors.ts';
 import { contentHash } from './content-hash.ts';
-import type { BusinessRow, Db } from './database.ts';
+import type { BusinessRow, Db, Json, JsonWithDefault, Timestamp } from './database.ts';
 import type { BusinessWriteContext, FirstSyncedColumn } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
+
+/*
+ * The tables this module writes, as Kysely sees them (`Database` in database.ts lists
+ * them, and names a stored row `BusinessRow`).
+ */
+
+export interface BusinessesTable {
+  business_id: number;
+  account_name: string;
+  name: string;
+  street: string | null;
+  city: string | null;
+  state_name: string | null;
+  postal_code: string | null;
+  phone: string | null;
+  latitude: number | null;
+  longitude: number | null;
+  biz_url: string | null;
+  owner_first_name: string | null;
+  owner_last_name: string | null;
+  facebook_url: string | null;
+  twitter_url: string | null;
+  description: string | null;
+  tagline: string | null;
+  storecode: string | null;
+  additional_categories: JsonWithDefault;
+  business_hours: JsonWithDefault;
+  hide_address: boolean | null;
+  content_hash: string;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  archived_at: Timestamp | null;
+  /** Added: when the profile's content hash last changed. */
+  profile_changed_at: Timestamp;
+  /** Added: the last run whose full read (`type=all`) succeeded; null if none yet. */
+  profile_first_read_at: Timestamp | null;
+  /** Added: the last run whose listings stream succeeded (the alert baseline). */
+  listings_first_synced_at: Timestamp | null;
+  reviews_first_synced_at: Timestamp | null;
+  rankings_first_synced_at: Timestamp | null;
+  keywords_first_synced_at: Timestamp | null;
+  /**
+   * Added (0006): the category operation 4 answered; the reads never serve it, so a sync
+   * leaves it as it is. Null for businesses not created through listings-sync.
+   */
+  sub_category_name: string | null;
+  /**
+   * Added (0012): the removals held on a volume drop, per stream (`HeldRemovals` in
+   * held-removals.ts, docs/warehouse.md "How removals work"); null when none is held.
+   */
+  removals_held: Json | null;
+}
+
+export interface BusinessVersionsTable {
+  business_id: number;
+  observed_at: Timestamp;
+  content_hash: string;
+  /** The profile as stored in `businesses` at that time (snake_case keys). */
+  profile: Json;
+  run_id: string | null;
+}
 
 /** The advisory lock key of a business (with the schema): src/warehouse/sync-lock.ts's keys differ. */
 const BUSINESS_LOCK_PREFIX = 'listings-sync:business:';

@@ -1,6 +1,10 @@
 /**
- * The warehouse's tables as Kysely sees them: one interface per table, and the row
- * shapes (`BusinessRow = Selectable<BusinessesTable>`) the rest of the code reads.
+ * The warehouse's tables as Kysely sees them: `Database`, one interface per table, and the
+ * row shapes (`BusinessRow = Selectable<BusinessesTable>`) the rest of the code reads. The
+ * tables a writer module writes have their interface in that module, beside the values it
+ * writes (businesses.ts, listings.ts, reviews.ts, keywords.ts, rankings.ts), so a new
+ * column is one writer file (docs/contributing.md, "Adding a column"); `Database` names
+ * them from there. The column types below are shared by every table.
  *
  * Type mapping (the same on pg and PGlite, see `connection.ts`):
  * - bigint ids and counts come back as JS numbers (upstream ids are far below 2^53);
@@ -13,6 +17,25 @@
  * documented in docs/warehouse.md.
  */
 import type { ColumnType, Generated, Kysely, Selectable, Transaction } from 'kysely';
+import type { BusinessesTable, BusinessVersionsTable } from './businesses.ts';
+import type { KeywordsTable } from './keywords.ts';
+import type {
+  ListingAccuracyDaysTable,
+  ListingStatusHistoryTable,
+  ListingsTable,
+} from './listings.ts';
+import type {
+  RankHistoryTable,
+  RankLatestTable,
+  RankObservationsView,
+  RankSeriesTable,
+} from './rankings.ts';
+import type {
+  ReviewBacklogTable,
+  ReviewResponsesTable,
+  ReviewsTable,
+  ReviewVersionsTable,
+} from './reviews.ts';
 
 export type JsonValue =
   | string
@@ -45,238 +68,6 @@ export interface AccountsTable {
    * entry shape, `businessListKey` in held-removals.ts); null when none is held.
    */
   removals_held: ColumnType<JsonValue | null, string | null | undefined, string | null>;
-}
-
-export interface BusinessesTable {
-  business_id: number;
-  account_name: string;
-  name: string;
-  street: string | null;
-  city: string | null;
-  state_name: string | null;
-  postal_code: string | null;
-  phone: string | null;
-  latitude: number | null;
-  longitude: number | null;
-  biz_url: string | null;
-  owner_first_name: string | null;
-  owner_last_name: string | null;
-  facebook_url: string | null;
-  twitter_url: string | null;
-  description: string | null;
-  tagline: string | null;
-  storecode: string | null;
-  additional_categories: JsonWithDefault;
-  business_hours: JsonWithDefault;
-  hide_address: boolean | null;
-  content_hash: string;
-  first_seen_at: Timestamp;
-  last_seen_at: Timestamp;
-  archived_at: Timestamp | null;
-  /** Added: when the profile's content hash last changed. */
-  profile_changed_at: Timestamp;
-  /** Added: the last run whose full read (`type=all`) succeeded; null if none yet. */
-  profile_first_read_at: Timestamp | null;
-  /** Added: the last run whose listings stream succeeded (the alert baseline). */
-  listings_first_synced_at: Timestamp | null;
-  reviews_first_synced_at: Timestamp | null;
-  rankings_first_synced_at: Timestamp | null;
-  keywords_first_synced_at: Timestamp | null;
-  /**
-   * Added (0006): the category operation 4 answered; the reads never serve it, so a sync
-   * leaves it as it is. Null for businesses not created through listings-sync.
-   */
-  sub_category_name: string | null;
-  /**
-   * Added (0012): the removals held on a volume drop, per stream (`HeldRemovals` in
-   * held-removals.ts, docs/warehouse.md "How removals work"); null when none is held.
-   */
-  removals_held: Json | null;
-}
-
-export interface BusinessVersionsTable {
-  business_id: number;
-  observed_at: Timestamp;
-  content_hash: string;
-  /** The profile as stored in `businesses` at that time (snake_case keys). */
-  profile: Json;
-  run_id: string | null;
-}
-
-export interface ListingsTable {
-  business_id: number;
-  listing_id: number;
-  site_name: string;
-  status: string;
-  sync_status: string | null;
-  order_status: string | null;
-  name: string | null;
-  name_valid: boolean | null;
-  phone: string | null;
-  phone_valid: boolean | null;
-  street: string | null;
-  city: string | null;
-  state: string | null;
-  postal_code: string | null;
-  address_valid: boolean | null;
-  live_link: string | null;
-  claimed: boolean | null;
-  has_site_credentials: boolean;
-  content_hash: string;
-  first_seen_at: Timestamp;
-  last_seen_at: Timestamp;
-  status_changed_at: Timestamp;
-  removed_at: Timestamp | null;
-}
-
-export interface ListingStatusHistoryTable {
-  business_id: number;
-  listing_id: number;
-  observed_at: Timestamp;
-  site_name: string;
-  status: string;
-  previous_status: string | null;
-  sync_status: string | null;
-  name_valid: boolean | null;
-  phone_valid: boolean | null;
-  address_valid: boolean | null;
-  claimed: boolean | null;
-  run_id: string | null;
-}
-
-export interface ReviewsTable {
-  review_id: string;
-  business_id: number;
-  site_name: string;
-  category: string;
-  type: string;
-  title: string | null;
-  content: string;
-  author_name: string | null;
-  author_avatar: string | null;
-  rating: Numeric | null;
-  reviewed_at: Timestamp | null;
-  reviewed_at_precision: string | null;
-  permalink: string | null;
-  likes_count: number | null;
-  likes_change: number | null;
-  can_respond: boolean;
-  response_count: number;
-  content_hash: string;
-  first_seen_at: Timestamp;
-  last_seen_at: Timestamp;
-  removed_at: Timestamp | null;
-}
-
-export interface ReviewVersionsTable {
-  review_id: string;
-  observed_at: Timestamp;
-  content_hash: string;
-  rating: Numeric | null;
-  title: string | null;
-  content: string;
-  likes_count: number | null;
-  likes_change: number | null;
-  response_count: number;
-  run_id: string | null;
-}
-
-export interface ReviewResponsesTable {
-  response_id: string;
-  review_id: string;
-  business_id: number;
-  title: string | null;
-  content: string | null;
-  author_name: string | null;
-  author_avatar: string | null;
-  responded_at: Timestamp | null;
-  responded_at_precision: string | null;
-  content_hash: string;
-  first_seen_at: Timestamp;
-  last_seen_at: Timestamp;
-  removed_at: Timestamp | null;
-}
-
-/**
- * `rank_observations` is a view since migration 0005: the observations of `rank_history`
- * with their series' business, keyword and site. Read-only.
- */
-export interface RankObservationsView {
-  business_id: number;
-  keyword: string;
-  site: string;
-  /** UTC day of the observation, `YYYY-MM-DD`. */
-  observed_on: ColumnType<string, never, never>;
-  rank: ColumnType<number | null, never, never>;
-}
-
-/** One business, keyword and site whose rank is collected. */
-export interface RankSeriesTable {
-  series_id: Generated<number>;
-  business_id: number;
-  keyword: string;
-  site: string;
-  /** The upstream keyword id, where the keyword resolves to one of the business's keywords. */
-  keyword_id: number | null;
-}
-
-/** One series on one UTC day; no row: not collected that day. */
-export interface RankHistoryTable {
-  series_id: number;
-  observed_on: ColumnType<string, string, string>;
-  /** NULL: searched, not ranked. */
-  rank: number | null;
-  /** The series' previous observation: its rank, and how many days before this one. */
-  previous_rank: number | null;
-  days_since_previous: number | null;
-}
-
-/** Read model: per series, its latest observation and the comparisons `v_rank_latest` shows. */
-export interface RankLatestTable {
-  series_id: number;
-  observed_on: ColumnType<string, string, string>;
-  rank: number | null;
-  previous_observed_on: ColumnType<string | null, string | null, string | null>;
-  previous_rank: number | null;
-  compared_7d_on: ColumnType<string | null, string | null, string | null>;
-  rank_7d_ago: number | null;
-  compared_30d_on: ColumnType<string | null, string | null, string | null>;
-  rank_30d_ago: number | null;
-  best_rank_30d: number | null;
-  worst_rank_30d: number | null;
-  observations_30d: number;
-  unranked_days_30d: number;
-  /** Bit i set: day `observed_on - i` was collected (i = 0..30). */
-  window_collected: number;
-  /** 31 entries: the rank of day `observed_on - i` at index i; NULL if not ranked or not collected. */
-  window_ranks: (number | null)[];
-  /** The latest observation older than the 31-day window. */
-  before_window_on: ColumnType<string | null, string | null, string | null>;
-  before_window_rank: number | null;
-}
-
-/** Read model: per business and UTC day, its live listings by status at the end of that day. */
-export interface ListingAccuracyDaysTable {
-  business_id: number;
-  day: ColumnType<string, string, string>;
-  listings: number;
-  accurate: number;
-  inaccurate: number;
-  not_present: number;
-}
-
-export interface KeywordsTable {
-  keyword_id: number;
-  business_id: number;
-  keyword: string;
-  city: string | null;
-  state: string | null;
-  is_primary: boolean | null;
-  archived: boolean;
-  content_hash: string;
-  first_seen_at: Timestamp;
-  last_seen_at: Timestamp;
-  deleted_at: Timestamp | null;
 }
 
 export interface CountriesTable {
@@ -431,15 +222,7 @@ export interface QuarantineTable {
   recovered_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
-/**
- * Migration 0021: per business, its reviews waiting for an answer, whatever their age
- * (docs/warehouse.md, "Read models: review_backlog"), kept by the reviews writer.
- */
-export interface ReviewBacklogTable {
-  business_id: number;
-  reviews_waiting: number;
-}
-
+/** Every table and view Kysely queries, by name. */
 export interface Database {
   accounts: AccountsTable;
   businesses: BusinessesTable;

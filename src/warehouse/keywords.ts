@@ -6,9 +6,32 @@
 import type { Keyword } from '../api/types.ts';
 import { type BulkRow, writeChildRows } from './bulk-write.ts';
 import { fieldsHash } from './content-hash.ts';
-import type { Db } from './database.ts';
+import type { Db, Timestamp } from './database.ts';
+import {
+  HASH_BEFORE,
+  OF_BUSINESS,
+  PER_BUSINESS,
+  SEEN_BEFORE,
+  setBefore,
+  time,
+} from './replay-table.ts';
 import { type BusinessWriteContext, isRefused, type StreamWriter } from './write-context.ts';
 import type { WriteStats } from './write-stats.ts';
+
+/** `keywords` as Kysely sees it (`Database` in database.ts lists it). */
+export interface KeywordsTable {
+  keyword_id: number;
+  business_id: number;
+  keyword: string;
+  city: string | null;
+  state: string | null;
+  is_primary: boolean | null;
+  archived: boolean;
+  content_hash: string;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  deleted_at: Timestamp | null;
+}
 
 export function keywordToRow(keyword: Keyword) {
   return {
@@ -105,4 +128,22 @@ export const keywordsWriter: StreamWriter<'keywords'> = {
   }),
   location: (keyword) => `keywords ${keyword.id}`,
   firstSynced: 'keywords_first_synced_at',
+  // How `replay --in-place` seeds and merges `keywords`.
+  replay: [
+    {
+      table: 'keywords',
+      key: ['keyword_id'],
+      owner: 'business_id',
+      seed: {
+        before: time('first_seen_at'),
+        parent: OF_BUSINESS,
+        overrides: {
+          deleted_at: setBefore('deleted_at'),
+          last_seen_at: SEEN_BEFORE,
+          content_hash: HASH_BEFORE,
+        },
+      },
+      merge: PER_BUSINESS,
+    },
+  ],
 };

@@ -11,14 +11,26 @@
  * Inaccurate episodes that open or close, in `listing_fixes` (see `listing-fixes.ts`).
  * Directory usernames and passwords never get here: only `has_site_credentials`.
  */
-import { sql } from 'kysely';
+import { type ColumnType, sql } from 'kysely';
 import type { Listing } from '../api/types.ts';
 import { type BulkRow, type ColumnTypes, writeChildRows } from './bulk-write.ts';
 import type { Change } from './changes.ts';
 import { fieldsHash } from './content-hash.ts';
-import type { Db } from './database.ts';
+import type { Db, Timestamp } from './database.ts';
 import { type CountedListing, countStatuses, writeListingAccuracyDay } from './listing-accuracy.ts';
 import { type EpisodeOpened, writeListingFixes } from './listing-fixes.ts';
+import {
+  day,
+  HASH_BEFORE,
+  history,
+  OF_BUSINESS,
+  PER_BUSINESS,
+  REMOVED_BEFORE,
+  type ReplayTable,
+  SEEN_BEFORE,
+  setBefore,
+  time,
+} from './replay-table.ts';
 import {
   type BusinessWriteContext,
   isRefused,
@@ -26,6 +38,63 @@ import {
   type StreamWriter,
 } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
+
+/*
+ * The tables this writer writes, as Kysely sees them (`Database` in database.ts lists
+ * them; the column helper types are there). `listing_fixes` is written in SQL only
+ * (listing-fixes.ts) and has no type.
+ */
+
+export interface ListingsTable {
+  business_id: number;
+  listing_id: number;
+  site_name: string;
+  status: string;
+  sync_status: string | null;
+  order_status: string | null;
+  name: string | null;
+  name_valid: boolean | null;
+  phone: string | null;
+  phone_valid: boolean | null;
+  street: string | null;
+  city: string | null;
+  state: string | null;
+  postal_code: string | null;
+  address_valid: boolean | null;
+  live_link: string | null;
+  claimed: boolean | null;
+  has_site_credentials: boolean;
+  content_hash: string;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  status_changed_at: Timestamp;
+  removed_at: Timestamp | null;
+}
+
+export interface ListingStatusHistoryTable {
+  business_id: number;
+  listing_id: number;
+  observed_at: Timestamp;
+  site_name: string;
+  status: string;
+  previous_status: string | null;
+  sync_status: string | null;
+  name_valid: boolean | null;
+  phone_valid: boolean | null;
+  address_valid: boolean | null;
+  claimed: boolean | null;
+  run_id: string | null;
+}
+
+/** Read model: per business and UTC day, its live listings by status at the end of that day. */
+export interface ListingAccuracyDaysTable {
+  business_id: number;
+  day: ColumnType<string, string, string>;
+  listings: number;
+  accurate: number;
+  inaccurate: number;
+  not_present: number;
+}
 
 const INACCURATE = 'Inaccurate';
 
@@ -250,6 +319,54 @@ export async function writeListings(
   return { stats, changes };
 }
 
+/** How `replay --in-place` seeds and merges the listings' tables (`StreamWriter.replay`). */
+const LISTINGS_REPLAY: readonly ReplayTable[] = [
+  {
+    table: 'listings',
+    key: ['business_id', 'listing_id'],
+    owner: 'business_id',
+    seed: {
+      before: time('first_seen_at'),
+      parent: OF_BUSINESS,
+      // Each listing's status fields as its last history row has them.
+      lastVersion: {
+        history: 'listing_status_history',
+        match: ['business_id', 'listing_id'],
+        fields: TRACKED,
+      },
+      overrides: {
+        status_changed_at: 'coalesce(v.observed_at, t.first_seen_at)',
+        removed_at: REMOVED_BEFORE,
+        last_seen_at: SEEN_BEFORE,
+        content_hash: HASH_BEFORE,
+      },
+    },
+    merge: PER_BUSINESS,
+  },
+  history(
+    'listing_status_history',
+    ['business_id', 'listing_id', 'observed_at'],
+    time('observed_at'),
+  ),
+  history('listing_accuracy_days', ['business_id', 'day'], day('day')),
+  // The Inaccurate episodes begun before the window, as they stood then: one fixed inside
+  // it is open again, for the window's nights to fix.
+  {
+    table: 'listing_fixes',
+    key: ['business_id', 'listing_id', 'turned_inaccurate_at'],
+    owner: 'business_id',
+    seed: {
+      before: time('turned_inaccurate_at'),
+      parent: OF_BUSINESS,
+      overrides: {
+        fixed_at: setBefore('fixed_at'),
+        fixed_on: 'case when t.fixed_at < w.window_start then t.fixed_on end',
+      },
+    },
+    merge: PER_BUSINESS,
+  },
+];
+
 /** The listings stream's entry in `STREAM_WRITERS` (stream-writers.ts). */
 export const listingsWriter: StreamWriter<'listings'> = {
   write: writeListings,
@@ -258,6 +375,7 @@ export const listingsWriter: StreamWriter<'listings'> = {
   firstSynced: 'listings_first_synced_at',
   // Its stats have always counted alerts, 0 included.
   countsAlerts: true,
+  replay: LISTINGS_REPLAY,
 };
 
 /**

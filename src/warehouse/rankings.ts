@@ -13,15 +13,79 @@
  * the rows around that day and the 31 days before the latest.
  */
 
-import { type Selectable, sql } from 'kysely';
+import { type ColumnType, type Generated, type Selectable, sql } from 'kysely';
 import type { RankObservation } from '../api/types.ts';
 import { addDays, daysBetween, utcDay } from '../calendar-day.ts';
 import { arrayLiteral } from './bulk-write.ts';
 import type { Change } from './changes.ts';
-import type { Db, RankLatestTable } from './database.ts';
+import type { Db } from './database.ts';
+import { day, history, type Owner, PER_BUSINESS, type ReplayTable } from './replay-table.ts';
 import { sumBySite, writeVisibilityDay, writeVisibilitySites } from './visibility.ts';
 import type { BusinessWriteContext, StreamWriter } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
+
+/*
+ * The tables this writer writes, as Kysely sees them (`Database` in database.ts lists
+ * them). `visibility_days` is written in SQL only (visibility.ts) and has no type.
+ */
+
+/**
+ * `rank_observations` is a view since migration 0005: the observations of `rank_history`
+ * with their series' business, keyword and site. Read-only.
+ */
+export interface RankObservationsView {
+  business_id: number;
+  keyword: string;
+  site: string;
+  /** UTC day of the observation, `YYYY-MM-DD`. */
+  observed_on: ColumnType<string, never, never>;
+  rank: ColumnType<number | null, never, never>;
+}
+
+/** One business, keyword and site whose rank is collected. */
+export interface RankSeriesTable {
+  series_id: Generated<number>;
+  business_id: number;
+  keyword: string;
+  site: string;
+  /** The upstream keyword id, where the keyword resolves to one of the business's keywords. */
+  keyword_id: number | null;
+}
+
+/** One series on one UTC day; no row: not collected that day. */
+export interface RankHistoryTable {
+  series_id: number;
+  observed_on: ColumnType<string, string, string>;
+  /** NULL: searched, not ranked. */
+  rank: number | null;
+  /** The series' previous observation: its rank, and how many days before this one. */
+  previous_rank: number | null;
+  days_since_previous: number | null;
+}
+
+/** Read model: per series, its latest observation and the comparisons `v_rank_latest` shows. */
+export interface RankLatestTable {
+  series_id: number;
+  observed_on: ColumnType<string, string, string>;
+  rank: number | null;
+  previous_observed_on: ColumnType<string | null, string | null, string | null>;
+  previous_rank: number | null;
+  compared_7d_on: ColumnType<string | null, string | null, string | null>;
+  rank_7d_ago: number | null;
+  compared_30d_on: ColumnType<string | null, string | null, string | null>;
+  rank_30d_ago: number | null;
+  best_rank_30d: number | null;
+  worst_rank_30d: number | null;
+  observations_30d: number;
+  unranked_days_30d: number;
+  /** Bit i set: day `observed_on - i` was collected (i = 0..30). */
+  window_collected: number;
+  /** 31 entries: the rank of day `observed_on - i` at index i; NULL if not ranked or not collected. */
+  window_ranks: (number | null)[];
+  /** The latest observation older than the 31-day window. */
+  before_window_on: ColumnType<string | null, string | null, string | null>;
+  before_window_rank: number | null;
+}
 
 /** Days in the 30-day figures: the latest day and the 30 before it. */
 const WINDOW = 31;
@@ -259,12 +323,45 @@ async function writeVisibility(
   await writeVisibilitySites(db, businessId, day, sumBySite(ranks));
 }
 
+const OF_SERIES = { table: 'rank_series', on: 'series_id' } as const;
+const BY_SERIES: Owner = { parent: 'rank_series', on: 'series_id' };
+
+/** How `replay --in-place` seeds and merges the ranks' tables (`StreamWriter.replay`). */
+const RANKINGS_REPLAY: readonly ReplayTable[] = [
+  // Rank series keep their ids (BI may hold them): the series of the same business,
+  // keyword and site is the same series. Every series of a business is kept.
+  {
+    ...history('rank_series', ['series_id'], null),
+    ids: { column: 'series_id', sameRowAs: ['business_id', 'keyword', 'site'] },
+  },
+  history('rank_history', ['series_id', 'observed_on'], day('observed_on'), BY_SERIES, OF_SERIES),
+  // The ranks' read model, as this writer computes it (`recomputeLatest`).
+  {
+    table: 'rank_latest',
+    key: ['series_id'],
+    owner: BY_SERIES,
+    seed: {
+      derive: async (db, scratch) => {
+        const { rows } = await sql<{ id: number }>`
+          select series_id as id from ${sql.id(scratch, 'rank_series')}`.execute(db);
+        await recomputeLatest(
+          db,
+          rows.map((s) => s.id),
+        );
+      },
+    },
+    merge: PER_BUSINESS,
+  },
+  history('visibility_days', ['business_id', 'day', 'site'], day('day')),
+];
+
 /** The rankings stream's entry in `STREAM_WRITERS` (stream-writers.ts). */
 export const rankingsWriter: StreamWriter<'rankings'> = {
   write: writeRankings,
   // A rank has no id of its own: its keyword and site name it.
   location: (rank) => `${rank.keyword} ${rank.site}`,
   firstSynced: 'rankings_first_synced_at',
+  replay: RANKINGS_REPLAY,
 };
 
 /**

@@ -13,7 +13,8 @@
 import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
 import type { Database } from './database.ts';
 import { type ColumnInfo, columnsOf, idsPastLive, windowsTable } from './replay-scratch.ts';
-import { type Merge, type Owner, REPLAY_TABLES, type ReplayTable } from './replay-tables.ts';
+import type { Merge, Owner, ReplayTable } from './replay-table.ts';
+import { REPLAY_TABLES } from './replay-tables.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 

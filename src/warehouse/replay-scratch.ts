@@ -6,7 +6,8 @@
  */
 import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
 import type { Database } from './database.ts';
-import { REPLAY_TABLES, type ReplayTable, type WoundBack } from './replay-tables.ts';
+import type { ReplayTable, WoundBack } from './replay-table.ts';
+import { REPLAY_TABLES } from './replay-tables.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 

@@ -19,8 +19,19 @@ import type { Review, ReviewResponse } from '../api/types.ts';
 import { type BulkRow, type ColumnTypes, writeChildRows } from './bulk-write.ts';
 import type { Change } from './changes.ts';
 import { fieldsHash } from './content-hash.ts';
-import type { Db } from './database.ts';
+import type { Db, Numeric, Timestamp } from './database.ts';
 import type { QuarantinedRecord } from './quarantine.ts';
+import {
+  HASH_BEFORE,
+  history,
+  OF_BUSINESS,
+  type Owner,
+  PER_BUSINESS,
+  REMOVED_BEFORE,
+  type ReplayTable,
+  SEEN_BEFORE,
+  time,
+} from './replay-table.ts';
 import {
   type BusinessWriteContext,
   isRefused,
@@ -28,6 +39,73 @@ import {
   type StreamWriter,
 } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
+
+/*
+ * The tables this writer writes, as Kysely sees them (`Database` in database.ts lists
+ * them; the column helper types are there).
+ */
+
+export interface ReviewsTable {
+  review_id: string;
+  business_id: number;
+  site_name: string;
+  category: string;
+  type: string;
+  title: string | null;
+  content: string;
+  author_name: string | null;
+  author_avatar: string | null;
+  rating: Numeric | null;
+  reviewed_at: Timestamp | null;
+  reviewed_at_precision: string | null;
+  permalink: string | null;
+  likes_count: number | null;
+  likes_change: number | null;
+  can_respond: boolean;
+  response_count: number;
+  content_hash: string;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  removed_at: Timestamp | null;
+}
+
+export interface ReviewVersionsTable {
+  review_id: string;
+  observed_at: Timestamp;
+  content_hash: string;
+  rating: Numeric | null;
+  title: string | null;
+  content: string;
+  likes_count: number | null;
+  likes_change: number | null;
+  response_count: number;
+  run_id: string | null;
+}
+
+export interface ReviewResponsesTable {
+  response_id: string;
+  review_id: string;
+  business_id: number;
+  title: string | null;
+  content: string | null;
+  author_name: string | null;
+  author_avatar: string | null;
+  responded_at: Timestamp | null;
+  responded_at_precision: string | null;
+  content_hash: string;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+  removed_at: Timestamp | null;
+}
+
+/**
+ * Migration 0021: per business, its reviews waiting for an answer, whatever their age
+ * (docs/warehouse.md, "Read models: review_backlog"), kept by this writer.
+ */
+export interface ReviewBacklogTable {
+  business_id: number;
+  reviews_waiting: number;
+}
 
 export function responseToRow(response: ReviewResponse) {
   return {
@@ -67,10 +145,6 @@ export function reviewToRow(review: Review) {
  * The content hash of a review: its `reviewToRow` fields, in that order, then each
  * response's `responseToRow` fields.
  */
-export function reviewContentHash(review: Review): string {
-  return reviewHash(reviewToRow(review), review.responses.map(responseToRow));
-}
-
 function reviewHash(
   content: ReturnType<typeof reviewToRow>,
   responses: readonly ReturnType<typeof responseToRow>[],
@@ -405,12 +479,87 @@ export async function writeReviews(
   return { stats, changes, quarantined };
 }
 
+/** The review fields a review's version row records (`appendReviewVersions`). */
+const REVIEW_FIELDS = [
+  'rating',
+  'title',
+  'content',
+  'likes_count',
+  'likes_change',
+  'response_count',
+];
+const OF_REVIEW = { table: 'reviews', on: 'review_id' } as const;
+const BY_REVIEW: Owner = { parent: 'reviews', on: 'review_id' };
+
+/** How `replay --in-place` seeds and merges the reviews' tables (`StreamWriter.replay`). */
+const REVIEWS_REPLAY: readonly ReplayTable[] = [
+  {
+    table: 'reviews',
+    key: ['review_id'],
+    owner: 'business_id',
+    seed: {
+      before: time('first_seen_at'),
+      parent: OF_BUSINESS,
+      // Each review's content as its last version has it.
+      lastVersion: { history: 'review_versions', match: ['review_id'], fields: REVIEW_FIELDS },
+      overrides: {
+        content_hash: "coalesce(v.content_hash, '')",
+        removed_at: REMOVED_BEFORE,
+        last_seen_at: SEEN_BEFORE,
+      },
+    },
+    merge: PER_BUSINESS,
+  },
+  history(
+    'review_versions',
+    ['review_id', 'observed_at'],
+    time('observed_at'),
+    BY_REVIEW,
+    OF_REVIEW,
+  ),
+  {
+    table: 'review_responses',
+    key: ['response_id'],
+    owner: 'business_id',
+    seed: {
+      before: time('first_seen_at'),
+      parent: OF_REVIEW,
+      overrides: {
+        removed_at: REMOVED_BEFORE,
+        last_seen_at: SEEN_BEFORE,
+        content_hash: HASH_BEFORE,
+      },
+    },
+    merge: PER_BUSINESS,
+  },
+  // The reviews waiting as they stood before the window: counted from the reviews and
+  // responses just seeded, as `countReviewsWaiting` counts them.
+  {
+    table: 'review_backlog',
+    key: ['business_id'],
+    owner: 'business_id',
+    seed: {
+      derive: async (db, scratch) => {
+        await sql`insert into ${sql.id(scratch, 'review_backlog')} (business_id, reviews_waiting)
+          select x.business_id, (count(*) filter (where x.category = 'review'
+              and x.removed_at is null and x.can_respond and x.response_count = 0
+              and not exists (select 1 from ${sql.id(scratch, 'review_responses')} p
+                where p.review_id = x.review_id and p.removed_at is null)))::int
+            from ${sql.id(scratch, 'reviews')} x
+           group by x.business_id`.execute(db);
+      },
+    },
+    merge: PER_BUSINESS,
+  },
+];
+
 /** The reviews stream's entry in `STREAM_WRITERS` (stream-writers.ts). */
 export const reviewsWriter: StreamWriter<'reviews'> = {
   write: writeReviews,
   location: (review) => `reviews ${review.id}`,
   // The first reviews read is the baseline: nothing is "new" in it.
   firstSynced: 'reviews_first_synced_at',
+  replay: REVIEWS_REPLAY,
 };
 
 function wroteAny(stats: WriteStats, table: string): boolean {

@@ -2,7 +2,8 @@
  * The record streams' writers, one entry per stream (docs/contributing.md, "Adding a
  * stream"): what `writeBusinessSnapshot` (business-snapshot.ts) loops over, in this order.
  * Each writer module exports its own entry (`StreamWriter` in write-context.ts: the write,
- * where a record is for quarantine, the `businesses` column its first write sets). The
+ * where a record is for quarantine, the `businesses` column its first write sets, its
+ * tables' entries for `replay --in-place`, which replay-tables.ts lists in this order). The
  * descriptors (src/streams) cannot name their writers, since the warehouse imports them; this
  * list is typed over their names instead, so a record stream without a writer, or a writer
  * of no stream, fails the type check.
@@ -12,6 +13,7 @@ import type { Db } from './database.ts';
 import { keywordsWriter } from './keywords.ts';
 import { listingsWriter } from './listings.ts';
 import { rankingsWriter } from './rankings.ts';
+import type { ReplayTable } from './replay-table.ts';
 import { reviewsWriter } from './reviews.ts';
 import type {
   FirstSyncedColumn,
@@ -38,6 +40,7 @@ export interface AnyStreamWriter {
   location(record: unknown): string;
   firstSynced?: FirstSyncedColumn;
   countsAlerts?: boolean;
+  replay: readonly ReplayTable[];
 }
 
 /**

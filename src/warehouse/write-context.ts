@@ -1,8 +1,10 @@
 import type { RecordStream, RemovalStream, StreamRecord } from '../streams/index.ts';
+import type { BusinessesTable } from './businesses.ts';
 import type { Change } from './changes.ts';
-import type { BusinessesTable, Db } from './database.ts';
+import type { Db } from './database.ts';
 import type { RemovalCheck } from './held-removals.ts';
 import type { QuarantinedRecord } from './quarantine.ts';
+import type { ReplayTable } from './replay-table.ts';
 import type { WriteStats } from './write-stats.ts';
 
 /** What every per-business writer needs to know about the write it is part of. */
@@ -64,7 +66,8 @@ export interface StreamWritten {
 
 /**
  * One record stream's writer, as `STREAM_WRITERS` (stream-writers.ts) lists it: each
- * writer module exports its own entry beside its write.
+ * writer module exports its own entry beside its write (and its tables' Kysely types,
+ * which `Database` in database.ts lists).
  */
 export interface StreamWriter<S extends RecordStream> {
   /** Writes the business's records of the stream (its reads succeeded), in its transaction. */
@@ -82,4 +85,10 @@ export interface StreamWriter<S extends RecordStream> {
   firstSynced?: FirstSyncedColumn;
   /** The business's stats count `alerts` whenever the stream is written, none raised included. */
   countsAlerts?: boolean;
+  /**
+   * How `replay --in-place` seeds and merges each table the writer writes (docs/replay.md,
+   * "Replay in place"), parents first: `REPLAY_TABLES` (replay-tables.ts) lists them in
+   * `STREAM_WRITERS` order. A table left out keeps its live rows through the replay.
+   */
+  replay: readonly ReplayTable[];
 }
