@@ -147,3 +147,20 @@ export const keywordsWriter: StreamWriter<'keywords'> = {
     },
   ],
 };
+
+/**
+ * The business a stored keyword belongs to, deleted or not; undefined when the warehouse
+ * never stored it: what `listings-sync api keywords delete` syncs again after the
+ * upstream deleted the keyword, since the upstream's answer does not say.
+ */
+export async function businessOfStoredKeyword(
+  db: Db,
+  keywordId: number,
+): Promise<number | undefined> {
+  const stored = await db
+    .selectFrom('keywords')
+    .select('business_id')
+    .where('keyword_id', '=', keywordId)
+    .executeTakeFirst();
+  return stored?.business_id;
+}

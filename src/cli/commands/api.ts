@@ -40,9 +40,9 @@ import {
 import { countryByIsoCode } from '../../api/reference.ts';
 import type { CliIo } from '../../command/io.ts';
 import type { Config } from '../../config/index.ts';
-import { businessOfStoredKeyword } from '../../warehouse/api-keywords.ts';
 import { storedBusinessAccount } from '../../warehouse/business-account.ts';
 import type { Warehouse } from '../../warehouse/connection.ts';
+import { businessOfStoredKeyword } from '../../warehouse/keywords.ts';
 import { openConfiguredWarehouse } from '../../warehouse/open.ts';
 import { needsReferenceNames, prepareBusinessInput } from '../../workflows/business-input.ts';
 import {
