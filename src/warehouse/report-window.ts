@@ -93,3 +93,15 @@ export async function databaseNow(db: Db): Promise<Date | undefined> {
   const { rows } = await sql<{ now: Date }>`select now()`.execute(db);
   return rows[0]?.now;
 }
+
+/**
+ * Whether there is anything to report: no business and no rank day means a sync never ran
+ * (or loaded nothing), and `listings-sync report` refuses the empty warehouse.
+ */
+export async function warehouseIsEmpty(db: Kysely<Database>): Promise<boolean> {
+  const { rows } = await sql<{ any: boolean }>`
+    select exists (select 1 from businesses) or exists (select 1 from rank_observations) as any`.execute(
+    db,
+  );
+  return !rows[0]?.any;
+}

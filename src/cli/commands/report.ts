@@ -39,7 +39,7 @@ export function registerReportCommand(program: Command, io: CliIo): void {
 async function runReportCommand(io: CliIo, options: ReportCommandOptions): Promise<number> {
   const config = loadCommandConfig(io, 'report');
   const { writeReport } = await import('../../report/write-report.ts');
-  const { warehouseIsEmpty } = await import('../../report/warehouse-is-empty.ts');
+  const { warehouseIsEmpty } = await import('../../warehouse/report-window.ts');
   const warehouse = await openConfiguredWarehouse(config, 'read');
   try {
     await requireCurrentSchema(warehouse);
