@@ -55,12 +55,12 @@ export const DEMO_SCHEMA = 'listings_demo';
 /** `sync_runs.trigger` of the demo's runs: how a resumed demo counts the days it finished. */
 const DEMO_TRIGGER = 'demo';
 export const DEMO_DAYS = 30;
-export const DEMO_ACCOUNTS = 2;
+const DEMO_ACCOUNTS = 2;
 /**
  * The sandbox default: 2 accounts × 25 businesses × 31 syncs on PGlite take about 85
  * seconds of CPU, report included (README.md, "Quick start", says what was measured).
  */
-export const DEMO_BUSINESSES_PER_ACCOUNT = 25;
+const DEMO_BUSINESSES_PER_ACCOUNT = 25;
 
 export interface DemoOptions {
   /** Days simulated after the first sync (the month ends on `endDate`). */

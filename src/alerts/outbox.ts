@@ -47,7 +47,7 @@ export { sinksSeen } from '../warehouse/alert-sinks.ts';
 export type BacklogPolicy = AlertSinksTable['backlog'];
 
 /** `last_error` of an alert closed because every configured sink skipped it. */
-export const SKIPPED_NOTE =
+const SKIPPED_NOTE =
   'not sent: raised before its sink was configured (ALERT_BACKLOG=skip; `listings-sync alerts send-backlog` sends it)';
 
 /** An alert to raise. `details` holds what changed, for messages (ranks, a rating, a run). */

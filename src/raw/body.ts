@@ -15,14 +15,14 @@ import { createHash } from 'node:crypto';
 import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
 
 /** What a directory credential's string value becomes in the raw zone. Non-blank on purpose. */
-export const KEPT_OUT_MARKER = '[kept out of the raw zone]';
+const KEPT_OUT_MARKER = '[kept out of the raw zone]';
 
 /**
  * What a directory credential's value of any other type (number, boolean, array, object)
  * becomes: `["[kept out of the raw zone]"]` in the kept body. Not a string on purpose: `has_site_credentials` is "some value is a non-blank
  * string" (listingSchema, src/api/listings.ts), false for such a value, and false for this.
  */
-export const KEPT_OUT_VALUE: readonly string[] = Object.freeze([KEPT_OUT_MARKER]);
+const KEPT_OUT_VALUE: readonly string[] = Object.freeze([KEPT_OUT_MARKER]);
 
 /** The codec of raw_bodies.bytes. */
 export const BODY_ENCODING = 'br';

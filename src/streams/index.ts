@@ -39,7 +39,7 @@ export type Stream = Descriptor['name'];
 /** What a run can fetch. `businesses` is the full profile read; the list is always read. */
 export const STREAMS: readonly Stream[] = STREAM_DESCRIPTORS.map((d) => d.name);
 
-export function streamDescriptor(name: Stream): Descriptor {
+function streamDescriptor(name: Stream): Descriptor {
   return STREAM_DESCRIPTORS.find((d) => d.name === name) as Descriptor;
 }
 

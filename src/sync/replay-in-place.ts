@@ -83,7 +83,7 @@ export class ReplayLockedError extends ListingsSyncError {
   override name = 'ReplayLockedError';
 }
 
-export const NOT_DELIVERED_NOTE = 'recomputed by replay --in-place for a past night; not delivered';
+const NOT_DELIVERED_NOTE = 'recomputed by replay --in-place for a past night; not delivered';
 
 /** The scratch schema built beside `live` (dropped when the replay ends, whatever the outcome). */
 export function scratchSchema(live: string): string {
