@@ -1,6 +1,7 @@
 /**
  * Site names as an analyst reads them. The warehouse keeps the upstream's values
- * (`Google_new.local`, docs/warehouse.md "rank_observations"); the report shows these.
+ * (`Google_new.local`, docs/warehouse.md, "Rank history", rank_observations); the report
+ * shows these.
  */
 const KNOWN: Record<string, string> = {
   'Google_new.local': 'Google (new) local pack',

@@ -1,7 +1,7 @@
 /**
- * Scripted faults that bend a real answer instead of replacing it (docs/upstream.md,
- * "Faults"): `oversized` (one business brings far too many keywords, sites, reviews,
- * listings or businesses), `duplicate` (the first record twice, the copies identical or
+ * Scripted faults that bend a real answer instead of replacing it (docs/upstream.md, "What
+ * the sandbox assumes", Faults): `oversized` (one business brings far too many keywords,
+ * sites, reviews, listings or businesses), `duplicate` (the first record twice, the copies identical or
  * disagreeing), `empty` (`success: true` with nothing), and `drip` (the answer sent as
  * headers at once, then its body a few bytes at a time; see server.ts).
  *
