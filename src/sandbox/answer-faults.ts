@@ -1,8 +1,8 @@
 /**
  * Scripted faults that bend a real answer instead of replacing it (docs/upstream.md, "What
  * the sandbox assumes", Faults): `oversized` (one business brings far too many keywords,
- * sites, reviews, listings or businesses), `duplicate` (the first record twice, the copies identical or
- * disagreeing), `empty` (`success: true` with nothing), and `drip` (the answer sent as
+ * sites, reviews, listings or businesses), `duplicate` (the first record twice, the copies
+ * identical or disagreeing), `empty` (`success: true` with nothing), and `drip` (the answer sent as
  * headers at once, then its body a few bytes at a time; see server.ts).
  *
  * They apply to successful list reads only (operations 1, 7, 8, 11 and 12); any other
