@@ -33,17 +33,19 @@ export async function writeListingFixes(
   const previousFix = new Map<number, Date | null>();
   if (opened.length === 0 && closed.length === 0) return previousFix;
   // A listing is in one list or the other, never both (both parts read the statement's
-  // snapshot, so the insert's lookup of earlier fixes never sees this write's). The update
-  // runs whether or not the final select reads it.
-  const { rows } = await sql<{ listing_id: number | string; previous_fixed_at: Date | null }>`
-    with closed as (
+  // snapshot, so the insert's lookup of earlier fixes never sees this write's). A part with
+  // no listings is left out of the statement: a business's first write closes nothing, and an
+  // empty update was still planned and scanned the business's open episodes, for no row.
+  const close = sql`
       update listing_fixes f set fixed_at = ${at}::timestamptz,
         fixed_on = (${at}::timestamptz at time zone 'UTC')::date
       from unnest(${[...closed]}::bigint[]) as c(listing_id)
-      where f.business_id = ${businessId} and f.listing_id = c.listing_id and f.fixed_at is null
-      returning f.listing_id
-    ),
-    opened as (
+      where f.business_id = ${businessId} and f.listing_id = c.listing_id and f.fixed_at is null`;
+  if (opened.length === 0) {
+    await close.execute(db);
+    return previousFix;
+  }
+  const open = sql`
       insert into listing_fixes (business_id, listing_id, site_name, turned_inaccurate_at,
         turned_inaccurate_on, first_seen, previous_fixed_at)
       select ${businessId}::bigint, o.listing_id, o.site_name, ${at}::timestamptz,
@@ -56,9 +58,18 @@ export async function writeListingFixes(
         where f.business_id = ${businessId} and f.listing_id = o.listing_id
       ) p on true
       on conflict (business_id, listing_id, turned_inaccurate_at) do nothing
-      returning listing_id, previous_fixed_at
+      returning listing_id, previous_fixed_at`;
+  // The update runs whether or not the final select reads it.
+  const { rows } = await (closed.length === 0
+    ? sql<{ listing_id: number | string; previous_fixed_at: Date | null }>`${open}`
+    : sql<{ listing_id: number | string; previous_fixed_at: Date | null }>`
+    with closed as (${close}
+      returning f.listing_id
+    ),
+    opened as (${open}
     )
-    select listing_id, previous_fixed_at from opened`.execute(db);
+    select listing_id, previous_fixed_at from opened`
+  ).execute(db);
   for (const row of rows) {
     const fixedAt = row.previous_fixed_at;
     previousFix.set(
