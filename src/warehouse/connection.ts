@@ -308,6 +308,13 @@ class PreparingClient extends pg.Client {
         // the bound (describeDatabaseError).
         const socket = this.connection.stream;
         setImmediate(() => socket.destroy(error));
+        // Until then the pool must not lend it again: a query queued behind the abandoned
+        // COPY would wait for it and then fail with this error. Released with an error, the
+        // pool drops the client instead of keeping it idle (the pool sets `release` on each
+        // checkout, so this lasts until that one ends).
+        const checkout = this as unknown as { release?: (error?: unknown) => void };
+        const release = checkout.release;
+        if (release) checkout.release = (reason?: unknown) => release(reason || error);
       }
       throw error;
     }
