@@ -89,6 +89,11 @@ export interface DemoOptions {
   /** Each day's sync progress as it goes (tests stop a day part-way through with it). */
   onSyncProgress?: (day: string, progress: SyncProgress) => void;
   /**
+   * An open warehouse to simulate into, in place of `dataDir` or `schema` (a test's own,
+   * or the one a command run in-process is handed); left open at the end.
+   */
+  warehouse?: Warehouse;
+  /**
    * Tests only: a migrated PGlite data directory (`dumpDataDir()`) to start a new `dataDir`
    * from, instead of initdb and the migrations; ignored when `dataDir` already holds one.
    */
@@ -217,12 +222,14 @@ export async function runDemo(
   const databaseUrl = options.databaseUrl ?? config.databaseUrl;
   const schema = options.schema ?? DEMO_SCHEMA;
 
-  const warehouse = databaseUrl
-    ? await openDemoSchema(databaseUrl, schema)
-    : await openWarehouse({
-        pgliteDataDir: dataDir,
-        loadDataDir: existsSync(join(dataDir, 'PG_VERSION')) ? undefined : options.pgliteTemplate,
-      });
+  const warehouse = options.warehouse
+    ? options.warehouse
+    : databaseUrl
+      ? await openDemoSchema(databaseUrl, schema)
+      : await openWarehouse({
+          pgliteDataDir: dataDir,
+          loadDataDir: existsSync(join(dataDir, 'PG_VERSION')) ? undefined : options.pgliteTemplate,
+        });
   const where = databaseUrl
     ? `PostgreSQL at ${redactUrl(databaseUrl)}, schema ${schema}`
     : `embedded PGlite in ${dataDir}`;
@@ -350,7 +357,7 @@ export async function runDemo(
     };
   } finally {
     await api.close();
-    await warehouse.close();
+    if (!options.warehouse) await warehouse.close();
     await sandbox?.close();
   }
 }

@@ -8,6 +8,7 @@ import type { ApiClient } from '../api/index.ts';
 import type { Config } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
+import type { WarehouseTarget } from '../warehouse/open.ts';
 
 export interface CliIo {
   /** Standard output: what a command answers (tables, JSON, summaries). */
@@ -35,15 +36,19 @@ export interface CliIo {
   /** Set by a command; `main` returns it (0 when unset). */
   exitCode?: number;
   /**
-   * What a test substitutes: its own warehouse and a faster API client (the `api` and
-   * `keywords` commands, which act on a test's in-memory warehouse), a quiet logger (every
-   * command). Unset in a process.
+   * What a test substitutes: its own warehouse, already open (every command opens its
+   * warehouse through src/command/warehouse.ts), a faster API client, a quiet logger.
+   * Unset in a process.
    */
   readonly services?: Partial<CliServices>;
 }
 
 export interface CliServices {
-  openWarehouse(config: Config): Promise<Warehouse>;
+  /**
+   * The warehouse for `target` (the configuration's, src/warehouse/open.ts), already open;
+   * undefined: open the target as usual. The command's close() must leave it open.
+   */
+  openWarehouse(config: Config, target: WarehouseTarget): Promise<Warehouse | undefined>;
   createApi(config: Config, logger: Logger): ApiClient;
   createLogger(config: Config): Logger;
 }

@@ -217,7 +217,7 @@ const pgTypes = {
 } as pg.CustomTypesConfig;
 
 /** PGlite already returns safe int8 values as numbers; numeric and date need the same treatment as pg. */
-const pgliteParsers = {
+export const pgliteParsers = {
   [INT8]: toNumber,
   [NUMERIC]: toNumber,
   [DATE]: (value: string) => value,

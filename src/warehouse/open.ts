@@ -113,6 +113,13 @@ export interface OpenOptions {
    * command refused the directory names it (src/warehouse/pglite-lock.ts).
    */
   command?: string;
+  /**
+   * A warehouse already open for `target`, in place of the driver's: a test's own
+   * (`CliServices.openWarehouse`), or undefined to open the target as usual. The target
+   * is still the configuration's, for messages; a given warehouse has no directory to
+   * find or lock, and its schema is still checked.
+   */
+  connect?: (config: Config, target: WarehouseTarget) => Promise<Warehouse | undefined>;
 }
 
 /**
@@ -127,6 +134,8 @@ export async function openConfiguredWarehouse(
   options: OpenOptions = {},
 ): Promise<Warehouse & { target: WarehouseTarget }> {
   const target = resolveWarehouse(config, access);
+  const given = await options.connect?.(config, target);
+  if (given) return checkAnswers(config, target, given);
   if (access !== 'write' && target.pgliteDataDir && !pgliteDatabaseExists(target.pgliteDataDir)) {
     throw new WarehouseUnavailableError(
       `There is no warehouse yet: ${target.description} does not exist. ` +
@@ -171,6 +180,15 @@ export async function openConfiguredWarehouse(
       throw cause;
     }
   }
+  return checkAnswers(config, target, warehouse);
+}
+
+/** The opened warehouse once it has answered a read of its migrations; closed if it fails. */
+async function checkAnswers(
+  config: Config,
+  target: WarehouseTarget,
+  warehouse: Warehouse,
+): Promise<Warehouse & { target: WarehouseTarget }> {
   try {
     await pendingMigrations(warehouse.db);
   } catch (cause) {

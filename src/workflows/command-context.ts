@@ -19,10 +19,11 @@ import { createCommandLogger } from '../command/logger.ts';
 import { printError } from '../command/print-error.ts';
 import { loadCommandConfig } from '../command/settings-bridge.ts';
 import { UsageError } from '../command/usage-error.ts';
+import { openCommandWarehouse } from '../command/warehouse.ts';
 import { type Config, type Credential, requireCredentials } from '../config/index.ts';
 import { type Logger, redactText } from '../log.ts';
 import type { Warehouse } from '../warehouse/connection.ts';
-import { openConfiguredWarehouse, requireCurrentSchema } from '../warehouse/open.ts';
+import { requireCurrentSchema } from '../warehouse/open.ts';
 
 export { EXIT } from '../command/exit-codes.ts';
 export { UsageError } from '../command/usage-error.ts';
@@ -51,10 +52,7 @@ export function workflowIo(io: CliIo, command: string): WorkflowIo {
   return {
     // With the misspelt-variable warnings every command prints.
     loadConfig: () => loadCommandConfig(io, command),
-    openWarehouse: (config) =>
-      io.services?.openWarehouse
-        ? io.services.openWarehouse(config)
-        : openConfiguredWarehouse(config),
+    openWarehouse: (config) => openCommandWarehouse(io, config),
     createApi: (config, logger) =>
       io.services?.createApi
         ? io.services.createApi(config, logger)

@@ -2,90 +2,63 @@
  * `listings-sync alerts` as a user runs it: kind, business id and name, what changed, and
  * per configured sink whether it took the alert.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LISTING_INACCURATE, SYNC_STALE } from '../../src/alerts/kinds.ts';
 import { raise, recordDeliveryAttempts } from '../../src/alerts/outbox.ts';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
-import { runCli } from '../helpers/cli.ts';
-import {
-  createPgliteDataDir,
-  createTestWarehouse,
-  type TestWarehouse,
-  testBackends,
-} from '../helpers/database.ts';
+import { type CommandWarehouse, createCommandWarehouse, runCli } from '../helpers/cli.ts';
+import { testBackends } from '../helpers/database.ts';
 import { ctx, snapshot } from '../warehouse/fixtures.ts';
 import { addAccount, write } from '../warehouse/helpers.ts';
 
 describe.each(testBackends)('listings-sync alerts (%s)', (backend) => {
-  let target: TestWarehouse;
+  let target: CommandWarehouse;
   let env: Record<string, string>;
-  let pgliteDir: string;
 
   beforeAll(async () => {
-    pgliteDir = join(mkdtempSync(join(tmpdir(), 'ls-alerts-cmd-')), 'pglite');
-    target = await createTestWarehouse(backend, { migrate: backend === 'postgres' });
-    let wh: Warehouse = target;
-    if (backend === 'pglite') {
-      await target.close();
-      // A copy of the migrated template: initdb in a new directory can take 30 s on a busy machine.
-      await createPgliteDataDir(pgliteDir);
-      wh = await openWarehouse({ pgliteDataDir: pgliteDir });
-    }
-    try {
-      await addAccount(wh);
-      await write(wh, snapshot(), ctx(new Date('2025-03-01T03:00:00Z')));
-      await raise(wh.db, [
-        {
-          kind: LISTING_INACCURATE,
-          dedupeKey: 'a',
-          accountName: 'east',
-          businessId: 1204,
-          listingId: 7,
-          siteName: 'Yelp',
-          previousStatus: 'Accurate',
-          status: 'Inaccurate',
-          detectedAt: new Date('2025-03-02T03:00:00Z'),
-          runId: null,
-        },
-        {
-          kind: SYNC_STALE,
-          dedupeKey: 'b',
-          accountName: 'east',
-          businessId: null,
-          previousStatus: null,
-          status: 'stale',
-          details: { lastSuccessAt: '2025-03-01T03:00:00.000Z' },
-          detectedAt: new Date('2025-03-02T06:00:00Z'),
-          runId: null,
-        },
-      ]);
-      const first = await wh.db
-        .selectFrom('alerts')
-        .select('alert_id')
-        .where('dedupe_key', '=', 'a')
-        .executeTakeFirstOrThrow();
-      await recordDeliveryAttempts(wh.db, new Date('2025-03-02T03:01:00Z'), [
-        {
-          alertId: Number(first.alert_id),
-          deliveredSinks: ['slack'],
-          delivered: false,
-          error: 'webhook: HTTP 500',
-          nextAttemptAt: null,
-        },
-      ]);
-    } finally {
-      if (backend === 'pglite') await wh.close();
-    }
-    if (backend === 'postgres') {
-      const url = new URL(target.databaseUrl!);
-      url.searchParams.set('options', `-c search_path=${target.searchPath}`);
-      env = { DATABASE_URL: url.toString() };
-    } else {
-      env = { PGLITE_DATA_DIR: pgliteDir };
-    }
+    target = await createCommandWarehouse(backend);
+    const wh = target.warehouse;
+    await addAccount(wh);
+    await write(wh, snapshot(), ctx(new Date('2025-03-01T03:00:00Z')));
+    await raise(wh.db, [
+      {
+        kind: LISTING_INACCURATE,
+        dedupeKey: 'a',
+        accountName: 'east',
+        businessId: 1204,
+        listingId: 7,
+        siteName: 'Yelp',
+        previousStatus: 'Accurate',
+        status: 'Inaccurate',
+        detectedAt: new Date('2025-03-02T03:00:00Z'),
+        runId: null,
+      },
+      {
+        kind: SYNC_STALE,
+        dedupeKey: 'b',
+        accountName: 'east',
+        businessId: null,
+        previousStatus: null,
+        status: 'stale',
+        details: { lastSuccessAt: '2025-03-01T03:00:00.000Z' },
+        detectedAt: new Date('2025-03-02T06:00:00Z'),
+        runId: null,
+      },
+    ]);
+    const first = await wh.db
+      .selectFrom('alerts')
+      .select('alert_id')
+      .where('dedupe_key', '=', 'a')
+      .executeTakeFirstOrThrow();
+    await recordDeliveryAttempts(wh.db, new Date('2025-03-02T03:01:00Z'), [
+      {
+        alertId: Number(first.alert_id),
+        deliveredSinks: ['slack'],
+        delivered: false,
+        error: 'webhook: HTTP 500',
+        nextAttemptAt: null,
+      },
+    ]);
+    env = target.env;
     env = {
       ...env,
       ALERT_SLACK_WEBHOOK_URL: 'https://hooks.example/services/T/B/x',
@@ -94,8 +67,7 @@ describe.each(testBackends)('listings-sync alerts (%s)', (backend) => {
     };
   });
   afterAll(async () => {
-    if (backend === 'postgres') await target?.close();
-    rmSync(dirname(pgliteDir), { recursive: true, force: true });
+    await target?.close();
   });
 
   it('shows kind, business, what changed and delivery per sink', async () => {

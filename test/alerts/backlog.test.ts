@@ -23,16 +23,10 @@ import { jsonWebhookSink } from '../../src/alerts/webhook-sink.ts';
 import type { ApiClient } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { startServe } from '../../src/serve/server.ts';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/connection.ts';
 import { emptySyncRunStats, finishSyncRun, startSyncRun } from '../../src/warehouse/sync-runs.ts';
-import { runCli } from '../helpers/cli.ts';
-import {
-  createPgliteDataDir,
-  createTestWarehouse,
-  databaseEnv,
-  type TestBackend,
-  testBackends,
-} from '../helpers/database.ts';
+import { createCommandWarehouse, runCli } from '../helpers/cli.ts';
+import { type TestBackend, testBackends } from '../helpers/database.ts';
 import { serveConfig } from '../serve/helpers.ts';
 import { testApiClient } from '../sync/harness.ts';
 
@@ -108,23 +102,12 @@ interface World {
 }
 
 async function newWorld(backend: TestBackend): Promise<World> {
-  if (backend === 'postgres') {
-    const wh = await createTestWarehouse('postgres');
-    return {
-      // The command opens its own pool; the test keeps this one until the end.
-      open: async () => ({ ...wh, close: async () => {} }),
-      env: databaseEnv(wh, ''),
-      dispose: () => wh.close(),
-    };
-  }
-  const parent = mkdtempSync(join(tmpdir(), 'ls-alert-backlog-'));
-  const dir = join(parent, 'pglite');
-  await createPgliteDataDir(dir);
+  const { warehouse, env, close } = await createCommandWarehouse(backend);
   return {
-    // One process at a time on a data directory: the test closes it before a command runs.
-    open: () => openWarehouse({ pgliteDataDir: dir }),
-    env: { PGLITE_DATA_DIR: dir },
-    dispose: async () => rmSync(parent, { recursive: true, force: true }),
+    // A command's close() leaves it open; the test keeps it until the end.
+    open: async () => ({ ...warehouse, close: async () => {} }),
+    env,
+    dispose: close,
   };
 }
 

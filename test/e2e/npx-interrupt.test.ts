@@ -59,7 +59,7 @@ describe('Ctrl-C on listings-sync sync', () => {
     fixture = await startSyncFixture(
       'pglite',
       { seed: 31, accounts: 2, businessesPerAccount: 8, faults: { latencyMs: 100 } },
-      'ls-e2e-npx-int-',
+      { dirPrefix: 'ls-e2e-npx-int-', directory: true },
     );
     env = await fixture.prepare({ migrate: true });
   });

@@ -24,12 +24,16 @@ describe.each(testBackends)('replay of a stopped run (%s)', (backend) => {
   let fixture: SyncCommandFixture;
 
   beforeEach(async () => {
-    fixture = await startSyncFixture(backend, {
-      seed: 37,
-      accounts: 2,
-      businessesPerAccount: 12,
-      faults: { latencyMs: 60 },
-    });
+    fixture = await startSyncFixture(
+      backend,
+      {
+        seed: 37,
+        accounts: 2,
+        businessesPerAccount: 12,
+        faults: { latencyMs: 60 },
+      },
+      { directory: true },
+    );
   });
   afterEach(async () => {
     await fixture?.close();

@@ -47,7 +47,11 @@ describe('serve on PGlite, and the commands beside it', () => {
   let serve: Serving;
 
   beforeAll(async () => {
-    fixture = await startSyncFixture('pglite', { seed: 9, accounts: 1, businessesPerAccount: 2 });
+    fixture = await startSyncFixture(
+      'pglite',
+      { seed: 9, accounts: 1, businessesPerAccount: 2 },
+      { directory: true },
+    );
     env = await fixture.prepare({ migrate: true });
     serve = await startServe(env);
   });
@@ -101,7 +105,11 @@ describe('once serve stops', () => {
   });
 
   it('the commands open the database again, and no record of serve is left behind', async () => {
-    fixture = await startSyncFixture('pglite', { seed: 9, accounts: 1, businessesPerAccount: 2 });
+    fixture = await startSyncFixture(
+      'pglite',
+      { seed: 9, accounts: 1, businessesPerAccount: 2 },
+      { directory: true },
+    );
     const env = await fixture.prepare({ migrate: true });
     const serve = await startServe(env);
     expect(existsSync(join(fixture.pgliteDir, '.listings-sync.pid.command'))).toBe(true);

@@ -18,7 +18,7 @@ describe('serve as a process', () => {
     fixture = await startSyncFixture(
       'pglite',
       { seed: 5, accounts: 1, businessesPerAccount: 12 },
-      'ls-serve-cli-',
+      { dirPrefix: 'ls-serve-cli-', directory: true },
     );
     // The migrated template, not a fresh initdb: the process under test is serve.
     env = await fixture.prepare({ migrate: true });

@@ -75,7 +75,7 @@ describe.each(testBackends)('serve stopped after scheduled runs (%s)', (backend)
     fixture = await startSyncFixture(
       backend,
       { seed: 11, accounts: 1, businessesPerAccount: 4 },
-      'ls-e2e-serve-runs-',
+      { dirPrefix: 'ls-e2e-serve-runs-', directory: true },
     );
     env = await fixture.prepare({ migrate: true });
   });

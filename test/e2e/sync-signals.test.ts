@@ -25,12 +25,16 @@ describe.each(testBackends)('the sync command as a process (%s)', (backend) => {
   let env: Record<string, string>;
 
   beforeEach(async () => {
-    fixture = await startSyncFixture(backend, {
-      seed: 31,
-      accounts: 2,
-      businessesPerAccount: 8,
-      faults: { latencyMs: 40 },
-    });
+    fixture = await startSyncFixture(
+      backend,
+      {
+        seed: 31,
+        accounts: 2,
+        businessesPerAccount: 8,
+        faults: { latencyMs: 40 },
+      },
+      { directory: true },
+    );
     sandbox = fixture.sandbox;
   });
   afterEach(async () => {

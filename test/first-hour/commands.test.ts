@@ -9,13 +9,22 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { type Finished, runCli } from '../helpers/cli.ts';
+import { createCommandWarehouse, type Finished, runCli } from '../helpers/cli.ts';
 import { pgliteTemplate } from '../helpers/warehouse-template.ts';
+
+/**
+ * An empty warehouse (not migrated) that commands given `dataDir` are handed, for the
+ * test running: its `migrate` creates the schema, in memory rather than in a directory.
+ */
+async function attachEmpty(dataDir: string): Promise<void> {
+  const target = await createCommandWarehouse('pglite', { migrate: false, dataDir });
+  onTestFinished(() => target.close());
+}
 
 /** `listings-sync …` in `cwd`, with only the environment given. */
 function cli(args: string[], cwd: string, env: Record<string, string> = {}): Promise<Finished> {
@@ -95,6 +104,7 @@ describe('a fresh directory with no demo', () => {
   );
 
   it('`report` on a migrated but empty warehouse says it holds no data and exits 1', async () => {
+    await attachEmpty(join(dir, 'empty'));
     const env = { PGLITE_DATA_DIR: './empty' };
     expect((await cli(['migrate'], dir, env)).code).toBe(0);
     const run = await cli(['report'], dir, env);
@@ -233,6 +243,7 @@ describe('check, and a partial sync, against the sandbox', () => {
   });
 
   it('a partial sync lists the business, stream and reason, and names its warehouse', async () => {
+    await attachEmpty(join(dir, 'partial'));
     const env = { LISTINGS_CREDENTIALS_FILE: credentialsFile, PGLITE_DATA_DIR: './partial' };
     expect((await cli(['migrate'], dir, env)).code).toBe(0);
     sandbox.setFaults({

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { type Running, runCli } from '../helpers/cli.ts';
 import { fences, parseCliLine } from '../helpers/doc-commands.ts';
-import { observedDays, walkSandboxTutorial } from './tutorial-walk.ts';
+import { endWalk, observedDays, walkSandboxTutorial } from './tutorial-walk.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const DOCS = [
@@ -512,6 +512,7 @@ describe('docs/running.md: the sandbox tutorial, line by line', () => {
   afterAll(async () => {
     sandbox?.stop('SIGTERM');
     await sandbox?.done;
+    await endWalk(dir);
     await rm(dir, { recursive: true, force: true });
   });
 

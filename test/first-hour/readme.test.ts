@@ -19,7 +19,7 @@ import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { type Finished, type Running, runCli } from '../helpers/cli.ts';
 import { fences, parseCliLine, shellWords } from '../helpers/doc-commands.ts';
-import { observedDays, walkSandboxTutorial } from './tutorial-walk.ts';
+import { endWalk, observedDays, walkSandboxTutorial } from './tutorial-walk.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -83,6 +83,7 @@ describe('README: the sandbox tutorial, line by line', () => {
   afterAll(async () => {
     sandbox?.stop('SIGTERM');
     await sandbox?.done;
+    await endWalk(dir);
     await rm(dir, { recursive: true, force: true });
   });
 

@@ -9,19 +9,32 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { expect } from 'vitest';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
-import { type Running, runCli, startCli } from '../helpers/cli.ts';
+import { attachWarehouse, type Running, runCli, startCli } from '../helpers/cli.ts';
+import { createTestWarehouse, type TestWarehouse } from '../helpers/database.ts';
 import { parseCliLine, shellWords } from '../helpers/doc-commands.ts';
+
+/**
+ * The walk's warehouse, by directory: the tutorial's commands use the default
+ * PGLITE_DATA_DIR, `./.data/pglite` in `dir`, and are handed this one for it (a migrated
+ * in-memory PGlite: `migrate` finds nothing to do, as on a second walk).
+ */
+const walked = new Map<string, { warehouse: TestWarehouse; detach(): void }>();
 
 /**
  * Runs `lines` in order in `dir` and returns what ran (`sandbox`, `curl` or the command's
  * name). `started` receives the sandbox as soon as it runs, for the suite to stop after.
+ * `endWalk(dir)` closes the walk's warehouse.
  */
 export async function walkSandboxTutorial(
   lines: string[],
   dir: string,
   started: (sandbox: Running) => void,
 ): Promise<string[]> {
+  if (!walked.has(dir)) {
+    const warehouse = await createTestWarehouse('pglite');
+    const { detach } = attachWarehouse(join(dir, '.data/pglite'), warehouse);
+    walked.set(dir, { warehouse, detach });
+  }
   let origin = '';
   const ran: string[] = [];
   for (const line of lines) {
@@ -63,12 +76,19 @@ export async function walkSandboxTutorial(
 
 /** The days of rank history in the walk's warehouse (`dir`/.data/pglite). */
 export async function observedDays(dir: string): Promise<string[]> {
-  const warehouse = await openWarehouse({ pgliteDataDir: join(dir, '.data/pglite') });
-  try {
-    const days = await sql<{ day: string }>`
-      select distinct observed_on as day from rank_observations order by 1`.execute(warehouse.db);
-    return days.rows.map((r) => r.day);
-  } finally {
-    await warehouse.close();
-  }
+  const walk = walked.get(dir);
+  if (!walk) throw new Error(`no tutorial was walked in ${dir}`);
+  const days = await sql<{ day: string }>`
+    select distinct observed_on as day from rank_observations order by 1`.execute(
+    walk.warehouse.db,
+  );
+  return days.rows.map((r) => r.day);
+}
+
+/** Closes the warehouse of the walk in `dir`, if one was made. */
+export async function endWalk(dir: string): Promise<void> {
+  const walk = walked.get(dir);
+  walked.delete(dir);
+  walk?.detach();
+  await walk?.warehouse.close();
 }

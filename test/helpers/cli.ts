@@ -8,9 +8,10 @@
  * a warehouse of the test's own.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { main } from '../../src/cli/main.ts';
 import type { CliIo, CliServices } from '../../src/command/io.ts';
 import {
@@ -101,6 +102,10 @@ export function startCli(
     }
   };
   const stop = new AbortController();
+  const services: Partial<CliServices> = {
+    openWarehouse: async (_config, target) => attachedTo(target.pgliteDataDir),
+    ...options.services,
+  };
   const io: CliIo = {
     stdout: (text) => {
       stdout += text;
@@ -115,7 +120,7 @@ export function startCli(
     now: options.now ?? (() => new Date()),
     signal: stop.signal,
     readStdin: async () => options.stdin ?? '',
-    ...(options.services ? { services: options.services } : {}),
+    services,
   };
   const run = async (): Promise<Finished> => {
     enterDirectory(options.cwd);
@@ -155,6 +160,40 @@ export function startCli(
       await waitFor('stderr', new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
     },
   };
+}
+
+/**
+ * Warehouses a test has open, by the PGLITE_DATA_DIR that names them in a command's
+ * environment: a command run in-process with that directory gets the open warehouse
+ * (`io.services.openWarehouse`) instead of starting a PGlite of its own on the directory,
+ * which costs about 0.7 s of CPU and is not what such a test is about. Tests whose point is
+ * the directory itself (locks, `warehouse copy`, the demo's own files) never register one.
+ */
+const inProcessWarehouses = new Map<string, Warehouse>();
+
+/**
+ * Commands whose warehouse is the PGlite directory `dir` (PGLITE_DATA_DIR, or its default
+ * `./.data/pglite` in the command's working directory) use `warehouse` until `detach()`.
+ */
+export function attachWarehouse(dir: string, warehouse: Warehouse): { detach(): void } {
+  const key = resolve(dir);
+  inProcessWarehouses.set(key, warehouse);
+  return {
+    detach: () => {
+      if (inProcessWarehouses.get(key) === warehouse) inProcessWarehouses.delete(key);
+    },
+  };
+}
+
+/** The warehouse attached to `dir`, as seen from the command's working directory. */
+async function attachedTo(dir: string | undefined): Promise<Warehouse | undefined> {
+  const attached = dir === undefined ? undefined : inProcessWarehouses.get(resolve(dir));
+  return attached && borrowed(attached);
+}
+
+/** The warehouse as a command sees it: the command's close() leaves it open for the test. */
+function borrowed(warehouse: Warehouse): Warehouse {
+  return { ...warehouse, close: async () => {} };
 }
 
 export function runCli(
@@ -241,40 +280,55 @@ export interface SyncCommandFixture {
   sandbox: RunningSandbox;
   credentialsFile: string;
   pgliteDir: string;
-  /** PostgreSQL: the test's own database, once `prepare` made it; PGlite: none kept open. */
+  /** The test's own warehouse, once `prepare` made it (a real data directory: none kept open). */
   target: TestWarehouse | undefined;
   /**
-   * Makes the warehouse, migrated or empty for the command to migrate (PostgreSQL: a
-   * database of its own; PGlite: a data directory, since one PGlite per directory runs
-   * at a time), and returns the environment that points a command at it and the sandbox.
+   * Makes the warehouse, migrated or empty for the command to migrate, and returns the
+   * environment that points a command at it and the sandbox. PostgreSQL: a database of
+   * its own. PGlite: an in-memory warehouse that commands run in-process are handed
+   * (`attachWarehouse`, by PGLITE_DATA_DIR); with `directory: true` (a child process, a
+   * test of the directory itself) a real data directory instead.
    */
   prepare(options: { migrate: boolean }): Promise<Record<string, string>>;
-  /** Opens the warehouse the command uses, from this process. */
+  /** The warehouse the command uses, from this process (its close() keeps a shared one open). */
   open(): Promise<Warehouse>;
   /** Closes the warehouse (PostgreSQL: dropped) and the sandbox, and removes the directory. */
   close(): Promise<void>;
 }
 
+export interface SyncFixtureOptions {
+  /** The temporary directory's prefix (default `ls-cli-`). */
+  dirPrefix?: string;
+  /** PGlite: a real data directory, for a child process or a test of the directory. */
+  directory?: boolean;
+}
+
 export async function startSyncFixture(
   backend: TestBackend,
   sandboxOptions: SandboxOptions,
-  dirPrefix = 'ls-cli-',
+  options: SyncFixtureOptions | string = {},
 ): Promise<SyncCommandFixture> {
+  const { dirPrefix = 'ls-cli-', directory = false } =
+    typeof options === 'string' ? { dirPrefix: options } : options;
   const sandbox = await startSandbox({ ...sandboxOptions, port: 0 });
   const dir = mkdtempSync(join(tmpdir(), dirPrefix));
   const pgliteDir = join(dir, 'pglite');
   const credentialsFile = join(dir, 'credentials.json');
   writeFileSync(credentialsFile, JSON.stringify(sandbox.credentials));
+  let attached: { detach(): void } | undefined;
   const fixture: SyncCommandFixture = {
     sandbox,
     credentialsFile,
     pgliteDir,
     target: undefined,
-    async prepare(options) {
+    async prepare(prepared) {
       if (backend === 'postgres') {
-        fixture.target = await createTestWarehouse(backend, options);
+        fixture.target = await createTestWarehouse(backend, prepared);
+      } else if (directory) {
+        await createPgliteDataDir(pgliteDir, prepared);
       } else {
-        await createPgliteDataDir(pgliteDir, options);
+        fixture.target = await createTestWarehouse(backend, prepared);
+        attached = attachWarehouse(pgliteDir, fixture.target);
       }
       return {
         ...(fixture.target
@@ -283,13 +337,15 @@ export async function startSyncFixture(
         LISTINGS_CREDENTIALS_FILE: credentialsFile,
       };
     },
-    open() {
+    async open() {
       const target = fixture.target;
+      if (target?.kind === 'pglite') return borrowed(target);
       return target
         ? openWarehouse({ databaseUrl: target.databaseUrl!, searchPath: target.searchPath! })
         : openWarehouse({ pgliteDataDir: pgliteDir });
     },
     async close() {
+      attached?.detach();
       await fixture.target?.close();
       fixture.target = undefined;
       await sandbox.close();
@@ -297,4 +353,44 @@ export async function startSyncFixture(
     },
   };
   return fixture;
+}
+
+/** A test's warehouse and the environment that points a command run in-process at it. */
+export interface CommandWarehouse {
+  /** The test's own; commands are handed it (PGlite) or connect to it (PostgreSQL). */
+  warehouse: TestWarehouse;
+  /** DATABASE_URL (PostgreSQL), or a PGLITE_DATA_DIR that names the attached warehouse. */
+  env: Record<string, string>;
+  /** Detaches and closes the warehouse (PostgreSQL: drops its database). */
+  close(): Promise<void>;
+}
+
+/**
+ * A warehouse for commands run in-process (`runCli`, `startCli`): on PGlite an in-memory
+ * one attached to a directory name that is never created, on PostgreSQL a database of its
+ * own that each command connects to as DATABASE_URL says.
+ */
+export async function createCommandWarehouse(
+  backend: TestBackend,
+  options: {
+    migrate?: boolean;
+    /** PGlite: the directory name to attach it to (absolute), for a test that names one. */
+    dataDir?: string;
+  } = {},
+): Promise<CommandWarehouse> {
+  const warehouse = await createTestWarehouse(backend, { migrate: options.migrate ?? true });
+  if (backend === 'postgres') {
+    return { warehouse, env: databaseEnv(warehouse, ''), close: () => warehouse.close() };
+  }
+  const dir =
+    options.dataDir ?? join(tmpdir(), `ls-attached-${randomBytes(6).toString('hex')}`, 'pglite');
+  const attached = attachWarehouse(dir, warehouse);
+  return {
+    warehouse,
+    env: { PGLITE_DATA_DIR: dir },
+    close: async () => {
+      attached.detach();
+      await warehouse.close();
+    },
+  };
 }

@@ -12,13 +12,13 @@ import { inject } from 'vitest';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
 import { migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { CONTRACT_TABLES } from './contract-tables.ts';
+import { acquirePgliteWarehouse } from './pglite-pool.ts';
 import {
   adminQuery,
   copyPgliteTemplate,
   databaseUrlFor,
   ensurePostgresTemplate,
   pgliteEmptyTemplate,
-  pgliteTemplate,
 } from './warehouse-template.ts';
 
 export type TestBackend = 'pglite' | 'postgres';
@@ -88,10 +88,8 @@ export async function createTestWarehouse(
   const migrate = options.migrate ?? true;
   if (options.beside) return createSchemaWarehouse(options.beside, migrate);
   if (backend === 'pglite') {
-    return openWarehouse({
-      memory: true,
-      loadDataDir: await (migrate ? pgliteTemplate() : pgliteEmptyTemplate()),
-    });
+    if (migrate) return acquirePgliteWarehouse();
+    return openWarehouse({ memory: true, loadDataDir: await pgliteEmptyTemplate() });
   }
   const serverUrl = requireDatabaseUrl();
   const database = `${cloneDatabasePrefix()}${randomBytes(6).toString('hex')}`;

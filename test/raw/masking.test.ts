@@ -8,28 +8,17 @@
  * the spellings and types, a small HTTP front adds by rewriting its listings answers.
  * Everything else (the sandbox, the client, the sync, the database, the command) is real.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type Kysely, sql } from 'kysely';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { listingSchema } from '../../src/api/listings.ts';
 import { silentLogger } from '../../src/log.ts';
 import { decompressBody } from '../../src/raw/body.ts';
 import { replay } from '../../src/sync/replay.ts';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
 import type { Database } from '../../src/warehouse/database.ts';
-import { runCli } from '../helpers/cli.ts';
-import {
-  createPgliteDataDir,
-  createTestWarehouse,
-  databaseEnv,
-  type TestBackend,
-  type TestWarehouse,
-  testBackends,
-} from '../helpers/database.ts';
+import { createCommandWarehouse, runCli } from '../helpers/cli.ts';
+import { type TestBackend, type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { secretsFoundIn } from '../helpers/secret-scan.ts';
 import { dumpAll, nightOf, sandboxSuite, sync } from '../sync/harness.ts';
 import { inSchema } from './documented-content.ts';
@@ -208,40 +197,16 @@ async function listingsRewritingFront(
 }
 
 /**
- * A warehouse a command can open too, and the environment that points it there: PGlite in
- * a data directory, which `release` closes so that a command can open it; PostgreSQL a
- * database of its own, which a command opens beside the test.
+ * A warehouse a command run in-process reaches too, and the environment that points it
+ * there (test/helpers/cli.ts, `createCommandWarehouse`); closed when the test finishes.
  */
 async function commandReachableWarehouse(backend: TestBackend): Promise<{
   warehouse: TestWarehouse;
   env: Record<string, string>;
-  release(): Promise<void>;
 }> {
-  if (backend === 'postgres') {
-    const warehouse = await createTestWarehouse(backend);
-    onTestFinished(() => warehouse.close());
-    return {
-      warehouse,
-      env: { ...databaseEnv(warehouse, ''), LOG_LEVEL: 'warn' },
-      release: async () => {},
-    };
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'masking-'));
-  const dataDir = join(dir, 'pglite');
-  let closed = false;
-  let warehouse: TestWarehouse | undefined;
-  const release = async () => {
-    if (closed || !warehouse) return;
-    closed = true;
-    await warehouse.close();
-  };
-  onTestFinished(async () => {
-    await release();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  await createPgliteDataDir(dataDir);
-  warehouse = await openWarehouse({ pgliteDataDir: dataDir });
-  return { warehouse, env: { ...databaseEnv(warehouse, dataDir), LOG_LEVEL: 'warn' }, release };
+  const target = await createCommandWarehouse(backend);
+  onTestFinished(() => target.close());
+  return { warehouse: target.warehouse, env: { ...target.env, LOG_LEVEL: 'warn' } };
 }
 
 /** Every row of every table of every schema as text, every kept body decompressed. */
@@ -286,7 +251,7 @@ describe.each(testBackends)('directory credentials kept out, end to end (%s)', (
     const front = await listingsRewritingFront(suite.sandbox.baseUrl, served);
     onTestFinished(() => front.close());
     const credentials = suite.sandbox.credentials.map((c) => ({ ...c, baseUrl: front.baseUrl }));
-    const { warehouse, env, release } = await commandReachableWarehouse(backend);
+    const { warehouse, env } = await commandReachableWarehouse(backend);
 
     const result = await sync(warehouse, suite.api, credentials, {
       now: () => nightOf(suite.sandbox),
@@ -331,7 +296,6 @@ describe.each(testBackends)('directory credentials kept out, end to end (%s)', (
     expect(secretsFoundIn(await dumpAll(warehouse), served.secrets)).toEqual([]);
 
     // Nor in what `raw show` prints, byte for byte or pretty.
-    await release();
     for (const businessId of served.businesses) {
       const args = [
         'raw',

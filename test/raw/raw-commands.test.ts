@@ -3,32 +3,25 @@
  * embedded warehouse that two sandbox nights filled (docs/replay.md, "The raw
  * zone").
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listBusinesses } from '../../src/api/index.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
-import { runCli } from '../helpers/cli.ts';
-import { createPgliteDataDir } from '../helpers/database.ts';
+import { type CommandWarehouse, createCommandWarehouse, runCli } from '../helpers/cli.ts';
 import { sync, testApiClient } from '../sync/harness.ts';
 
 const WORLD = { seed: 5, accounts: 1, businessesPerAccount: 3, startDate: '2026-05-10' };
 
 describe('raw zone commands (pglite)', () => {
-  let dir: string;
+  let target: CommandWarehouse;
   let sandbox: RunningSandbox;
   let businessId: number;
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'raw-commands-'));
-    const dataDir = join(dir, 'pglite');
-    await createPgliteDataDir(dataDir);
+    target = await createCommandWarehouse('pglite');
     sandbox = await startSandbox({ ...WORLD, port: 0 });
     const api = testApiClient();
-    const warehouse = await openWarehouse({ pgliteDataDir: dataDir });
+    const warehouse = target.warehouse;
     try {
       for (let night = 0; night < 2; night++) {
         if (night > 0) sandbox.advanceDays(1);
@@ -39,14 +32,13 @@ describe('raw zone commands (pglite)', () => {
       }
       businessId = (await listBusinesses(api, sandbox.credentials[0]!)).records[0]!.id;
     } finally {
-      await warehouse.close();
       await api.close();
     }
-    env = { PGLITE_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+    env = { ...target.env, LOG_LEVEL: 'warn' };
   });
   afterAll(async () => {
     await sandbox?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await target?.close();
   });
 
   it('raw show prints what the upstream answered on a night, pretty or byte for byte', async () => {

@@ -29,10 +29,9 @@ import {
 } from '../../src/report/charts.ts';
 import { REPORT_CSS } from '../../src/report/report-html.ts';
 import { siteLabel } from '../../src/report/site-names.ts';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/connection.ts';
 import { findChromium } from '../helpers/chromium.ts';
-import { runCli } from '../helpers/cli.ts';
-import { pgliteTemplate } from '../helpers/warehouse-template.ts';
+import { type CommandWarehouse, createCommandWarehouse, runCli } from '../helpers/cli.ts';
 import { type ExpectedScore, expectedScorecard } from './scorecard-expected.ts';
 
 const CHROMIUM_ARGS = [
@@ -315,21 +314,17 @@ function chartsPage(charts: string[]): string {
  * the lower id. `asOf` is the scorecard's `now()`, which the table carries.
  */
 async function scorecardOrder(
-  dataDir: string,
+  warehouse: Warehouse,
   asOf: Date,
   first: string,
   last: string,
 ): Promise<ExpectedScore[]> {
-  const warehouse = await openWarehouse({ pgliteDataDir: dataDir });
-  try {
-    return await expectedScorecard(warehouse.db, asOf, first, last);
-  } finally {
-    await warehouse.close();
-  }
+  return expectedScorecard(warehouse.db, asOf, first, last);
 }
 
 describe('report', () => {
   let dir: string;
+  let target: CommandWarehouse;
   let browser: Browser;
   let report: string;
   let businessId: number;
@@ -339,14 +334,15 @@ describe('report', () => {
     const chromiumBinary = await findChromium();
     console.info(`report test: Chromium from ${chromiumBinary.source} (${chromiumBinary.path})`);
     dir = await mkdtemp(join(tmpdir(), 'listings-report-'));
+    // The report commands below are handed this warehouse (PGLITE_DATA_DIR names it).
+    target = await createCommandWarehouse('pglite');
     // Two weeks of the sandbox: enough history for trends, alerts and reviews. For
     // docs/report.png, what `npm start` draws: the demo's defaults, ending yesterday.
     const demo = await runDemo(loadConfig({}), silentLogger(), {
       ...(updateScreenshot ? {} : { days: 14, businessesPerAccount: 6, endDate: '2026-06-30' }),
-      dataDir: join(dir, 'warehouse'),
+      warehouse: target.warehouse,
       reportPath: join(dir, 'report.html'),
       write: () => {},
-      pgliteTemplate: await pgliteTemplate(),
     });
     lastDay = demo.endDate;
     report = demo.reportPath;
@@ -359,6 +355,7 @@ describe('report', () => {
 
   afterAll(async () => {
     await browser?.close();
+    await target?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -403,7 +400,7 @@ describe('report', () => {
     const out = join(dir, 'one.html');
     const ran = await runCli(
       ['report', '--out', out, '--business', String(businessId), '--days', '7'],
-      { PGLITE_DATA_DIR: join(dir, 'warehouse') },
+      target.env,
     );
     expect(ran.code, ran.stderr).toBe(0);
     const weekBefore = new Date(Date.parse(`${lastDay}T00:00:00Z`) - 6 * 86_400_000)
@@ -546,7 +543,7 @@ describe('report', () => {
     async (days) => {
       const out = join(dir, `days-${days}.html`);
       const ran = await runCli(['report', '--out', out, '--days', String(days)], {
-        PGLITE_DATA_DIR: join(dir, 'warehouse'),
+        ...target.env,
       });
       expect(ran.code, ran.stderr).toBe(0);
       const check = await openReport(browser, out);
@@ -567,18 +564,13 @@ describe('report', () => {
   it('the scorecard: the lowest health first (from the tables), sorted by a header click, and read without JavaScript', async () => {
     const out = join(dir, 'health.html');
     const ran = await runCli(['report', '--out', out, '--days', '7'], {
-      PGLITE_DATA_DIR: join(dir, 'warehouse'),
+      ...target.env,
     });
     expect(ran.code, ran.stderr).toBe(0);
     const asOf = new Date(
       /id="scorecard" data-as-of="([^"]+)"/.exec(await readFile(out, 'utf8'))?.[1] ?? 'missing',
     );
-    const expected = await scorecardOrder(
-      join(dir, 'warehouse'),
-      asOf,
-      dayBefore(lastDay, 6),
-      lastDay,
-    );
+    const expected = await scorecardOrder(target.warehouse, asOf, dayBefore(lastDay, 6), lastDay);
     expect(expected.length).toBeGreaterThan(4);
 
     const rowIds = (page: Page) =>
@@ -641,7 +633,7 @@ describe('report', () => {
 
   it('`report --business` names a business that does not exist', async () => {
     const ran = await runCli(['report', '--out', join(dir, 'x.html'), '--business', '999'], {
-      PGLITE_DATA_DIR: join(dir, 'warehouse'),
+      ...target.env,
     });
     // A usage error: exit 2, the sentence on standard error.
     expect(ran.code).toBe(2);

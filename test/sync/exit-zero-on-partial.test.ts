@@ -10,12 +10,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { runCli, startCli } from '../helpers/cli.ts';
+import { attachWarehouse, runCli, startCli } from '../helpers/cli.ts';
+import { createTestWarehouse, type TestWarehouse } from '../helpers/database.ts';
 
 describe('sync --exit-zero-on-partial', () => {
   let dir: string;
   let sandbox: RunningSandbox;
   let env: Record<string, string>;
+  let warehouse: TestWarehouse | undefined;
+  let attached: { detach(): void } | undefined;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'exit-zero-partial-'));
@@ -25,9 +28,14 @@ describe('sync --exit-zero-on-partial', () => {
     const file = join(dir, 'credentials.json');
     await writeFile(file, JSON.stringify([first, { ...second, authToken: 'sbx_refused_0000' }]));
     env = { LISTINGS_CREDENTIALS_FILE: file, PGLITE_DATA_DIR: './warehouse' };
+    // The commands below are handed this warehouse, migrated, for ./warehouse.
+    warehouse = await createTestWarehouse('pglite');
+    attached = attachWarehouse(join(dir, 'warehouse'), warehouse);
     expect((await runCli(['migrate'], env, { cwd: dir })).code).toBe(0);
   });
   afterAll(async () => {
+    attached?.detach();
+    await warehouse?.close();
     await sandbox?.close();
     await rm(dir, { recursive: true, force: true });
   });

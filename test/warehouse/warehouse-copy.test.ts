@@ -93,7 +93,11 @@ describe.skipIf(!serverUrl)('warehouse copy from PGlite into PostgreSQL', () => 
   let opened: Warehouse[] = [];
 
   beforeAll(async () => {
-    fixture = await startSyncFixture('pglite', { seed: 41, accounts: 2, businessesPerAccount: 4 });
+    fixture = await startSyncFixture(
+      'pglite',
+      { seed: 41, accounts: 2, businessesPerAccount: 4 },
+      { directory: true },
+    );
     const env = await fixture.prepare({ migrate: true });
     sourceDir = fixture.pgliteDir;
     const first = await run(['sync'], env);

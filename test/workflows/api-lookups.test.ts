@@ -9,15 +9,13 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createApiClient, listBusinesses } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { runSync } from '../../src/sync/run.ts';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
-import { runCli } from '../helpers/cli.ts';
+import { attachWarehouse, runCli } from '../helpers/cli.ts';
 import {
-  createPgliteDataDir,
   createTestWarehouse,
   databaseEnv,
   type TestWarehouse,
@@ -97,10 +95,12 @@ describe.each(testBackends)('api lookups (%s)', (backend) => {
       const credentials = join(dir, 'credentials.json');
       await writeFile(credentials, JSON.stringify(sandbox.credentials));
       const pgliteDir = join(dir, 'pglite');
+      let own: TestWarehouse | undefined;
       if (backend === 'pglite') {
-        // A command cannot open this process's in-memory PGlite: a data directory of its own.
-        await createPgliteDataDir(pgliteDir);
-        const own = await openWarehouse({ pgliteDataDir: pgliteDir });
+        // A warehouse of its own, which the command is handed for PGLITE_DATA_DIR.
+        own = await createTestWarehouse('pglite');
+        onTestFinished(attachWarehouse(pgliteDir, own).detach);
+        onTestFinished(() => own?.close());
         const api = createApiClient({ logger: silentLogger() });
         try {
           await runSync({
@@ -112,7 +112,6 @@ describe.each(testBackends)('api lookups (%s)', (backend) => {
           });
         } finally {
           await api.close();
-          await own.close();
         }
       }
       const run = await runCli(

@@ -12,8 +12,9 @@ import type { CliIo } from '../../command/io.ts';
 import { createCommandLogger } from '../../command/logger.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { UsageError } from '../../command/usage-error.ts';
+import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { ConfigError } from '../../config/index.ts';
-import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
+import { requireCurrentSchema } from '../../warehouse/open.ts';
 import { dateOption, integerOption } from '../options.ts';
 
 const NO_SINK =
@@ -37,7 +38,7 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
         '../../alerts/outbox.ts'
       );
       // Only reads: a missing embedded database is an error, never created by looking.
-      const warehouse = await openConfiguredWarehouse(config, 'read');
+      const warehouse = await openCommandWarehouse(io, config, 'read');
       try {
         await requireCurrentSchema(warehouse);
         const pending = options.pending === true;
@@ -92,7 +93,7 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
       const { reopenSkipped } = await import('../../alerts/outbox.ts');
       const configured = alertSinksFromConfig(config);
       const sinks = chosenSinks(configured, options.sink);
-      const warehouse = await openConfiguredWarehouse(config);
+      const warehouse = await openCommandWarehouse(io, config);
       try {
         await requireCurrentSchema(warehouse);
         const dispatcher = createAlertDispatcher({
@@ -146,7 +147,7 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
       const { skipPending } = await import('../../alerts/outbox.ts');
       const configured = alertSinksFromConfig(config);
       const sinks = chosenSinks(configured, options.sink);
-      const warehouse = await openConfiguredWarehouse(config);
+      const warehouse = await openCommandWarehouse(io, config);
       try {
         await requireCurrentSchema(warehouse);
         await createAlertDispatcher({

@@ -39,11 +39,11 @@ import {
 } from '../../api/index.ts';
 import { countryByIsoCode } from '../../api/reference.ts';
 import type { CliIo } from '../../command/io.ts';
+import { openCommandWarehouse } from '../../command/warehouse.ts';
 import type { Config } from '../../config/index.ts';
 import { storedBusinessAccount } from '../../warehouse/business-account.ts';
 import type { Warehouse } from '../../warehouse/connection.ts';
 import { businessOfStoredKeyword } from '../../warehouse/keywords.ts';
-import { openConfiguredWarehouse } from '../../warehouse/open.ts';
 import { needsReferenceNames, prepareBusinessInput } from '../../workflows/business-input.ts';
 import {
   accountOption,
@@ -107,10 +107,7 @@ function printList<T>(io: WorkflowIo, result: ListResult<T>, format: OutputForma
 type LookupWarehouse = (config: Config) => Promise<Warehouse>;
 
 function lookupWarehouse(cliIo: CliIo): LookupWarehouse {
-  return (config) =>
-    cliIo.services?.openWarehouse
-      ? cliIo.services.openWarehouse(config)
-      : openConfiguredWarehouse(config, 'inspect');
+  return (config) => openCommandWarehouse(cliIo, config, 'inspect');
 }
 
 /**

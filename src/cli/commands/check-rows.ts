@@ -7,11 +7,13 @@
  * src/cli/commands/check.ts.
  */
 import { createApiClient, listCountries } from '../../api/index.ts';
+import type { CliIo } from '../../command/io.ts';
 import { renderTable } from '../../command/table.ts';
+import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { type Config, ConfigError } from '../../config/index.ts';
 import { redactText, redactUrl, silentLogger } from '../../log.ts';
 import { pendingMigrations } from '../../warehouse/migrate.ts';
-import { openConfiguredWarehouse, resolveWarehouse } from '../../warehouse/open.ts';
+import { resolveWarehouse } from '../../warehouse/open.ts';
 
 export interface CheckRow {
   check: string;
@@ -25,7 +27,10 @@ export interface CheckRow {
 const CHECK_TIMEOUT_MS = 10_000;
 
 /** The checks, in order; `load` loads the configuration (its error is the first failed row). */
-export async function runChecks(load: () => Config): Promise<CheckRow[]> {
+export async function runChecks(
+  load: () => Config,
+  io: Pick<CliIo, 'services'> = {},
+): Promise<CheckRow[]> {
   let config: Config;
   try {
     config = load();
@@ -86,7 +91,7 @@ export async function runChecks(load: () => Config): Promise<CheckRow[]> {
   }
   const target = resolveWarehouse(config, 'inspect');
   try {
-    const warehouse = await openConfiguredWarehouse(config, 'inspect');
+    const warehouse = await openCommandWarehouse(io, config, 'inspect');
     try {
       rows.push({ check: 'warehouse', ok: true, detail: `${target.description} answers` });
       const pending = await pendingMigrations(warehouse.db);

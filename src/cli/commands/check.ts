@@ -17,7 +17,7 @@ export function registerCheckCommand(program: Command, io: CliIo): void {
     .action(async () => {
       const { renderChecks, runChecks } = await import('./check-rows.ts');
       // Its warnings are a row of the table, not lines on standard error.
-      const rows = await runChecks(() => loadCommandConfig(io, 'check', { warnings: 'none' }));
+      const rows = await runChecks(() => loadCommandConfig(io, 'check', { warnings: 'none' }), io);
       io.stdout(renderChecks(rows));
       io.exitCode = rows.every((row) => row.ok) ? EXIT.ok : EXIT.fatal;
     });

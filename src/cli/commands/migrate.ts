@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import type { CliIo } from '../../command/io.ts';
 import { createCommandLogger } from '../../command/logger.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
-import { describeWarehouse, openConfiguredWarehouse } from '../../warehouse/open.ts';
+import { openCommandWarehouse } from '../../command/warehouse.ts';
+import { describeWarehouse } from '../../warehouse/open.ts';
 
 export function registerMigrateCommand(program: Command, io: CliIo): void {
   program
@@ -15,7 +16,10 @@ export function registerMigrateCommand(program: Command, io: CliIo): void {
       const { migrateToLatest } = await import('../../warehouse/migrate.ts');
       // A migration may rewrite a year of history (0005): no statement timeout here. The
       // connect and lock timeouts still hold.
-      const warehouse = await openConfiguredWarehouse({ ...config, databaseStatementTimeoutMs: 0 });
+      const warehouse = await openCommandWarehouse(io, {
+        ...config,
+        databaseStatementTimeoutMs: 0,
+      });
       try {
         const { applied } = await migrateToLatest(warehouse.db);
         logger.info({ applied }, 'migrations applied');

@@ -5,8 +5,9 @@
 import { type Command, Option } from 'commander';
 import type { CliIo } from '../../command/io.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
+import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { ConfigError } from '../../config/index.ts';
-import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
+import { requireCurrentSchema } from '../../warehouse/open.ts';
 import { dateOption, integerOption } from '../options.ts';
 
 interface ShowOptions {
@@ -38,7 +39,7 @@ export function registerRawCommand(program: Command, io: CliIo): void {
     .action(async (options: ShowOptions) => {
       const config = loadCommandConfig(io, 'raw');
       const { renderRawShow } = await import('./raw-show.ts');
-      const warehouse = await openConfiguredWarehouse(config, 'read');
+      const warehouse = await openCommandWarehouse(io, config, 'read');
       try {
         await requireCurrentSchema(warehouse);
         const text = await renderRawShow(warehouse.db, {
@@ -66,7 +67,7 @@ export function registerRawCommand(program: Command, io: CliIo): void {
     .action(async () => {
       const config = loadCommandConfig(io, 'raw');
       const { readRawStats, renderRawStats } = await import('./raw-show.ts');
-      const warehouse = await openConfiguredWarehouse(config, 'read');
+      const warehouse = await openCommandWarehouse(io, config, 'read');
       try {
         await requireCurrentSchema(warehouse);
         io.stdout(renderRawStats(await readRawStats(warehouse.db)));

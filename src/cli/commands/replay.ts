@@ -10,11 +10,12 @@ import type { CliIo } from '../../command/io.ts';
 import { createCommandLogger } from '../../command/logger.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { UsageError } from '../../command/usage-error.ts';
+import { openCommandWarehouse } from '../../command/warehouse.ts';
 import type { Config } from '../../config/index.ts';
 import type { Logger } from '../../log.ts';
 import { replay } from '../../sync/replay.ts';
 import { type InPlaceResult, replayInPlace } from '../../sync/replay-in-place.ts';
-import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
+import { requireCurrentSchema } from '../../warehouse/open.ts';
 import { dateOption, integerOption } from '../options.ts';
 
 export interface ReplayCommandOptions {
@@ -56,10 +57,10 @@ export async function runReplayCommand(
   config: Config,
   options: ReplayCommandOptions,
   logger: Logger,
-  io: Pick<CliIo, 'stdout' | 'stderr' | 'isTTY'>,
+  io: Pick<CliIo, 'stdout' | 'stderr' | 'isTTY' | 'services'>,
 ): Promise<number> {
   checkTarget(options);
-  const warehouse = await openConfiguredWarehouse(config);
+  const warehouse = await openCommandWarehouse(io, config);
   try {
     await requireCurrentSchema(warehouse);
     const common = {

@@ -6,7 +6,8 @@ import { type Command, Option } from 'commander';
 import { EXIT } from '../../command/exit-codes.ts';
 import type { CliIo } from '../../command/io.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
-import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
+import { openCommandWarehouse } from '../../command/warehouse.ts';
+import { requireCurrentSchema } from '../../warehouse/open.ts';
 import { integerOption } from '../options.ts';
 
 export interface ReportCommandOptions {
@@ -40,7 +41,7 @@ async function runReportCommand(io: CliIo, options: ReportCommandOptions): Promi
   const config = loadCommandConfig(io, 'report');
   const { writeReport } = await import('../../report/write-report.ts');
   const { warehouseIsEmpty } = await import('../../warehouse/report-window.ts');
-  const warehouse = await openConfiguredWarehouse(config, 'read');
+  const warehouse = await openCommandWarehouse(io, config, 'read');
   try {
     await requireCurrentSchema(warehouse);
     if (await warehouseIsEmpty(warehouse.db)) {

@@ -2,7 +2,8 @@
 import { type Command, Option } from 'commander';
 import type { CliIo } from '../../command/io.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
-import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
+import { openCommandWarehouse } from '../../command/warehouse.ts';
+import { requireCurrentSchema } from '../../warehouse/open.ts';
 import { integerOption } from '../options.ts';
 
 export function registerRunsCommand(program: Command, io: CliIo): void {
@@ -17,7 +18,7 @@ export function registerRunsCommand(program: Command, io: CliIo): void {
     .action(async (options: { limit: number }) => {
       const config = loadCommandConfig(io, 'runs');
       const { readRecentRuns, renderRuns } = await import('./runs-table.ts');
-      const warehouse = await openConfiguredWarehouse(config, 'read');
+      const warehouse = await openCommandWarehouse(io, config, 'read');
       try {
         await requireCurrentSchema(warehouse);
         io.stdout(`Sync runs in ${warehouse.target.description}:\n`);

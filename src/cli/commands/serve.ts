@@ -10,8 +10,8 @@ import { EXIT } from '../../command/exit-codes.ts';
 import { type CliIo, untilAborted } from '../../command/io.ts';
 import { createCommandLogger } from '../../command/logger.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
+import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { requireWebhookSecrets } from '../../config/index.ts';
-import { openConfiguredWarehouse } from '../../warehouse/open.ts';
 import { signalName } from './sync.ts';
 
 export function registerServeCommand(program: Command, io: CliIo): void {
@@ -31,7 +31,7 @@ async function runServeCommand(io: CliIo): Promise<number> {
   // Configuration errors first, before anything is opened.
   requireWebhookSecrets(config);
   const { startServe } = await import('../../serve/server.ts');
-  const warehouse = await openConfiguredWarehouse(config, 'write', { command: 'serve' });
+  const warehouse = await openCommandWarehouse(io, config, 'write', { command: 'serve' });
   if (warehouse.kind === 'pglite') {
     // PGlite serves one process at a time: say so once, at the start (docs/serve.md).
     logger.warn(

@@ -8,10 +8,11 @@ import type { CliIo } from '../../command/io.ts';
 import { createCommandLogger } from '../../command/logger.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { UsageError } from '../../command/usage-error.ts';
+import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { type Credential, requireCredentials } from '../../config/index.ts';
 import { STREAMS } from '../../streams/index.ts';
 import { syncOptionsFromConfig } from '../../sync/options.ts';
-import { openConfiguredWarehouse, requireCurrentSchema } from '../../warehouse/open.ts';
+import { requireCurrentSchema } from '../../warehouse/open.ts';
 import { shardOption } from '../options.ts';
 
 // The sync modules load only when the command runs: `--help` stays quick.
@@ -99,7 +100,7 @@ async function runSyncCommand(
   const alertSinks = alertSinksFromConfig(config);
   const { createProgressReporter } = await import('../../sync/progress.ts');
   const { renderSyncSummary } = await import('../../sync/summary.ts');
-  const warehouse = await openConfiguredWarehouse(config);
+  const warehouse = await openCommandWarehouse(io, config);
   const api = createConfiguredApiClient(config, logger);
   const onAbort = () =>
     logger.warn(

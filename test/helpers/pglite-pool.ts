@@ -1,0 +1,154 @@
+/**
+ * The worker's PGlite warehouses: opened once per worker process and handed to one test
+ * at a time, reset in between, instead of a new PGlite per test.
+ *
+ * Starting a PGlite from the migrated dump costs about 0.5 s of CPU (the WebAssembly
+ * module's start, then the dump unpacked file by file into its in-memory file system);
+ * resetting one a test has used costs about 20–50 ms. A reset rolls back what the test left
+ * open, discards the session's state (settings, advisory locks, prepared statements,
+ * temporary tables), empties every table that holds a row (`TRUNCATE … RESTART IDENTITY`),
+ * restarts every sequence and forgets the planner statistics a test's ANALYZE gathered; so
+ * the next test sees exactly the migrated template. A test that changed the schema
+ * itself (a migration run down, a replay that swapped tables in, an index of its own) is
+ * seen by a fingerprint of the catalog taken when the instance was opened: that
+ * instance is closed and a fresh one opened from the dump, never reused.
+ *
+ * Several may be out at once (a test that replays one warehouse into another): the pool
+ * grows to what the busiest test held, and keeps them for the next.
+ */
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PGliteDialect, sql } from 'kysely';
+import { pgliteParsers } from '../../src/warehouse/connection.ts';
+import type { Database } from '../../src/warehouse/database.ts';
+import type { TestWarehouse } from './database.ts';
+import { pgliteTemplate } from './warehouse-template.ts';
+
+interface Pooled {
+  pglite: PGlite;
+  db: Kysely<Database>;
+  /** The catalog as the template left it (see `catalogFingerprint`). */
+  fingerprint: string;
+  busy: boolean;
+}
+
+const pool: Pooled[] = [];
+
+/**
+ * Every user-made object a test could create, change or drop, by identity: relations
+ * (oid, name, kind, column count, schema), their columns' types, schemas, constraints,
+ * functions, triggers, rules (views), roles and extensions. Temporary schemas are left
+ * out: one appears the first time a session makes a temporary table, and `DISCARD ALL`
+ * empties it.
+ */
+const CATALOG_FINGERPRINT = sql<{ fingerprint: string }>`
+  select md5(string_agg(item, ',' order by item)) as fingerprint from (
+    select concat_ws(':', 'c', c.oid, c.relname, c.relkind::text, c.relnatts, c.relnamespace) as item
+      from pg_class c
+     where c.relnamespace not in ('pg_catalog'::regnamespace, 'information_schema'::regnamespace, 'pg_toast'::regnamespace)
+       and c.relpersistence <> 't'
+    union all select concat_ws(':', 'n', oid, nspname) from pg_namespace
+     where nspname not like 'pg_temp%' and nspname not like 'pg_toast_temp%'
+    union all select concat_ws(':', 'a', a.attrelid, a.attnum, a.atttypid, a.attnotnull, a.attisdropped)
+      from pg_attribute a join pg_class c on c.oid = a.attrelid
+     where c.relnamespace = 'public'::regnamespace and a.attnum > 0
+    union all select concat_ws(':', 'k', oid) from pg_constraint
+    union all select concat_ws(':', 'p', oid) from pg_proc
+     where pronamespace not in ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
+    union all select concat_ws(':', 't', oid) from pg_trigger
+    union all select concat_ws(':', 'r', oid) from pg_rewrite
+    union all select concat_ws(':', 'o', oid) from pg_authid
+    union all select concat_ws(':', 'e', oid) from pg_extension
+  ) catalog`;
+
+async function catalogFingerprint(db: Kysely<Database>): Promise<string> {
+  const { rows } = await CATALOG_FINGERPRINT.execute(db);
+  return rows[0]?.fingerprint ?? '';
+}
+
+/** The tables of `public` that hold at least one row (the migrations' own log aside). */
+async function tablesWithRows(db: Kysely<Database>): Promise<string[]> {
+  const { rows: tables } = await sql<{ name: string }>`
+    select relname as name from pg_class
+     where relkind in ('r', 'p') and relnamespace = 'public'::regnamespace
+       and relname not like 'kysely\\_migration%'`.execute(db);
+  if (tables.length === 0) return [];
+  const probes = tables.map(
+    ({ name }) => sql`select ${name}::text as name where exists (select 1 from ${sql.table(name)})`,
+  );
+  const { rows } = await sql<{ name: string }>`${sql.join(probes, sql` union all `)}`.execute(db);
+  return rows.map((row) => row.name);
+}
+
+async function open(): Promise<Pooled> {
+  const pglite = await PGlite.create({
+    loadDataDir: await pgliteTemplate(),
+    parsers: pgliteParsers,
+  });
+  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  return { pglite, db, fingerprint: await catalogFingerprint(db), busy: true };
+}
+
+async function discard(entry: Pooled): Promise<void> {
+  pool.splice(pool.indexOf(entry), 1);
+  await entry.db.destroy().catch(() => {});
+  if (!entry.pglite.closed) await entry.pglite.close().catch(() => {});
+}
+
+/**
+ * Puts `entry` back as the template left it, or answers false when that is not possible
+ * (its catalog changed, or a statement failed): the caller then opens another.
+ */
+async function reset(entry: Pooled): Promise<boolean> {
+  try {
+    // Fails inside a transaction block: a test that left one open costs its instance.
+    await entry.pglite.exec('discard all');
+    if ((await catalogFingerprint(entry.db)) !== entry.fingerprint) return false;
+    const tables = await tablesWithRows(entry.db);
+    if (tables.length > 0) {
+      await sql`truncate ${sql.join(tables.map((t) => sql.table(t)))} restart identity cascade`.execute(
+        entry.db,
+      );
+    }
+    await sql`select setval(s.seqrelid, s.seqstart, false) from pg_sequence s
+               join pg_class c on c.oid = s.seqrelid
+              where c.relnamespace = 'public'::regnamespace`.execute(entry.db);
+    await sql`delete from pg_statistic s using pg_class c
+               where c.oid = s.starelid and c.relnamespace = 'public'::regnamespace`.execute(
+      entry.db,
+    );
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A migrated, empty PGlite warehouse for one test, from the worker's pool. Its `close()`
+ * hands it back; the next test to take it finds it reset.
+ */
+export async function acquirePgliteWarehouse(): Promise<TestWarehouse> {
+  let entry: Pooled | undefined;
+  for (const candidate of pool.filter((e) => !e.busy)) {
+    candidate.busy = true;
+    if (await reset(candidate)) {
+      entry = candidate;
+      break;
+    }
+    await discard(candidate);
+  }
+  if (!entry) {
+    entry = await open();
+    pool.push(entry);
+  }
+  const taken = entry;
+  let closed = false;
+  return {
+    db: taken.db,
+    kind: 'pglite',
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      taken.busy = false;
+    },
+  };
+}
