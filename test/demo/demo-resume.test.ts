@@ -13,8 +13,13 @@ import { loadConfig } from '../../src/config/index.ts';
 import { type DemoOptions, runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { openWarehouse } from '../../src/warehouse/connection.ts';
-import { dropSchema, freshSchemaName, testBackends } from '../helpers/database.ts';
-import { pgliteTemplate } from '../helpers/warehouse-template.ts';
+import {
+  createTestWarehouse,
+  dropSchema,
+  freshSchemaName,
+  type TestWarehouse,
+  testBackends,
+} from '../helpers/database.ts';
 
 const END = '2026-03-10';
 /** The day the first demo is stopped on: its third of four. */
@@ -51,13 +56,16 @@ const TABLES: Record<string, ReturnType<typeof sql>> = {
     previous_status, status, detected_at, keyword, review_id from alerts`,
 };
 
-type Where = Pick<DemoOptions, 'dataDir' | 'databaseUrl' | 'schema'>;
+type Where = Pick<DemoOptions, 'warehouse' | 'databaseUrl' | 'schema'>;
 
 /** The tables' rows, each row as sorted JSON, read with a connection of the test's own. */
 async function tableRows(where: Where): Promise<Record<string, string[]>> {
-  const wh = where.databaseUrl
-    ? await openWarehouse({ databaseUrl: where.databaseUrl, searchPath: where.schema as string })
-    : await openWarehouse({ pgliteDataDir: where.dataDir as string });
+  const wh =
+    where.warehouse ??
+    (await openWarehouse({
+      databaseUrl: where.databaseUrl as string,
+      searchPath: where.schema as string,
+    }));
   try {
     const out: Record<string, string[]> = {};
     for (const [table, query] of Object.entries(TABLES)) {
@@ -66,7 +74,7 @@ async function tableRows(where: Where): Promise<Record<string, string[]>> {
     }
     return out;
   } finally {
-    await wh.close();
+    if (!where.warehouse) await wh.close();
   }
 }
 
@@ -79,20 +87,26 @@ async function rankRowsOn(where: Where, day: string): Promise<number> {
 describe.each(testBackends)('a demo stopped part-way through a day (%s)', (backend) => {
   let dir = '';
   const schemas: string[] = [];
+  const warehouses: TestWarehouse[] = [];
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'listings-demo-resume-'));
   });
   afterEach(async () => {
     for (const schema of schemas.splice(0)) await dropSchema(schema);
+    for (const warehouse of warehouses.splice(0)) await warehouse.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  /** A warehouse of its own for one demo: a PGlite directory, or a fresh schema. */
-  function warehouseFor(name: string): Where {
-    if (backend === 'pglite') return { dataDir: join(dir, name) };
+  /** A warehouse of its own for one demo: an in-memory PGlite, or a fresh schema. */
+  async function warehouseFor(): Promise<Where> {
+    if (backend === 'pglite') {
+      const warehouse = await createTestWarehouse('pglite');
+      warehouses.push(warehouse);
+      return { warehouse };
+    }
     const schema = freshSchemaName();
     schemas.push(schema);
-    return { databaseUrl: url as string, schema, dataDir: join(dir, 'never-used') };
+    return { databaseUrl: url as string, schema };
   }
 
   // One business at a time per account: a stop after the day's first business leaves the
@@ -107,7 +121,6 @@ describe.each(testBackends)('a demo stopped part-way through a day (%s)', (backe
       businessesPerAccount: 3,
       reportPath: join(dir, 'report.html'),
       endDate: END,
-      pgliteTemplate: await pgliteTemplate(),
       ...where,
       ...extra,
       write: (line) => lines.push(line),
@@ -116,7 +129,7 @@ describe.each(testBackends)('a demo stopped part-way through a day (%s)', (backe
   }
 
   it('syncs the stopped day again on the next start, and ends with the rows of a demo never stopped', async () => {
-    const resumed = warehouseFor('resumed');
+    const resumed = await warehouseFor();
     const stop = new AbortController();
     const stopped = await demo(resumed, {
       signal: stop.signal,
@@ -130,7 +143,7 @@ describe.each(testBackends)('a demo stopped part-way through a day (%s)', (backe
       'interrupted',
     ]);
 
-    const continuous = warehouseFor('continuous');
+    const continuous = await warehouseFor();
     await demo(continuous);
     const full = await rankRowsOn(continuous, STOPPED_DAY);
     // The hole the stop left: part of the day's rank rows, not all.

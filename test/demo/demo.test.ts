@@ -7,36 +7,45 @@ import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import {
+  afterAll,
+  afterEach,
+  beforeAll,
+  beforeEach,
+  describe,
+  expect,
+  it,
+  onTestFinished,
+} from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { type DemoOptions, type DemoResult, runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
-import { startCli } from '../helpers/cli.ts';
-import { pgliteTemplate } from '../helpers/warehouse-template.ts';
+import type { Warehouse } from '../../src/warehouse/connection.ts';
+import { attachWarehouse, startCli } from '../helpers/cli.ts';
+import { createTestWarehouse, type TestWarehouse } from '../helpers/database.ts';
+import { clonePgliteWarehouse } from '../helpers/pglite-pool.ts';
 
 const END = '2026-03-10';
 
 describe('demo', () => {
   let dir: string;
+  /** The test's warehouse: an in-memory PGlite the demo is handed (its `warehouse` option). */
+  let warehouse: TestWarehouse;
   const options = (): DemoOptions => ({
     days: 3,
     accounts: 2,
     businessesPerAccount: 3,
-    dataDir: join(dir, 'warehouse'),
+    warehouse,
     reportPath: join(dir, 'report.html'),
     endDate: END,
   });
 
-  // A new warehouse starts from the migrated template rather than initdb (the command's
-  // own demo, the last test, still runs both).
   async function demo(
     extra: Partial<DemoOptions> = {},
   ): Promise<{ lines: string[]; result: DemoResult }> {
     const lines: string[] = [];
     const result = await runDemo(loadConfig({}), silentLogger(), {
       ...options(),
-      pgliteTemplate: await pgliteTemplate(),
       ...extra,
       write: (line) => lines.push(line),
     });
@@ -44,9 +53,8 @@ describe('demo', () => {
   }
 
   /** Counts straight from the tables, written independently of the demo's own queries. */
-  async function warehouseCounts(dataDir = join(dir, 'warehouse')) {
-    const wh = await openWarehouse({ pgliteDataDir: dataDir });
-    try {
+  async function warehouseCounts(wh: Warehouse = warehouse) {
+    {
       const one = async (query: ReturnType<typeof sql>) =>
         Number(((await query.execute(wh.db)).rows[0] as { n: number }).n);
       const statuses = (
@@ -82,8 +90,6 @@ describe('demo', () => {
         ),
         days,
       };
-    } finally {
-      await wh.close();
     }
   }
 
@@ -98,31 +104,45 @@ describe('demo', () => {
   const leadingNumber = (text: string) => Number(text.match(/^[\d,]+/)?.[0].replace(/,/g, ''));
 
   /**
-   * The first run, to the end date, in a directory of its own, and what the warehouse
-   * holds after it: run once per file (it is the same every time) and never written
-   * again; a test that carries on from it works on a copy (firstRun).
+   * The first run, to the end date, in a directory and a warehouse of its own, and what
+   * the warehouse holds after it: run once per file (it is the same every time) and never
+   * written again; a test that carries on from it works on a copy (firstRun).
    */
-  let first: { dir: string; lines: string[]; result: DemoResult; counts: Counts };
+  let first: {
+    dir: string;
+    warehouse: TestWarehouse;
+    lines: string[];
+    result: DemoResult;
+    counts: Counts;
+  };
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'listings-demo-first-'));
+    warehouse = await createTestWarehouse('pglite');
     const run = await demo();
-    first = { dir, ...run, counts: await warehouseCounts() };
-  }, 120_000);
+    first = { dir, warehouse, ...run, counts: await warehouseCounts() };
+  });
   afterAll(async () => {
+    await first?.warehouse.close();
     if (first) await rm(first.dir, { recursive: true, force: true });
   });
 
-  // Each test has its own directory; one that carries on from the first run gets its own copy.
+  // Each test has its own directory and warehouse; one that carries on from the first run
+  // gets a copy of its warehouse.
+  const others: TestWarehouse[] = [];
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'listings-demo-'));
+    warehouse = await createTestWarehouse('pglite');
   });
   afterEach(async () => {
+    await warehouse?.close();
+    for (const other of others.splice(0)) await other.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  /** The first run's warehouse, copied into this test's directory. */
+  /** The first run's warehouse, copied into this test's. */
   async function firstRun() {
-    await cp(join(first.dir, 'warehouse'), join(dir, 'warehouse'), { recursive: true });
+    await warehouse.close();
+    warehouse = await clonePgliteWarehouse(first.warehouse);
     return first;
   }
 
@@ -173,8 +193,8 @@ describe('demo', () => {
     expect(result.startDate).toBe('2026-03-09');
     expect(lines.join('\n')).toContain('Simulating 2026-03-09 to 2026-03-10');
     expect((await warehouseCounts()).days.at(-1)).toBe('2026-03-10');
-    const wh = await openWarehouse({ pgliteDataDir: join(dir, 'warehouse') });
-    try {
+    const wh = warehouse;
+    {
       const latest = (
         await sql<{ what: string; at: Date | null }>`
           select 'alert detected' as what, max(detected_at) as at from alerts
@@ -191,11 +211,8 @@ describe('demo', () => {
       // Each day is synced at its end: everything the sandbox dated that day came before.
       const lastSeen = latest.find((r) => r.what === 'review seen')?.at;
       expect(new Date(lastSeen!).toISOString()).toBe('2026-03-10T23:59:59.999Z');
-    } finally {
-      await wh.close();
     }
-    // A limit for a hang: two syncs and the report on PGlite, on a busy 2-core machine.
-  }, 120_000);
+  });
 
   it('a second run on the same day adds nothing', async () => {
     const { counts: afterFirst } = await firstRun();
@@ -215,27 +232,28 @@ describe('demo', () => {
     expect(after.days).toEqual([...afterFirst.days, '2026-03-11', '2026-03-12']);
     expect(after.syncRuns).toBe(afterFirst.syncRuns + 2);
     // The same history as one uninterrupted run to that day: nothing twice, nothing skipped.
+    const continuousWarehouse = await createTestWarehouse('pglite');
+    others.push(continuousWarehouse);
     const continuous = await runDemo(loadConfig({}), silentLogger(), {
       ...options(),
-      pgliteTemplate: await pgliteTemplate(),
-      dataDir: join(dir, 'continuous'),
+      warehouse: continuousWarehouse,
       reportPath: join(dir, 'continuous.html'),
       endDate: '2026-03-12',
       days: 5,
       write: () => {},
     });
     expect(continuous.startDate).toBe('2026-03-07');
-    expect(after).toEqual(await warehouseCounts(join(dir, 'continuous')));
+    expect(after).toEqual(await warehouseCounts(continuousWarehouse));
     // And the printed numbers still match.
     expect(leadingNumber(printed(later.lines, 'alerts raised'))).toBe(after.alerts);
-    // A limit for a hang: two runs and their reports on PGlite, on a busy 2-core machine.
-  }, 120_000);
+  });
 
-  // The command's own demo: a fresh embedded warehouse (initdb, migrations) and a first
-  // day of 50 businesses before the stop, over the 30 s default on a loaded machine.
-  it('`listings-sync demo` runs in-process and, stopped as by SIGTERM, ends after the day in flight with exit 3', {
-    timeout: 90_000,
-  }, async () => {
+  // The command's own demo, with its defaults: a first day of 50 businesses before the
+  // stop. Its warehouse, ./.data/demo under the command's working directory, is the test's
+  // (attached to that directory).
+  it('`listings-sync demo` runs in-process and, stopped as by SIGTERM, ends after the day in flight with exit 3', async () => {
+    const attached = attachWarehouse(join(dir, '.data/demo'), warehouse);
+    onTestFinished(attached.detach);
     const demo = startCli(['demo'], {}, { cwd: dir, now: () => new Date(`${END}T12:00:00Z`) });
     await demo.waitForStderr('"msg":"demo day synced"');
     demo.stop('SIGTERM');
@@ -249,7 +267,7 @@ describe('demo', () => {
     expect(ended.stdout).toContain(`Report: ${join(dir, 'report.html')}`);
     expect(existsSync(join(dir, 'report.html'))).toBe(true);
     // The demo's own warehouse, under the command's working directory.
-    const days = (await warehouseCounts(join(dir, '.data/demo'))).days;
+    const days = (await warehouseCounts()).days;
     expect(days[0]).toBe('2026-02-08');
     expect(days.length).toBeLessThanOrEqual(2);
   });

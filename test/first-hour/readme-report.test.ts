@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
-import { pgliteTemplate } from '../helpers/warehouse-template.ts';
+import { createTestWarehouse, type TestWarehouse } from '../helpers/database.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -53,22 +53,24 @@ function columnsAfter(html: string, heading: string): string[] {
 describe("README's description of the report", () => {
   let dir: string;
   let html: string;
+  let warehouse: TestWarehouse;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'readme-report-'));
+    warehouse = await createTestWarehouse('pglite');
     await runDemo(loadConfig({}), silentLogger(), {
       days: 8,
       accounts: 1,
       businessesPerAccount: 4,
-      dataDir: join(dir, '.data/demo'),
+      warehouse,
       reportPath: join(dir, 'report.html'),
       endDate: '2026-04-02',
       write: () => {},
-      pgliteTemplate: await pgliteTemplate(),
     });
     html = await readFile(join(dir, 'report.html'), 'utf8');
   }, 120_000);
   afterAll(async () => {
+    await warehouse?.close();
     await rm(dir, { recursive: true, force: true });
   });
 

@@ -19,8 +19,12 @@ import { hoursText } from '../../src/report/report-html.ts';
 import { siteLabel } from '../../src/report/site-names.ts';
 import { writeReport } from '../../src/report/write-report.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
-import { dropSchema, freshSchemaName, testBackends } from '../helpers/database.ts';
-import { pgliteTemplate } from '../helpers/warehouse-template.ts';
+import {
+  createTestWarehouse,
+  dropSchema,
+  freshSchemaName,
+  testBackends,
+} from '../helpers/database.ts';
 
 const testDatabaseUrl = process.env['TEST_DATABASE_URL']?.trim();
 
@@ -84,12 +88,8 @@ describe.each(testBackends)('the report on the demo (%s)', (backend) => {
         searchPath: schema,
       });
     } else {
-      await runDemo(loadConfig({}), silentLogger(), {
-        ...common,
-        dataDir: join(dir, 'demo'),
-        pgliteTemplate: await pgliteTemplate(),
-      });
-      warehouse = await openWarehouse({ pgliteDataDir: join(dir, 'demo') });
+      warehouse = await createTestWarehouse('pglite');
+      await runDemo(loadConfig({}), silentLogger(), { ...common, warehouse });
     }
     const report = await writeReport(warehouse.db, { out: join(dir, 'report.html'), days: 90 });
     data = report.data;

@@ -15,8 +15,12 @@ import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
-import { dropSchema, freshSchemaName, testBackends } from '../helpers/database.ts';
-import { pgliteTemplate } from '../helpers/warehouse-template.ts';
+import {
+  createTestWarehouse,
+  dropSchema,
+  freshSchemaName,
+  testBackends,
+} from '../helpers/database.ts';
 
 const DOC = readFileSync(join(import.meta.dirname, '../../docs/warehouse.md'), 'utf8');
 const EXAMPLES = [...DOC.matchAll(/```sql\n([\s\S]*?)```/g)].map((m, i) => ({
@@ -51,12 +55,8 @@ describe.each(testBackends)('docs/warehouse.md examples on the demo (%s)', (back
         searchPath: schema,
       });
     } else {
-      await runDemo(loadConfig({}), silentLogger(), {
-        ...common,
-        dataDir: join(dir, 'demo'),
-        pgliteTemplate: await pgliteTemplate(),
-      });
-      warehouse = await openWarehouse({ pgliteDataDir: join(dir, 'demo') });
+      warehouse = await createTestWarehouse('pglite');
+      await runDemo(loadConfig({}), silentLogger(), { ...common, warehouse });
     }
   }, 600_000);
 

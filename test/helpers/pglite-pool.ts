@@ -79,12 +79,16 @@ async function tablesWithRows(db: Kysely<Database>): Promise<string[]> {
   return rows.map((row) => row.name);
 }
 
-async function open(): Promise<Pooled> {
+/** The PGlite behind each warehouse of the pool, for `clonePgliteWarehouse`. */
+const pglites = new WeakMap<Kysely<Database>, PGlite>();
+
+async function open(dump?: Blob): Promise<Pooled> {
   const pglite = await PGlite.create({
-    loadDataDir: await pgliteTemplate(),
+    loadDataDir: dump ?? (await pgliteTemplate()),
     parsers: pgliteParsers,
   });
   const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  pglites.set(db, pglite);
   return { pglite, db, fingerprint: await catalogFingerprint(db), busy: true };
 }
 
@@ -123,6 +127,21 @@ async function reset(entry: Pooled): Promise<boolean> {
 }
 
 /**
+ * A copy of `warehouse` (one of the pool's) as it is now, for a test that carries on from
+ * one state in two ways: a new instance from its dump. Its `close()` hands it to the pool
+ * like any other, with the template's fingerprint: a copy of a changed catalog is
+ * discarded at its next reset.
+ */
+export async function clonePgliteWarehouse(warehouse: TestWarehouse): Promise<TestWarehouse> {
+  const source = pglites.get(warehouse.db);
+  if (!source) throw new Error('clonePgliteWarehouse: not a warehouse of the PGlite pool');
+  const entry = await open(await source.dumpDataDir('none'));
+  entry.fingerprint = templateFingerprint ?? entry.fingerprint;
+  pool.push(entry);
+  return lend(entry);
+}
+
+/**
  * A migrated, empty PGlite warehouse for one test, from the worker's pool. Its `close()`
  * hands it back; the next test to take it finds it reset.
  */
@@ -138,17 +157,24 @@ export async function acquirePgliteWarehouse(): Promise<TestWarehouse> {
   }
   if (!entry) {
     entry = await open();
+    templateFingerprint ??= entry.fingerprint;
     pool.push(entry);
   }
-  const taken = entry;
+  return lend(entry);
+}
+
+/** The catalog of a fresh instance of the template, once one was opened. */
+let templateFingerprint: string | undefined;
+
+function lend(entry: Pooled): TestWarehouse {
   let closed = false;
   return {
-    db: taken.db,
+    db: entry.db,
     kind: 'pglite',
     close: async () => {
       if (closed) return;
       closed = true;
-      taken.busy = false;
+      entry.busy = false;
     },
   };
 }

@@ -21,8 +21,12 @@ import { siteLabel } from '../../src/report/site-names.ts';
 import { writeReport } from '../../src/report/write-report.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
 import type { Database } from '../../src/warehouse/database.ts';
-import { dropSchema, freshSchemaName, testBackends } from '../helpers/database.ts';
-import { pgliteTemplate } from '../helpers/warehouse-template.ts';
+import {
+  createTestWarehouse,
+  dropSchema,
+  freshSchemaName,
+  testBackends,
+} from '../helpers/database.ts';
 import { type ExpectedScore, expectedScorecard, expectedVisibility } from './scorecard-expected.ts';
 
 const testDatabaseUrl = process.env['TEST_DATABASE_URL']?.trim();
@@ -166,12 +170,8 @@ describe.each(testBackends)('the report states counts that are true and add up (
         searchPath: schema,
       });
     } else {
-      await runDemo(loadConfig({}), silentLogger(), {
-        ...common,
-        dataDir: join(dir, 'demo'),
-        pgliteTemplate: await pgliteTemplate(),
-      });
-      warehouse = await openWarehouse({ pgliteDataDir: join(dir, 'demo') });
+      warehouse = await createTestWarehouse('pglite');
+      await runDemo(loadConfig({}), silentLogger(), { ...common, warehouse });
     }
     db = warehouse.db;
     const full = await writeReport(db, { out: join(dir, 'full.html'), days: 90 });

@@ -14,8 +14,17 @@ export function registerDemoCommand(program: Command, io: CliIo): void {
     .action(async () => {
       const config = loadCommandConfig(io, 'demo');
       const logger = createCommandLogger(io, config);
-      const { runDemo } = await import('../../demo.ts');
+      const { DEMO_DATA_DIR, runDemo } = await import('../../demo.ts');
+      // A test running the command in-process hands it the warehouse of the demo's directory.
+      const given = config.databaseUrl
+        ? undefined
+        : await io.services?.openWarehouse?.(config, {
+            pgliteDataDir: DEMO_DATA_DIR,
+            description: `the demo's embedded PGlite database in ${DEMO_DATA_DIR}`,
+            demo: true,
+          });
       const result = await runDemo(config, logger, {
+        ...(given ? { warehouse: given } : {}),
         endDate: io.now().toISOString().slice(0, 10),
         write: (line) => io.stdout(`${line}\n`),
         signal: io.signal,
