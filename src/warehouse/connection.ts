@@ -12,7 +12,7 @@ import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import { finished } from 'node:stream/promises';
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
+import { type Driver, Kysely, PGliteDialect, PGliteDriver, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { DEFAULTS } from '../config/index.ts';
@@ -442,7 +442,7 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
     throw error;
   }
   if (searchPath) await pglite.query(`SET search_path TO ${searchPath}`);
-  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  const db = pgliteKysely(pglite);
   return {
     db,
     kind: 'pglite',
@@ -455,6 +455,43 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
       }
     },
   };
+}
+
+/**
+ * Kysely's PGlite driver begins a transaction inside PGlite's own `transaction()` and
+ * waits for its callback to start: on a closed instance that call rejects before the
+ * callback runs, so the wait never ends and the rejection goes unheard (the process's
+ * unhandled rejection). A closed warehouse fails the transaction instead, as a closed
+ * pg pool does.
+ */
+class ClosedAwarePGliteDriver extends PGliteDriver {
+  readonly #pglite: PGlite;
+  constructor(pglite: PGlite) {
+    super({ pglite });
+    this.#pglite = pglite;
+  }
+  override async beginTransaction(
+    ...args: Parameters<PGliteDriver['beginTransaction']>
+  ): Promise<void> {
+    if (this.#pglite.closed) throw new Error('PGlite is closed');
+    return super.beginTransaction(...args);
+  }
+}
+
+class ClosedAwarePGliteDialect extends PGliteDialect {
+  readonly #pglite: PGlite;
+  constructor(pglite: PGlite) {
+    super({ pglite });
+    this.#pglite = pglite;
+  }
+  override createDriver(): Driver {
+    return new ClosedAwarePGliteDriver(this.#pglite);
+  }
+}
+
+/** The Kysely instance of an open PGlite, as every embedded warehouse has it. */
+export function pgliteKysely(pglite: PGlite): Kysely<Database> {
+  return new Kysely<Database>({ dialect: new ClosedAwarePGliteDialect(pglite) });
 }
 
 async function ping(db: Kysely<Database>): Promise<void> {

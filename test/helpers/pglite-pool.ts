@@ -17,8 +17,8 @@
  * grows to what the busiest test held, and keeps them for the next.
  */
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PGliteDialect, sql } from 'kysely';
-import { pgliteParsers } from '../../src/warehouse/connection.ts';
+import { type Kysely, sql } from 'kysely';
+import { pgliteKysely, pgliteParsers } from '../../src/warehouse/connection.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import type { TestWarehouse } from './database.ts';
 import { pgliteTemplate } from './warehouse-template.ts';
@@ -87,7 +87,7 @@ async function open(dump?: Blob): Promise<Pooled> {
     loadDataDir: dump ?? (await pgliteTemplate()),
     parsers: pgliteParsers,
   });
-  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  const db = pgliteKysely(pglite);
   pglites.set(db, pglite);
   return { pglite, db, fingerprint: await catalogFingerprint(db), busy: true };
 }

@@ -14,6 +14,7 @@ import { type RunningServe, type ServeOptions, startServe } from '../../src/serv
 import { openWarehouse } from '../../src/warehouse/connection.ts';
 import { migrateToLatest } from '../../src/warehouse/migrate.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { pgliteTemplate } from '../helpers/warehouse-template.ts';
 import { count, testApiClient } from '../sync/harness.ts';
 import { metricValue, serveConfig, startTcpProxy, viaProxy } from './helpers.ts';
 
@@ -217,8 +218,8 @@ describe.each(testBackends)('health and metrics (%s)', (backend) => {
         await proxy.close();
       }
     } else {
-      const closing = await openWarehouse({ memory: true });
-      await migrateToLatest(closing.db);
+      // Its own PGlite, from the migrated template, for this test to close under serve.
+      const closing = await openWarehouse({ memory: true, loadDataDir: await pgliteTemplate() });
       const second = await startServe({ ...base(), warehouse: closing, schedule: 'off' });
       try {
         await second.dispatcher.idle();

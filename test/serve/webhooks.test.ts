@@ -10,7 +10,6 @@ import { silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { type RunningServe, startServe } from '../../src/serve/server.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
-import { migrateToLatest } from '../../src/warehouse/migrate.ts';
 import {
   createTestWarehouse,
   type TestWarehouse,
@@ -18,6 +17,7 @@ import {
   truncateAll,
 } from '../helpers/database.ts';
 import { memoryLogger } from '../helpers/memory-logger.ts';
+import { pgliteTemplate } from '../helpers/warehouse-template.ts';
 import { count } from '../sync/harness.ts';
 import { metricValue, serveConfig, startTcpProxy, viaProxy } from './helpers.ts';
 
@@ -251,8 +251,11 @@ describe.each(testBackends)('webhook intake (%s)', (backend) => {
       }
     } else {
       // PGlite is in-process: "down" is a closed instance (it cannot come back).
-      const closing: Warehouse = await openWarehouse({ memory: true });
-      await migrateToLatest(closing.db);
+      // Its own PGlite, from the migrated template, for this test to close under serve.
+      const closing: Warehouse = await openWarehouse({
+        memory: true,
+        loadDataDir: await pgliteTemplate(),
+      });
       const second = await startServe({
         config: serveConfig({ WEBHOOK_SECRET: NEW_SECRET }),
         warehouse: closing,

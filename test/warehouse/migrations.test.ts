@@ -1,8 +1,9 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
+import { openWarehouse, pgliteKysely } from '../../src/warehouse/connection.ts';
 import { migrateToLatest, pendingMigrations } from '../../src/warehouse/migrate.ts';
 import { CONTRACT_TABLES } from '../helpers/contract-tables.ts';
 import {
@@ -13,6 +14,7 @@ import {
   skipOnPglite,
   testBackends,
 } from '../helpers/database.ts';
+import { pgliteTemplate } from '../helpers/warehouse-template.ts';
 
 /** Every migration in the folder, in order: what a fresh warehouse must apply. */
 const ALL_MIGRATIONS = readdirSync(join(import.meta.dirname, '../../migrations'))
@@ -125,6 +127,29 @@ describe('openWarehouse', () => {
     await expect(
       openWarehouse({ databaseUrl: 'postgres://someone:s3cret@127.0.0.1:1/nowhere' }),
     ).rejects.not.toThrow(/s3cret/);
+  });
+
+  it('a transaction on an embedded database closed under it fails, and nothing is left unheard', async () => {
+    // serve's intake can begin a transaction as the PGlite closes (test/serve/webhooks.test.ts).
+    const pglite = await PGlite.create({ loadDataDir: await pgliteTemplate() });
+    const db = pgliteKysely(pglite);
+    await sql`select 1`.execute(db);
+    await pglite.close();
+    const unheard: unknown[] = [];
+    const listener = (reason: unknown) => unheard.push(reason);
+    process.on('unhandledRejection', listener);
+    try {
+      // Kysely's own PGlite driver waits here for ever, its rejection unhandled.
+      await expect(db.transaction().execute((trx) => sql`select 1`.execute(trx))).rejects.toThrow(
+        /PGlite is closed/,
+      );
+      // An unhandled rejection is reported on the turn after it happens.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('unhandledRejection', listener);
+      await db.destroy();
+    }
+    expect(unheard).toEqual([]);
   });
 
   it('refuses a search path that is not plain schema names', async () => {
