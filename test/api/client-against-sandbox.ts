@@ -9,7 +9,7 @@
  * test about the client's pauses runs them, and the sandbox's rate limit, on a clock it
  * moves (test/helpers/manual-clock.ts) and asserts what was waited, never how long it took.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   ApiError,
   type ApiErrorCode,
@@ -40,6 +40,7 @@ import type { Credential, Review } from '../../src/api/types.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { manualClock, settleWith } from '../helpers/manual-clock.ts';
 import { memoryLogger } from '../helpers/memory-logger.ts';
+import { sandboxRequests } from '../helpers/sandbox-requests.ts';
 import { clientPool, failure } from './harness.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -89,6 +90,9 @@ export function clientAgainstSandbox(mode: 'statuses' | 'every error with HTTP 2
       return response.json();
     }
 
+    /** The shared sandbox's requests, as events. */
+    const requests = sandboxRequests();
+
     beforeAll(async () => {
       sb = await startSandbox({
         seed: 11,
@@ -96,6 +100,7 @@ export function clientAgainstSandbox(mode: 'statuses' | 'every error with HTTP 2
         businessesPerAccount: 6,
         port: 0,
         faults: { errorsWith200 },
+        logger: requests.logger,
       });
       cred = sb.credentials[0]!;
       other = sb.credentials[1]!;
@@ -750,9 +755,10 @@ export function clientAgainstSandbox(mode: 'statuses' | 'every error with HTTP 2
         sb.setFaults({ hangRate: 1 });
         const api = client();
         const controller = new AbortController();
+        const hung = requests.count({ operation: 'list_businesses', outcome: 'hang' });
         const call = listBusinesses(api, cred, { signal: controller.signal });
         // Aborted once the sandbox holds the request, whatever the machine's speed.
-        await vi.waitUntil(() => sb.stats().requests === 1, { timeout: 10_000 });
+        await requests.when({ operation: 'list_businesses', outcome: 'hang' }, hung + 1);
         controller.abort(new Error('run interrupted'));
         await expect(call).rejects.toThrow('run interrupted');
         expect(apiStats(api).byOperation['list_businesses']).toEqual({ aborted: 1 });

@@ -19,6 +19,11 @@ import { metricValue, serveConfig } from './helpers.ts';
 const EVERY_SECOND = '*/1 * * * * *';
 /** Never within a test: runs start with runNow(). */
 const NEW_YEAR = '0 0 1 1 *';
+/**
+ * For a run that ends within a few turns of the event loop: a limit that only guards a
+ * hang, just under the test's 30 s timeout, never a time the run is expected to take.
+ */
+const HANG_GUARD = { timeout: 25_000 };
 
 /** A ticker fired by hand: the scheduler's rules without any clock. */
 function manualTicker(): { start: StartTicker; tick(): void; stopped(): boolean } {
@@ -86,7 +91,7 @@ describe('scheduler', () => {
     expect(await scheduler.runNow()).toBe('skipped');
     expect(skipped).toBe(3);
     gates[0]!.open();
-    await vi.waitUntil(() => !scheduler.isRunning());
+    await vi.waitUntil(() => !scheduler.isRunning(), HANG_GUARD);
     ticker.tick();
     expect([runs, skipped]).toEqual([2, 3]);
     gates[1]!.open();
@@ -115,9 +120,9 @@ describe('scheduler', () => {
       },
     });
     ticker.tick();
-    await vi.waitUntil(() => !scheduler.isRunning());
+    await vi.waitUntil(() => !scheduler.isRunning(), HANG_GUARD);
     ticker.tick();
-    await vi.waitUntil(() => !scheduler.isRunning());
+    await vi.waitUntil(() => !scheduler.isRunning(), HANG_GUARD);
     await scheduler.stop();
     expect(calls).toBe(2);
     const failure = logs.lines().find((l) => l.includes('the sync failed'));
