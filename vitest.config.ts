@@ -7,6 +7,7 @@ const UNIT = [
   'test/api/errors-and-retry.test.ts',
   'test/warehouse/content-hash.test.ts',
   'test/k8s/manifests.test.ts',
+  'test/meta/**/*.test.ts',
 ];
 
 /**

@@ -56,7 +56,46 @@ export interface SandboxOptions {
   faults?: Partial<FaultSettings>;
   /** Requests are logged at debug level, without tokens. Silent by default. */
   logger?: Logger;
+  /** Where the sandbox reads the time and waits; the wall clock by default. */
+  clock?: SandboxClock;
 }
+
+/**
+ * The sandbox's time: added latency, a dripped body's ticks and the pauses between webhook
+ * delivery attempts wait on `sleep`; the rate limit's buckets, the time of day in each
+ * answer's `Date` and a webhook event's time read `now`. A test gives a clock it moves by
+ * hand, so that it can hold a request and release it by moving the time, and assert the
+ * order of what happens rather than how long it took (docs/development.md, "The test
+ * suite"). The same shape as the API client's clock, but the sandbox's own: the sandbox is
+ * a separate program, written from the spec, and imports nothing of the client.
+ */
+export interface SandboxClock {
+  /** Milliseconds since the epoch, as `Date.now()`. */
+  now(): number;
+  /** Resolves after `ms`; rejects with the signal's reason as soon as it aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** The real time: what the sandbox always waited on, a timer per wait. */
+export const wallClock: SandboxClock = Object.freeze({
+  now: () => Date.now(),
+  sleep: (ms: number, signal?: AbortSignal) =>
+    new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal?.reason);
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    }),
+});
 
 export interface SandboxCredential {
   name: string;
@@ -118,12 +157,9 @@ function safeDecode(segment: string): string {
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 export async function startSandbox(options: SandboxOptions = {}): Promise<RunningSandbox> {
   const logger = options.logger ?? silentLogger();
+  const clock = options.clock ?? wallClock;
   const startDate = options.startDate ?? '2026-01-01';
   // Date.parse rolls 2026-02-30 over to March: only a date that reads back the same is one.
   const start = /^\d{4}-\d{2}-\d{2}$/.test(startDate) ? new Date(`${startDate}T00:00:00Z`) : null;
@@ -189,12 +225,12 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     done(null, parseJsonText(body as string));
   });
 
-  // The HTTP `Date` of every answer follows the sandbox clock (its day, at the wall
-  // clock's time of day), as a real upstream's follows its own: a sync keys rank days by
-  // the upstream's date, so `clock/advance` + `sync` records a new day of history.
+  // The HTTP `Date` of every answer follows the sandbox clock (its day, at the time of day
+  // `clock` reads: the wall clock's, unless a test gives one), as a real upstream's follows
+  // its own: a sync keys rank days by the upstream's date, so `clock/advance` + `sync`
+  // records a new day of history.
   app.addHook('onRequest', async (_request, reply) => {
-    const now = new Date();
-    const timeOfDay = now.getTime() % 86_400_000;
+    const timeOfDay = clock.now() % 86_400_000;
     const sandboxNow = new Date(Date.parse(`${today(world)}T00:00:00Z`) + timeOfDay);
     reply.header('date', sandboxNow.toUTCString());
   });
@@ -253,7 +289,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     }
   }
 
-  /** Headers at once, then the body `chunkBytes` at a time every `intervalMs`. */
+  /** Headers at once, then the body `chunkBytes` at a time every `intervalMs` of `clock`. */
   function drip(
     reply: FastifyReply,
     result: OperationResult,
@@ -271,22 +307,22 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
       'content-length': String(body.length),
     });
     raw.flushHeaders();
-    let sent = 0;
-    const timer = setInterval(() => {
-      if (raw.destroyed) {
-        clearInterval(timer);
-        return;
-      }
-      const next = body.subarray(sent, sent + decision.chunkBytes);
-      sent += next.length;
-      if (sent >= body.length) {
-        clearInterval(timer);
-        raw.end(next);
-      } else {
-        raw.write(next);
-      }
-    }, decision.intervalMs);
-    raw.once('close', () => clearInterval(timer));
+    // A tick, then a chunk, until the body is out; the connection closing ends the wait.
+    const closed = new AbortController();
+    raw.once('close', () => closed.abort());
+    const dripBody = async () => {
+      let sent = 0;
+      do {
+        await clock.sleep(decision.intervalMs, closed.signal);
+        if (raw.destroyed) return;
+        const next = body.subarray(sent, sent + decision.chunkBytes);
+        sent += next.length;
+        if (sent >= body.length) raw.end(next);
+        else raw.write(next);
+      } while (sent < body.length);
+    };
+    // A rejection is the close: the client went away, nothing is left to send.
+    dripBody().catch(() => {});
   }
 
   async function handleApi(request: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -300,9 +336,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
         : match.operation;
     stats.requests++;
     const token = typeof query['auth_token'] === 'string' ? query['auth_token'] : '';
-    const decision = decideFault(faults, operation, token, Date.now());
+    const decision = decideFault(faults, operation, token, clock.now());
     const delay = latencyFor(faults);
-    if (delay > 0) await sleep(delay);
+    if (delay > 0) await clock.sleep(delay);
     let outcome: string;
     if (decision.kind !== 'none' && decision.kind !== 'answer' && decision.kind !== 'drip') {
       outcome = decision.kind;
@@ -413,15 +449,20 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     }
     const deliveries: DeliveryReport[] = [];
     for (let i = 0; i < emit.count; i++) {
-      // The sandbox clock's day at the wall clock's time of day: events sort with the
-      // data the sandbox serves for that day, and still differ within one day.
-      const timestamp = `${today(world)}T${new Date().toISOString().slice(11)}`;
+      // The sandbox clock's day at the time of day `clock` reads (the wall clock's, unless
+      // a test gives one): events sort with the data the sandbox serves for that day, and
+      // still differ within one day.
+      const timestamp = `${today(world)}T${new Date(clock.now()).toISOString().slice(11)}`;
       const event = boostEvent(world.seed, webhookEventsEmitted++, account.numericId, timestamp);
       const body = JSON.stringify(event);
       const signature = signWebhookBody(emit.secret, body, emit.encoding);
       const adRunId = (event['data'] as { ad_run_id: string }).ad_run_id;
       for (let copy = 1; copy <= emit.repeat; copy++) {
-        deliveries.push({ adRunId, copy, ...(await deliver(emit.url, body, signature)) });
+        deliveries.push({
+          adRunId,
+          copy,
+          ...(await deliver(emit.url, body, signature, (ms) => clock.sleep(ms))),
+        });
       }
     }
     return {

@@ -113,11 +113,12 @@ async function deliverOnce(url: string, body: string, signature: string): Promis
   return response.status;
 }
 
-/** Deliver one raw body with retries. */
+/** Deliver one raw body with retries, pausing between them on `sleep` (the sandbox's clock). */
 export async function deliver(
   url: string,
   body: string,
   signature: string,
+  sleep: (ms: number) => Promise<void>,
 ): Promise<{ attempts: number; statuses: number[]; delivered: boolean; error?: string }> {
   const statuses: number[] = [];
   let error: string | undefined;
@@ -132,7 +133,7 @@ export async function deliver(
       error = cause instanceof Error ? cause.message : String(cause);
     }
     if (attempt < MAX_ATTEMPTS) {
-      await new Promise((resolve) => setTimeout(resolve, FIRST_RETRY_MS * 2 ** (attempt - 1)));
+      await sleep(FIRST_RETRY_MS * 2 ** (attempt - 1));
     }
   }
   return { attempts: MAX_ATTEMPTS, statuses, delivered: false, ...(error ? { error } : {}) };

@@ -3,7 +3,9 @@
  * docs/upstream.md, "Quirks"), against the sandbox over real HTTP in both status modes:
  * a dripped body ends at the total request time, an answer over a bound is refused before
  * validation, duplicate ids collapse or are refused, an empty answer is an answer, and a
- * Retry-After longer than a run waits fails at once with PAUSE_TOO_LONG.
+ * Retry-After longer than a run waits fails at once with PAUSE_TOO_LONG. The sandbox's time
+ * is a clock the test moves (test/helpers/manual-clock.ts): a dripped body it never moves
+ * for stays at its headers, so only the client's own limit can end the call.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ApiClientOptions } from '../../src/api/client.ts';
@@ -29,7 +31,7 @@ import {
   testBackends,
   truncateAll,
 } from '../helpers/database.ts';
-import { manualClock } from '../helpers/manual-clock.ts';
+import { manualClock, settleWith } from '../helpers/manual-clock.ts';
 import { clientPool, failure } from './harness.ts';
 
 const { client, closeAll } = clientPool();
@@ -43,6 +45,8 @@ describe.each([
   let businessIds: number[];
   /** A business with reviews on at least one site. */
   let reviewed: number;
+  /** The sandbox's: a dripped body comes only as far as the test moves it. */
+  const sandboxClock = manualClock();
 
   beforeAll(async () => {
     sb = await startSandbox({
@@ -51,6 +55,7 @@ describe.each([
       businessesPerAccount: 4,
       port: 0,
       faults: { errorsWith200 },
+      clock: sandboxClock,
     });
     cred = sb.credentials[0]!;
     const api = client();
@@ -80,23 +85,28 @@ describe.each([
 
   describe('a dripped body', () => {
     it('fails at the total request time, naming the setting, not retried, while the other calls finish', async () => {
-      // 4000 bytes at a byte every 20 ms would take 80 s; the total limit is 600 ms.
+      // 4000 bytes at a byte every 20 ms of a sandbox clock that never moves: the headers
+      // come, the body never does. The total limit (real time, the client's own) ends the
+      // call; loose enough for the undripped call beside it on a loaded machine.
       sb.setFaults({
         script: [{ kind: 'drip', operation: 'list_listings', dripBytes: 4000, dripIntervalMs: 20 }],
       });
-      const api = client({ requestTimeoutMs: 600 });
-      const started = performance.now();
+      const mark = sandboxClock.sleeps.length;
+      const api = client({ requestTimeoutMs: 2000 });
       const [dripped, other] = await Promise.all([
         failure(listListings(api, cred, businessIds[0]!)),
         listListings(api, cred, businessIds[1]!),
       ]);
-      const elapsed = performance.now() - started;
       expect(dripped.code).toBe('TIMEOUT');
       expect(dripped.message).toContain(
-        'took longer than 0.6 s in all (headers and body), the limit set by LISTINGS_REQUEST_TIMEOUT_SECONDS; it was not retried',
+        'took longer than 2 s in all (headers and body), the limit set by LISTINGS_REQUEST_TIMEOUT_SECONDS; it was not retried',
       );
-      expect(elapsed).toBeGreaterThanOrEqual(590);
-      expect(elapsed).toBeLessThan(2000);
+      // The dripped call's, not the one beside it.
+      expect(dripped.message).toContain(`list_listings for business ${businessIds[0]} `);
+      // The client cut the connection with the body unfinished: the sandbox, still waiting
+      // for its first tick, saw it close.
+      await sandboxClock.idle();
+      expect(sandboxClock.sleeps.slice(mark)).toEqual([20]);
       expect(other.records.length).toBeGreaterThan(0);
       expect(sb.stats().byOperation['list_listings']).toEqual({ drip: 1, ok: 1 });
       // One attempt only for the dripped call, and the other call's one.
@@ -118,7 +128,8 @@ describe.each([
           },
         ],
       });
-      const dripped = await listListings(api, cred, businessIds[0]!);
+      // The sandbox's clock moves whenever it waits for a tick.
+      const dripped = await settleWith(sandboxClock, listListings(api, cred, businessIds[0]!));
       expect(dripped).toEqual(plain);
       expect(sb.stats().byOperation['list_listings']).toEqual({ ok: 1, drip: 1 });
     });
@@ -400,9 +411,17 @@ describe('the settings', () => {
 describe.each(testBackends)('in a sync (%s)', (backend) => {
   let sandbox: RunningSandbox;
   let warehouse: TestWarehouse;
+  /** The sandbox's, never moved: a dripped body stays at its headers. */
+  const clock = manualClock();
 
   beforeAll(async () => {
-    sandbox = await startSandbox({ seed: 5, accounts: 1, businessesPerAccount: 2, port: 0 });
+    sandbox = await startSandbox({
+      seed: 5,
+      accounts: 1,
+      businessesPerAccount: 2,
+      port: 0,
+      clock,
+    });
     warehouse = await createTestWarehouse(backend);
   });
   afterEach(async () => {
@@ -430,10 +449,9 @@ describe.each(testBackends)('in a sync (%s)', (backend) => {
     sandbox.setFaults({
       script: [{ kind: 'drip', operation: 'list_listings', dripBytes: 4000, dripIntervalMs: 20 }],
     });
-    const started = performance.now();
-    // Loose enough for the undripped answers on a loaded machine; the drip needs 80 s.
+    const mark = clock.sleeps.length;
+    // Loose enough for the undripped answers on a loaded machine; the drip never ends.
     const result = await sync({ requestTimeoutMs: 2000 });
-    expect(performance.now() - started).toBeLessThan(20_000);
     expect(result.status).toBe('partial');
     expect(result.stats.streamFailures).toBe(1);
     expect(result.stats.businesses.synced).toBe(1);
@@ -444,6 +462,10 @@ describe.each(testBackends)('in a sync (%s)', (backend) => {
       }),
     ]);
     expect(sandbox.stats().byOperation['list_listings']).toMatchObject({ drip: 1, ok: 1 });
+    // The run's client cut the dripped connection with its body unfinished: the sandbox,
+    // still waiting for the first tick, saw it close.
+    await clock.idle();
+    expect(clock.sleeps.slice(mark)).toEqual([20]);
   });
 
   it('an oversized rankings answer fails its stream, keeps the stored ranks and quarantines a summary', async () => {

@@ -4,10 +4,12 @@
  * fault kind (counted on the sandbox's own stats), and no secret in logs or errors.
  *
  * One suite, run in two files, one per mode (client.sandbox.statuses.test.ts and
- * client.sandbox.http200.test.ts): much of it waits in real time (a 429 storm, hangs), so
- * the two halves wait side by side in two workers rather than one after the other.
+ * client.sandbox.http200.test.ts): some of it waits for the client's own timeouts (hangs),
+ * so the two halves wait side by side in two workers rather than one after the other. A
+ * test about the client's pauses runs them, and the sandbox's rate limit, on a clock it
+ * moves (test/helpers/manual-clock.ts) and asserts what was waited, never how long it took.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   ApiError,
   type ApiErrorCode,
@@ -36,8 +38,9 @@ import {
 } from '../../src/api/index.ts';
 import type { Credential, Review } from '../../src/api/types.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { manualClock } from '../helpers/manual-clock.ts';
+import { manualClock, settleWith } from '../helpers/manual-clock.ts';
 import { memoryLogger } from '../helpers/memory-logger.ts';
+import { sandboxRequests } from '../helpers/sandbox-requests.ts';
 import { clientPool, failure } from './harness.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -87,6 +90,9 @@ export function clientAgainstSandbox(mode: 'statuses' | 'every error with HTTP 2
       return response.json();
     }
 
+    /** The shared sandbox's requests, as events. */
+    const requests = sandboxRequests();
+
     beforeAll(async () => {
       sb = await startSandbox({
         seed: 11,
@@ -94,6 +100,7 @@ export function clientAgainstSandbox(mode: 'statuses' | 'every error with HTTP 2
         businessesPerAccount: 6,
         port: 0,
         faults: { errorsWith200 },
+        logger: requests.logger,
       });
       cred = sb.credentials[0]!;
       other = sb.credentials[1]!;
@@ -689,19 +696,39 @@ export function clientAgainstSandbox(mode: 'statuses' | 'every error with HTTP 2
       });
 
       it('a 429 storm slows the client down instead of failing it', async () => {
-        sb.setFaults({ rateLimitPerSecond: 5, retryAfterSeconds: 1 });
-        const api = client({ retry: { baseDelayMs: 50, maxDelayMs: 1000 } });
-        const started = Date.now();
-        const calls = Array.from({ length: 24 }, (_, i) =>
-          getBusiness(api, cred, businessIds[i % businessIds.length]!),
-        );
-        const results = await Promise.all(calls);
-        expect(results).toHaveLength(24);
-        const limited = sb.stats().byOperation['get_business']?.['429'] ?? 0;
-        expect(limited).toBeGreaterThan(0);
-        // 24 calls at 5 a second (a burst of 5 allowed) cannot take less than ~3.5 s.
-        expect(Date.now() - started).toBeGreaterThan(3000);
-        expect(apiStats(api).byOperation['get_business']).toEqual({ ok: 24 });
+        // The sandbox's rate limit and the client's pauses on one clock the test moves: the
+        // storm takes what it takes of that clock, none of the wall clock's.
+        const clock = manualClock();
+        const own = await startSandbox({
+          seed: 11,
+          accounts: 1,
+          businessesPerAccount: 6,
+          port: 0,
+          faults: { errorsWith200, rateLimitPerSecond: 5, retryAfterSeconds: 1 },
+          clock,
+        });
+        try {
+          const mine = own.credentials[0]!;
+          const ids = (await listBusinesses(client(), mine)).records.map((b) => b.id);
+          own.resetStats();
+          const started = clock.now();
+          const api = client({ retry: { baseDelayMs: 50, maxDelayMs: 1000 }, clock });
+          const calls = Array.from({ length: 24 }, (_, i) =>
+            getBusiness(api, mine, ids[i % ids.length]!),
+          );
+          const results = await settleWith(clock, Promise.all(calls));
+          expect(results).toHaveLength(24);
+          const limited = own.stats().byOperation['get_business']?.['429'] ?? 0;
+          expect(limited).toBeGreaterThan(0);
+          // Each 429's Retry-After of 1 s was waited out on the clock, and the 24 calls at 5
+          // a second (a burst of 5 allowed) took at least 19 / 5 s of it.
+          expect(clock.sleeps.filter((ms) => ms === 1000).length).toBeGreaterThan(0);
+          expect(clock.now() - started).toBeGreaterThanOrEqual(3800);
+          expect(apiStats(api).byOperation['get_business']).toEqual({ ok: 24 });
+          expect(apiStats(api).retries).toBe(limited);
+        } finally {
+          await own.close();
+        }
       });
 
       it('never retries writes: a scripted 503 on add_keyword is one request and an error', async () => {
@@ -728,9 +755,10 @@ export function clientAgainstSandbox(mode: 'statuses' | 'every error with HTTP 2
         sb.setFaults({ hangRate: 1 });
         const api = client();
         const controller = new AbortController();
+        const hung = requests.count({ operation: 'list_businesses', outcome: 'hang' });
         const call = listBusinesses(api, cred, { signal: controller.signal });
         // Aborted once the sandbox holds the request, whatever the machine's speed.
-        await vi.waitUntil(() => sb.stats().requests === 1, { timeout: 10_000 });
+        await requests.when({ operation: 'list_businesses', outcome: 'hang' }, hung + 1);
         controller.abort(new Error('run interrupted'));
         await expect(call).rejects.toThrow('run interrupted');
         expect(apiStats(api).byOperation['list_businesses']).toEqual({ aborted: 1 });

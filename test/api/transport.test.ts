@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   ApiError,
   addKeyword,
@@ -269,10 +269,10 @@ describe('retries and limits', () => {
     const api = createApiClient({ retry: fastRetry, clock });
     const t0 = clock.now();
     const firstCall = getBusiness(api, cred, 1);
-    await vi.waitUntil(() => clock.pending() === 1, { timeout: 10_000 });
+    await clock.sleeping(1);
     // Sent after the 429 landed: must wait for the pause, not go straight out.
     const secondCall = getBusiness(api, cred, 2);
-    await vi.waitUntil(() => clock.pending() === 2, { timeout: 10_000 });
+    await clock.sleeping(2);
     expect(starts).toHaveLength(1);
     // After the pause the client also spaces its requests (it learned the rate is tight).
     await settleWith(clock, Promise.all([firstCall, secondCall]));
@@ -290,7 +290,7 @@ describe('retries and limits', () => {
     const api = createApiClient({ clock });
     const controller = new AbortController();
     const pending = getBusiness(api, cred, 1, { signal: controller.signal });
-    await vi.waitUntil(() => clock.pending() === 1, { timeout: 10_000 });
+    await clock.sleeping(1);
     expect(clock.sleeps).toEqual([30_000]);
     controller.abort(new Error('shutting down'));
     await expect(pending).rejects.toThrow('shutting down');

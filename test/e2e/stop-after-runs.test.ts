@@ -1,10 +1,13 @@
 /**
  * A stop after runs have finished, in a real process: `serve` with a schedule and the
- * demo, each sent SIGTERM once some syncs are done, exit promptly with their documented
- * exit code. Every finished run used to leave its stop listener on the process's signal:
- * the stop then logged "stopping: …" once per finished run and armed each one's 15 s
- * grace, a timer that held the process 15 s past the signal (docs/running.md, "Signals").
- * The timing is only a process's to show, so these run the CLI as a child.
+ * demo, each sent SIGTERM once some syncs are done, exit on their own with their
+ * documented exit code. Every finished run used to leave its stop listener on the
+ * process's signal: the stop then logged "stopping: …" once per finished run and armed
+ * each one's 15 s grace, a timer that held the process 15 s past the signal
+ * (docs/running.md, "Signals"). What shows that listener is the line, so the tests count
+ * the "stopping" lines rather than time the exit; each waits for the exit event, and a
+ * process that never exits fails at the test's timeout. A process's signal handling is
+ * only a process's to show, so these run the CLI as a child.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,12 +16,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SyncCommandFixture, spawnCli, startSyncFixture } from '../helpers/cli.ts';
 import { testBackends } from '../helpers/database.ts';
 
-/**
- * From SIGTERM to exit. Not a speed target: a bound between "exits once its work is put
- * away" (well under a second here, a few on a loaded 2-core machine) and the 15 s grace
- * a finished run used to arm.
- */
-const EXITS_WITHIN_MS = 10_000;
 /** The run's own line when a stop reaches it (src/sync/run.ts). */
 const RUN_STOPPING = 'stopping: no new work starts';
 
@@ -56,15 +53,10 @@ function waitForMessages(
   });
 }
 
-/** Sends SIGTERM and resolves with how long the process took to exit, and how it ended. */
-async function stopAndTime(spawned: ReturnType<typeof spawnCli>) {
-  const exited = new Promise<number>((resolve) =>
-    spawned.child.once('exit', () => resolve(performance.now())),
-  );
-  const signalled = performance.now();
+/** Sends SIGTERM and resolves once the process has exited, with how it ended. */
+async function stop(spawned: ReturnType<typeof spawnCli>) {
   spawned.child.kill('SIGTERM');
-  const ended = await spawned.done;
-  return { ...ended, ms: (await exited) - signalled };
+  return spawned.done;
 }
 
 describe.each(testBackends)('serve stopped after scheduled runs (%s)', (backend) => {
@@ -81,7 +73,7 @@ describe.each(testBackends)('serve stopped after scheduled runs (%s)', (backend)
   });
   afterAll(() => fixture?.close());
 
-  it('exits 0 well inside the grace, with no "stopping" line from a finished run', async () => {
+  it('exits 0 on its own, with no "stopping" line from a finished run', async () => {
     const serve = spawnCli(['serve'], {
       ...env,
       WEBHOOK_SECRET: 's1',
@@ -92,9 +84,10 @@ describe.each(testBackends)('serve stopped after scheduled runs (%s)', (backend)
       PORT: '0',
     });
     await waitForMessages(serve.child, 'scheduled sync finished', 1);
-    const ended = await stopAndTime(serve);
+    const ended = await stop(serve);
+    // It exited on its own, with its code: the signal did not kill it.
+    expect(ended.signal, ended.stderr).toBeNull();
     expect(ended.code, ended.stderr).toBe(0);
-    expect(ended.ms, ended.stderr).toBeLessThan(EXITS_WITHIN_MS);
 
     // Only a run still going when the stop came says "stopping"; a tick may have started
     // one just before it (or between the signal and the schedule's end).
@@ -121,14 +114,14 @@ describe('the demo stopped after some days', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('exits 3 well inside the grace and says "stopping" once, not once per day', async () => {
+  it('exits 3 on its own and says "stopping" once, not once per day', async () => {
     // The demo's own embedded warehouse and report land in its working directory.
     const demo = spawnCli(['demo'], {}, { cwd: dir });
     await waitForMessages(demo.child, 'demo day synced', 2);
-    const ended = await stopAndTime(demo);
-    // A demo stopped early is partial (docs/running.md, "Exit codes").
+    const ended = await stop(demo);
+    // A demo stopped early is partial (docs/running.md, "Exit codes"), and exits on its own.
+    expect(ended.signal, ended.stderr).toBeNull();
     expect(ended.code, ended.stderr).toBe(3);
-    expect(ended.ms, ended.stderr).toBeLessThan(EXITS_WITHIN_MS);
     const lines = messages(ended.stderr);
     expect(lines.filter((m) => m === 'demo day synced').length).toBeGreaterThanOrEqual(2);
     // The day in flight, if the stop came during one: at most one line.

@@ -4,6 +4,10 @@
  * commit, records the run interrupted and exits 3 (the process entry's signal handling,
  * src/cli/process-io.ts). Everything else about the command runs in-process:
  * test/sync/cli.test.ts.
+ *
+ * A point of the run is the sandbox's: the signal goes as soon as the sandbox (in this
+ * process) has answered the run's n-th listings read, before it answers anything else, so
+ * the run is always stopped with reads still to make, however busy the machine.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/index.ts';
@@ -11,20 +15,23 @@ import type { RunningSandbox } from '../../src/sandbox/server.ts';
 import type { Warehouse } from '../../src/warehouse/connection.ts';
 import {
   runCli as run,
+  type Spawned,
   type SyncCommandFixture,
   spawnCli as start,
   startSyncFixture,
-  waitForStderr as waitForOutput,
 } from '../helpers/cli.ts';
 import { createTestWarehouse, testBackends } from '../helpers/database.ts';
+import { type SandboxRequests, sandboxRequests } from '../helpers/sandbox-requests.ts';
 import { contentDigest, sync, testApiClient } from '../sync/harness.ts';
 
 describe.each(testBackends)('the sync command as a process (%s)', (backend) => {
   let fixture: SyncCommandFixture;
   let sandbox: RunningSandbox;
   let env: Record<string, string>;
+  let requests: SandboxRequests;
 
   beforeEach(async () => {
+    requests = sandboxRequests();
     fixture = await startSyncFixture(
       backend,
       {
@@ -32,6 +39,7 @@ describe.each(testBackends)('the sync command as a process (%s)', (backend) => {
         accounts: 2,
         businessesPerAccount: 8,
         faults: { latencyMs: 40 },
+        logger: requests.logger,
       },
       { directory: true },
     );
@@ -53,28 +61,38 @@ describe.each(testBackends)('the sync command as a process (%s)', (backend) => {
     return fixture.open();
   }
 
-  // Five child processes, each opening the warehouse (PGlite: its WASM start-up each time),
-  // and a reference sync: over the 30 s default on a loaded 2-core machine, so this one
-  // test is allowed a minute.
+  /**
+   * Resolves once the sandbox has answered the `reads`-th listings read of the child's run
+   * (counted from `before`); a child that exits first fails here, with what it printed.
+   */
+  function listingsAnswered(child: Spawned, before: number, reads: number): Promise<void> {
+    const exited = child.done.then((ended) => {
+      throw new Error(
+        `the sync exited (${ended.code}) before ${reads} listings reads: ${ended.stderr}`,
+      );
+    });
+    return Promise.race([requests.when({ operation: 'list_listings' }, before + reads), exited]);
+  }
+
+  // Three child processes, each opening the warehouse (PGlite: its WASM start-up and, after
+  // a kill, its recovery), then a sync in-process and a reference sync: 25 s to 60 s on a
+  // loaded 2-core machine. The limit only guards a hang, as the other tests of test/e2e do.
   it('converges after kill -9 at several points to the uninterrupted result', {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async () => {
     await prepareTarget({ migrate: true });
 
-    // Kill points measured from the moment the run has listed its businesses: before any
-    // business commits, among the first commits, and deep into the run.
-    let killedMidRun = 0;
-    for (const delayMs of [0, 100, 250]) {
-      const { child, done } = start(['sync'], env);
-      await waitForOutput(child, '"msg":"businesses listed"');
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
-      child.kill('SIGKILL');
-      const killed = await done;
-      // A fast database can finish the run before the last kill lands.
-      expect(killed.signal === 'SIGKILL' || killed.code === 0).toBe(true);
-      if (killed.signal === 'SIGKILL') killedMidRun += 1;
+    // Kill points in listings reads answered, of the run's 16 (one per business): the
+    // first (before any business can commit), among the first commits, and halfway. Each
+    // kill lands with reads still to make: the run cannot have finished.
+    const killPoints = [1, 4, 8];
+    for (const reads of killPoints) {
+      const spawned = start(['sync'], env);
+      await listingsAnswered(spawned, requests.count({ operation: 'list_listings' }), reads);
+      spawned.child.kill('SIGKILL');
+      const killed = await spawned.done;
+      expect(killed.signal, `killed after ${reads} listings reads`).toBe('SIGKILL');
     }
-    expect(killedMidRun).toBeGreaterThanOrEqual(2);
     const final = await run(['sync'], env);
     expect(final.code, final.stderr).toBe(0);
     expect(final.stdout).toContain('Sync succeeded');
@@ -88,9 +106,9 @@ describe.each(testBackends)('the sync command as a process (%s)', (backend) => {
         expect(await contentDigest(warehouse)).toEqual(await contentDigest(reference));
         // The killed runs left their rows; the next run marked them interrupted.
         const runs = await warehouse.db.selectFrom('sync_runs').select(['status']).execute();
-        expect(runs.length).toBe(4);
-        expect(runs.filter((r) => r.status === 'interrupted').length).toBe(killedMidRun);
-        expect(runs.filter((r) => r.status === 'succeeded').length).toBe(4 - killedMidRun);
+        expect(runs.length).toBe(killPoints.length + 1);
+        expect(runs.filter((r) => r.status === 'interrupted').length).toBe(killPoints.length);
+        expect(runs.filter((r) => r.status === 'succeeded').length).toBe(1);
       } finally {
         await warehouse.close();
       }
@@ -102,10 +120,12 @@ describe.each(testBackends)('the sync command as a process (%s)', (backend) => {
 
   it('on SIGTERM lets in-flight businesses commit, records the run interrupted and exits 3', async () => {
     await prepareTarget({ migrate: true });
-    const { child, done } = start(['sync'], env);
-    await waitForOutput(child, '"msg":"businesses listed"');
-    child.kill('SIGTERM');
-    const stopped = await done;
+    const spawned = start(['sync'], env);
+    // Mid-run: some listings answered, most still to come.
+    await listingsAnswered(spawned, requests.count({ operation: 'list_listings' }), 3);
+    spawned.child.kill('SIGTERM');
+    const stopped = await spawned.done;
+    expect(stopped.signal, stopped.stderr).toBeNull();
     expect(stopped.code, stopped.stderr).toBe(3);
     expect(stopped.stderr).toContain('stopping: businesses in flight will commit');
     expect(stopped.stdout).toContain('Sync interrupted');

@@ -1,8 +1,10 @@
 /**
- * A clock for the API client that moves only when the test says so: sleeps wait until
- * `advance()` reaches their deadline. The requests themselves still travel over real
- * sockets; only the client's own waits (backoff, Retry-After pauses, rate spacing) are
- * taken off the wall clock.
+ * A clock for the API client, or the sandbox, that moves only when the test says so:
+ * sleeps wait until `advance()` reaches their deadline. The requests themselves still
+ * travel over real sockets; only the client's own waits (backoff, Retry-After pauses, rate
+ * spacing) or the sandbox's (latency, a dripped body's ticks) are taken off the wall clock.
+ * A sleep's start and end are events a test can await (`sleeping`, `idle`): "the sandbox
+ * holds the request" without polling.
  */
 import type { Clock } from '../../src/api/retry.ts';
 
@@ -16,6 +18,10 @@ export interface ManualClock extends Clock {
   readonly sleeps: number[];
   /** Sleeps not yet over. */
   pending(): number;
+  /** Resolves once at least `count` sleeps are pending (at once, if they already are). */
+  sleeping(count?: number): Promise<void>;
+  /** Resolves once no sleep is pending: each woke, or its signal aborted it. */
+  idle(): Promise<void>;
   /** Moves the time on, waking every sleep whose deadline it reaches. */
   advance(ms: number): void;
   /** Moves the time to the earliest pending deadline; false when nothing sleeps. */
@@ -27,6 +33,21 @@ export function manualClock(start = Date.parse('2026-01-01T00:00:00Z')): ManualC
   let now = start;
   const sleepers: Sleeper[] = [];
   const sleeps: number[] = [];
+  const watchers: { ready: (pending: number) => boolean; resolve: () => void }[] = [];
+  /** Settles the watchers whose condition the number of pending sleeps now meets. */
+  const changed = () => {
+    for (const watcher of [...watchers]) {
+      if (watcher.ready(sleepers.length)) {
+        watchers.splice(watchers.indexOf(watcher), 1);
+        watcher.resolve();
+      }
+    }
+  };
+  const watch = (ready: (pending: number) => boolean) =>
+    new Promise<void>((resolve) => {
+      watchers.push({ ready, resolve });
+      changed();
+    });
   const wake = () => {
     for (const sleeper of [...sleepers]) {
       if (sleeper.until <= now) {
@@ -34,6 +55,7 @@ export function manualClock(start = Date.parse('2026-01-01T00:00:00Z')): ManualC
         sleeper.resolve();
       }
     }
+    changed();
   };
   return {
     sleeps,
@@ -53,12 +75,16 @@ export function manualClock(start = Date.parse('2026-01-01T00:00:00Z')): ManualC
         const onAbort = () => {
           sleepers.splice(sleepers.indexOf(sleeper), 1);
           reject(signal?.reason);
+          changed();
         };
         signal?.addEventListener('abort', onAbort, { once: true });
         sleepers.push(sleeper);
+        changed();
       });
     },
     pending: () => sleepers.length,
+    sleeping: (count = 1) => watch((pending) => pending >= count),
+    idle: () => watch((pending) => pending === 0),
     advance(ms) {
       now += ms;
       wake();

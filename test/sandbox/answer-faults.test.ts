@@ -1,17 +1,20 @@
 /**
  * The scripted faults that bend a real answer (docs/upstream.md, "Faults"): a dripped
  * body, an oversized answer, a duplicated record, an empty answer, a long Retry-After;
- * seen as raw HTTP, with no client in between.
+ * seen as raw HTTP, with no client in between. The sandbox's time is a clock the test
+ * moves (test/helpers/manual-clock.ts): a dripped body comes a chunk per interval moved.
  */
 import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { manualClock } from '../helpers/manual-clock.ts';
 import { call, control } from './http.ts';
 
 let sandbox: RunningSandbox;
 let businessId: number;
+const clock = manualClock();
 beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0, seed: 9, accounts: 1, businessesPerAccount: 3 });
+  sandbox = await startSandbox({ port: 0, seed: 9, accounts: 1, businessesPerAccount: 3, clock });
   businessId = (await call(me(), 'GET', '/businesses.json')).json.result[0].id;
 });
 afterAll(async () => {
@@ -24,34 +27,60 @@ afterEach(() => {
 
 const me = () => sandbox.credentials[0]!;
 
-/** Raw HTTP/1.1 over a socket: when the headers came, and each body chunk's arrival. */
-function rawGet(path: string): Promise<{ headersAt: number; doneAt: number; text: string }> {
+/** Raw HTTP/1.1 over a socket, as events: the headers, the body as it grows, the end. */
+function rawGet(path: string) {
   const url = new URL(`${me().baseUrl}/api/v2${path}`);
   url.searchParams.set('auth_token', me().authToken);
   url.searchParams.set('user_email', me().userEmail);
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    let headersAt = -1;
-    let data = '';
-    const socket = net.connect(Number(url.port), url.hostname, () => {
-      socket.write(
-        `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nConnection: close\r\n\r\n`,
-      );
+  let data = '';
+  let ended = false;
+  let failed: Error | undefined;
+  const waiters: { ready: () => boolean; resolve: () => void; reject: (e: Error) => void }[] = [];
+  const settle = () => {
+    for (const waiter of [...waiters]) {
+      if (waiter.ready()) waiter.resolve();
+      else if (failed) waiter.reject(failed);
+      else if (ended) waiter.reject(new Error(`the answer ended first: ${data}`));
+      else continue;
+      waiters.splice(waiters.indexOf(waiter), 1);
+    }
+  };
+  const until = (ready: () => boolean) =>
+    new Promise<void>((resolve, reject) => {
+      waiters.push({ ready, resolve, reject });
+      settle();
     });
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk: string) => {
-      data += chunk;
-      if (headersAt < 0 && data.includes('\r\n\r\n')) headersAt = performance.now() - started;
-    });
-    socket.on('end', () =>
-      resolve({
-        headersAt,
-        doneAt: performance.now() - started,
-        text: data.slice(data.indexOf('\r\n\r\n') + 4),
-      }),
+  const socket = net.connect(Number(url.port), url.hostname, () => {
+    socket.write(
+      `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nConnection: close\r\n\r\n`,
     );
-    socket.on('error', reject);
   });
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => {
+    data += chunk;
+    settle();
+  });
+  socket.on('end', () => {
+    ended = true;
+    settle();
+  });
+  socket.on('error', (error) => {
+    failed = error;
+    settle();
+  });
+  const headEnd = () => data.indexOf('\r\n\r\n');
+  const body = () => (headEnd() < 0 ? '' : data.slice(headEnd() + 4));
+  return {
+    /** Resolves once the status line and headers are in. */
+    headers: () => until(() => headEnd() >= 0),
+    /** The body received so far. */
+    body,
+    /** Resolves once at least `bytes` of the body are in. */
+    bodyBytes: (bytes: number) => until(() => Buffer.byteLength(body()) >= bytes),
+    ended: () => ended,
+    /** Resolves once the server ended the answer. */
+    end: () => until(() => ended),
+  };
 }
 
 describe('answer faults', () => {
@@ -69,13 +98,28 @@ describe('answer faults', () => {
         },
       ],
     });
-    const dripped = await rawGet(`/businesses/${businessId}/keywords.json`);
-    // Ten chunks 30 ms apart: the body ends ~300 ms after headers that came at once.
-    expect(dripped.headersAt).toBeLessThan(150);
-    expect(dripped.doneAt - dripped.headersAt).toBeGreaterThanOrEqual(250);
-    expect(dripped.doneAt).toBeLessThan(1500);
-    expect(Buffer.byteLength(dripped.text)).toBe(size + 100);
-    expect(JSON.parse(dripped.text)).toEqual(plain.json);
+    const chunk = Math.ceil((size + 100) / 10);
+    const before = clock.sleeps.length;
+    const dripped = rawGet(`/businesses/${businessId}/keywords.json`);
+    // The headers come before the clock moves at all, and no byte of the body with them:
+    // the sandbox waits an interval for the first chunk.
+    await dripped.headers();
+    await clock.sleeping(1);
+    expect(dripped.body()).toBe('');
+    expect(clock.sleeps.slice(before)).toEqual([30]);
+    // Each interval moved brings one chunk, and only one; the answer ends with the tenth.
+    for (let ticks = 1; ticks < 10; ticks++) {
+      clock.advance(30);
+      await dripped.bodyBytes(ticks * chunk);
+      await clock.sleeping(1);
+      expect(Buffer.byteLength(dripped.body()), `after ${ticks} intervals`).toBe(ticks * chunk);
+      expect(dripped.ended(), `after ${ticks} intervals`).toBe(false);
+    }
+    clock.advance(30);
+    await dripped.end();
+    expect(clock.sleeps.slice(before)).toEqual(Array.from({ length: 10 }, () => 30));
+    expect(Buffer.byteLength(dripped.body())).toBe(size + 100);
+    expect(JSON.parse(dripped.body())).toEqual(plain.json);
     expect(sandbox.stats().byOperation['list_keywords']).toEqual({ ok: 1, drip: 1 });
   });
 

@@ -1,14 +1,19 @@
 /**
  * Faults: latency, 5xx, 429 with Retry-After, resets, hangs, malformed records, the
- * scripted queue, the control endpoint for settings, and the stats.
+ * scripted queue, the control endpoint for settings, and the stats. The sandbox's time is
+ * a clock the tests move (test/helpers/manual-clock.ts): latency holds a request until the
+ * clock passes it, and the rate limit refills only as the clock moves.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { manualClock } from '../helpers/manual-clock.ts';
+import { sandboxRequests } from '../helpers/sandbox-requests.ts';
 import { call, control } from './http.ts';
 
 let sandbox: RunningSandbox;
+const clock = manualClock();
 beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0, seed: 9, accounts: 2, businessesPerAccount: 6 });
+  sandbox = await startSandbox({ port: 0, seed: 9, accounts: 2, businessesPerAccount: 6, clock });
 });
 afterAll(async () => {
   await sandbox.close();
@@ -20,12 +25,26 @@ afterEach(() => {
 const me = () => sandbox.credentials[0]!;
 
 describe('faults', () => {
-  it('adds latency', async () => {
+  it('adds latency: the answer waits latencyMs plus up to jitterMs of the clock', async () => {
     sandbox.setFaults({ latencyMs: 150, jitterMs: 20 });
-    const started = performance.now();
-    const answer = await call(me(), 'GET', '/countries');
-    expect(answer.status).toBe(200);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(140);
+    const before = clock.sleeps.length;
+    let answered = false;
+    const answer = call(me(), 'GET', '/countries').finally(() => {
+      answered = true;
+    });
+    await clock.sleeping(1);
+    const asked = clock.sleeps.slice(before);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toBeGreaterThanOrEqual(150);
+    expect(asked[0]).toBeLessThanOrEqual(170);
+    // Held: the control surface (never delayed) answers a request sent after it, and a
+    // clock short of the latency leaves it waiting.
+    expect((await control(sandbox.baseUrl, 'GET', '/__sandbox/clock')).status).toBe(200);
+    clock.advance(149);
+    expect(clock.pending()).toBe(1);
+    expect(answered).toBe(false);
+    clock.advance(21);
+    expect((await answer).status).toBe(200);
   });
 
   it('answers 500 with JSON and 502/503 with non-JSON bodies at the error rate', async () => {
@@ -55,11 +74,15 @@ describe('faults', () => {
       statuses.push(answer.status);
       if (answer.status === 429) retryAfter = answer.headers.get('retry-after');
     }
-    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(2);
-    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(4);
+    // The clock stands still: a burst of two, then nothing until it moves.
+    expect(statuses).toEqual([200, 200, 429, 429, 429, 429, 429, 429]);
     expect(retryAfter).toBe('3');
     // Another account has its own budget.
     expect((await call(sandbox.credentials[1]!, 'GET', '/countries')).status).toBe(200);
+    // Half a second of the clock brings one request back.
+    clock.advance(500);
+    expect((await call(me(), 'GET', '/countries')).status).toBe(200);
+    expect((await call(me(), 'GET', '/countries')).status).toBe(429);
   });
 
   it('resets connections', async () => {
@@ -70,17 +93,20 @@ describe('faults', () => {
   });
 
   it('hangs until the client gives up, and still closes promptly', async () => {
-    const own = await startSandbox({ port: 0, faults: { hangRate: 1 } });
-    const started = performance.now();
-    await expect(
-      call(own.credentials[0]!, 'GET', '/countries', { timeoutMs: 300 }),
-    ).rejects.toThrow();
-    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    const requests = sandboxRequests();
+    const own = await startSandbox({ port: 0, faults: { hangRate: 1 }, logger: requests.logger });
+    const gaveUp = await call(own.credentials[0]!, 'GET', '/countries', { timeoutMs: 300 }).catch(
+      (e: unknown) => e,
+    );
+    // No answer came: the client's own timeout ended the request, while the sandbox held it.
+    expect(gaveUp).toBeInstanceOf(Error);
+    expect((gaveUp as Error).name).toBe('TimeoutError');
+    expect(requests.count({ operation: 'list_countries', outcome: 'hang' })).toBe(1);
     // A second hung request left open: close must not wait for it.
     const pending = call(own.credentials[0]!, 'GET', '/countries', { timeoutMs: 25_000 }).catch(
       (e) => e,
     );
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await requests.when({ operation: 'list_countries', outcome: 'hang' }, 2);
     // close() resolves while the hung request is still open (its client would wait 25 s):
     // the request fails because the server cut it, not because its client gave up.
     await own.close();

@@ -101,8 +101,14 @@ describe.each(testBackends)('health and metrics (%s)', (backend) => {
     expect(
       metricValue(after, 'listings_sync_run_duration_seconds_count', { outcome: 'succeeded' }),
     ).toBe(1);
-    expect(metricValue(after, 'listings_sync_last_success_timestamp_seconds')).toBeGreaterThan(
-      Date.now() / 1000 - 60,
+    // The run's own end, as sync_runs recorded it.
+    const finished = await warehouse.db
+      .selectFrom('sync_runs')
+      .select('finished_at')
+      .where('status', '=', 'succeeded')
+      .executeTakeFirstOrThrow();
+    expect(metricValue(after, 'listings_sync_last_success_timestamp_seconds')).toBe(
+      finished.finished_at!.getTime() / 1000,
     );
     expect(
       metricValue(after, 'listings_sync_upstream_requests_total', {

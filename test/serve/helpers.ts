@@ -1,28 +1,32 @@
 /**
  * What the serve suites share: a configuration built from test values, a TCP proxy in
  * front of PostgreSQL that a test can cut and restore (the database "goes down" for the
- * server under test, honestly: its connections are refused), polling, and Prometheus text.
+ * server under test, honestly: its connections are refused), waiting for a state, and
+ * Prometheus text.
  */
 import net from 'node:net';
+import { vi } from 'vitest';
 import { type Config, loadConfig } from '../../src/config/index.ts';
 
 export function serveConfig(env: Record<string, string> = {}): Config {
   return loadConfig({ WEBHOOK_SECRET: 'test-secret', LOG_LEVEL: 'silent', ...env });
 }
 
-export async function waitFor<T>(
+/**
+ * Resolves with the first truthy answer of `check`, asked again after each answer: a state
+ * another part of the process reaches (a row written, every alert delivered). Nothing is
+ * asserted about when; the limit only guards a hang, just under the test's 30 s timeout
+ * (vitest.config.ts) so that a state that never comes is named.
+ */
+export function waitFor<T>(
   what: string,
   check: () => Promise<T | undefined | null | false> | T | undefined | null | false,
-  timeoutMs = 20_000,
-  intervalMs = 25,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
+  return vi.waitUntil(check, {
+    timeout: 25_000,
+    interval: 25,
+    message: `waiting for ${what}`,
+  }) as Promise<T>;
 }
 
 /** The value of one series in Prometheus text, or 0 when it is absent. */

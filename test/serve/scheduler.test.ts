@@ -6,17 +6,24 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/log.ts';
+import { startSandbox } from '../../src/sandbox/server.ts';
 import { type StartTicker, startScheduler } from '../../src/serve/scheduler.ts';
 import { startServe } from '../../src/serve/server.ts';
 import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
 import { testBackends } from '../helpers/database.ts';
+import { manualClock } from '../helpers/manual-clock.ts';
 import { memoryLogger } from '../helpers/memory-logger.ts';
 import { worldPerTest } from '../sync/harness.ts';
-import { metricValue, serveConfig, waitFor } from './helpers.ts';
+import { metricValue, serveConfig } from './helpers.ts';
 
 const EVERY_SECOND = '*/1 * * * * *';
 /** Never within a test: runs start with runNow(). */
 const NEW_YEAR = '0 0 1 1 *';
+/**
+ * For a run that ends within a few turns of the event loop: a limit that only guards a
+ * hang, just under the test's 30 s timeout, never a time the run is expected to take.
+ */
+const HANG_GUARD = { timeout: 25_000 };
 
 /** A ticker fired by hand: the scheduler's rules without any clock. */
 function manualTicker(): { start: StartTicker; tick(): void; stopped(): boolean } {
@@ -84,7 +91,7 @@ describe('scheduler', () => {
     expect(await scheduler.runNow()).toBe('skipped');
     expect(skipped).toBe(3);
     gates[0]!.open();
-    await vi.waitUntil(() => !scheduler.isRunning());
+    await vi.waitUntil(() => !scheduler.isRunning(), HANG_GUARD);
     ticker.tick();
     expect([runs, skipped]).toEqual([2, 3]);
     gates[1]!.open();
@@ -113,9 +120,9 @@ describe('scheduler', () => {
       },
     });
     ticker.tick();
-    await vi.waitUntil(() => !scheduler.isRunning());
+    await vi.waitUntil(() => !scheduler.isRunning(), HANG_GUARD);
     ticker.tick();
-    await vi.waitUntil(() => !scheduler.isRunning());
+    await vi.waitUntil(() => !scheduler.isRunning(), HANG_GUARD);
     await scheduler.stop();
     expect(calls).toBe(2);
     const failure = logs.lines().find((l) => l.includes('the sync failed'));
@@ -126,6 +133,7 @@ describe('scheduler', () => {
     vi.useFakeTimers({ now: new Date('2026-03-01T10:00:00.500Z') });
     let runs = 0;
     let skipped = 0;
+    const first = gate();
     const scheduler = startScheduler({
       schedule: EVERY_SECOND,
       timezone: 'Europe/Berlin',
@@ -135,16 +143,18 @@ describe('scheduler', () => {
       },
       run: async () => {
         runs += 1;
-        // 2.2 s of fake time: the next two ticks find it running.
-        await new Promise((resolve) => setTimeout(resolve, 2_200));
+        // The first run goes on until the test ends it.
+        if (runs === 1) await first.promise;
       },
     });
     try {
       expect(scheduler.nextRun()).toEqual(new Date('2026-03-01T10:00:01.000Z'));
       await vi.advanceTimersByTimeAsync(1_000);
       expect([runs, skipped]).toEqual([1, 0]);
+      // The next two ticks find it running.
       await vi.advanceTimersByTimeAsync(2_000);
       expect([runs, skipped]).toEqual([1, 2]);
+      first.open();
       await vi.advanceTimersByTimeAsync(1_000);
       expect([runs, skipped]).toEqual([2, 2]);
     } finally {
@@ -235,44 +245,59 @@ describe.each(testBackends)('scheduled sync in serve (%s)', (backend) => {
   });
 
   it('on close, stops taking webhooks and lets the running sync finish its businesses in flight', async () => {
-    world.sandbox.setFaults({ latencyMs: 200 });
+    // A sandbox of its own whose every answer waits on a clock the test moves: the run gets
+    // as far as the test lets it, one business at a time.
+    const clock = manualClock();
+    const sandbox = await startSandbox({
+      seed: 9,
+      accounts: 1,
+      businessesPerAccount: 4,
+      port: 0,
+      faults: { latencyMs: 1 },
+      clock,
+    });
     const serve = await startServe({
       config: serveConfig(),
       warehouse: world.warehouse,
       api: world.api,
       logger: silentLogger(),
-      credentials: world.sandbox.credentials,
+      credentials: sandbox.credentials,
       schedule: NEW_YEAR,
       port: 0,
       host: '127.0.0.1',
       alertIntervalMs: 0,
       businessConcurrency: 1,
     });
+    const committed = async () =>
+      (await world.warehouse.db.selectFrom('businesses').select('business_id').execute()).map(
+        (r) => r.business_id,
+      );
     try {
       const run = serve.scheduler!.runNow();
-      await waitFor('a business committed', async () => {
-        const row = await world.warehouse.db
-          .selectFrom('businesses')
-          .select('business_id')
-          .executeTakeFirst();
-        return row !== undefined;
-      });
+      // Answers go out one wait at a time until a business is committed; the run then
+      // waits for the next answer, of the next business.
+      let before = await committed();
+      while (before.length === 0) {
+        await clock.sleeping(1);
+        before = await committed();
+        if (before.length === 0) clock.advanceToNext();
+      }
       await serve.close();
       await run;
       const runs = await world.warehouse.db.selectFrom('sync_runs').selectAll().execute();
       expect(runs).toHaveLength(1);
       expect(runs[0]!.status).toBe('interrupted');
       expect(runs[0]!.finished_at).toBeInstanceOf(Date);
-      const businesses = await world.warehouse.db
-        .selectFrom('businesses')
-        .select('business_id')
-        .execute();
-      expect(businesses.length).toBeGreaterThan(0);
-      expect(businesses.length).toBeLessThan(4);
+      // The business whose read was held when the close came is not written.
+      const businesses = await committed();
+      expect(businesses).toHaveLength(1);
+      expect(businesses).toEqual(before);
       await expect(fetch(`${serve.url}/healthz`)).rejects.toThrow();
     } finally {
-      world.sandbox.setFaults({ latencyMs: 0 });
       await serve.close();
+      // Whatever the sandbox still holds goes to a closed connection.
+      while (clock.advanceToNext()) {}
+      await sandbox.close();
     }
   });
 });

@@ -223,8 +223,9 @@ describe.each(testBackends)('the volume guard on the business list (%s)', (backe
   it('sync_stale still fires for an account whose list was held', async () => {
     const name = credential().name;
     await syncNight(1);
-    // The first night's run ended 30 hours ago, by the wall clock sync_runs records.
-    const lastSuccess = new Date(Date.now() - 30 * 3_600_000);
+    // The first night's run ended 30 hours before the moment the rule is asked about.
+    const now = new Date();
+    const lastSuccess = new Date(now.getTime() - 30 * 3_600_000);
     await world.warehouse.db
       .updateTable('sync_runs')
       .set({ finished_at: lastSuccess })
@@ -234,7 +235,6 @@ describe.each(testBackends)('the volume guard on the business list (%s)', (backe
     expect((await syncNight(2)).status).toBe('partial');
 
     const rules = parseAlertRules({ rules: { sync_stale: { enabled: true, hours: 26 } } }, 'test');
-    const now = new Date();
     expect(
       await raiseSyncHealthAlerts(world.warehouse.db, rules, {
         now,

@@ -2,7 +2,7 @@
  * One process at a time on an embedded data directory: a second process would corrupt it.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -31,12 +31,18 @@ async function startContenders(dir: string, n: number) {
     return { child, next, closed };
   });
   await Promise.all(all.map((c) => c.next())); // `ready`
+  // The start signals live beside the data directory, never in it.
+  const signals = mkdtempSync(join(tmpdir(), 'ls-pglite-lock-go-'));
+  let trials = 0;
   return {
-    /** Every contender tries the lock in the same millisecond; what each answered. */
+    /** Every contender tries the lock the moment a file appears; what each answered. */
     async race(): Promise<string[]> {
-      // Far enough ahead that every contender has read the line before it.
-      const at = Date.now() + 150;
-      for (const c of all) c.child.stdin.write(`go ${at}\n`);
+      const go = join(signals, `go-${++trials}`);
+      for (const c of all) c.child.stdin.write(`arm ${go}\n`);
+      // Each spins, watching for the file, once it has said so.
+      const armed = await Promise.all(all.map((c) => c.next()));
+      if (armed.some((line) => line !== 'armed')) throw new Error(`not armed: ${armed}`);
+      writeFileSync(go, '');
       return Promise.all(all.map((c) => c.next()));
     },
     async releaseAll(): Promise<void> {
@@ -46,6 +52,7 @@ async function startContenders(dir: string, n: number) {
     async stop(): Promise<void> {
       for (const c of all) c.child.stdin.end();
       await Promise.all(all.map((c) => c.closed));
+      rmSync(signals, { recursive: true, force: true });
     },
   };
 }
