@@ -1,27 +1,50 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
-/** Pure unit suites: no database, no sandbox, no child process. `npm run test:unit` runs them in seconds. */
+/**
+ * The fast project, chosen here rather than by a folder (test/ is grouped by subject):
+ * pure suites, with no database, no sandbox and no child process. `npm run test:unit` runs
+ * them in seconds; test/meta/unit-project.test.ts holds every file listed to that.
+ */
 const UNIT = [
-  'test/unit/**/*.test.ts',
-  'test/api/schemas.test.ts',
+  'test/alerts/rules-file.test.ts',
   'test/api/errors-and-retry.test.ts',
+  'test/api/schemas.test.ts',
+  'test/config/config.test.ts',
+  'test/config/credential-accounts.test.ts',
+  'test/config/misspelt-settings.test.ts',
+  'test/config/settings.test.ts',
+  'test/deploy/k8s-manifests.test.ts',
+  'test/log/database-url-readable.test.ts',
+  'test/log/database-url-redaction.test.ts',
+  'test/log/log.test.ts',
+  'test/meta/error-codes.test.ts',
+  'test/meta/import-graph.test.ts',
+  'test/meta/settings-docs.test.ts',
+  'test/meta/test-isolation.test.ts',
+  'test/meta/unit-project.test.ts',
+  'test/meta/wall-clock.test.ts',
+  'test/raw/body-secrets.test.ts',
+  'test/raw/kept-body.test.ts',
+  'test/replay/tables-order.test.ts',
+  'test/streams/descriptors.test.ts',
+  'test/sync/run-status.test.ts',
+  'test/warehouse/answers-stamp.test.ts',
   'test/warehouse/content-hash.test.ts',
-  'test/k8s/manifests.test.ts',
-  'test/meta/**/*.test.ts',
 ];
 
 /**
- * Where a real process is the point: signals, kill -9, a process's exit code. Everything
- * else runs commands in-process through `main(argv, io)` (test/helpers/cli.ts).
+ * Where a real process is the point (signals, kill -9, a process's exit code), named
+ * `*.e2e.test.ts` beside the other tests of their subject. Everything else runs commands
+ * in-process through `main(argv, io)` (test/helpers/cli.ts).
  */
-const E2E = ['test/e2e/**/*.test.ts'];
+const E2E = ['test/**/*.e2e.test.ts'];
 
 /**
  * Files that replace a module with `vi.mock`: each runs in a process of its own. Every
  * other integration file shares its worker process with the files before it (`isolate:
  * false`), so modules load and PGlite's WebAssembly compiles once per worker rather than
  * once per file (docs/development.md, "The test suite"); a mocked module would leak into them.
- * test/unit/test-isolation.test.ts holds this list to the files that call `vi.mock`.
+ * test/meta/test-isolation.test.ts holds this list to the files that call `vi.mock`.
  */
 export const MOCKS_MODULES = ['test/raw/quarantine-recovery.test.ts'];
 

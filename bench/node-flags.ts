@@ -1,6 +1,6 @@
 /**
  * The V8 flags production runs the CLI with, read off its shebang line (src/cli/main.ts;
- * the Dockerfile and `npm start` pass the same, test/k8s/manifests.test.ts holds them to
+ * the Dockerfile and `npm start` pass the same, test/deploy/k8s-manifests.test.ts holds them to
  * it), so that what the benches measure is what a pod runs.
  */
 import { readFileSync } from 'node:fs';

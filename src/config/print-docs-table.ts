@@ -1,7 +1,7 @@
 /**
  * Prints docs/configuration.md's "Settings" table from the table of settings:
  * `npx node src/config/print-docs-table.ts`, then paste it over the old one
- * (test/unit/settings-docs.test.ts holds the two equal).
+ * (test/meta/settings-docs.test.ts holds the two equal).
  */
 import { settingsMarkdown } from './render.ts';
 

@@ -26,7 +26,7 @@ import type { BusinessRow, Db } from './database.ts';
  * write different rows (a schema transform, a writer's rule): every business's answers
  * are then applied once more by the next run (docs/warehouse.md, "Answers applied").
  *
- * Kept by a test rather than derived: test/unit/answers-stamp.test.ts pins each stamp
+ * Kept by a test rather than derived: test/warehouse/answers-stamp.test.ts pins each stamp
  * to the write path's output it was given for (the digests of
  * test/warehouse/write-path-equality.expected.json), so a change whose rows differ cannot
  * record its new digests without a new stamp, or a written reason why the same bodies

@@ -1,7 +1,7 @@
 /**
  * `listing_broken_again` (src/alerts/listing-broken-again.ts): which transitions the rule
  * turns into alerts, under the rules file's window. The sandbox nights of
- * test/views/local-seo-views.test.ts check it end to end against the listings served.
+ * test/warehouse/views/local-seo-views.test.ts check it end to end against the listings served.
  */
 import { describe, expect, it } from 'vitest';
 import { listingsBrokenAgain } from '../../src/alerts/listing-broken-again.ts';

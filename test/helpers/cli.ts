@@ -3,7 +3,7 @@
  * `main(argv, io)` with an I/O context that holds only the environment a test gives it
  * and collects standard output and error; `stop()` aborts the command's signal as
  * SIGTERM would. `spawnCli` runs a real child process, for the tests where a process is
- * the point (signals, kill -9, a real exit code): those live in test/e2e.
+ * the point (signals, kill -9, a real exit code): those are the `*.e2e.test.ts` files.
  * `startSyncFixture` sets up what a syncing command needs: sandbox, credentials file and
  * a warehouse of the test's own.
  */

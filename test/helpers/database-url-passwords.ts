@@ -1,7 +1,7 @@
 /**
  * DATABASE_URL passwords that must never be printed, each holding one or more of the
  * characters a URL reserves, and the stretches of each that would identify it. Shared by
- * test/unit/database-url-redaction.test.ts, test/unit/database-url-readable.test.ts,
+ * test/log/database-url-redaction.test.ts, test/log/database-url-readable.test.ts,
  * test/warehouse/database-url-redaction.test.ts and
  * test/warehouse/database-url-messages.test.ts; pure (no database, no process), so the
  * unit project may import it.

@@ -1,7 +1,7 @@
 /**
  * Reading the command lines the docs show: their fenced blocks, a line split into words
  * as sh would, and `A=1 npx listings-sync sync` split into environment and arguments.
- * Shared by the walks of test/first-hour (readme.test.ts, docs-walk.test.ts). Pure: no
+ * Shared by the walks of test/meta (readme.test.ts, docs-walk.test.ts). Pure: no
  * file, process or database.
  */
 

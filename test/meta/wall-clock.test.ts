@@ -45,7 +45,7 @@ const ALLOWED: readonly Allowed[] = [
     reason: "the report's last day is yesterday's date: the scorecard's 90 days end at now()",
   },
   {
-    file: 'test/views/local-seo-views.test.ts',
+    file: 'test/warehouse/views/local-seo-views.test.ts',
     line: `const START = new Date(${DATE_NOW} - LAST * DAY_MS).toISOString().slice(0, 10);`,
     reason: "the world's first date, so that its last night is today for the scorecard",
   },

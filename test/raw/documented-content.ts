@@ -9,7 +9,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Database } from '../../src/warehouse/database.ts';
 import { CONTRACT_TABLES } from '../helpers/contract-tables.ts';
 import type { TestWarehouse } from '../helpers/database.ts';
-import { BI_VIEWS } from '../views/view-outputs.ts';
+import { BI_VIEWS } from '../warehouse/views/view-outputs.ts';
 
 const LEFT_OUT = new Set([
   'run_id',

@@ -1,7 +1,7 @@
 /**
  * `serve` and `sync` from the command line, in-process through `main(argv, io)`: stopping
  * serve (what SIGTERM does) ends it cleanly with exit 0, and a CLI sync hands the alerts it
- * raised to the configured sink before it exits. The real signal: test/e2e/serve-signal.test.ts.
+ * raised to the configured sink before it exits. The real signal: test/serve/signal.e2e.test.ts.
  */
 import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';

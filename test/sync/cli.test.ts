@@ -1,7 +1,7 @@
 /**
  * `listings-sync migrate` and `sync` as a user runs them, in-process through
  * `main(argv, io)`: the exit code, what it prints, and what it leaves in the warehouse.
- * Signals and kill -9 need a real process: test/e2e/sync-signals.test.ts.
+ * Signals and kill -9 need a real process: test/sync/signals.e2e.test.ts.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,7 +1,7 @@
 /**
  * `accounts.base_url` keeps a configured base URL without its userinfo (a proxy's
  * `user:password@`): no password reaches a table. The configuration's side is
- * test/unit/credential-accounts.test.ts.
+ * test/config/credential-accounts.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { upsertAccount } from '../../src/warehouse/accounts.ts';

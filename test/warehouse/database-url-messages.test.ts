@@ -4,7 +4,7 @@
  * the fix; and for a URL that cannot be parsed, a refusal naming DATABASE_URL and
  * percent-encoding, with `check` failing its configuration row. The password never
  * appears. An unknown database needs a real server (TEST_DATABASE_URL); the rest runs on
- * either backend. The pure rules are test/unit/database-url-readable.test.ts.
+ * either backend. The pure rules are test/log/database-url-readable.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';

@@ -1,7 +1,7 @@
 /**
  * A DATABASE_URL password is never printed when the connection fails (message, stack and
  * the whole cause chain) nor by `migrate`, whatever characters it holds. The pure
- * redaction rules are test/unit/database-url-redaction.test.ts.
+ * redaction rules are test/log/database-url-redaction.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';

@@ -3,19 +3,22 @@
  * previous release (migrations up to 0004, where `rank_observations` was a table and the
  * views computed everything from history), then the warehouse migrates to the latest
  * schema, so every expected value below can be worked out by hand and holds for a
- * converted warehouse. test/views/migration.test.ts compares the two on 30 synced days;
+ * converted warehouse. test/warehouse/views/local-seo-migration.test.ts compares the two on 30 synced days;
  * test/warehouse/rankings.test.ts checks that the writers keep the read models true.
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { up as rankSeries, down as revertRankSeries } from '../../migrations/0005_rank_series.ts';
+import {
+  up as rankSeries,
+  down as revertRankSeries,
+} from '../../../migrations/0005_rank_series.ts';
 import {
   up as localSeoViews,
   down as revertLocalSeoViews,
-} from '../../migrations/0019_local_seo_views.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
-import { migrateTo, migrateToLatest } from '../../src/warehouse/migrate.ts';
-import { createTestWarehouse, testBackends } from '../helpers/database.ts';
+} from '../../../migrations/0019_local_seo_views.ts';
+import type { Warehouse } from '../../../src/warehouse/connection.ts';
+import { migrateTo, migrateToLatest } from '../../../src/warehouse/migrate.ts';
+import { createTestWarehouse, testBackends } from '../../helpers/database.ts';
 import { BI_VIEWS, LOCAL_SEO_VIEWS, viewOutputs } from './view-outputs.ts';
 
 const T0 = '2026-01-01T00:00:00Z';

@@ -12,13 +12,13 @@
  */
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { deleteKeyword } from '../../src/api/index.ts';
-import { parseAlertRules } from '../../src/config/alert-rules.ts';
-import { buildRankings, listKeywords } from '../../src/sandbox/keywords.ts';
-import { buildListings } from '../../src/sandbox/listings.ts';
-import { STATE_BY_ID } from '../../src/sandbox/reference-data.ts';
-import { respondRefusal } from '../../src/sandbox/responses.ts';
-import { buildReviews } from '../../src/sandbox/reviews.ts';
+import { deleteKeyword } from '../../../src/api/index.ts';
+import { parseAlertRules } from '../../../src/config/alert-rules.ts';
+import { buildRankings, listKeywords } from '../../../src/sandbox/keywords.ts';
+import { buildListings } from '../../../src/sandbox/listings.ts';
+import { STATE_BY_ID } from '../../../src/sandbox/reference-data.ts';
+import { respondRefusal } from '../../../src/sandbox/responses.ts';
+import { buildReviews } from '../../../src/sandbox/reviews.ts';
 import {
   type BusinessView,
   createWorld,
@@ -26,9 +26,9 @@ import {
   listBusinesses,
   mutationsFor,
   type World,
-} from '../../src/sandbox/world.ts';
-import { testBackends } from '../helpers/database.ts';
-import { nightOf, sync, type WorldShape, worldPerTest } from '../sync/harness.ts';
+} from '../../../src/sandbox/world.ts';
+import { testBackends } from '../../helpers/database.ts';
+import { nightOf, sync, type WorldShape, worldPerTest } from '../../sync/harness.ts';
 
 /** docs/warehouse.md, "v_visibility_daily": clicks per 1,000 searches at positions 1–20. */
 const CURVE = [300, 150, 100, 70, 50, 40, 30, 25, 20, 18, 15, 13, 11, 10, 9, 8, 7, 6, 5, 4];

@@ -9,11 +9,11 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Listing, RankObservation } from '../../src/api/types.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
-import { createTestWarehouse, testBackends } from '../helpers/database.ts';
-import { ACCOUNT, ctx, listing, rank, snapshot, summary } from '../warehouse/fixtures.ts';
-import { addAccount, write } from '../warehouse/helpers.ts';
+import type { Listing, RankObservation } from '../../../src/api/types.ts';
+import type { Warehouse } from '../../../src/warehouse/connection.ts';
+import { createTestWarehouse, testBackends } from '../../helpers/database.ts';
+import { ACCOUNT, ctx, listing, rank, snapshot, summary } from '../fixtures.ts';
+import { addAccount, write } from '../helpers.ts';
 
 /** 0003's v_rank_daily, over the history as `rank_observations` shows it. */
 const REFERENCE_RANK_DAILY = sql`

@@ -1,6 +1,6 @@
 /**
  * Every fenced command line of README.md and docs/*.md, accounted for: each is walked
- * (run in-process through `main(argv, io)`, here or in test/first-hour/readme.test.ts),
+ * (run in-process through `main(argv, io)`, here or in test/meta/readme.test.ts),
  * or listed as skipped with the reason. The inventory is asserted whole, so a new line
  * cannot slip in unwalked and unlisted.
  *
@@ -59,21 +59,20 @@ function commandLines(file: string): DocLine[] {
   return out;
 }
 
-const README_WALK = 'walked: test/first-hour/readme.test.ts';
+const README_WALK = 'walked: test/meta/readme.test.ts';
 const WALKED = 'walked here';
 const REAL_ACCOUNT = 'skipped: a real account and warehouse (values to fill in)';
-const DOCKER = 'skipped: docker (the image: test/k8s renders what it deploys)';
-const KUBECTL = 'skipped: kubectl against a cluster (test/k8s renders and validates k8s/)';
+const DOCKER = 'skipped: docker (the image: test/deploy renders what it deploys)';
+const KUBECTL = 'skipped: kubectl against a cluster (test/deploy renders and validates k8s/)';
 const PLACEHOLDER = 'skipped: ids to fill in (…), from a real review and request';
 const BENCH = 'skipped: the benchmark, minutes of CPU (bench/ runs it)';
 const SUITE = 'skipped: the test suite itself';
-const QUICK_START = 'walked: test/first-hour/readme.test.ts (npm start is the demo: test/demo)';
-const SECRETS_ENV = 'skipped: the contents of overlays/prod/secrets.env (test/k8s reads them)';
-const SERVE = 'skipped: a secret to fill in (…); test/e2e/serve-signal.test.ts runs serve';
+const QUICK_START = 'walked: test/meta/readme.test.ts (npm start is the demo: test/demo)';
+const SECRETS_ENV = 'skipped: the contents of overlays/prod/secrets.env (test/deploy reads them)';
+const SERVE = 'skipped: a secret to fill in (…); test/serve/signal.e2e.test.ts runs serve';
 const OWN_WAREHOUSE =
   'skipped: diagnoses your own warehouse and account (check and runs are walked in README.md)';
-const JQ =
-  'skipped: jq over a log file of your own (the fields: src/log.ts, test/unit/log.test.ts)';
+const JQ = 'skipped: jq over a log file of your own (the fields: src/log.ts, test/log/log.test.ts)';
 const BACKUP = 'skipped: a real PostgreSQL server, or a stopped PGlite directory of your own';
 const COPY =
   'skipped: a PostgreSQL server to copy into (test/warehouse/warehouse-copy.test.ts copies a synced PGlite warehouse and checks every row)';
@@ -82,7 +81,7 @@ const COMPOSE =
 const SYSTEMD = 'skipped: systemd on a host (test/deploy/systemd.test.ts verifies deploy/systemd/)';
 const OWN_FILES = 'skipped: files of your own deployment (copied from deploy/*.example)';
 const BACKGROUND =
-  'skipped: job control (&, kill %1) in a real shell: test/e2e/long-running-commands.test.ts';
+  'skipped: job control (&, kill %1) in a real shell: test/cli/long-running-commands.e2e.test.ts';
 
 /** Every command line of the docs, in order, and what becomes of it. */
 const INVENTORY: [file: string, line: string, verdict: string][] = [

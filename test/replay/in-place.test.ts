@@ -14,8 +14,8 @@ import { NIGHTLY_LOCK_KEY } from '../../src/sync/run.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
 import { testBackends } from '../helpers/database.ts';
+import { documentedContent } from '../raw/documented-content.ts';
 import { nightOf, sync, type WorldShape, worldPerTest } from '../sync/harness.ts';
-import { documentedContent } from './documented-content.ts';
 
 const WORLD: WorldShape = {
   seed: 29,

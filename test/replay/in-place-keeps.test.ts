@@ -16,8 +16,8 @@ import { replay } from '../../src/sync/replay.ts';
 import { replayInPlace } from '../../src/sync/replay-in-place.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { testBackends } from '../helpers/database.ts';
+import { documentedContent } from '../raw/documented-content.ts';
 import { nightOf, sync, type WorldShape, worldPerTest } from '../sync/harness.ts';
-import { documentedContent } from './documented-content.ts';
 
 const WORLD: WorldShape = {
   seed: 31,

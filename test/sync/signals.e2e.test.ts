@@ -22,7 +22,7 @@ import {
 } from '../helpers/cli.ts';
 import { createTestWarehouse, testBackends } from '../helpers/database.ts';
 import { type SandboxRequests, sandboxRequests } from '../helpers/sandbox-requests.ts';
-import { contentDigest, sync, testApiClient } from '../sync/harness.ts';
+import { contentDigest, sync, testApiClient } from './harness.ts';
 
 describe.each(testBackends)('the sync command as a process (%s)', (backend) => {
   let fixture: SyncCommandFixture;
@@ -76,7 +76,7 @@ describe.each(testBackends)('the sync command as a process (%s)', (backend) => {
 
   // Three child processes, each opening the warehouse (PGlite: its WASM start-up and, after
   // a kill, its recovery), then a sync in-process and a reference sync: 25 s to 60 s on a
-  // loaded 2-core machine. The limit only guards a hang, as the other tests of test/e2e do.
+  // loaded 2-core machine. The limit only guards a hang, as the other `*.e2e.test.ts` do.
   it('converges after kill -9 at several points to the uninterrupted result', {
     timeout: 120_000,
   }, async () => {

@@ -26,7 +26,7 @@ import { parseAlertRules } from '../../src/alerts/rules.ts';
 const ROOT = join(import.meta.dirname, '..', '..');
 const KUBECTL = ['/usr/bin/kubectl', '/usr/local/bin/kubectl'].find((path) => existsSync(path));
 if (!KUBECTL) {
-  process.stdout.write('test/k8s/overlay.test.ts: skipped, kubectl is not installed\n');
+  process.stdout.write('test/deploy/k8s-overlay.test.ts: skipped, kubectl is not installed\n');
 }
 
 /** The fenced yaml block of a document that starts with `first`. */

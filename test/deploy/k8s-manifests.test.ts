@@ -63,7 +63,7 @@ const PROMETHEUS_OPERATOR = await (async () => {
     };
   } catch {
     process.stdout.write(
-      'test/k8s/manifests.test.ts: the ServiceMonitor is checked by shape only: @kubernetes-models/prometheus-operator is not installed\n',
+      'test/deploy/k8s-manifests.test.ts: the ServiceMonitor is checked by shape only: @kubernetes-models/prometheus-operator is not installed\n',
     );
     return null;
   }
@@ -303,7 +303,7 @@ describe('k8s manifests: kustomization', () => {
     expect(secrets.map((s) => s.file)).toEqual([]);
     expect(kustomization.secretGenerator).toBeUndefined();
     // A Component, built in the overlay's context, where the guard finds the Secret
-    // (test/k8s/overlay.test.ts renders both cases).
+    // (test/deploy/k8s-overlay.test.ts renders both cases).
     expect(kustomization.kind).toBe('Component');
     expect(kustomization.replacements?.map((r) => r.source)).toContainEqual(
       expect.objectContaining({ kind: 'Secret', name: 'listings-sync' }),
@@ -315,7 +315,7 @@ describe('k8s manifests: kustomization', () => {
     const images = new Set(allContainers.map((c) => c.container.image));
     expect([...images]).toEqual(['listings-sync']);
     // The base renames nothing: an overlay's `images: - name: listings-sync` must match
-    // (test/k8s/overlay.test.ts renders the documented overlay).
+    // (test/deploy/k8s-overlay.test.ts renders the documented overlay).
     expect(kustomization.images).toBeUndefined();
   });
 });
@@ -525,7 +525,7 @@ describe('k8s manifests: jobs and exit codes', () => {
     // A Job collected by its TTL is drift that a GitOps tool would put back.
     expect(migrate?.spec?.ttlSecondsAfterFinished).toBeUndefined();
     // The configuration it reads goes in an earlier wave (a patch on every ConfigMap and
-    // Secret; test/k8s/overlay.test.ts renders it).
+    // Secret; test/deploy/k8s-overlay.test.ts renders it).
     const component = read('k8s/components/migrate-job/kustomization.yaml');
     expect(component).toMatch(/kind: ConfigMap\n[\s\S]*argocd\.argoproj\.io\/sync-wave: "-2"/);
     expect(component).toMatch(/kind: Secret\n[\s\S]*argocd\.argoproj\.io\/sync-wave: "-2"/);

@@ -8,7 +8,7 @@ import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { runSync } from '../../src/sync/run.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { memoryLogger } from '../helpers/memory-logger.ts';
-import { testApiClient } from '../sync/harness.ts';
+import { testApiClient } from './harness.ts';
 
 describe.each(testBackends)('rank days follow the upstream clock (%s)', (backend) => {
   let sandbox: RunningSandbox | undefined;
