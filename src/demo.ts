@@ -23,6 +23,7 @@ import { alertsOfRuns } from './alerts/outbox.ts';
 import { createConfiguredApiClient } from './api/client.ts';
 import { addDays, daysBetween } from './calendar-day.ts';
 import { type Config, DEMO_PGLITE_DATA_DIR } from './config/index.ts';
+import { DEMO_ACCOUNTS, DEMO_BUSINESSES_PER_ACCOUNT, DEMO_DAYS } from './demo-size.ts';
 import { type Logger, redactUrl } from './log.ts';
 import { writeReport } from './report/write-report.ts';
 import { startSandbox } from './sandbox/server.ts';
@@ -54,13 +55,6 @@ export const DEMO_DATA_DIR = DEMO_PGLITE_DATA_DIR;
 export const DEMO_SCHEMA = 'listings_demo';
 /** `sync_runs.trigger` of the demo's runs: how a resumed demo counts the days it finished. */
 const DEMO_TRIGGER = 'demo';
-export const DEMO_DAYS = 30;
-const DEMO_ACCOUNTS = 2;
-/**
- * The sandbox default: 2 accounts × 25 businesses × 31 syncs on PGlite take about 85
- * seconds of CPU, report included (README.md, "Quick start", says what was measured).
- */
-const DEMO_BUSINESSES_PER_ACCOUNT = 25;
 
 export interface DemoOptions {
   /** Days simulated after the first sync (the month ends on `endDate`). */

@@ -13,11 +13,11 @@ import { createCommandWarehouse, runCli } from '../helpers/cli.ts';
 const WRONG_TOKEN = 'sbx_wrong_token_7731';
 
 /**
- * An empty warehouse (not migrated) that commands given `dataDir` are handed, for the
- * test running: its `migrate` creates the schema, in memory rather than in a directory.
+ * A migrated, empty warehouse that commands given `dataDir` are handed, for the test
+ * running (its `migrate` finds nothing to do): in memory rather than in a directory.
  */
-async function attachEmpty(dataDir: string): Promise<void> {
-  const target = await createCommandWarehouse('pglite', { migrate: false, dataDir });
+async function attachWarehouseAt(dataDir: string): Promise<void> {
+  const target = await createCommandWarehouse('pglite', { dataDir });
   onTestFinished(() => target.close());
 }
 
@@ -39,7 +39,7 @@ describe('a refused credential, and base URLs with a password', () => {
     const file = join(dir, 'credentials.json');
     await writeFile(file, JSON.stringify([first, { ...second, authToken: WRONG_TOKEN }]));
     const env = { LISTINGS_CREDENTIALS_FILE: file, PGLITE_DATA_DIR: './wrong' };
-    await attachEmpty(join(dir, 'wrong'));
+    await attachWarehouseAt(join(dir, 'wrong'));
     expect((await runCli(['migrate'], env, { cwd: dir })).code).toBe(0);
     const run = await runCli(['sync'], env, { cwd: dir });
     expect(run.code).toBe(3);
@@ -69,7 +69,7 @@ describe('a refused credential, and base URLs with a password', () => {
       LISTINGS_USER_EMAIL: first?.userEmail ?? '',
       PGLITE_DATA_DIR: './inline',
     };
-    await attachEmpty(join(dir, 'inline'));
+    await attachWarehouseAt(join(dir, 'inline'));
     expect((await runCli(['migrate'], env, { cwd: dir })).code).toBe(0);
     const run = await runCli(['sync'], env, { cwd: dir });
     expect(run.stdout).toContain('0 of 0 businesses of 0 of 1 credentials synced');

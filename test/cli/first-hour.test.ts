@@ -14,15 +14,15 @@ import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { createCommandWarehouse, type Finished, runCli } from '../helpers/cli.ts';
-import { pgliteTemplate } from '../helpers/warehouse-template.ts';
+import { attachWarehouse, createCommandWarehouse, type Finished, runCli } from '../helpers/cli.ts';
+import { createTestWarehouse, type TestWarehouse } from '../helpers/database.ts';
 
 /**
- * An empty warehouse (not migrated) that commands given `dataDir` are handed, for the
- * test running: its `migrate` creates the schema, in memory rather than in a directory.
+ * A migrated, empty warehouse that commands given `dataDir` are handed, for the test
+ * running (its `migrate` finds nothing to do): in memory rather than in a directory.
  */
-async function attachEmpty(dataDir: string): Promise<void> {
-  const target = await createCommandWarehouse('pglite', { migrate: false, dataDir });
+async function attachWarehouseAt(dataDir: string): Promise<void> {
+  const target = await createCommandWarehouse('pglite', { dataDir });
   onTestFinished(() => target.close());
 }
 
@@ -33,22 +33,28 @@ function cli(args: string[], cwd: string, env: Record<string, string> = {}): Pro
 
 describe('after the demo, in a fresh directory', () => {
   let dir: string;
+  let warehouse: TestWarehouse | undefined;
+  let attached: { detach(): void } | undefined;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'first-hour-'));
+    // The demo's warehouse, ./.data/demo on disk as `npm start` leaves it, is the test's.
+    warehouse = await createTestWarehouse('pglite');
+    attached = attachWarehouse(join(dir, '.data/demo'), warehouse, { onDisk: true });
     await runDemo(loadConfig({}), silentLogger(), {
       days: 2,
       accounts: 1,
       businessesPerAccount: 2,
-      dataDir: join(dir, '.data/demo'),
+      warehouse,
       reportPath: join(dir, 'demo-report.html'),
       endDate: '2026-03-10',
       write: () => {},
-      pgliteTemplate: await pgliteTemplate(),
     });
   });
 
   afterAll(async () => {
+    attached?.detach();
+    await warehouse?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -104,7 +110,7 @@ describe('a fresh directory with no demo', () => {
   );
 
   it('`report` on a migrated but empty warehouse says it holds no data and exits 1', async () => {
-    await attachEmpty(join(dir, 'empty'));
+    await attachWarehouseAt(join(dir, 'empty'));
     const env = { PGLITE_DATA_DIR: './empty' };
     expect((await cli(['migrate'], dir, env)).code).toBe(0);
     const run = await cli(['report'], dir, env);
@@ -243,7 +249,7 @@ describe('check, and a partial sync, against the sandbox', () => {
   });
 
   it('a partial sync lists the business, stream and reason, and names its warehouse', async () => {
-    await attachEmpty(join(dir, 'partial'));
+    await attachWarehouseAt(join(dir, 'partial'));
     const env = { LISTINGS_CREDENTIALS_FILE: credentialsFile, PGLITE_DATA_DIR: './partial' };
     expect((await cli(['migrate'], dir, env)).code).toBe(0);
     sandbox.setFaults({

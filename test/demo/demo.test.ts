@@ -248,6 +248,67 @@ describe('demo', () => {
     expect(leadingNumber(printed(later.lines, 'alerts raised'))).toBe(after.alerts);
   });
 
+  it('`listings-sync demo --days N --businesses N` simulates that many, and refuses what it cannot', async () => {
+    const attached = attachWarehouse(join(dir, '.data/demo'), warehouse);
+    onTestFinished(attached.detach);
+    const small = startCli(
+      ['demo', '--days', '2', '--businesses', '1'],
+      {},
+      {
+        cwd: dir,
+        now: () => new Date(`${END}T12:00:00Z`),
+      },
+    );
+    const ended = await small.done;
+    expect(ended.code, ended.stderr).toBe(0);
+    expect(ended.stdout).toContain('Simulating 2026-03-07 to 2026-03-09 (3 syncs)');
+    // The last whole day before the command's clock (12:00 on the 10th) is the 9th.
+    expect((await warehouseCounts()).businesses).toBe(2);
+    for (const [args, message] of [
+      [['--days', '0'], '--days must be a whole number from 1 to 365.'],
+      [['--businesses', 'ten'], '--businesses must be a whole number from 1 to 1000.'],
+    ] as const) {
+      const refused = await startCli(['demo', ...args], {}, { cwd: dir }).done;
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(message);
+    }
+  });
+
+  it.each([
+    ['just after midnight', '2026-03-11T00:00:05Z', '2026-03-10'],
+    ['just before midnight', '2026-03-10T23:59:55Z', '2026-03-09'],
+  ])(
+    '`listings-sync demo` %s ends on the last whole day and dates nothing after its clock',
+    async (_, at, lastDay) => {
+      // (sync_runs keeps the real times its runs took, which a test's clock does not move.)
+      const clock = new Date(at);
+      onTestFinished(attachWarehouse(join(dir, '.data/demo'), warehouse).detach);
+      const ended = await startCli(
+        ['demo', '--days', '1', '--businesses', '1'],
+        {},
+        {
+          cwd: dir,
+          now: () => clock,
+        },
+      ).done;
+      expect(ended.code, ended.stderr).toBe(0);
+      expect((await warehouseCounts()).days.at(-1)).toBe(lastDay);
+      const { rows } = await sql<{ what: string; at: Date | null }>`
+      select 'alert detected' as what, max(detected_at) as at from alerts
+      union all select 'review dated', max(reviewed_at) from reviews
+      union all select 'review seen', max(last_seen_at) from reviews
+      union all select 'response dated', max(responded_at) from review_responses
+      union all select 'listing observed', max(observed_at) from listing_status_history`.execute(
+        warehouse.db,
+      );
+      for (const row of rows) {
+        if (row.at)
+          expect(new Date(row.at).getTime(), row.what).toBeLessThanOrEqual(clock.getTime());
+      }
+      expect(rows.find((r) => r.what === 'review dated')?.at).not.toBeNull();
+    },
+  );
+
   // The command's own demo, with its defaults: a first day of 50 businesses before the
   // stop. Its warehouse, ./.data/demo under the command's working directory, is the test's
   // (attached to that directory).
@@ -259,7 +320,7 @@ describe('demo', () => {
     demo.stop('SIGTERM');
     const ended = await demo.done;
     expect(ended.code, ended.stderr).toBe(3);
-    expect(ended.stdout).toMatch(/Sandbox of the upstream API \(seed \d+, from 2026-02-08\)/);
+    expect(ended.stdout).toMatch(/Sandbox of the upstream API \(seed \d+, from 2026-02-07\)/);
     // The stop lands after day 1's line, as day 2 may already have begun: one or two of the
     // 31 days, never all.
     expect(ended.stdout).toMatch(/^[12] day\(s\) synced in/m);
@@ -268,7 +329,7 @@ describe('demo', () => {
     expect(existsSync(join(dir, 'report.html'))).toBe(true);
     // The demo's own warehouse, under the command's working directory.
     const days = (await warehouseCounts()).days;
-    expect(days[0]).toBe('2026-02-08');
+    expect(days[0]).toBe('2026-02-07');
     expect(days.length).toBeLessThanOrEqual(2);
   });
 });

@@ -9,7 +9,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { main } from '../../src/cli/main.ts';
@@ -175,8 +175,23 @@ const inProcessWarehouses = new Map<string, Warehouse>();
  * Commands whose warehouse is the PGlite directory `dir` (PGLITE_DATA_DIR, or its default
  * `./.data/pglite` in the command's working directory) use `warehouse` until `detach()`.
  */
-export function attachWarehouse(dir: string, warehouse: Warehouse): { detach(): void } {
+export function attachWarehouse(
+  dir: string,
+  warehouse: Warehouse,
+  options: {
+    /**
+     * Make `dir` read as a database's directory (the PG_VERSION file a data directory
+     * holds), for a test of which warehouse a command picks by what is on disk (the
+     * demo's, src/warehouse/open.ts, `resolveWarehouse`).
+     */
+    onDisk?: boolean;
+  } = {},
+): { detach(): void } {
   const key = resolve(dir);
+  if (options.onDisk) {
+    mkdirSync(key, { recursive: true });
+    writeFileSync(join(key, 'PG_VERSION'), '17\n');
+  }
   inProcessWarehouses.set(key, warehouse);
   return {
     detach: () => {

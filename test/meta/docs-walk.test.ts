@@ -17,7 +17,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { type Running, runCli } from '../helpers/cli.ts';
+import {
+  type CommandWarehouse,
+  createCommandWarehouse,
+  type Running,
+  runCli,
+} from '../helpers/cli.ts';
 import { fences, parseCliLine } from '../helpers/doc-commands.ts';
 import { endWalk, observedDays, walkSandboxTutorial } from './tutorial-walk.ts';
 
@@ -454,6 +459,7 @@ describe('docs/writes.md: the lines that act on a configured account', () => {
   let dir: string;
   let sandbox: RunningSandbox;
   let env: Record<string, string>;
+  let warehouse: CommandWarehouse | undefined;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'docs-walk-account-'));
@@ -467,10 +473,13 @@ describe('docs/writes.md: the lines that act on a configured account', () => {
     const json = /```json\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
     await writeFile(join(dir, 'keywords.json'), json);
     env = { LISTINGS_CREDENTIALS_FILE: 'credentials.json' };
+    // The commands' warehouse, the default ./.data/pglite of `dir`, is one the test holds.
+    warehouse = await createCommandWarehouse('pglite', { dataDir: join(dir, '.data/pglite') });
     expect((await runCli(['migrate'], env, { cwd: dir })).code).toBe(0);
   });
   afterAll(async () => {
     await sandbox?.close();
+    await warehouse?.close();
     await rm(dir, { recursive: true, force: true });
   });
 

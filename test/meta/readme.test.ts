@@ -13,11 +13,12 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
-import { type Finished, type Running, runCli } from '../helpers/cli.ts';
+import { attachWarehouse, type Finished, type Running, runCli } from '../helpers/cli.ts';
+import { createTestWarehouse } from '../helpers/database.ts';
 import { fences, parseCliLine, shellWords } from '../helpers/doc-commands.ts';
 import { endWalk, observedDays, walkSandboxTutorial } from './tutorial-walk.ts';
 
@@ -53,12 +54,16 @@ describe('README: quick start', () => {
   });
 
   it('line 2 works right after the demo, as written', async () => {
-    // The demo, shrunk, where `npm start` puts it (./.data/demo under the project).
+    // The demo, shrunk, where `npm start` puts it (./.data/demo under the project, on disk
+    // as the demo leaves it; the test holds the warehouse).
+    const warehouse = await createTestWarehouse('pglite');
+    onTestFinished(() => warehouse.close());
+    onTestFinished(attachWarehouse(join(dir, '.data/demo'), warehouse, { onDisk: true }).detach);
     await runDemo(loadConfig({}), silentLogger(), {
       days: 1,
       accounts: 1,
       businessesPerAccount: 2,
-      dataDir: join(dir, '.data/demo'),
+      warehouse,
       reportPath: join(dir, 'report.html'),
       endDate: '2026-04-02',
       write: () => {},

@@ -115,8 +115,9 @@ describe('the demo stopped after some days', () => {
   });
 
   it('exits 3 on its own and says "stopping" once, not once per day', async () => {
-    // The demo's own embedded warehouse and report land in its working directory.
-    const demo = spawnCli(['demo'], {}, { cwd: dir });
+    // The demo's own embedded warehouse and report land in its working directory; a small
+    // one (its options), since what matters is that days finish before the stop.
+    const demo = spawnCli(['demo', '--days', '4', '--businesses', '2'], {}, { cwd: dir });
     await waitForMessages(demo.child, 'demo day synced', 2);
     const ended = await stop(demo);
     // A demo stopped early is partial (docs/running.md, "Exit codes"), and exits on its own.

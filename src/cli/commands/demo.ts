@@ -4,6 +4,13 @@ import { EXIT } from '../../command/exit-codes.ts';
 import type { CliIo } from '../../command/io.ts';
 import { createCommandLogger } from '../../command/logger.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
+import {
+  DEMO_BUSINESSES_PER_ACCOUNT,
+  DEMO_DAYS,
+  MAX_DEMO_BUSINESSES_PER_ACCOUNT,
+  MAX_DEMO_DAYS,
+} from '../../demo-size.ts';
+import { integerOption } from '../options.ts';
 
 export function registerDemoCommand(program: Command, io: CliIo): void {
   program
@@ -11,7 +18,17 @@ export function registerDemoCommand(program: Command, io: CliIo): void {
     .description(
       'Show the whole product on this machine: a sandbox, an embedded warehouse, a report.',
     )
-    .action(async () => {
+    .option(
+      '--days <n>',
+      `days simulated after the first sync, ending on the last whole day (default ${DEMO_DAYS})`,
+      integerOption('--days', 1, MAX_DEMO_DAYS),
+    )
+    .option(
+      '--businesses <n>',
+      `businesses of each of the demo's two accounts (default ${DEMO_BUSINESSES_PER_ACCOUNT})`,
+      integerOption('--businesses', 1, MAX_DEMO_BUSINESSES_PER_ACCOUNT),
+    )
+    .action(async (options: { days?: number; businesses?: number }) => {
       const config = loadCommandConfig(io, 'demo');
       const logger = createCommandLogger(io, config);
       const { DEMO_DATA_DIR, runDemo } = await import('../../demo.ts');
@@ -25,7 +42,11 @@ export function registerDemoCommand(program: Command, io: CliIo): void {
           });
       const result = await runDemo(config, logger, {
         ...(given ? { warehouse: given } : {}),
-        endDate: io.now().toISOString().slice(0, 10),
+        ...(options.days === undefined ? {} : { days: options.days }),
+        ...(options.businesses === undefined ? {} : { businessesPerAccount: options.businesses }),
+        // Its clock, not today's date: the demo ends on the last whole day before it
+        // (src/demo.ts), so nothing it stores is dated after the clock.
+        clock: () => io.now(),
         write: (line) => io.stdout(`${line}\n`),
         signal: io.signal,
         ...(io.terminal ? { terminal: io.terminal } : {}),
