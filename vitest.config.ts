@@ -66,7 +66,7 @@ export default defineConfig({
     // 2-core machine, where most of a file's time is spent waiting on child processes, the
     // sandbox and PostgreSQL: three workers took the whole suite on both backends from
     // 385 s to 246 s here (docs/development.md, "The test suite").
-    maxWorkers: 3,
+    maxWorkers: 2,
     projects: [
       { extends: true, test: { name: 'unit', include: UNIT, globalSetup: [TEMPORARY_ROOT] } },
       {

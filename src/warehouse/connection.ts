@@ -234,21 +234,29 @@ export const pgliteParsers = {
  */
 const MAX_NAMED_STATEMENTS = 200;
 const MAX_SEEN_ONCE = 2000;
-const statementNames = new Map<string, string>();
-const seenOnce = new Set<string>();
 
-function statementName(text: string): string | undefined {
-  const name = statementNames.get(text);
-  if (name !== undefined || statementNames.size >= MAX_NAMED_STATEMENTS) return name;
-  if (!seenOnce.has(text)) {
-    if (seenOnce.size >= MAX_SEEN_ONCE) seenOnce.clear();
-    seenOnce.add(text);
-    return undefined;
+/**
+ * The names of one pool's statements. Per pool, not per process: a process that opens
+ * several warehouses (replay's scratch schema beside the live one, `warehouse copy`'s two,
+ * a test run's many) gives each its own budget, so one cannot use up another's names.
+ */
+class StatementNames {
+  readonly #names = new Map<string, string>();
+  readonly #seenOnce = new Set<string>();
+
+  nameOf(text: string): string | undefined {
+    const name = this.#names.get(text);
+    if (name !== undefined || this.#names.size >= MAX_NAMED_STATEMENTS) return name;
+    if (!this.#seenOnce.has(text)) {
+      if (this.#seenOnce.size >= MAX_SEEN_ONCE) this.#seenOnce.clear();
+      this.#seenOnce.add(text);
+      return undefined;
+    }
+    this.#seenOnce.delete(text);
+    const named = `ls_${this.#names.size + 1}`;
+    this.#names.set(text, named);
+    return named;
   }
-  seenOnce.delete(text);
-  const named = `ls_${statementNames.size + 1}`;
-  statementNames.set(text, named);
-  return named;
 }
 
 /**
@@ -263,6 +271,11 @@ const COPY_FROM_STDIN = /^copy [^;]+ from stdin$/;
  * a `COPY … FROM STDIN` given its rows as the one parameter (`copyFromStdin`).
  */
 class PreparingClient extends pg.Client {
+  /** The pool's names (set on the pool's own subclass, `preparingClientOf`). */
+  protected get statementNames(): StatementNames {
+    throw new Error('PreparingClient is used through preparingClientOf()');
+  }
+
   // biome-ignore lint/suspicious/noExplicitAny: pg's query() is a dozen overloads
   override query(...args: any[]): any {
     const [text, values, callback] = args;
@@ -275,7 +288,7 @@ class PreparingClient extends pg.Client {
       if (values.length === 1 && typeof values[0] === 'string' && COPY_FROM_STDIN.test(text)) {
         return this.#copyFromStdin(text, values[0]);
       }
-      const name = statementName(text);
+      const name = this.statementNames.nameOf(text);
       if (name !== undefined) return super.query({ name, text, values });
     }
     // biome-ignore lint/suspicious/noExplicitAny: as above
@@ -322,6 +335,16 @@ class PreparingClient extends pg.Client {
   }
 }
 
+/** The client class of one pool: a PreparingClient with the pool's own statement names. */
+function preparingClientOf(): typeof PreparingClient {
+  const names = new StatementNames();
+  return class extends PreparingClient {
+    protected override get statementNames(): StatementNames {
+      return names;
+    }
+  };
+}
+
 const SEARCH_PATH = /^[A-Za-z_][A-Za-z0-9_$]*(,[A-Za-z_][A-Za-z0-9_$]*)*$/;
 
 function checkSearchPath(searchPath: string): string {
@@ -363,7 +386,7 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
     // answer the goodbye (a frozen server never closes its side).
     const sockets = new Set<net.Socket>();
     const pool = new pg.Pool({
-      Client: PreparingClient,
+      Client: preparingClientOf(),
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 10,
       types: pgTypes,

@@ -54,6 +54,21 @@ describe.each(testBackends)('named prepared statements (%s)', (backend) => {
     expect(await prepared(w)).toEqual(['select $1::int + 1000 as n']);
   });
 
+  it('gives each warehouse its own names: one that used up its 200 leaves the next its own', async (context) => {
+    skipOnPglite(context, backend, 'no pg driver, no wire protocol');
+    const first = await oneConnection();
+    // 201 texts, each run twice: the first warehouse names 200 and runs the last unnamed.
+    for (let i = 0; i <= 200; i++) {
+      for (let run = 0; run < 2; run++) {
+        await sql`select ${i}::int + ${sql.lit(i)} as n`.execute(first.db);
+      }
+    }
+    expect((await prepared(first)).length).toBe(200);
+    const second = await oneConnection();
+    for (let run = 0; run < 2; run++) await sql`select ${run}::int * 7 as n`.execute(second.db);
+    expect(await prepared(second)).toEqual(['select $1::int * 7 as n']);
+  });
+
   it('never prepares a statement without parameters, nor a script of several', async (context) => {
     skipOnPglite(context, backend, 'no pg driver, no wire protocol');
     const w = await oneConnection();
