@@ -68,7 +68,12 @@ export default defineConfig({
     // 385 s to 246 s here (docs/development.md, "The test suite").
     maxWorkers: 2,
     projects: [
-      { extends: true, test: { name: 'unit', include: UNIT, globalSetup: [TEMPORARY_ROOT] } },
+      {
+        extends: true,
+        // Shares its worker processes as the integration project does (below): these files
+        // mock nothing.
+        test: { name: 'unit', include: UNIT, isolate: false, globalSetup: [TEMPORARY_ROOT] },
+      },
       {
         extends: true,
         test: {

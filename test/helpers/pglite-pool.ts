@@ -126,6 +126,13 @@ async function reset(entry: Pooled): Promise<boolean> {
   }
 }
 
+/** The data directory of `warehouse` (one of the pool's) as it is now, dumped. */
+export async function dumpPgliteWarehouse(warehouse: TestWarehouse): Promise<Blob> {
+  const source = pglites.get(warehouse.db);
+  if (!source) throw new Error('not a warehouse of the PGlite pool');
+  return source.dumpDataDir('none');
+}
+
 /**
  * A copy of `warehouse` (one of the pool's) as it is now, for a test that carries on from
  * one state in two ways: a new instance from its dump. Its `close()` hands it to the pool
@@ -133,9 +140,7 @@ async function reset(entry: Pooled): Promise<boolean> {
  * discarded at its next reset.
  */
 export async function clonePgliteWarehouse(warehouse: TestWarehouse): Promise<TestWarehouse> {
-  const source = pglites.get(warehouse.db);
-  if (!source) throw new Error('clonePgliteWarehouse: not a warehouse of the PGlite pool');
-  const entry = await open(await source.dumpDataDir('none'));
+  const entry = await open(await dumpPgliteWarehouse(warehouse));
   entry.fingerprint = templateFingerprint ?? entry.fingerprint;
   pool.push(entry);
   return lend(entry);

@@ -26,6 +26,17 @@ export const TEST_TMP_ROOT = 'LISTINGS_SYNC_TEST_TMP_ROOT';
 /** The machine's temporary directory, for what outlives a run (the templates). */
 export const TEST_CACHE_DIR = 'LISTINGS_SYNC_TEST_CACHE_DIR';
 
+/**
+ * What the run's tests share on purpose (test/helpers/demo-world.ts), in the run's own
+ * temporary directory: removed with it, and not counted among what tests left behind.
+ */
+export const RUN_SHARED = 'run-shared';
+
+/** The run's shared directory (created by whoever writes there first). */
+export function runSharedDir(): string {
+  return join(tmpdir(), RUN_SHARED);
+}
+
 /** The temporary directory this run's caches live in (not removed at the end of a run). */
 export function testCacheDir(): string {
   return process.env[TEST_CACHE_DIR] || tmpdir();
@@ -53,7 +64,7 @@ export default function setup(): (() => void) | undefined {
   process.env[TEST_TMP_ROOT] = root;
   process.env['TMPDIR'] = root;
   return () => {
-    const left = readdirSync(root);
+    const left = readdirSync(root).filter((name) => name !== RUN_SHARED);
     rmSync(root, { recursive: true, force: true });
     if (previous === undefined) delete process.env['TMPDIR'];
     else process.env['TMPDIR'] = previous;

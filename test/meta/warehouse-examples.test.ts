@@ -1,9 +1,10 @@
 /**
  * Every example query of docs/warehouse.md (each fenced `sql` block, whatever examples the
- * document holds when this runs) returns rows on the demo's data: the demo's accounts and
- * businesses (seed 7, as `npm start`), a week and a day of simulated syncs ending yesterday so
- * that "the last 7 days" has data. On PGlite, and on PostgreSQL when TEST_DATABASE_URL is
- * set (the demo in a schema of its own, as `DATABASE_URL=… npm start` does).
+ * document holds when this runs) returns rows on the demo's data: the demo (seed 7, as
+ * `npm start`), shrunk, with simulated syncs ending yesterday so that "the last 7 days"
+ * has data (test/helpers/demo-world.ts). On PGlite, and on PostgreSQL when
+ * TEST_DATABASE_URL is set (the demo in a schema of its own, as `DATABASE_URL=… npm start`
+ * does).
  */
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -15,12 +16,8 @@ import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
-import {
-  createTestWarehouse,
-  dropSchema,
-  freshSchemaName,
-  testBackends,
-} from '../helpers/database.ts';
+import { dropSchema, freshSchemaName, testBackends } from '../helpers/database.ts';
+import { DEMO_WORLD, sharedDemoWorld } from '../helpers/demo-world.ts';
 
 const DOC = readFileSync(join(import.meta.dirname, '../../docs/warehouse.md'), 'utf8');
 const EXAMPLES = [...DOC.matchAll(/```sql\n([\s\S]*?)```/g)].map((m, i) => ({
@@ -36,15 +33,9 @@ describe.each(testBackends)('docs/warehouse.md examples on the demo (%s)', (back
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'examples-'));
-    const common = {
-      days: 8,
-      // The demo's 2 accounts, with 6 businesses each rather than 25: every example returns
-      // rows from 3 each on (tried), and 25 cost 4 times the CPU of 6.
-      accounts: 2,
-      businessesPerAccount: 6,
-      reportPath: join(dir, 'report.html'),
-      write: () => {},
-    };
+    // The shared world's shape (its 2 accounts, with 5 businesses each rather than 25:
+    // every example returns rows from 3 each on, tried), in a schema on PostgreSQL.
+    const common = { ...DEMO_WORLD, reportPath: join(dir, 'report.html'), write: () => {} };
     if (backend === 'postgres') {
       schema = freshSchemaName();
       await runDemo(loadConfig({ DATABASE_URL: testDatabaseUrl }), silentLogger(), {
@@ -56,8 +47,8 @@ describe.each(testBackends)('docs/warehouse.md examples on the demo (%s)', (back
         searchPath: schema,
       });
     } else {
-      warehouse = await createTestWarehouse('pglite');
-      await runDemo(loadConfig({}), silentLogger(), { ...common, warehouse });
+      // The run's shared demo world (test/helpers/demo-world.ts), read-only.
+      ({ warehouse } = await sharedDemoWorld());
     }
   }, 600_000);
 
