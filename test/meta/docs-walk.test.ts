@@ -289,17 +289,22 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ],
   [
     'docs/development.md',
-    'npm run test:unit             # unit suites only: no database, sandbox or child process, seconds',
+    'npm run test:unit             # the unit project: no database, sandbox or child process, seconds',
     SUITE,
   ],
   [
     'docs/development.md',
-    'npm run test:integration      # the rest but test/e2e: commands run in-process, main(argv, io)',
+    'npm run test:integration      # all but the unit project and *.e2e.test.ts: commands run in-process',
     SUITE,
   ],
   [
     'docs/development.md',
-    'npm run test:e2e              # real processes, where a process is the point: signals, kill -9, exit codes',
+    'npm run test:e2e              # the *.e2e.test.ts files: real processes (signals, kill -9, exit codes)',
+    SUITE,
+  ],
+  [
+    'docs/development.md',
+    'npm run test:busy -- --sequence.shuffle   # the suite beside four CPU-bound processes, in any order',
     SUITE,
   ],
   [
@@ -310,6 +315,11 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   [
     'docs/development.md',
     'npx vitest run --sequence.shuffle                           # any order',
+    SUITE,
+  ],
+  [
+    'docs/development.md',
+    'for f in $(git ls-files \'test/*.test.ts\'); do npx vitest run "$f" > /dev/null || echo "FAILED $f"; done   # each file alone',
     SUITE,
   ],
   [
