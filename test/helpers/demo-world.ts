@@ -21,10 +21,15 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/config/index.ts';
-import { runDemo } from '../../src/demo.ts';
+import { type DemoOptions, runDemo } from '../../src/demo.ts';
 import { silentLogger } from '../../src/log.ts';
-import { pgliteKysely, pgliteParsers, type Warehouse } from '../../src/warehouse/connection.ts';
-import { createTestWarehouse } from './database.ts';
+import {
+  openWarehouse,
+  pgliteKysely,
+  pgliteParsers,
+  type Warehouse,
+} from '../../src/warehouse/connection.ts';
+import { createTestWarehouse, dropSchema, freshSchemaName, type TestBackend } from './database.ts';
 import { dumpPgliteWarehouse } from './pglite-pool.ts';
 import { runSharedDir } from './temporary-root.ts';
 
@@ -133,4 +138,42 @@ function appears(dir: string, path: string): Promise<void> {
       resolve();
     }
   });
+}
+
+/** A demo simulated into a warehouse of a test's own, and how to give it back. */
+export interface SimulatedDemo {
+  warehouse: Warehouse;
+  /** Drops the demo's schema (PostgreSQL) or hands the warehouse back (PGlite). */
+  close(): Promise<void>;
+}
+
+/**
+ * The demo simulated as `npm start` does on each backend: on PostgreSQL into a fresh
+ * schema of the test database (`DATABASE_URL=… npm start`), read back through a
+ * connection of the test's own; on PGlite into a warehouse of the worker's pool.
+ */
+export async function simulatedDemo(
+  backend: TestBackend,
+  options: Omit<DemoOptions, 'warehouse' | 'schema' | 'databaseUrl' | 'write'>,
+): Promise<SimulatedDemo> {
+  if (backend === 'pglite') {
+    const warehouse = await createTestWarehouse('pglite');
+    await runDemo(loadConfig({}), silentLogger(), { ...options, warehouse, write: () => {} });
+    return { warehouse, close: () => warehouse.close() };
+  }
+  const databaseUrl = process.env['TEST_DATABASE_URL']?.trim() ?? '';
+  const schema = freshSchemaName();
+  await runDemo(loadConfig({ DATABASE_URL: databaseUrl }), silentLogger(), {
+    ...options,
+    schema,
+    write: () => {},
+  });
+  const warehouse = await openWarehouse({ databaseUrl, searchPath: schema });
+  return {
+    warehouse,
+    close: async () => {
+      await warehouse.close();
+      await dropSchema(schema);
+    },
+  };
 }

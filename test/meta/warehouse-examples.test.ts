@@ -12,49 +12,41 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.ts';
-import { runDemo } from '../../src/demo.ts';
-import { silentLogger } from '../../src/log.ts';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
-import { dropSchema, freshSchemaName, testBackends } from '../helpers/database.ts';
-import { DEMO_WORLD, sharedDemoWorld } from '../helpers/demo-world.ts';
+import type { Warehouse } from '../../src/warehouse/connection.ts';
+import { testBackends } from '../helpers/database.ts';
+import {
+  DEMO_WORLD,
+  type SimulatedDemo,
+  sharedDemoWorld,
+  simulatedDemo,
+} from '../helpers/demo-world.ts';
 
 const DOC = readFileSync(join(import.meta.dirname, '../../docs/warehouse.md'), 'utf8');
 const EXAMPLES = [...DOC.matchAll(/```sql\n([\s\S]*?)```/g)].map((m, i) => ({
   n: i + 1,
   text: (m[1] ?? '').trim(),
 }));
-const testDatabaseUrl = process.env['TEST_DATABASE_URL']?.trim();
+const _testDatabaseUrl = process.env['TEST_DATABASE_URL']?.trim();
 
 describe.each(testBackends)('docs/warehouse.md examples on the demo (%s)', (backend) => {
   let dir = '';
-  let schema = '';
+  let demo: SimulatedDemo | undefined;
   let warehouse: Warehouse;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'examples-'));
-    // The shared world's shape (its 2 accounts, with 5 businesses each rather than 25:
-    // every example returns rows from 3 each on, tried), in a schema on PostgreSQL.
-    const common = { ...DEMO_WORLD, reportPath: join(dir, 'report.html'), write: () => {} };
+    // PGlite: the run's shared demo world (test/helpers/demo-world.ts), read-only;
+    // PostgreSQL: the same shape in a schema of its own.
     if (backend === 'postgres') {
-      schema = freshSchemaName();
-      await runDemo(loadConfig({ DATABASE_URL: testDatabaseUrl }), silentLogger(), {
-        ...common,
-        schema,
-      });
-      warehouse = await openWarehouse({
-        databaseUrl: testDatabaseUrl as string,
-        searchPath: schema,
-      });
+      demo = await simulatedDemo(backend, { ...DEMO_WORLD, reportPath: join(dir, 'report.html') });
+      warehouse = demo.warehouse;
     } else {
-      // The run's shared demo world (test/helpers/demo-world.ts), read-only.
       ({ warehouse } = await sharedDemoWorld());
     }
   }, 600_000);
 
   afterAll(async () => {
-    await warehouse?.close();
-    if (schema) await dropSchema(schema);
+    await demo?.close();
     await rm(dir, { recursive: true, force: true });
   });
 

@@ -10,23 +10,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.ts';
-import { runDemo } from '../../src/demo.ts';
-import { silentLogger } from '../../src/log.ts';
 import { accuracyAxisRange } from '../../src/report/charts.ts';
 import type { ReportData } from '../../src/report/report-data.ts';
 import { hoursText } from '../../src/report/report-html.ts';
 import { siteLabel } from '../../src/report/site-names.ts';
 import { writeReport } from '../../src/report/write-report.ts';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
-import {
-  createTestWarehouse,
-  dropSchema,
-  freshSchemaName,
-  testBackends,
-} from '../helpers/database.ts';
+import type { Warehouse } from '../../src/warehouse/connection.ts';
+import { testBackends } from '../helpers/database.ts';
+import { type SimulatedDemo, simulatedDemo } from '../helpers/demo-world.ts';
 
-const testDatabaseUrl = process.env['TEST_DATABASE_URL']?.trim();
+const _testDatabaseUrl = process.env['TEST_DATABASE_URL']?.trim();
 
 describe('report wording', () => {
   it('names sites as words', () => {
@@ -62,43 +55,28 @@ describe('report wording', () => {
 
 describe.each(testBackends)('the report on the demo (%s)', (backend) => {
   let dir = '';
-  let schema = '';
+  let demo: SimulatedDemo | undefined;
   let warehouse: Warehouse;
   let html = '';
   let data: ReportData;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'report-analyst-'));
-    const common = {
+    demo = await simulatedDemo(backend, {
       days: 9,
       accounts: 1,
       businessesPerAccount: 4,
       endDate: '2026-05-20',
       reportPath: join(dir, 'demo.html'),
-      write: () => {},
-    };
-    if (backend === 'postgres') {
-      schema = freshSchemaName();
-      await runDemo(loadConfig({ DATABASE_URL: testDatabaseUrl }), silentLogger(), {
-        ...common,
-        schema,
-      });
-      warehouse = await openWarehouse({
-        databaseUrl: testDatabaseUrl as string,
-        searchPath: schema,
-      });
-    } else {
-      warehouse = await createTestWarehouse('pglite');
-      await runDemo(loadConfig({}), silentLogger(), { ...common, warehouse });
-    }
+    });
+    warehouse = demo.warehouse;
     const report = await writeReport(warehouse.db, { out: join(dir, 'report.html'), days: 90 });
     data = report.data;
     html = await readFile(report.path, 'utf8');
   }, 600_000);
 
   afterAll(async () => {
-    await warehouse?.close();
-    if (schema) await dropSchema(schema);
+    await demo?.close();
     await rm(dir, { recursive: true, force: true });
   });
 

@@ -12,24 +12,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.ts';
-import { runDemo } from '../../src/demo.ts';
-import { silentLogger } from '../../src/log.ts';
 import { counted, pluralOf } from '../../src/report/counted.ts';
 import type { ReportData } from '../../src/report/report-data.ts';
 import { siteLabel } from '../../src/report/site-names.ts';
 import { writeReport } from '../../src/report/write-report.ts';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/connection.ts';
 import type { Database } from '../../src/warehouse/database.ts';
-import {
-  createTestWarehouse,
-  dropSchema,
-  freshSchemaName,
-  testBackends,
-} from '../helpers/database.ts';
+import { testBackends } from '../helpers/database.ts';
+import { type SimulatedDemo, simulatedDemo } from '../helpers/demo-world.ts';
 import { type ExpectedScore, expectedScorecard, expectedVisibility } from './scorecard-expected.ts';
 
-const testDatabaseUrl = process.env['TEST_DATABASE_URL']?.trim();
+const _testDatabaseUrl = process.env['TEST_DATABASE_URL']?.trim();
 /**
  * Yesterday: the scorecard's 90 days end at now() (docs/warehouse.md,
  * "v_location_scorecard"), so the sandbox's recent reviews fall inside them.
@@ -136,7 +129,7 @@ describe('counted', () => {
 
 describe.each(testBackends)('the report states counts that are true and add up (%s)', (backend) => {
   let dir = '';
-  let schema = '';
+  let demo: SimulatedDemo | undefined;
   let warehouse: Warehouse;
   let db: Kysely<Database>;
   let text = '';
@@ -151,28 +144,14 @@ describe.each(testBackends)('the report states counts that are true and add up (
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'report-figures-'));
-    const common = {
+    demo = await simulatedDemo(backend, {
       days: DAYS,
       accounts: 2,
       businessesPerAccount: BUSINESSES / 2,
       endDate: END,
       reportPath: join(dir, 'demo.html'),
-      write: () => {},
-    };
-    if (backend === 'postgres') {
-      schema = freshSchemaName();
-      await runDemo(loadConfig({ DATABASE_URL: testDatabaseUrl }), silentLogger(), {
-        ...common,
-        schema,
-      });
-      warehouse = await openWarehouse({
-        databaseUrl: testDatabaseUrl as string,
-        searchPath: schema,
-      });
-    } else {
-      warehouse = await createTestWarehouse('pglite');
-      await runDemo(loadConfig({}), silentLogger(), { ...common, warehouse });
-    }
+    });
+    warehouse = demo.warehouse;
     db = warehouse.db;
     const full = await writeReport(db, { out: join(dir, 'full.html'), days: 90 });
     html = await readFile(full.path, 'utf8');
@@ -195,8 +174,7 @@ describe.each(testBackends)('the report states counts that are true and add up (
   }, 600_000);
 
   afterAll(async () => {
-    await warehouse?.close();
-    if (schema) await dropSchema(schema);
+    await demo?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
