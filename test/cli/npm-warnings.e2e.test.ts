@@ -71,17 +71,17 @@ describe.skipIf(!npx)('npm around npx listings-sync', () => {
     expect(ran.stdout).toContain('Usage: listings-sync');
     expect(ran.stderr).not.toContain('EBADENGINE');
     expect(ran.stderr).not.toMatch(/^npm warn/m);
-  }, 60_000);
+  });
 
   it('npm reads loglevel=error from the project, whatever its Node', async () => {
     const ran = await npm('npm', ['config', 'get', 'loglevel']);
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stdout.trim()).toBe('error');
-  }, 60_000);
+  });
 
   it('an npm error still prints', async () => {
     const ran = await npm('npm', ['run', 'no-such-script']);
     expect(ran.code).toBe(1);
     expect(ran.stderr).toContain('npm error Missing script: "no-such-script"');
-  }, 60_000);
+  });
 });

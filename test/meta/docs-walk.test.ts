@@ -517,7 +517,7 @@ describe('docs/writes.md: the lines that act on a configured account', () => {
     const again = await runCli(parseCliLine(lines[1] ?? '')?.args ?? [], env, { cwd: dir });
     expect(again.code).toBe(0);
     expect(again.stdout).not.toMatch(/\+ plumber austin/);
-  }, 90_000);
+  });
 });
 
 describe('docs/running.md: the sandbox tutorial, line by line', () => {
@@ -541,5 +541,5 @@ describe('docs/running.md: the sandbox tutorial, line by line', () => {
     });
     expect(ran).toEqual(['sandbox', 'migrate', 'sync', 'curl', 'sync']);
     expect(await observedDays(dir)).toEqual(['2026-01-01', '2026-01-02']);
-  }, 90_000);
+  });
 });

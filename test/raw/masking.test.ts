@@ -243,10 +243,7 @@ async function credentialFlags(db: Kysely<Database>): Promise<Map<string, boolea
 describe.each(testBackends)('directory credentials kept out, end to end (%s)', (backend) => {
   const suite = sandboxSuite(WORLD);
 
-  it('keeps escaped keys and values of every type out of every table, body and raw show', {
-    // A PGlite data directory opened by the test and then by each command.
-    timeout: 120_000,
-  }, async () => {
+  it('keeps escaped keys and values of every type out of every table, body and raw show', async () => {
     const served: Served = { secrets: [], derived: new Map(), businesses: new Set() };
     const front = await listingsRewritingFront(suite.sandbox.baseUrl, served);
     onTestFinished(() => front.close());

@@ -96,10 +96,7 @@ describe('raw zone commands (pglite)', () => {
     expect(stats.stdout).toContain('\n  oldest night replay can rebuild: 2026-05-10\n');
   });
 
-  it('replay builds a schema, and refuses a range the raw zone does not cover', {
-    // Three processes, each opening the embedded database; the replay migrates a schema.
-    timeout: 120_000,
-  }, async () => {
+  it('replay builds a schema, and refuses a range the raw zone does not cover', async () => {
     const done = await runCli(['replay', '--into', 'rebuilt'], env);
     expect(done.stderr).toContain('replay: run 2/2 (2026-05-11)');
     expect(done.code).toBe(0);
@@ -115,9 +112,7 @@ describe('raw zone commands (pglite)', () => {
     expect(again.stderr).toContain('Schema "rebuilt" already holds tables');
   });
 
-  it('replay --in-place --dry-run shows what would change; --in-place rebuilds and can run again', {
-    timeout: 120_000,
-  }, async () => {
+  it('replay --in-place --dry-run shows what would change; --in-place rebuilds and can run again', async () => {
     const both = await runCli(['replay', '--in-place', '--into', 'x', '--from', '2026-05-10'], env);
     expect(both.code).toBe(2);
     expect(both.stderr).toBe(

@@ -102,9 +102,7 @@ describe.each(testBackends)('raw zone retention (%s)', (backend) => {
   describe('over sandbox nights', () => {
     const world = worldPerTest(backend, WORLD);
 
-    it("keeps a business's latest reads however old, prunes the nights read again since, and the bodies nothing refers to", {
-      timeout: 60_000,
-    }, async () => {
+    it("keeps a business's latest reads however old, prunes the nights read again since, and the bodies nothing refers to", async () => {
       const night = () => ({ now: () => nightOf(world.sandbox) });
       const [credential] = world.sandbox.credentials;
       const listed = (await listBusinesses(world.api, credential!)).records.map((b) => b.id);

@@ -87,9 +87,7 @@ describe.each(testBackends)('replay of a stopped run (%s)', (backend) => {
     return { ended, warehouse, committed: rows[0]?.n ?? 0 };
   }
 
-  it('after kill -9: the list was kept, and the replay holds exactly what the night committed', {
-    timeout: 120_000,
-  }, async () => {
+  it('after kill -9: the list was kept, and the replay holds exactly what the night committed', async () => {
     const { ended, warehouse, committed: n } = await stopMidRun('SIGKILL');
     try {
       expect(ended.signal, ended.stderr).toBe('SIGKILL');
@@ -103,9 +101,7 @@ describe.each(testBackends)('replay of a stopped run (%s)', (backend) => {
     }
   });
 
-  it('after SIGTERM: reads of businesses never written are marked and not replayed', {
-    timeout: 120_000,
-  }, async () => {
+  it('after SIGTERM: reads of businesses never written are marked and not replayed', async () => {
     const { ended, warehouse, committed: n } = await stopMidRun('SIGTERM');
     try {
       // Stopped, the run ends on its own: partial (docs/running.md, "Exit codes").

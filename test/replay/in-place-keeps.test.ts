@@ -109,9 +109,7 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
     expect(await identities(db)).toEqual(idsBefore);
   });
 
-  it('--dry-run says what would change and changes nothing; the run then repairs it', {
-    timeout: 120_000,
-  }, async () => {
+  it('--dry-run says what would change and changes nothing; the run then repairs it', async () => {
     await nights(2);
     const db = world.warehouse.db;
     // A hand-made loss the raw zone can rebuild: one status history row of the last night.
@@ -142,9 +140,7 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
     expect(await documentedContent(db)).toEqual(expected);
   });
 
-  it('keeps alerts: ids, delivery, and the kinds no replay recomputes', {
-    timeout: 120_000,
-  }, async () => {
+  it('keeps alerts: ids, delivery, and the kinds no replay recomputes', async () => {
     await nights(2);
     const db = world.warehouse.db;
     const [run] = await db.selectFrom('sync_runs').select('run_id').limit(1).execute();
@@ -162,9 +158,7 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
     expect(await identities(db)).toEqual(before);
   });
 
-  it('leaves the operator’s views, comments and grants usable', {
-    timeout: 120_000,
-  }, async () => {
+  it('leaves the operator’s views, comments and grants usable', async () => {
     await nights(2);
     const db = world.warehouse.db;
     await sql`create view team_inaccurate as
@@ -195,7 +189,7 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
     }
   });
 
-  it('replays each run with the answer bounds it recorded', { timeout: 120_000 }, async () => {
+  it('replays each run with the answer bounds it recorded', async () => {
     // The night ran with a listings bound of 5: every listings answer was over it.
     const bounded = createApiClient({
       retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
@@ -228,9 +222,7 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
     await sql`drop schema bounded_replay cascade`.execute(db);
   });
 
-  it('a reader inside one transaction sees the old warehouse or the new, never an empty one', {
-    timeout: 120_000,
-  }, async (context) => {
+  it('a reader inside one transaction sees the old warehouse or the new, never an empty one', async (context) => {
     if (backend === 'pglite' || !world.warehouse.databaseUrl) {
       context.skip('PGlite has one connection: no second reader can hold a snapshot');
       return;

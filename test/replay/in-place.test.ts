@@ -63,10 +63,7 @@ describe.each(testBackends)('replay --in-place (%s)', (backend) => {
     ).toBe('succeeded');
   }
 
-  it('rebuilds the live warehouse: every documented view, run and read as before, in one transaction', {
-    // Three sandbox nights, their replay into a migrated schema, a fourth night.
-    timeout: 120_000,
-  }, async () => {
+  it('rebuilds the live warehouse: every documented view, run and read as before, in one transaction', async () => {
     await night();
     world.sandbox.advanceDays(1);
     await night();

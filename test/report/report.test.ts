@@ -348,9 +348,8 @@ describe('report', () => {
     report = demo.reportPath;
     businessId = demo.summary.alertExamples[0]?.businessId ?? 10000001;
     browser = await chromium.launch({ executablePath: chromiumBinary.path, args: CHROMIUM_ARGS });
-    // Fourteen simulated days of sync into PGlite, a browser start, and on a first run the
-    // packaged Chromium unpacked: the one hook allowed more than the 30 s default (and the
-    // full 31-day demo when the screenshot is renewed).
+    // Fourteen simulated days of sync into PGlite and a browser start; when the screenshot
+    // is renewed, the full 31-day demo: a hang guard longer than the suite's.
   }, 900_000);
 
   afterAll(async () => {

@@ -15,15 +15,15 @@ export function serveConfig(env: Record<string, string> = {}): Config {
 /**
  * Resolves with the first truthy answer of `check`, asked again after each answer: a state
  * another part of the process reaches (a row written, every alert delivered). Nothing is
- * asserted about when; the limit only guards a hang, just under the test's 30 s timeout
- * (vitest.config.ts) so that a state that never comes is named.
+ * asserted about when; the limit only guards a hang, under the test's own (vitest.config.ts)
+ * so that a state that never comes is named.
  */
 export function waitFor<T>(
   what: string,
   check: () => Promise<T | undefined | null | false> | T | undefined | null | false,
 ): Promise<T> {
   return vi.waitUntil(check, {
-    timeout: 25_000,
+    timeout: 100_000,
     interval: 25,
     message: `waiting for ${what}`,
   }) as Promise<T>;

@@ -102,7 +102,7 @@ describe.each(testBackends)('serve stopped after scheduled runs (%s)', (backend)
     expect(lines.filter((m) => m.startsWith(RUN_STOPPING)).length, ended.stderr).toBe(
       started - finishedBefore,
     );
-  }, 120_000);
+  });
 });
 
 describe('the demo stopped after some days', () => {

@@ -76,10 +76,8 @@ describe.each(testBackends)('the sync command as a process (%s)', (backend) => {
 
   // Three child processes, each opening the warehouse (PGlite: its WASM start-up and, after
   // a kill, its recovery), then a sync in-process and a reference sync: 25 s to 60 s on a
-  // loaded 2-core machine. The limit only guards a hang, as the other `*.e2e.test.ts` do.
-  it('converges after kill -9 at several points to the uninterrupted result', {
-    timeout: 120_000,
-  }, async () => {
+  // loaded 2-core machine. The suite's limit only guards a hang.
+  it('converges after kill -9 at several points to the uninterrupted result', async () => {
     await prepareTarget({ migrate: true });
 
     // Kill points in listings reads answered, of the run's 16 (one per business): the

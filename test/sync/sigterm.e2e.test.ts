@@ -134,7 +134,7 @@ describe.each(testBackends)('sync on SIGTERM (%s)', (backend) => {
     expect(run.finished_at).not.toBeNull();
     // Every business's listings read was cut short: none is written.
     expect(await businessesWritten(db)).toBe(0);
-  }, 120_000);
+  });
 
   it('a second SIGTERM right after the first still records interrupted before exiting', async () => {
     const { cli, open, stderr } = await startHeld('two');
@@ -155,5 +155,5 @@ describe.each(testBackends)('sync on SIGTERM (%s)', (backend) => {
     expect(run.status).toBe('interrupted');
     expect(run.finished_at).not.toBeNull();
     expect(await businessesWritten(db)).toBe(0);
-  }, 120_000);
+  });
 });
