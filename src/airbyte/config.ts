@@ -38,7 +38,14 @@ export interface SourceConfig {
   streams: StreamName[];
   /** The limits as the rest of the program reads them. */
   config: Config;
+  /**
+   * Keys of the configuration the source does not read (`"_extra"`, `"credentials[0].note"`):
+   * ignored, as Airbyte's specs are open, and named in a LOG at warn.
+   */
+  ignored: string[];
 }
+
+const CREDENTIAL_KEYS = ['name', 'baseUrl', 'authToken', 'userEmail'];
 
 /** `spec`'s connectionSpecification: a JSON schema (draft-07) of the configuration. */
 export function configSchema(): JsonSchema {
@@ -61,7 +68,6 @@ export function configSchema(): JsonSchema {
     title: 'listings-sync source',
     type: 'object',
     required: ['credentials'],
-    additionalProperties: false,
     properties: {
       credentials: {
         type: 'array',
@@ -73,7 +79,6 @@ export function configSchema(): JsonSchema {
         items: {
           type: 'object',
           required: ['name', 'baseUrl', 'authToken', 'userEmail'],
-          additionalProperties: false,
           properties: {
             name: {
               type: 'string',
@@ -142,19 +147,24 @@ export function parseSourceConfig(json: unknown): SourceConfig {
   }
   const value = json as Record<string, unknown>;
   const known = new Set(['credentials', 'streams', ...LIMITS.map(keyOf)]);
-  const unknown = Object.keys(value).filter((key) => !known.has(key));
-  if (unknown.length) {
-    throw new ConfigError(
-      `The configuration has ${unknown.map((k) => `"${k}"`).join(', ')}, which the source does not read; ` +
-        `it reads ${[...known].join(', ')}.`,
-    );
-  }
+  const ignored = Object.keys(value).filter((key) => !known.has(key));
   if (!Array.isArray(value.credentials)) {
     throw new ConfigError(
       'credentials is required: a list of {name, baseUrl, authToken, userEmail}, one per account.',
     );
   }
-  const credentials = parseCredentialList(value.credentials, 'credentials is not valid');
+  // An entry's keys beyond the four are ignored too (the credentials file's rules are strict).
+  const entries = value.credentials.map((entry: unknown, i) => {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return entry;
+    const fields = entry as Record<string, unknown>;
+    for (const key of Object.keys(fields)) {
+      if (!CREDENTIAL_KEYS.includes(key)) ignored.push(`credentials[${i}].${key}`);
+    }
+    return Object.fromEntries(
+      CREDENTIAL_KEYS.filter((k) => k in fields).map((k) => [k, fields[k]]),
+    );
+  });
+  const credentials = parseCredentialList(entries, 'credentials is not valid');
   const streams = parseStreams(value.streams);
   const env: Record<string, string> = {};
   for (const name of LIMITS) {
@@ -175,7 +185,7 @@ export function parseSourceConfig(json: unknown): SourceConfig {
     for (const name of LIMITS) message = message.replaceAll(name, keyOf(name));
     throw new ConfigError(message);
   }
-  return { credentials, streams, config };
+  return { credentials, streams, config, ignored };
 }
 
 function parseStreams(given: unknown): StreamName[] {

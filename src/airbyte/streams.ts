@@ -42,5 +42,20 @@ export function airbyteStream(name: StreamName): AirbyteStream {
 }
 
 function jsonSchemaOf(schema: z.ZodObject): JsonSchema {
-  return z.toJSONSchema(schema, { target: 'draft-7' }) as JsonSchema;
+  return openSchema(z.toJSONSchema(schema, { target: 'draft-7' })) as JsonSchema;
+}
+
+/**
+ * The schema with no `additionalProperties: false` at any depth: Airbyte's schemas are
+ * open (a record may gain a field before its stream's schema says so; CAT's
+ * test_additional_properties_is_true), docs/airbyte.md, "Streams".
+ */
+function openSchema(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(openSchema);
+  if (typeof node !== 'object' || node === null) return node;
+  return Object.fromEntries(
+    Object.entries(node)
+      .filter(([key, value]) => !(key === 'additionalProperties' && value === false))
+      .map(([key, value]) => [key, openSchema(value)]),
+  );
 }

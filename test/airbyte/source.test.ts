@@ -148,6 +148,43 @@ describe('airbyte spec', () => {
   });
 });
 
+/** Every `additionalProperties` in a schema, with where it is. */
+function additionalProperties(node: unknown, at = '$'): string[] {
+  if (Array.isArray(node)) return node.flatMap((n, i) => additionalProperties(n, `${at}[${i}]`));
+  if (typeof node !== 'object' || node === null) return [];
+  return Object.entries(node).flatMap(([key, value]) => [
+    ...(key === 'additionalProperties' && value !== true
+      ? [`${at}: ${JSON.stringify(value)}`]
+      : []),
+    ...additionalProperties(value, `${at}.${key}`),
+  ]);
+}
+
+describe('open schemas', () => {
+  it('neither the spec nor any stream closes a schema (CAT test_additional_properties_is_true)', async () => {
+    const [spec] = ofType((await airbyte(['spec'])).messages, 'SPEC');
+    expect(additionalProperties(spec!.spec.connectionSpecification)).toEqual([]);
+    const catalog = await discoverCatalog();
+    for (const stream of catalog.streams) {
+      expect(additionalProperties(stream.json_schema), stream.name).toEqual([]);
+    }
+  });
+
+  it('keys the source does not read are ignored and named in a LOG at warn', async () => {
+    const config = sourceConfig({ _extra: 1 }) as ReturnType<typeof sourceConfig> & JsonObject;
+    (config.credentials[0] as JsonObject).note = 'from the UI';
+    const path = file('extra.json', config);
+    const { code, messages } = await airbyte(['check', '--config', path]);
+    expect(code).toBe(0);
+    expect(ofType(messages, 'CONNECTION_STATUS')[0]!.connectionStatus.status).toBe('SUCCEEDED');
+    const warns = ofType(messages, 'LOG').filter((m) => m.log.level === 'WARN');
+    expect(warns).toHaveLength(1);
+    expect(warns[0]!.log.message).toContain('"_extra", "credentials[0].note"');
+    const discovered = await airbyte(['discover', '--config', path]);
+    expect(ofType(discovered.messages, 'CATALOG')).toHaveLength(1);
+  });
+});
+
 describe('airbyte check', () => {
   it('SUCCEEDED when every credential answers', async () => {
     const { code, messages } = await airbyte([
