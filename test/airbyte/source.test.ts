@@ -6,7 +6,7 @@
  * failures come out as the protocol wants them: FAILED for `check`, an ERROR trace with
  * the right failure_type for `read`.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
@@ -182,6 +182,65 @@ describe('open schemas', () => {
     expect(warns[0]!.log.message).toContain('"_extra", "credentials[0].note"');
     const discovered = await airbyte(['discover', '--config', path]);
     expect(ofType(discovered.messages, 'CATALOG')).toHaveLength(1);
+  });
+});
+
+/** The Airbyte type a destination maps a column's schema to (docs/airbyte.md, "Column types"). */
+function airbyteTypeOf(schema: JsonObject): string {
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+  const [type, ...rest] = types as string[];
+  if (rest.length > 1 || (rest.length === 1 && rest[0] !== 'null')) return 'union';
+  const nullable = rest.length === 1 ? '?' : '';
+  if (type === 'string' && schema.format === 'date') return `date${nullable}`;
+  if (type === 'string' && schema.format === 'date-time') {
+    return schema.airbyte_type === 'timestamp_with_timezone'
+      ? `timestamp_with_timezone${nullable}`
+      : 'untyped date-time';
+  }
+  if (['string', 'integer', 'number', 'boolean', 'array', 'object'].includes(type!)) {
+    return `${type}${nullable}`;
+  }
+  return `untyped ${JSON.stringify(schema)}`;
+}
+
+/** Every schema node that a type mapper reads as a union and lands as JSON. */
+function unions(node: unknown, at = '$'): string[] {
+  if (Array.isArray(node)) return node.flatMap((n, i) => unions(n, `${at}[${i}]`));
+  if (typeof node !== 'object' || node === null) return [];
+  return Object.entries(node).flatMap(([key, value]) => [
+    ...(['anyOf', 'oneOf', 'allOf'].includes(key) ? [`${at}.${key}`] : []),
+    ...unions(value, `${at}.${key}`),
+  ]);
+}
+
+describe('column types', () => {
+  it('every column is one of Airbyte\'s types, nullable as [X, "null"], as docs/airbyte.md\'s table says', async () => {
+    const catalog = await discoverCatalog();
+    const rows: string[] = [];
+    for (const stream of catalog.streams) {
+      expect(unions(stream.json_schema), stream.name).toEqual([]);
+      const properties = (stream.json_schema as JsonObject).properties as Record<
+        string,
+        JsonObject
+      >;
+      const byType = new Map<string, string[]>();
+      for (const [column, schema] of Object.entries(properties)) {
+        const type = airbyteTypeOf(schema);
+        expect(type, `${stream.name}.${column}`).not.toMatch(/^(untyped|union)/);
+        const base = type.replace('?', '');
+        byType.set(base, [
+          ...(byType.get(base) ?? []),
+          `\`${column}\`${type.endsWith('?') ? '?' : ''}`,
+        ]);
+      }
+      for (const [type, columns] of byType)
+        rows.push(`| \`${stream.name}\` | ${type} | ${columns.join(', ')} |`);
+    }
+    const docs = readFileSync('docs/airbyte.md', 'utf8');
+    const from = docs.indexOf('### Column types');
+    const section = docs.slice(from, docs.indexOf('\n#', from + 1));
+    const documented = section.split('\n').filter((line) => /^\| `/.test(line));
+    expect(documented.join('\n'), rows.join('\n')).toBe(rows.join('\n'));
   });
 });
 
