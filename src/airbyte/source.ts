@@ -6,9 +6,9 @@
  * `read` goes stream by stream in the catalog's order: for each credential it lists the
  * businesses once (kept for the later streams), reads each business's answer with at
  * most SYNC_ACCOUNT_CONCURRENCY in flight, and writes the records as each answer comes.
- * A stream's STATE follows its last record. Rankings are incremental by day: the state
- * holds, per credential, the last upstream day whose rankings were all written, and a
- * read on the same upstream day writes none of them again (and asks for none).
+ * A stream's STATE follows its last record. Rankings are incremental by day, the cursor
+ * inclusive: the state holds the last upstream day whose rankings were all written (`day`,
+ * and per credential `days`), and a read on that same day writes its rankings again.
  */
 import pLimit from 'p-limit';
 import {
@@ -406,16 +406,18 @@ async function readPerBusiness(
 }
 
 /**
- * Rankings, one record per business, keyword, site and upstream day. Incremental: a
- * credential whose upstream day is the one its state records is not asked again; its day
- * moves on only when every business's rankings of the day were written.
+ * Rankings, one record per business, keyword, site and upstream day. Incremental with an
+ * inclusive cursor (Airbyte's convention, docs/airbyte.md, "Rankings, incrementally"): a
+ * read on the day its state records writes that day's ranks again, and a deduplicating
+ * destination keeps one copy by the primary key. A credential's day moves on only when
+ * every business's rankings were written.
  */
 async function readRankings(
   context: StreamContext,
 ): Promise<{ state: Record<string, unknown>; error?: unknown }> {
   const { source, api, logger, emitRecord } = context;
-  const prior = context.incremental ? daysOf(context.priorState) : {};
-  const days: Record<string, string> = { ...prior };
+  const prior = context.incremental ? rankingsState(context.priorState) : { days: {} };
+  const days: Record<string, string> = { ...prior.days };
   let firstError: unknown;
   for (const credential of source.credentials) {
     const account = credential.name;
@@ -423,13 +425,12 @@ async function readRankings(
       const list = await context.businessesOf(credential);
       // The day the upstream is on, from the Date of its latest answer (the list's).
       const day = utcDay(observationTime(api, credential).at);
-      const last = prior[account];
-      if (last !== undefined && day <= last) {
-        logger.info(
+      const last = prior.days[account] ?? prior.day;
+      if (last !== undefined) {
+        logger.debug(
           { stream: 'rankings', credential: account, day, state: last },
-          'rankings of this upstream day were read before: none asked for',
+          'rankings from the state day on (inclusive)',
         );
-        continue;
       }
       await eachBusiness(context, list, async (business) => {
         const result = await fetchRead('rankings', api, credential, business.id, context.signal);
@@ -447,23 +448,46 @@ async function readRankings(
       );
     }
   }
-  const state = { days };
+  const state = stateOfDays(days, prior.day);
   return firstError === undefined ? { state } : { state, error: firstError };
 }
 
-function daysOf(state: Record<string, unknown>): Record<string, string> {
-  const days = state.days;
-  if (days === undefined) return {};
+/**
+ * The rankings state a read writes: `day`, the latest upstream day whose rankings were
+ * written (where CAT's default cursor_paths, the cursor field `day`, finds it), and `days`,
+ * that day per credential.
+ */
+function stateOfDays(days: Record<string, string>, given: string | undefined) {
+  const latest = Object.values(days).reduce<string | undefined>(
+    (max, d) => (max === undefined || d > max ? d : max),
+    given,
+  );
+  return latest === undefined ? { days } : { day: latest, days };
+}
+
+/** A rankings state: `{day?, days?}`; `{"days": {...}}` alone is the shape of earlier versions. */
+export function rankingsState(state: Record<string, unknown>): {
+  day?: string;
+  days: Record<string, string>;
+} {
+  const { day, days } = state;
+  const isDay = (d: unknown) => typeof d === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(d);
   if (
-    typeof days !== 'object' ||
-    days === null ||
-    Object.values(days).some((d) => typeof d !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(d))
+    (day !== undefined && !isDay(day)) ||
+    (days !== undefined &&
+      (typeof days !== 'object' ||
+        days === null ||
+        Array.isArray(days) ||
+        Object.values(days).some((d) => !isDay(d))))
   ) {
     throw new ConfigError(
-      'the rankings state must be {"days": {"<credential name>": "YYYY-MM-DD"}}, as a previous read wrote it.',
+      'the rankings state must be {"day": "YYYY-MM-DD", "days": {"<credential name>": "YYYY-MM-DD"}}, as a previous read wrote it.',
     );
   }
-  return days as Record<string, string>;
+  return {
+    ...(day === undefined ? {} : { day: day as string }),
+    days: (days ?? {}) as Record<string, string>,
+  };
 }
 
 /**

@@ -434,7 +434,7 @@ describe('airbyte read', () => {
     expect(new Set(rankRecords.map((r) => r.data.day))).toEqual(new Set([sandbox.today()]));
   });
 
-  it('a read with the previous state emits no rankings on the same upstream day, and the next day after clock/advance', async () => {
+  it("a read with the previous state re-emits the same upstream day's rankings (inclusive cursor), the state's day where CAT's cursor_paths look, and the next day after clock/advance", async () => {
     const catalog = await discoverCatalog();
     const configPath = file('inc.json', sourceConfig());
     const catalogPath = file(
@@ -443,13 +443,24 @@ describe('airbyte read', () => {
     );
     const first = await airbyte(['read', '--config', configPath, '--catalog', catalogPath]);
     const stateOf = (messages: ParsedMessage[]) => ofType(messages, 'STATE').map((m) => m.state);
-    const firstRanks = ofType(first.messages, 'RECORD').filter(
-      (m) => m.record.stream === 'rankings',
-    );
+    const ranksOf = (messages: ParsedMessage[]) =>
+      ofType(messages, 'RECORD')
+        .filter((m) => m.record.stream === 'rankings')
+        .map((m) => m.record.data);
+    const firstRanks = ranksOf(first.messages);
     expect(firstRanks.length).toBeGreaterThan(0);
+    const rankingsState = stateOf(first.messages).find(
+      (s) => s.stream?.stream_descriptor.name === 'rankings',
+    )!.stream!.stream_state as { day: string; days: Record<string, string> };
+    // CAT's default cursor_paths: the cursor field's last element, `day`, in the stream state.
+    expect(rankingsState.day).toBe(sandbox.today());
+    expect(Object.keys(rankingsState.days).sort()).toEqual(
+      sandbox.credentials.map((c) => c.name).sort(),
+    );
+    // CAT test_read_sequential_slices: no record of the first read is after its state.
+    for (const r of firstRanks) expect(r.day <= rankingsState.day).toBe(true);
     const statePath = file('state.json', stateOf(first.messages));
 
-    sandbox.resetStats();
     const second = await airbyte([
       'read',
       '--config',
@@ -460,15 +471,34 @@ describe('airbyte read', () => {
       statePath,
     ]);
     expect(second.code).toBe(0);
-    expect(ofType(second.messages, 'RECORD').filter((m) => m.record.stream === 'rankings')).toEqual(
-      [],
-    );
-    // Not asked for either: the upstream day was read from the business list's Date.
-    expect(sandbox.stats().byOperation.get_rankings).toBeUndefined();
-    // Full refresh streams are read again whatever the state.
+    // CAT test_two_sequential_reads: records again, none before the state's cursor.
+    const secondRanks = ranksOf(second.messages);
+    expect(secondRanks).toHaveLength(firstRanks.length);
+    for (const r of secondRanks) expect(r.day >= rankingsState.day).toBe(true);
     expect(ofType(second.messages, 'RECORD').some((m) => m.record.stream === 'countries')).toBe(
       true,
     );
+
+    // The state of earlier versions, {"days": {...}} alone, is read as it was meant.
+    const legacy = await airbyte([
+      'read',
+      '--config',
+      configPath,
+      '--catalog',
+      catalogPath,
+      '--state',
+      file('legacy.json', [
+        {
+          type: 'STREAM',
+          stream: {
+            stream_descriptor: { name: 'rankings' },
+            stream_state: { days: rankingsState.days },
+          },
+        },
+      ]),
+    ]);
+    expect(legacy.code).toBe(0);
+    expect(ranksOf(legacy.messages)).toHaveLength(firstRanks.length);
 
     const before = sandbox.today();
     sandbox.advanceDays(1);
@@ -481,13 +511,15 @@ describe('airbyte read', () => {
       '--state',
       file('state2.json', stateOf(second.messages)),
     ]);
-    const thirdRanks = ofType(third.messages, 'RECORD').filter(
-      (m) => m.record.stream === 'rankings',
-    );
+    const thirdRanks = ranksOf(third.messages);
     // The sandbox's keywords move from day to day: some, not the same count.
     expect(thirdRanks.length).toBeGreaterThan(0);
-    expect(new Set(thirdRanks.map((m) => m.record.data.day))).toEqual(new Set([sandbox.today()]));
+    expect(new Set(thirdRanks.map((r) => r.day))).toEqual(new Set([sandbox.today()]));
     expect(sandbox.today()).not.toBe(before);
+    const thirdState = stateOf(third.messages).find(
+      (s) => s.stream?.stream_descriptor.name === 'rankings',
+    )!.stream!.stream_state as { day: string };
+    expect(thirdState.day).toBe(sandbox.today());
   });
 
   it('a bad token is a config_error trace naming the credential, and exit 1', async () => {
