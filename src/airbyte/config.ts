@@ -13,6 +13,7 @@ import {
   type ConfigVariable,
   loadConfig,
   SETTINGS,
+  type Setting,
 } from '../config/index.ts';
 import type { JsonSchema } from './protocol.ts';
 import { STREAM_NAMES, type StreamName } from './streams.ts';
@@ -47,17 +48,32 @@ export interface SourceConfig {
 
 const CREDENTIAL_KEYS = ['name', 'baseUrl', 'authToken', 'userEmail'];
 
+/*
+ * The credentials file's rules (src/config/credentials.ts) as JSON schema patterns, so that
+ * what the spec accepts `check` accepts: a name of 1-63 letters, digits, ".", "_" or "-";
+ * a base URL of http(s), no query or fragment, not ending in /api/v2; an e-mail address.
+ * Two entries of one name or one account are refused by `check` alone (no JSON schema
+ * keyword compares fields of different items).
+ */
+const CREDENTIAL_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$';
+const BASE_URL_PATTERN = '^[Hh][Tt][Tt][Pp][Ss]?://(?![^?#]*/api/v2(\\.json)?/*$)[^?#\\s]+$';
+const USER_EMAIL_PATTERN = '^[^@\\s]+@[^@\\s]+$';
+
 /** `spec`'s connectionSpecification: a JSON schema (draft-07) of the configuration. */
 export function configSchema(): JsonSchema {
   const limits = Object.fromEntries(
     LIMITS.map((name) => {
-      const entry = SETTINGS[name];
+      const entry: Setting = SETTINGS[name];
+      if (!entry.bounds) throw new Error(`${name} states no range for the spec`);
       return [
         keyOf(name),
         {
-          type: name === 'SYNC_REQUESTS_PER_SECOND' ? 'number' : 'integer',
+          // Every limit is a whole number (the setting's rule), so the spec says integer.
+          type: 'integer',
           title: name,
           description: `${entry.meaning} (the ${name} setting of docs/configuration.md)`,
+          minimum: entry.bounds.min,
+          maximum: entry.bounds.max,
           ...(entry.default === undefined ? {} : { default: Number(entry.default) }),
         },
       ];
@@ -85,24 +101,27 @@ export function configSchema(): JsonSchema {
               title: 'Name',
               description:
                 'A short label for the account, e.g. agency-east; it is each record\'s "account".',
-              pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$',
+              pattern: CREDENTIAL_NAME_PATTERN,
             },
             baseUrl: {
               type: 'string',
               title: 'Base URL',
               description: 'Everything before /api/v2, e.g. https://listings.example.com',
               format: 'uri',
+              pattern: BASE_URL_PATTERN,
             },
             authToken: {
               type: 'string',
               title: 'Auth token',
               description: "The account's API token.",
+              minLength: 1,
               airbyte_secret: true,
             },
             userEmail: {
               type: 'string',
               title: 'User e-mail',
               description: 'The e-mail the token belongs to.',
+              pattern: USER_EMAIL_PATTERN,
             },
           },
         },
@@ -198,6 +217,12 @@ function parseStreams(given: unknown): StreamName[] {
     throw new ConfigError(
       `streams names ${unknown.map((n) => `"${n}"`).join(', ')}, which the source does not have; ` +
         `its streams are ${STREAM_NAMES.join(', ')}.`,
+    );
+  }
+  const twice = given.filter((name, i) => given.indexOf(name) !== i);
+  if (twice.length) {
+    throw new ConfigError(
+      `streams names ${[...new Set(twice)].map((n) => `"${n}"`).join(', ')} more than once; name each stream once.`,
     );
   }
   return STREAM_NAMES.filter((name) => given.includes(name));

@@ -51,8 +51,16 @@ import {
   subCategoryRecordOf,
 } from './streams.ts';
 
+/**
+ * Where Airbyte's UI links the connector's documentation: docs/airbyte.md, as the
+ * project publishes it.
+ */
+export const DOCUMENTATION_URL =
+  'https://github.com/listings-sync/listings-sync/blob/main/docs/airbyte.md';
+
 export function spec(): ConnectorSpecification {
   return {
+    documentationUrl: DOCUMENTATION_URL,
     connectionSpecification: configSchema(),
     supportsIncremental: true,
   };

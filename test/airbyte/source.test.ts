@@ -244,6 +244,109 @@ describe('column types', () => {
   });
 });
 
+describe("the spec is the configuration's rules", () => {
+  it('every rule the spec states, check applies, and the other way round: walked value by value', async () => {
+    const [message] = ofType((await airbyte(['spec'])).messages, 'SPEC');
+    const spec = message!.spec;
+    expect(spec.documentationUrl).toMatch(/^https:\/\/.+\/docs\/airbyte\.md$/);
+    const schema = spec.connectionSpecification as JsonObject;
+    const ajv = new Ajv({ strict: false });
+    addFormats.default(ajv);
+    const validate = ajv.compile(schema);
+    const properties = schema.properties as Record<string, JsonObject>;
+    const credential = (properties.credentials!.items as JsonObject).properties as Record<
+      string,
+      JsonObject
+    >;
+    // Each case: a configuration and the key it is about. Limits from the spec itself.
+    const cases: { about: string; config: JsonObject }[] = [];
+    const limits = Object.entries(properties).filter(([, p]) => p.type !== 'array');
+    expect(limits.length).toBeGreaterThan(5);
+    for (const [key, rule] of limits) {
+      // A limit is a whole number with a range: no rule left unstated.
+      expect(rule.type, key).toBe('integer');
+      const min = rule.minimum as number;
+      const max = rule.maximum as number;
+      expect(typeof min === 'number' && typeof max === 'number', key).toBe(true);
+      for (const value of [min - 1, min, min + 0.5, max, max + 1, String(min)]) {
+        cases.push({ about: key, config: sourceConfig({ [key]: value }) });
+      }
+    }
+    const withCredential = (field: string, value: unknown) => {
+      const config = sourceConfig();
+      (config.credentials[0] as JsonObject)[field] = value;
+      return config;
+    };
+    const strings: Record<string, unknown[]> = {
+      name: ['agency-east', 'a', 'x'.repeat(63), 'x'.repeat(64), '-east', 'agency east', ''],
+      baseUrl: [
+        'ftp://example.com',
+        'example.com',
+        'https://listings.example.com/api/v2',
+        'https://listings.example.com/api/v2/',
+        'https://listings.example.com?token=1',
+        'https://listings.example.com#x',
+        'https://',
+      ],
+      authToken: ['', 't'],
+      userEmail: ['owner1', 'owner1@', '@example.com', 'a b@example.com', 'ops@example.com'],
+    };
+    // A credential field the spec gives a rule has cases here.
+    for (const [field, rule] of Object.entries(credential)) {
+      if (rule.pattern || rule.minLength || rule.format) {
+        expect(Object.keys(strings), `cases for credentials[].${field}`).toContain(field);
+      }
+    }
+    for (const [field, values] of Object.entries(strings)) {
+      for (const value of values) {
+        cases.push({
+          about: `credentials[].${field} = ${JSON.stringify(value)}`,
+          config: withCredential(field, value),
+        });
+      }
+    }
+    // The sandbox's base URL with a trailing slash or an upper-case scheme is still its URL.
+    const base = sandbox.credentials[0]!.baseUrl;
+    for (const url of [`${base}/`, base.replace(/^http/, 'HTTP')]) {
+      cases.push({
+        about: `credentials[].baseUrl = ${url}`,
+        config: withCredential('baseUrl', url),
+      });
+    }
+    cases.push(
+      { about: 'credentials: []', config: sourceConfig({ credentials: [] }) },
+      { about: 'streams', config: sourceConfig({ streams: ['countries', 'nope'] }) },
+      { about: 'streams', config: sourceConfig({ streams: ['countries', 'countries'] }) },
+      { about: 'streams', config: sourceConfig({ streams: ['countries'] }) },
+    );
+    const disagreements: string[] = [];
+    let refused = 0;
+    for (const [i, { about, config }] of cases.entries()) {
+      const bySpec = validate(config) === true;
+      const { messages, stderr } = await airbyte([
+        'check',
+        '--config',
+        file(`rule-${i}.json`, config),
+      ]);
+      const [answer] = ofType(messages, 'CONNECTION_STATUS');
+      expect(answer, `${about}: ${stderr}`).toBeDefined();
+      const status = answer!.connectionStatus;
+      // A token the upstream refuses passed the rules: the credential is wrong, not the form.
+      const byCheck =
+        status.status === 'SUCCEEDED' ||
+        /the upstream refused the token/.test(status.message ?? '');
+      if (!bySpec) refused += 1;
+      if (bySpec !== byCheck) {
+        disagreements.push(
+          `${about}: spec ${bySpec ? 'accepts' : 'refuses'}, check says ${status.status} (${status.message})`,
+        );
+      }
+    }
+    expect(disagreements).toEqual([]);
+    expect(refused).toBeGreaterThan(cases.length / 2);
+  });
+});
+
 describe('airbyte check', () => {
   it('SUCCEEDED when every credential answers', async () => {
     const { code, messages } = await airbyte([
