@@ -164,10 +164,10 @@ export function parseState(json: unknown): Map<string, Record<string, unknown>> 
         `state[${i}] is not a STREAM state message; give --state the list of STATE messages' "state" objects a previous read wrote (type STREAM).`,
       );
     }
-    states.set(
-      stream.stream_descriptor.name,
-      (stream.stream_state ?? {}) as Record<string, unknown>,
-    );
+    const state = (stream.stream_state ?? {}) as Record<string, unknown>;
+    // Checked before anything is read: a state the source cannot use is the caller's to fix.
+    if (stream.stream_descriptor.name === 'rankings') rankingsState(state);
+    states.set(stream.stream_descriptor.name, state);
   }
   return states;
 }
@@ -434,11 +434,13 @@ async function readRankings(
       // The day the upstream is on, from the Date of its latest answer (the list's).
       const day = utcDay(observationTime(api, credential).at);
       const last = prior.days[account] ?? prior.day;
-      if (last !== undefined) {
-        logger.debug(
+      if (last !== undefined && last > day) {
+        // Not a day the upstream has reached: its ranks now are of an earlier day.
+        logger.warn(
           { stream: 'rankings', credential: account, day, state: last },
-          'rankings from the state day on (inclusive)',
+          "the state's day is ahead of the upstream's: no rankings read for this credential",
         );
+        continue;
       }
       await eachBusiness(context, list, async (business) => {
         const result = await fetchRead('rankings', api, credential, business.id, context.signal);
@@ -479,23 +481,31 @@ export function rankingsState(state: Record<string, unknown>): {
   days: Record<string, string>;
 } {
   const { day, days } = state;
-  const isDay = (d: unknown) => typeof d === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(d);
-  if (
-    (day !== undefined && !isDay(day)) ||
-    (days !== undefined &&
-      (typeof days !== 'object' ||
-        days === null ||
-        Array.isArray(days) ||
-        Object.values(days).some((d) => !isDay(d))))
-  ) {
-    throw new ConfigError(
-      'the rankings state must be {"day": "YYYY-MM-DD", "days": {"<credential name>": "YYYY-MM-DD"}}, as a previous read wrote it.',
-    );
+  const shape =
+    'the rankings state must be {"day": "YYYY-MM-DD", "days": {"<credential name>": "YYYY-MM-DD"}}, as a previous read wrote it';
+  const checkDay = (where: string, d: unknown) => {
+    if (typeof d !== 'string' || !isCalendarDay(d)) {
+      throw new ConfigError(`${where} is ${JSON.stringify(d)}, not a calendar day: ${shape}.`);
+    }
+  };
+  if (day !== undefined) checkDay('the rankings state\'s "day"', day);
+  if (days !== undefined) {
+    if (typeof days !== 'object' || days === null || Array.isArray(days)) {
+      throw new ConfigError(`${shape}.`);
+    }
+    for (const [name, d] of Object.entries(days)) checkDay(`the rankings state's days.${name}`, d);
   }
   return {
     ...(day === undefined ? {} : { day: day as string }),
     days: (days ?? {}) as Record<string, string>,
   };
+}
+
+/** `YYYY-MM-DD` of a day the calendar has (not 2026-13-45, not 2026-02-30). */
+function isCalendarDay(text: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return false;
+  const at = Date.parse(`${text}T00:00:00Z`);
+  return Number.isFinite(at) && utcDay(new Date(at)) === text;
 }
 
 /**

@@ -625,6 +625,65 @@ describe('airbyte read', () => {
     expect(thirdState.day).toBe(sandbox.today());
   });
 
+  it('a state of an impossible day is a config_error before anything is read; a day ahead of the upstream reads no rankings and says so at warn', async () => {
+    const catalog = await discoverCatalog();
+    const configPath = file('sv.json', sourceConfig());
+    const catalogPath = file(
+      'sv-catalog.json',
+      configured(catalog.streams, ['countries', 'rankings']),
+    );
+    const stateFile = (name: string, stream_state: JsonObject) =>
+      file(name, [
+        { type: 'STREAM', stream: { stream_descriptor: { name: 'rankings' }, stream_state } },
+      ]);
+    for (const [i, state] of [
+      { day: '2026-13-45' },
+      { days: { [sandbox.credentials[0]!.name]: '2026-02-30' } },
+      { day: 20261124 },
+    ].entries()) {
+      const bad = await airbyte([
+        'read',
+        '--config',
+        configPath,
+        '--catalog',
+        catalogPath,
+        '--state',
+        stateFile(`bad-state-${i}.json`, state),
+      ]);
+      expect(bad.code).toBe(1);
+      const [error] = ofType(bad.messages, 'TRACE').filter((m) => m.trace.type === 'ERROR');
+      expect(error!.trace.error!.failure_type).toBe('config_error');
+      expect(error!.trace.error!.message).toContain('not a calendar day');
+      expect(ofType(bad.messages, 'RECORD')).toEqual([]);
+    }
+
+    const tomorrow = new Date(Date.parse(`${sandbox.today()}T00:00:00Z`) + 86_400_000)
+      .toISOString()
+      .slice(0, 10);
+    const ahead = await airbyte([
+      'read',
+      '--config',
+      configPath,
+      '--catalog',
+      catalogPath,
+      '--state',
+      stateFile('ahead.json', { day: tomorrow }),
+    ]);
+    expect(ahead.code).toBe(0);
+    const records = ofType(ahead.messages, 'RECORD');
+    expect(records.filter((m) => m.record.stream === 'rankings')).toEqual([]);
+    expect(records.some((m) => m.record.stream === 'countries')).toBe(true);
+    const warns = ofType(ahead.messages, 'LOG').filter(
+      (m) => m.log.level === 'WARN' && m.log.message.includes('ahead of the upstream'),
+    );
+    expect(warns).toHaveLength(sandbox.credentials.length);
+    expect(warns[0]!.log.message).toContain(tomorrow);
+    const state = ofType(ahead.messages, 'STATE').find(
+      (m) => m.state.stream?.stream_descriptor.name === 'rankings',
+    )!.state.stream!.stream_state;
+    expect(state).toEqual({ day: tomorrow, days: {} });
+  });
+
   it('a bad token is a config_error trace naming the credential, and exit 1', async () => {
     const config = sourceConfig();
     config.credentials[0]!.authToken = 'nope-token-s3cret';
