@@ -118,10 +118,16 @@ export function failureTypeOf(error: unknown): FailureType {
   return 'system_error';
 }
 
-/** The catalog a `read` is given, checked against the streams the source has. */
-export function parseConfiguredCatalog(
-  json: unknown,
-): Map<StreamName, 'full_refresh' | 'incremental'> {
+/**
+ * The catalog a `read` is given, checked against the streams the source has. A stream the
+ * source does not have (the catalog is older or newer than the source) is not read: it is
+ * listed in `unknown`, and `read` says so and gives it an INCOMPLETE status, as Airbyte's
+ * own sources do; the other streams are read.
+ */
+export function parseConfiguredCatalog(json: unknown): {
+  streams: Map<StreamName, 'full_refresh' | 'incremental'>;
+  unknown: string[];
+} {
   const streams = (json as { streams?: unknown })?.streams;
   if (!Array.isArray(streams)) {
     throw new ConfigError(
@@ -129,12 +135,15 @@ export function parseConfiguredCatalog(
     );
   }
   const selected = new Map<StreamName, 'full_refresh' | 'incremental'>();
+  const unknown: string[] = [];
   for (const [i, entry] of (streams as ConfiguredAirbyteCatalog['streams']).entries()) {
     const name = entry?.stream?.name;
+    if (typeof name !== 'string' || name === '') {
+      throw new ConfigError(`catalog streams[${i}] has no stream.name.`);
+    }
     if (!(STREAM_NAMES as readonly string[]).includes(name)) {
-      throw new ConfigError(
-        `catalog streams[${i}] names ${JSON.stringify(name)}, which the source does not have; its streams are ${STREAM_NAMES.join(', ')}.`,
-      );
+      unknown.push(name);
+      continue;
     }
     const mode = entry.sync_mode ?? 'full_refresh';
     if (mode !== 'full_refresh' && mode !== 'incremental') {
@@ -149,7 +158,7 @@ export function parseConfiguredCatalog(
     }
     selected.set(name as StreamName, mode);
   }
-  return selected;
+  return { streams: selected, unknown };
 }
 
 /** The state a `read` is given: per stream, from STREAM state messages (or an empty list). */
@@ -175,6 +184,8 @@ export function parseState(json: unknown): Map<string, Record<string, unknown>> 
 export interface ReadOptions {
   source: SourceConfig;
   catalog: Map<StreamName, 'full_refresh' | 'incremental'>;
+  /** Streams of the catalog the source does not have: said, INCOMPLETE, not read. */
+  unknownStreams?: readonly string[];
   state: Map<string, Record<string, unknown>>;
   api: ApiClient;
   logger: Logger;
@@ -210,6 +221,13 @@ export async function read(options: ReadOptions): Promise<StreamFailure[]> {
     return list;
   };
   const failures: StreamFailure[] = [];
+  for (const name of options.unknownStreams ?? []) {
+    logger.warn(
+      { stream: name, streams: STREAM_NAMES },
+      `the catalog names stream "${name}", which this source does not have: not read (refresh the connection's schema and remove it)`,
+    );
+    emit(streamStatus(name, 'INCOMPLETE', now));
+  }
   const record = (stream: StreamName, data: Record<string, unknown>) =>
     emit({ type: 'RECORD', record: { stream, data, emitted_at: now() } });
   // Reviews and their responses come from one answer: read together when both are chosen.

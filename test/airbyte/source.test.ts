@@ -684,6 +684,35 @@ describe('airbyte read', () => {
     expect(state).toEqual({ day: tomorrow, days: {} });
   });
 
+  it('a catalog stream the source does not have is logged and INCOMPLETE, and the rest is read', async () => {
+    const catalog = await discoverCatalog();
+    const withUnknown = configured(catalog.streams, ['countries']);
+    withUnknown.streams.push({
+      stream: { name: 'nope', json_schema: {}, supported_sync_modes: ['full_refresh'] },
+      sync_mode: 'full_refresh',
+      destination_sync_mode: 'append',
+    });
+    const { code, messages } = await airbyte([
+      'read',
+      '--config',
+      file('unknown.json', sourceConfig()),
+      '--catalog',
+      file('unknown-catalog.json', withUnknown),
+    ]);
+    expect(code).toBe(0);
+    expect(ofType(messages, 'RECORD').some((m) => m.record.stream === 'countries')).toBe(true);
+    const statuses = ofType(messages, 'TRACE').flatMap((m) =>
+      m.trace.type === 'STREAM_STATUS'
+        ? [`${m.trace.stream_status!.stream_descriptor.name} ${m.trace.stream_status!.status}`]
+        : [],
+    );
+    expect(statuses).toContain('nope INCOMPLETE');
+    expect(statuses).toContain('countries COMPLETE');
+    expect(ofType(messages, 'TRACE').filter((m) => m.trace.type === 'ERROR')).toEqual([]);
+    const warns = ofType(messages, 'LOG').filter((m) => m.log.level === 'WARN');
+    expect(warns.some((m) => m.log.message.includes('stream "nope"'))).toBe(true);
+  });
+
   it('a bad token is a config_error trace naming the credential, and exit 1', async () => {
     const config = sourceConfig();
     config.credentials[0]!.authToken = 'nope-token-s3cret';

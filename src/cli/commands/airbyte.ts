@@ -103,7 +103,8 @@ export function registerAirbyteCommand(program: Command, io: CliIo): void {
         try {
           const failures = await source.read({
             source: config,
-            catalog,
+            catalog: catalog.streams,
+            unknownStreams: catalog.unknown,
             state,
             api,
             logger,
