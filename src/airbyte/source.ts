@@ -11,6 +11,7 @@
  * and per credential `days`), and a read on that same day writes its rankings again.
  */
 import pLimit from 'p-limit';
+import { observeResponses } from '../api/client.ts';
 import {
   type ApiClient,
   ApiError,
@@ -445,36 +446,60 @@ async function readRankings(
   const prior = context.incremental ? rankingsState(context.priorState) : { days: {} };
   const days: Record<string, string> = { ...prior.days };
   let firstError: unknown;
-  for (const credential of source.credentials) {
-    const account = credential.name;
-    try {
-      const list = await context.businessesOf(credential);
-      // The day the upstream is on, from the Date of its latest answer (the list's).
-      const day = utcDay(observationTime(api, credential).at);
-      const last = prior.days[account] ?? prior.day;
-      if (last !== undefined && last > day) {
-        // Not a day the upstream has reached: its ranks now are of an earlier day.
-        logger.warn(
-          { stream: 'rankings', credential: account, day, state: last },
-          "the state's day is ahead of the upstream's: no rankings read for this credential",
-        );
-        continue;
-      }
-      await eachBusiness(context, list, async (business) => {
-        const result = await fetchRead('rankings', api, credential, business.id, context.signal);
-        reportRejected(logger, `rankings of business ${business.id}`, credential, result.rejected);
-        for (const o of result.records) {
-          emitRecord('rankings', rankingRecordOf(account, business.id, day, o));
+  // Each answer's own day: the upstream's Date as the answer came (read while the exchange
+  // is still this answer's), so a read across the upstream's midnight stamps each business
+  // with the day its ranks are of, as `sync` stamps each business with its own observation.
+  const answerDays = new Map<string, string>();
+  const stopObserving = observeResponses(api, (seen) => {
+    if (seen.operation !== 'get_rankings' || seen.status < 200 || seen.status > 299) return;
+    answerDays.set(
+      `${seen.credential.name} ${seen.path}`,
+      utcDay(observationTime(api, seen.credential).at),
+    );
+  });
+  try {
+    for (const credential of source.credentials) {
+      const account = credential.name;
+      try {
+        const list = await context.businessesOf(credential);
+        // The day the upstream is on, from the Date of its latest answer (the list's).
+        const day = utcDay(observationTime(api, credential).at);
+        const last = prior.days[account] ?? prior.day;
+        if (last !== undefined && last > day) {
+          // Not a day the upstream has reached: its ranks now are of an earlier day.
+          logger.warn(
+            { stream: 'rankings', credential: account, day, state: last },
+            "the state's day is ahead of the upstream's: no rankings read for this credential",
+          );
+          continue;
         }
-      });
-      days[account] = day;
-    } catch (error) {
-      firstError ??= error;
-      logger.error(
-        { stream: 'rankings', credential: account, err: error },
-        'the stream failed for this credential',
-      );
+        let latest = day;
+        await eachBusiness(context, list, async (business) => {
+          const result = await fetchRead('rankings', api, credential, business.id, context.signal);
+          const answered =
+            answerDays.get(`${account} /businesses/${business.id}/rankings.json`) ?? day;
+          if (answered > latest) latest = answered;
+          reportRejected(
+            logger,
+            `rankings of business ${business.id}`,
+            credential,
+            result.rejected,
+          );
+          for (const o of result.records) {
+            emitRecord('rankings', rankingRecordOf(account, business.id, answered, o));
+          }
+        });
+        days[account] = latest;
+      } catch (error) {
+        firstError ??= error;
+        logger.error(
+          { stream: 'rankings', credential: account, err: error },
+          'the stream failed for this credential',
+        );
+      }
     }
+  } finally {
+    stopObserving();
   }
   const state = stateOfDays(days, prior.day);
   return firstError === undefined ? { state } : { state, error: firstError };

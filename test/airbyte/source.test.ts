@@ -12,10 +12,12 @@ import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { observeResponses } from '../../src/api/client.ts';
 import { createApiClient } from '../../src/api/index.ts';
 import { airbyteCall } from '../../src/cli/main.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { runCli } from '../helpers/cli.ts';
+import { manualClock } from '../helpers/manual-clock.ts';
 import { type ParsedMessage, protocolLines } from './protocol-definitions.ts';
 
 type JsonObject = Record<string, unknown>;
@@ -757,6 +759,104 @@ describe('airbyte read', () => {
       ).toBe(true);
     } finally {
       sandbox.setFaults({ errorRate: 0 });
+    }
+  });
+});
+
+describe("the upstream's midnight during a read", () => {
+  it('each rankings record carries the day of its own answer, and the state the latest', async () => {
+    // The sandbox's clock at 23:59:58 of its day; the day turns after the first business's
+    // rankings are answered, as the upstream's midnight would.
+    const clock = manualClock(Date.parse('2026-01-01T23:59:58Z'));
+    const upstream = await startSandbox({ seed: 5, accounts: 1, businessesPerAccount: 3, clock });
+    try {
+      const credential = upstream.credentials[0]!;
+      const raw = async (path: string) => {
+        const url = new URL(`${credential.baseUrl}/api/v2${path}`);
+        url.searchParams.set('auth_token', credential.authToken);
+        url.searchParams.set('user_email', credential.userEmail);
+        return ((await (await fetch(url)).json()) as { result: unknown }).result;
+      };
+      const businesses = ((await raw('/businesses.json')) as { id: number }[]).map((b) => b.id);
+      const count = (answer: unknown) =>
+        Object.values(answer as Record<string, Record<string, unknown>>).reduce(
+          (n, sites) =>
+            n +
+            Object.values(sites).reduce<number>(
+              (m, v) => m + (v && typeof v === 'object' ? Object.keys(v).length : 1),
+              0,
+            ),
+          0,
+        );
+      const first = businesses[0]!;
+      const before = upstream.today();
+      const firstAnswer = count(await raw(`/businesses/${first}/rankings.json`));
+      let turned = false;
+      const turning = {
+        createApi: () => {
+          const api = createApiClient(FAST);
+          observeResponses(api, (seen) => {
+            if (seen.operation === 'get_rankings' && !turned) {
+              turned = true;
+              upstream.advanceDays(1);
+              clock.advance(4_000);
+            }
+          });
+          return api;
+        },
+      };
+      const config = {
+        credentials: [
+          {
+            name: credential.name,
+            baseUrl: credential.baseUrl,
+            authToken: credential.authToken,
+            userEmail: credential.userEmail,
+          },
+        ],
+        sync_account_concurrency: 1,
+      };
+      const stream = {
+        name: 'rankings',
+        json_schema: {},
+        supported_sync_modes: ['full_refresh', 'incremental'],
+      };
+      const finished = await runCli(
+        [
+          'airbyte',
+          'read',
+          '--config',
+          file('midnight.json', config),
+          '--catalog',
+          file('midnight-catalog.json', {
+            streams: [{ stream, sync_mode: 'incremental', destination_sync_mode: 'append_dedup' }],
+          }),
+        ],
+        {},
+        { services: turning },
+      );
+      expect(finished.code, finished.stdout.slice(-1000)).toBe(0);
+      const messages = protocolLines(finished.stdout);
+      const after = upstream.today();
+      expect(after).not.toBe(before);
+      const records = ofType(messages, 'RECORD').map((m) => m.record.data);
+      // The first business's ranks are the day before midnight's, and say so.
+      const ofFirst = records.filter((r) => r.business_id === first);
+      expect(ofFirst).toHaveLength(firstAnswer);
+      expect(new Set(ofFirst.map((r) => r.day))).toEqual(new Set([before]));
+      // The others were answered after it: the new day's ranks, stamped with the new day.
+      for (const id of businesses.slice(1)) {
+        const ofBusiness = records.filter((r) => r.business_id === id);
+        expect(ofBusiness).toHaveLength(count(await raw(`/businesses/${id}/rankings.json`)));
+        expect(new Set(ofBusiness.map((r) => r.day)), String(id)).toEqual(new Set([after]));
+      }
+      const [state] = ofType(messages, 'STATE');
+      expect(state!.state.stream!.stream_state).toEqual({
+        day: after,
+        days: { [credential.name]: after },
+      });
+    } finally {
+      await upstream.close();
     }
   });
 });
