@@ -142,15 +142,17 @@ export function parseConfiguredCatalog(json: unknown): {
     if (typeof name !== 'string' || name === '') {
       throw new ConfigError(`catalog streams[${i}] has no stream.name.`);
     }
-    if (!(STREAM_NAMES as readonly string[]).includes(name)) {
-      unknown.push(name);
-      continue;
-    }
+    // A catalog that breaks the protocol is refused whatever the stream (CAT's
+    // test_airbyte_trace_message_on_failure: a stream of no source, sync_mode INVALID).
     const mode = entry.sync_mode ?? 'full_refresh';
     if (mode !== 'full_refresh' && mode !== 'incremental') {
       throw new ConfigError(
         `catalog streams[${i}] (${name}): sync_mode must be full_refresh or incremental.`,
       );
+    }
+    if (!(STREAM_NAMES as readonly string[]).includes(name)) {
+      unknown.push(name);
+      continue;
     }
     if (mode === 'incremental' && !isIncremental(name as StreamName)) {
       throw new ConfigError(
