@@ -110,8 +110,9 @@ export function registerAirbyteCommand(program: Command, io: CliIo): void {
             logger,
             emit,
             signal: io.signal,
+            ...(io.services?.now ? { now: io.services.now } : {}),
           });
-          for (const failure of failures) emit(source.failureMessage(failure));
+          for (const failure of failures) emit(source.failureMessage(failure, io.services?.now));
           io.exitCode = failures.length === 0 ? EXIT.ok : EXIT.fatal;
         } finally {
           await api.close();
