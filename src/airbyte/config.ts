@@ -129,7 +129,7 @@ export function configSchema(): JsonSchema {
       streams: {
         type: 'array',
         title: 'Streams',
-        description: 'Which streams discover offers; all of them when unset.',
+        description: 'Which streams discover offers and read reads; all of them when unset.',
         items: { type: 'string', enum: [...STREAM_NAMES] },
         uniqueItems: true,
         order: 1,

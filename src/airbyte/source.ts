@@ -231,16 +231,27 @@ export async function read(options: ReadOptions): Promise<StreamFailure[]> {
     );
     emit(streamStatus(name, 'INCOMPLETE', now));
   }
+  // The configuration's `streams` bound what is read, as they bound what discover offers.
+  for (const name of [...catalog.keys()]) {
+    if (options.source.streams.includes(name)) continue;
+    logger.warn(
+      { stream: name, streams: options.source.streams },
+      `the catalog names stream "${name}", which the configuration's streams leave out: not read (add it to streams, or refresh the connection's schema)`,
+    );
+    emit(streamStatus(name, 'INCOMPLETE', now));
+  }
   const record = (stream: StreamName, data: Record<string, unknown>) =>
     emit({ type: 'RECORD', record: { stream, data, emitted_at: now() } });
   // Reviews and their responses come from one answer: read together when both are chosen.
   const handled = new Set<StreamName>();
   for (const name of catalog.keys()) {
-    if (handled.has(name)) continue;
+    if (handled.has(name) || !options.source.streams.includes(name)) continue;
+    const chosen = (stream: StreamName) =>
+      catalog.has(stream) && options.source.streams.includes(stream);
     const together: StreamName[] =
       (name === 'reviews' || name === 'review_responses') &&
-      catalog.has('reviews') &&
-      catalog.has('review_responses')
+      chosen('reviews') &&
+      chosen('review_responses')
         ? ['reviews', 'review_responses']
         : [name];
     for (const stream of together) {

@@ -715,6 +715,36 @@ describe('airbyte read', () => {
     expect(warns.some((m) => m.log.message.includes('stream "nope"'))).toBe(true);
   });
 
+  it("a catalog stream the configuration's streams leave out is not read: logged and INCOMPLETE", async () => {
+    const catalog = await discoverCatalog();
+    const { code, messages } = await airbyte([
+      'read',
+      '--config',
+      file('only-countries.json', sourceConfig({ streams: ['countries'] })),
+      '--catalog',
+      file('two-catalog.json', configured(catalog.streams, ['countries', 'keywords'])),
+    ]);
+    expect(code).toBe(0);
+    const streams = new Set(ofType(messages, 'RECORD').map((m) => m.record.stream));
+    expect(streams).toEqual(new Set(['countries']));
+    const statuses = ofType(messages, 'TRACE').flatMap((m) =>
+      m.trace.type === 'STREAM_STATUS'
+        ? [`${m.trace.stream_status!.stream_descriptor.name} ${m.trace.stream_status!.status}`]
+        : [],
+    );
+    expect(statuses).toEqual([
+      'keywords INCOMPLETE',
+      'countries STARTED',
+      'countries RUNNING',
+      'countries COMPLETE',
+    ]);
+    expect(
+      ofType(messages, 'LOG').some(
+        (m) => m.log.level === 'WARN' && m.log.message.includes('"keywords"'),
+      ),
+    ).toBe(true);
+  });
+
   it('a bad token is a config_error trace naming the credential, and exit 1', async () => {
     const config = sourceConfig();
     config.credentials[0]!.authToken = 'nope-token-s3cret';
