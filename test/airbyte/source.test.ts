@@ -890,3 +890,56 @@ describe("the upstream's midnight during a read", () => {
     }
   });
 });
+
+describe('two upstreams whose ids overlap', () => {
+  it("records' primary keys include the account: no two records of a stream share one", async () => {
+    // Two sandboxes of one seed: the same business, review and keyword ids, two accounts.
+    const twin = await startSandbox({ seed: 11, accounts: 1, businessesPerAccount: 2 });
+    const other = await startSandbox({ seed: 11, accounts: 1, businessesPerAccount: 2 });
+    try {
+      const credentials = [twin, other].map((s, i) => ({
+        name: `upstream-${i + 1}`,
+        baseUrl: s.credentials[0]!.baseUrl,
+        authToken: s.credentials[0]!.authToken,
+        userEmail: s.credentials[0]!.userEmail,
+      }));
+      const catalog = await discoverCatalog();
+      const { code, messages } = await airbyte([
+        'read',
+        '--config',
+        file('twins.json', { credentials }),
+        '--catalog',
+        file(
+          'twins-catalog.json',
+          configured(
+            catalog.streams.filter(
+              (s) => !['countries', 'states', 'sub_categories'].includes(s.name),
+            ),
+          ),
+        ),
+      ]);
+      expect(code).toBe(0);
+      const keys = new Map(
+        (catalog.streams as DiscoveredStream[]).map((s) => [s.name, s.source_defined_primary_key]),
+      );
+      const seen = new Map<string, Set<string>>();
+      let overlapping = 0;
+      for (const { record } of ofType(messages, 'RECORD')) {
+        const key = JSON.stringify(keys.get(record.stream)!.map(([f]) => record.data[f!]));
+        const set = seen.get(record.stream) ?? new Set<string>();
+        expect(set.has(key), `${record.stream} ${key}`).toBe(false);
+        set.add(key);
+        seen.set(record.stream, set);
+        if (record.data.account === 'upstream-2') overlapping += 1;
+      }
+      expect(overlapping).toBeGreaterThan(0);
+      for (const [stream, key] of keys) {
+        const reference = ['countries', 'states', 'sub_categories'].includes(stream);
+        expect(key![0], stream).toEqual(reference ? ['id'] : ['account']);
+      }
+    } finally {
+      await twin.close();
+      await other.close();
+    }
+  });
+});
