@@ -456,7 +456,9 @@ async function readRankings(
   context: StreamContext,
 ): Promise<{ state: Record<string, unknown>; error?: unknown }> {
   const { source, api, logger, emitRecord } = context;
-  const prior = context.incremental ? rankingsState(context.priorState) : { days: {} };
+  // The state is honoured in full refresh too: the stream is resumable (is_resumable), and
+  // Airbyte gives a full refresh job it resumes the state its first attempt wrote.
+  const prior = rankingsState(context.priorState);
   const days: Record<string, string> = { ...prior.days };
   let firstError: unknown;
   // Each answer's own day: the upstream's Date as the answer came (read while the exchange
@@ -477,7 +479,8 @@ async function readRankings(
         const list = await context.businessesOf(credential);
         // The day the upstream is on, from the Date of its latest answer (the list's).
         const day = utcDay(observationTime(api, credential).at);
-        const last = prior.days[account] ?? prior.day;
+        // `day` alone (no `days`) is every credential's; beside `days`, only the latest of them.
+        const last = prior.perCredential ? prior.days[account] : prior.day;
         if (last !== undefined && last > day) {
           // Not a day the upstream has reached: its ranks now are of an earlier day.
           logger.warn(
@@ -535,6 +538,7 @@ function stateOfDays(days: Record<string, string>, given: string | undefined) {
 export function rankingsState(state: Record<string, unknown>): {
   day?: string;
   days: Record<string, string>;
+  perCredential: boolean;
 } {
   const { day, days } = state;
   const shape =
@@ -554,6 +558,7 @@ export function rankingsState(state: Record<string, unknown>): {
   return {
     ...(day === undefined ? {} : { day: day as string }),
     days: (days ?? {}) as Record<string, string>,
+    perCredential: days !== undefined,
   };
 }
 

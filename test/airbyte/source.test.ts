@@ -745,6 +745,50 @@ describe('airbyte read', () => {
     ).toBe(true);
   });
 
+  it('rankings is resumable: a full refresh given a state honours it, as incremental does', async () => {
+    const catalog = await discoverCatalog();
+    const rankings = catalog.streams.filter((s) => s.name === 'rankings');
+    const fullRefresh = {
+      streams: rankings.map((stream) => ({
+        stream,
+        sync_mode: 'full_refresh',
+        destination_sync_mode: 'overwrite',
+      })),
+    };
+    expect((rankings[0] as unknown as { is_resumable: boolean }).is_resumable).toBe(true);
+    const tomorrow = new Date(Date.parse(`${sandbox.today()}T00:00:00Z`) + 86_400_000)
+      .toISOString()
+      .slice(0, 10);
+    const given = { day: tomorrow, days: { [sandbox.credentials[0]!.name]: tomorrow } };
+    const { code, messages } = await airbyte([
+      'read',
+      '--config',
+      file('fr.json', sourceConfig()),
+      '--catalog',
+      file('fr-catalog.json', fullRefresh),
+      '--state',
+      file('fr-state.json', [
+        {
+          type: 'STREAM',
+          stream: { stream_descriptor: { name: 'rankings' }, stream_state: given },
+        },
+      ]),
+    ]);
+    expect(code).toBe(0);
+    const ranks = ofType(messages, 'RECORD').map((m) => m.record.data);
+    // The first credential's state is ahead: none of its ranks; the second's are read.
+    expect(ranks.some((r) => r.account === sandbox.credentials[0]!.name)).toBe(false);
+    expect(ranks.some((r) => r.account === sandbox.credentials[1]!.name)).toBe(true);
+    const [state] = ofType(messages, 'STATE');
+    expect(state!.state.stream!.stream_state).toEqual({
+      day: tomorrow,
+      days: {
+        [sandbox.credentials[0]!.name]: tomorrow,
+        [sandbox.credentials[1]!.name]: sandbox.today(),
+      },
+    });
+  });
+
   it('a bad token is a config_error trace naming the credential, and exit 1', async () => {
     const config = sourceConfig();
     config.credentials[0]!.authToken = 'nope-token-s3cret';
