@@ -82,3 +82,22 @@ STOPSIGNAL SIGTERM
 ENV AIRBYTE_ENTRYPOINT="node --heap-growing-percent=50 src/cli/main.ts airbyte"
 ENTRYPOINT ["node", "--heap-growing-percent=50", "src/cli/main.ts"]
 CMD ["serve"]
+
+# ---- airbyte: the Airbyte source image ----------------------------------------------
+# docker build --target airbyte -t listings-sync/source-listings-sync:0.1.0 .
+# The runtime image with the source as its entrypoint, as Airbyte runs a connector:
+# `IMAGE spec`, `IMAGE check --config F`, … (docs/airbyte.md, "The image"). Its ENTRYPOINT
+# is AIRBYTE_ENTRYPOINT split at the spaces, as CAT's test_docker_env requires; the labels
+# name the connector and its version (airbyte/source-listings-sync/metadata.yaml).
+FROM runtime AS airbyte
+LABEL io.airbyte.name="listings-sync/source-listings-sync" \
+      io.airbyte.version="0.1.0"
+ENV AIRBYTE_ENTRYPOINT="node --heap-growing-percent=50 src/cli/main.ts airbyte"
+ENTRYPOINT ["node", "--heap-growing-percent=50", "src/cli/main.ts", "airbyte"]
+CMD ["--help"]
+# A source is a one-shot process with no metrics port to ask.
+HEALTHCHECK NONE
+
+# ---- worker: the default image (the runtime stage as it is) -------------------------
+# Last, so that `docker build .` builds it, as before the airbyte target existed.
+FROM runtime AS worker

@@ -13,6 +13,7 @@ import {
   type ConfigVariable,
   loadConfig,
   SETTINGS,
+  type Setting,
 } from '../config/index.ts';
 import type { JsonSchema } from './protocol.ts';
 import { STREAM_NAMES, type StreamName } from './streams.ts';
@@ -38,19 +39,41 @@ export interface SourceConfig {
   streams: StreamName[];
   /** The limits as the rest of the program reads them. */
   config: Config;
+  /**
+   * Keys of the configuration the source does not read (`"_extra"`, `"credentials[0].note"`):
+   * ignored, as Airbyte's specs are open, and named in a LOG at warn.
+   */
+  ignored: string[];
 }
+
+const CREDENTIAL_KEYS = ['name', 'baseUrl', 'authToken', 'userEmail'];
+
+/*
+ * The credentials file's rules (src/config/credentials.ts) as JSON schema patterns, so that
+ * what the spec accepts `check` accepts: a name of 1-63 letters, digits, ".", "_" or "-";
+ * a base URL of http(s), no query or fragment, not ending in /api/v2; an e-mail address.
+ * Two entries of one name or one account are refused by `check` alone (no JSON schema
+ * keyword compares fields of different items).
+ */
+const CREDENTIAL_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$';
+const BASE_URL_PATTERN = '^[Hh][Tt][Tt][Pp][Ss]?://(?![^?#]*/api/v2(\\.json)?/*$)[^?#\\s]+$';
+const USER_EMAIL_PATTERN = '^[^@\\s]+@[^@\\s]+$';
 
 /** `spec`'s connectionSpecification: a JSON schema (draft-07) of the configuration. */
 export function configSchema(): JsonSchema {
   const limits = Object.fromEntries(
     LIMITS.map((name) => {
-      const entry = SETTINGS[name];
+      const entry: Setting = SETTINGS[name];
+      if (!entry.bounds) throw new Error(`${name} states no range for the spec`);
       return [
         keyOf(name),
         {
-          type: name === 'SYNC_REQUESTS_PER_SECOND' ? 'number' : 'integer',
+          // Every limit is a whole number (the setting's rule), so the spec says integer.
+          type: 'integer',
           title: name,
           description: `${entry.meaning} (the ${name} setting of docs/configuration.md)`,
+          minimum: entry.bounds.min,
+          maximum: entry.bounds.max,
           ...(entry.default === undefined ? {} : { default: Number(entry.default) }),
         },
       ];
@@ -61,7 +84,6 @@ export function configSchema(): JsonSchema {
     title: 'listings-sync source',
     type: 'object',
     required: ['credentials'],
-    additionalProperties: false,
     properties: {
       credentials: {
         type: 'array',
@@ -73,31 +95,33 @@ export function configSchema(): JsonSchema {
         items: {
           type: 'object',
           required: ['name', 'baseUrl', 'authToken', 'userEmail'],
-          additionalProperties: false,
           properties: {
             name: {
               type: 'string',
               title: 'Name',
               description:
                 'A short label for the account, e.g. agency-east; it is each record\'s "account".',
-              pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$',
+              pattern: CREDENTIAL_NAME_PATTERN,
             },
             baseUrl: {
               type: 'string',
               title: 'Base URL',
               description: 'Everything before /api/v2, e.g. https://listings.example.com',
               format: 'uri',
+              pattern: BASE_URL_PATTERN,
             },
             authToken: {
               type: 'string',
               title: 'Auth token',
               description: "The account's API token.",
+              minLength: 1,
               airbyte_secret: true,
             },
             userEmail: {
               type: 'string',
               title: 'User e-mail',
               description: 'The e-mail the token belongs to.',
+              pattern: USER_EMAIL_PATTERN,
             },
           },
         },
@@ -105,7 +129,7 @@ export function configSchema(): JsonSchema {
       streams: {
         type: 'array',
         title: 'Streams',
-        description: 'Which streams discover offers; all of them when unset.',
+        description: 'Which streams discover offers and read reads; all of them when unset.',
         items: { type: 'string', enum: [...STREAM_NAMES] },
         uniqueItems: true,
         order: 1,
@@ -142,19 +166,24 @@ export function parseSourceConfig(json: unknown): SourceConfig {
   }
   const value = json as Record<string, unknown>;
   const known = new Set(['credentials', 'streams', ...LIMITS.map(keyOf)]);
-  const unknown = Object.keys(value).filter((key) => !known.has(key));
-  if (unknown.length) {
-    throw new ConfigError(
-      `The configuration has ${unknown.map((k) => `"${k}"`).join(', ')}, which the source does not read; ` +
-        `it reads ${[...known].join(', ')}.`,
-    );
-  }
+  const ignored = Object.keys(value).filter((key) => !known.has(key));
   if (!Array.isArray(value.credentials)) {
     throw new ConfigError(
       'credentials is required: a list of {name, baseUrl, authToken, userEmail}, one per account.',
     );
   }
-  const credentials = parseCredentialList(value.credentials, 'credentials is not valid');
+  // An entry's keys beyond the four are ignored too (the credentials file's rules are strict).
+  const entries = value.credentials.map((entry: unknown, i) => {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return entry;
+    const fields = entry as Record<string, unknown>;
+    for (const key of Object.keys(fields)) {
+      if (!CREDENTIAL_KEYS.includes(key)) ignored.push(`credentials[${i}].${key}`);
+    }
+    return Object.fromEntries(
+      CREDENTIAL_KEYS.filter((k) => k in fields).map((k) => [k, fields[k]]),
+    );
+  });
+  const credentials = parseCredentialList(entries, 'credentials is not valid');
   const streams = parseStreams(value.streams);
   const env: Record<string, string> = {};
   for (const name of LIMITS) {
@@ -175,7 +204,7 @@ export function parseSourceConfig(json: unknown): SourceConfig {
     for (const name of LIMITS) message = message.replaceAll(name, keyOf(name));
     throw new ConfigError(message);
   }
-  return { credentials, streams, config };
+  return { credentials, streams, config, ignored };
 }
 
 function parseStreams(given: unknown): StreamName[] {
@@ -188,6 +217,12 @@ function parseStreams(given: unknown): StreamName[] {
     throw new ConfigError(
       `streams names ${unknown.map((n) => `"${n}"`).join(', ')}, which the source does not have; ` +
         `its streams are ${STREAM_NAMES.join(', ')}.`,
+    );
+  }
+  const twice = given.filter((name, i) => given.indexOf(name) !== i);
+  if (twice.length) {
+    throw new ConfigError(
+      `streams names ${[...new Set(twice)].map((n) => `"${n}"`).join(', ')} more than once; name each stream once.`,
     );
   }
   return STREAM_NAMES.filter((name) => given.includes(name));

@@ -6,11 +6,12 @@
  * `read` goes stream by stream in the catalog's order: for each credential it lists the
  * businesses once (kept for the later streams), reads each business's answer with at
  * most SYNC_ACCOUNT_CONCURRENCY in flight, and writes the records as each answer comes.
- * A stream's STATE follows its last record. Rankings are incremental by day: the state
- * holds, per credential, the last upstream day whose rankings were all written, and a
- * read on the same upstream day writes none of them again (and asks for none).
+ * A stream's STATE follows its last record. Rankings are incremental by day, the cursor
+ * inclusive: the state holds the last upstream day whose rankings were all written (`day`,
+ * and per credential `days`), and a read on that same day writes its rankings again.
  */
 import pLimit from 'p-limit';
+import { observeResponses } from '../api/client.ts';
 import {
   type ApiClient,
   ApiError,
@@ -51,8 +52,16 @@ import {
   subCategoryRecordOf,
 } from './streams.ts';
 
+/**
+ * Where Airbyte's UI links the connector's documentation: docs/airbyte.md, as the
+ * project publishes it.
+ */
+export const DOCUMENTATION_URL =
+  'https://github.com/listings-sync/listings-sync/blob/main/docs/airbyte.md';
+
 export function spec(): ConnectorSpecification {
   return {
+    documentationUrl: DOCUMENTATION_URL,
     connectionSpecification: configSchema(),
     supportsIncremental: true,
   };
@@ -110,10 +119,16 @@ export function failureTypeOf(error: unknown): FailureType {
   return 'system_error';
 }
 
-/** The catalog a `read` is given, checked against the streams the source has. */
-export function parseConfiguredCatalog(
-  json: unknown,
-): Map<StreamName, 'full_refresh' | 'incremental'> {
+/**
+ * The catalog a `read` is given, checked against the streams the source has. A stream the
+ * source does not have (the catalog is older or newer than the source) is not read: it is
+ * listed in `unknown`, and `read` says so and gives it an INCOMPLETE status, as Airbyte's
+ * own sources do; the other streams are read.
+ */
+export function parseConfiguredCatalog(json: unknown): {
+  streams: Map<StreamName, 'full_refresh' | 'incremental'>;
+  unknown: string[];
+} {
   const streams = (json as { streams?: unknown })?.streams;
   if (!Array.isArray(streams)) {
     throw new ConfigError(
@@ -121,18 +136,23 @@ export function parseConfiguredCatalog(
     );
   }
   const selected = new Map<StreamName, 'full_refresh' | 'incremental'>();
+  const unknown: string[] = [];
   for (const [i, entry] of (streams as ConfiguredAirbyteCatalog['streams']).entries()) {
     const name = entry?.stream?.name;
-    if (!(STREAM_NAMES as readonly string[]).includes(name)) {
-      throw new ConfigError(
-        `catalog streams[${i}] names ${JSON.stringify(name)}, which the source does not have; its streams are ${STREAM_NAMES.join(', ')}.`,
-      );
+    if (typeof name !== 'string' || name === '') {
+      throw new ConfigError(`catalog streams[${i}] has no stream.name.`);
     }
+    // A catalog that breaks the protocol is refused whatever the stream (CAT's
+    // test_airbyte_trace_message_on_failure: a stream of no source, sync_mode INVALID).
     const mode = entry.sync_mode ?? 'full_refresh';
     if (mode !== 'full_refresh' && mode !== 'incremental') {
       throw new ConfigError(
         `catalog streams[${i}] (${name}): sync_mode must be full_refresh or incremental.`,
       );
+    }
+    if (!(STREAM_NAMES as readonly string[]).includes(name)) {
+      unknown.push(name);
+      continue;
     }
     if (mode === 'incremental' && !isIncremental(name as StreamName)) {
       throw new ConfigError(
@@ -141,7 +161,7 @@ export function parseConfiguredCatalog(
     }
     selected.set(name as StreamName, mode);
   }
-  return selected;
+  return { streams: selected, unknown };
 }
 
 /** The state a `read` is given: per stream, from STREAM state messages (or an empty list). */
@@ -156,10 +176,10 @@ export function parseState(json: unknown): Map<string, Record<string, unknown>> 
         `state[${i}] is not a STREAM state message; give --state the list of STATE messages' "state" objects a previous read wrote (type STREAM).`,
       );
     }
-    states.set(
-      stream.stream_descriptor.name,
-      (stream.stream_state ?? {}) as Record<string, unknown>,
-    );
+    const state = (stream.stream_state ?? {}) as Record<string, unknown>;
+    // Checked before anything is read: a state the source cannot use is the caller's to fix.
+    if (stream.stream_descriptor.name === 'rankings') rankingsState(state);
+    states.set(stream.stream_descriptor.name, state);
   }
   return states;
 }
@@ -167,6 +187,8 @@ export function parseState(json: unknown): Map<string, Record<string, unknown>> 
 export interface ReadOptions {
   source: SourceConfig;
   catalog: Map<StreamName, 'full_refresh' | 'incremental'>;
+  /** Streams of the catalog the source does not have: said, INCOMPLETE, not read. */
+  unknownStreams?: readonly string[];
   state: Map<string, Record<string, unknown>>;
   api: ApiClient;
   logger: Logger;
@@ -202,16 +224,34 @@ export async function read(options: ReadOptions): Promise<StreamFailure[]> {
     return list;
   };
   const failures: StreamFailure[] = [];
+  for (const name of options.unknownStreams ?? []) {
+    logger.warn(
+      { stream: name, streams: STREAM_NAMES },
+      `the catalog names stream "${name}", which this source does not have: not read (refresh the connection's schema and remove it)`,
+    );
+    emit(streamStatus(name, 'INCOMPLETE', now));
+  }
+  // The configuration's `streams` bound what is read, as they bound what discover offers.
+  for (const name of [...catalog.keys()]) {
+    if (options.source.streams.includes(name)) continue;
+    logger.warn(
+      { stream: name, streams: options.source.streams },
+      `the catalog names stream "${name}", which the configuration's streams leave out: not read (add it to streams, or refresh the connection's schema)`,
+    );
+    emit(streamStatus(name, 'INCOMPLETE', now));
+  }
   const record = (stream: StreamName, data: Record<string, unknown>) =>
     emit({ type: 'RECORD', record: { stream, data, emitted_at: now() } });
   // Reviews and their responses come from one answer: read together when both are chosen.
   const handled = new Set<StreamName>();
   for (const name of catalog.keys()) {
-    if (handled.has(name)) continue;
+    if (handled.has(name) || !options.source.streams.includes(name)) continue;
+    const chosen = (stream: StreamName) =>
+      catalog.has(stream) && options.source.streams.includes(stream);
     const together: StreamName[] =
       (name === 'reviews' || name === 'review_responses') &&
-      catalog.has('reviews') &&
-      catalog.has('review_responses')
+      chosen('reviews') &&
+      chosen('review_responses')
         ? ['reviews', 'review_responses']
         : [name];
     for (const stream of together) {
@@ -406,64 +446,127 @@ async function readPerBusiness(
 }
 
 /**
- * Rankings, one record per business, keyword, site and upstream day. Incremental: a
- * credential whose upstream day is the one its state records is not asked again; its day
- * moves on only when every business's rankings of the day were written.
+ * Rankings, one record per business, keyword, site and upstream day. Incremental with an
+ * inclusive cursor (Airbyte's convention, docs/airbyte.md, "Rankings, incrementally"): a
+ * read on the day its state records writes that day's ranks again, and a deduplicating
+ * destination keeps one copy by the primary key. A credential's day moves on only when
+ * every business's rankings were written.
  */
 async function readRankings(
   context: StreamContext,
 ): Promise<{ state: Record<string, unknown>; error?: unknown }> {
   const { source, api, logger, emitRecord } = context;
-  const prior = context.incremental ? daysOf(context.priorState) : {};
-  const days: Record<string, string> = { ...prior };
+  // The state is honoured in full refresh too: the stream is resumable (is_resumable), and
+  // Airbyte gives a full refresh job it resumes the state its first attempt wrote.
+  const prior = rankingsState(context.priorState);
+  const days: Record<string, string> = { ...prior.days };
   let firstError: unknown;
-  for (const credential of source.credentials) {
-    const account = credential.name;
-    try {
-      const list = await context.businessesOf(credential);
-      // The day the upstream is on, from the Date of its latest answer (the list's).
-      const day = utcDay(observationTime(api, credential).at);
-      const last = prior[account];
-      if (last !== undefined && day <= last) {
-        logger.info(
-          { stream: 'rankings', credential: account, day, state: last },
-          'rankings of this upstream day were read before: none asked for',
-        );
-        continue;
-      }
-      await eachBusiness(context, list, async (business) => {
-        const result = await fetchRead('rankings', api, credential, business.id, context.signal);
-        reportRejected(logger, `rankings of business ${business.id}`, credential, result.rejected);
-        for (const o of result.records) {
-          emitRecord('rankings', rankingRecordOf(account, business.id, day, o));
+  // Each answer's own day: the upstream's Date as the answer came (read while the exchange
+  // is still this answer's), so a read across the upstream's midnight stamps each business
+  // with the day its ranks are of, as `sync` stamps each business with its own observation.
+  const answerDays = new Map<string, string>();
+  const stopObserving = observeResponses(api, (seen) => {
+    if (seen.operation !== 'get_rankings' || seen.status < 200 || seen.status > 299) return;
+    answerDays.set(
+      `${seen.credential.name} ${seen.path}`,
+      utcDay(observationTime(api, seen.credential).at),
+    );
+  });
+  try {
+    for (const credential of source.credentials) {
+      const account = credential.name;
+      try {
+        const list = await context.businessesOf(credential);
+        // The day the upstream is on, from the Date of its latest answer (the list's).
+        const day = utcDay(observationTime(api, credential).at);
+        // `day` alone (no `days`) is every credential's; beside `days`, only the latest of them.
+        const last = prior.perCredential ? prior.days[account] : prior.day;
+        if (last !== undefined && last > day) {
+          // Not a day the upstream has reached: its ranks now are of an earlier day.
+          logger.warn(
+            { stream: 'rankings', credential: account, day, state: last },
+            "the state's day is ahead of the upstream's: no rankings read for this credential",
+          );
+          continue;
         }
-      });
-      days[account] = day;
-    } catch (error) {
-      firstError ??= error;
-      logger.error(
-        { stream: 'rankings', credential: account, err: error },
-        'the stream failed for this credential',
-      );
+        let latest = day;
+        await eachBusiness(context, list, async (business) => {
+          const result = await fetchRead('rankings', api, credential, business.id, context.signal);
+          const answered =
+            answerDays.get(`${account} /businesses/${business.id}/rankings.json`) ?? day;
+          if (answered > latest) latest = answered;
+          reportRejected(
+            logger,
+            `rankings of business ${business.id}`,
+            credential,
+            result.rejected,
+          );
+          for (const o of result.records) {
+            emitRecord('rankings', rankingRecordOf(account, business.id, answered, o));
+          }
+        });
+        days[account] = latest;
+      } catch (error) {
+        firstError ??= error;
+        logger.error(
+          { stream: 'rankings', credential: account, err: error },
+          'the stream failed for this credential',
+        );
+      }
     }
+  } finally {
+    stopObserving();
   }
-  const state = { days };
+  const state = stateOfDays(days, prior.day);
   return firstError === undefined ? { state } : { state, error: firstError };
 }
 
-function daysOf(state: Record<string, unknown>): Record<string, string> {
-  const days = state.days;
-  if (days === undefined) return {};
-  if (
-    typeof days !== 'object' ||
-    days === null ||
-    Object.values(days).some((d) => typeof d !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(d))
-  ) {
-    throw new ConfigError(
-      'the rankings state must be {"days": {"<credential name>": "YYYY-MM-DD"}}, as a previous read wrote it.',
-    );
+/**
+ * The rankings state a read writes: `day`, the latest upstream day whose rankings were
+ * written (where CAT's default cursor_paths, the cursor field `day`, finds it), and `days`,
+ * that day per credential.
+ */
+function stateOfDays(days: Record<string, string>, given: string | undefined) {
+  const latest = Object.values(days).reduce<string | undefined>(
+    (max, d) => (max === undefined || d > max ? d : max),
+    given,
+  );
+  return latest === undefined ? { days } : { day: latest, days };
+}
+
+/** A rankings state: `{day?, days?}`; `{"days": {...}}` alone is the shape of earlier versions. */
+export function rankingsState(state: Record<string, unknown>): {
+  day?: string;
+  days: Record<string, string>;
+  perCredential: boolean;
+} {
+  const { day, days } = state;
+  const shape =
+    'the rankings state must be {"day": "YYYY-MM-DD", "days": {"<credential name>": "YYYY-MM-DD"}}, as a previous read wrote it';
+  const checkDay = (where: string, d: unknown) => {
+    if (typeof d !== 'string' || !isCalendarDay(d)) {
+      throw new ConfigError(`${where} is ${JSON.stringify(d)}, not a calendar day: ${shape}.`);
+    }
+  };
+  if (day !== undefined) checkDay('the rankings state\'s "day"', day);
+  if (days !== undefined) {
+    if (typeof days !== 'object' || days === null || Array.isArray(days)) {
+      throw new ConfigError(`${shape}.`);
+    }
+    for (const [name, d] of Object.entries(days)) checkDay(`the rankings state's days.${name}`, d);
   }
-  return days as Record<string, string>;
+  return {
+    ...(day === undefined ? {} : { day: day as string }),
+    days: (days ?? {}) as Record<string, string>,
+    perCredential: days !== undefined,
+  };
+}
+
+/** `YYYY-MM-DD` of a day the calendar has (not 2026-13-45, not 2026-02-30). */
+function isCalendarDay(text: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return false;
+  const at = Date.parse(`${text}T00:00:00Z`);
+  return Number.isFinite(at) && utcDay(new Date(at)) === text;
 }
 
 /**

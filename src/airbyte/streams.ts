@@ -42,5 +42,50 @@ export function airbyteStream(name: StreamName): AirbyteStream {
 }
 
 function jsonSchemaOf(schema: z.ZodObject): JsonSchema {
-  return z.toJSONSchema(schema, { target: 'draft-7' }) as JsonSchema;
+  return airbyteTyped(openSchema(z.toJSONSchema(schema, { target: 'draft-7' }))) as JsonSchema;
+}
+
+/**
+ * The schema as Airbyte's destinations' type mappers read it (docs/airbyte.md, "Column
+ * types"): a nullable field is `type: [X, "null"]`, not `anyOf` (which a destination lands
+ * as untyped JSON), with `null` in its `enum` when it has one; an instant is a
+ * `timestamp_with_timezone` (Airbyte's `airbyte_type`).
+ */
+function airbyteTyped(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(airbyteTyped);
+  if (typeof node !== 'object' || node === null) return node;
+  let fields = node as Record<string, unknown>;
+  const anyOf = fields.anyOf;
+  if (Array.isArray(anyOf) && anyOf.length === 2) {
+    const [value, none] = anyOf as Record<string, unknown>[];
+    if (none?.type === 'null' && typeof value?.type === 'string') {
+      const { anyOf: _anyOf, ...outer } = fields;
+      fields = {
+        ...value,
+        ...outer,
+        type: [value.type, 'null'],
+        ...(Array.isArray(value.enum) ? { enum: [...value.enum, null] } : {}),
+      };
+    }
+  }
+  const typed = Object.fromEntries(
+    Object.entries(fields).map(([key, value]) => [key, airbyteTyped(value)]),
+  );
+  if (typed.format === 'date-time') typed.airbyte_type = 'timestamp_with_timezone';
+  return typed;
+}
+
+/**
+ * The schema with no `additionalProperties: false` at any depth: Airbyte's schemas are
+ * open (a record may gain a field before its stream's schema says so; CAT's
+ * test_additional_properties_is_true), docs/airbyte.md, "Streams".
+ */
+function openSchema(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(openSchema);
+  if (typeof node !== 'object' || node === null) return node;
+  return Object.fromEntries(
+    Object.entries(node)
+      .filter(([key, value]) => !(key === 'additionalProperties' && value === false))
+      .map(([key, value]) => [key, openSchema(value)]),
+  );
 }

@@ -51,6 +51,8 @@ export interface CliServices {
   openWarehouse(config: Config, target: WarehouseTarget): Promise<Warehouse | undefined>;
   createApi(config: Config, logger: Logger): ApiClient;
   createLogger(config: Config): Logger;
+  /** The time a command stamps its messages with (the Airbyte source's `emitted_at`). */
+  now?(): number;
 }
 
 /** Resolves once `signal` is aborted (at once if it already is). */

@@ -54,7 +54,9 @@ const credentialSchema = z
  * would write every business twice (two `business_versions` rows per change).
  */
 function accountIdentity(credential: { baseUrl: string; userEmail: string }): string {
-  const url = new URL(withoutUserinfo(credential.baseUrl));
+  const url = URL.parse(withoutUserinfo(credential.baseUrl));
+  // Not a URL: its own rule says so; the text itself is the identity meanwhile.
+  if (!url) return `${credential.baseUrl} ${credential.userEmail.trim().toLowerCase()}`;
   const base = `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, '')}${url.search}`;
   return `${base} ${credential.userEmail.trim().toLowerCase()}`;
 }

@@ -16,6 +16,8 @@ export interface RuleParts<T> {
   defaultText?: string;
   /** The value as `listings-sync config` prints it (String() otherwise). */
   show?: (value: T) => string;
+  /** A whole number's range, for a schema that states the rule (the Airbyte spec). */
+  bounds?: { min: number; max: number };
 }
 
 function trimmed(value: string | undefined): string | undefined {
@@ -42,6 +44,7 @@ export function integer(options: {
   return {
     default: options.default,
     defaultText: options.defaultText ?? String(options.default),
+    bounds: { min, max },
     rule: (name) =>
       z
         .string()

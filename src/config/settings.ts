@@ -63,6 +63,8 @@ export interface Setting {
   secret?: Masking;
   commands: readonly CommandName[];
   show?: (value: never) => string;
+  /** A whole number's range (src/config/rules.ts, `integer`). */
+  bounds?: { min: number; max: number };
 }
 
 /** Everything that opens the configured warehouse (src/warehouse/open.ts). */

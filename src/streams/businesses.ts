@@ -87,7 +87,7 @@ export const businesses = defineStream({
     {
       name: 'businesses',
       schema: businessRecord,
-      primaryKey: [['id']],
+      primaryKey: [['account'], ['id']],
       perBusiness: {
         read: 'business',
         records: (account, _id, business: BusinessFull) => [businessRecordOf(account, business)],

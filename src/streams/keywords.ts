@@ -50,7 +50,7 @@ export const keywords = defineStream({
     {
       name: 'keywords',
       schema: keywordRecord,
-      primaryKey: [['id']],
+      primaryKey: [['account'], ['id']],
       perBusiness: {
         read: 'keywords',
         records: (account, _id, answer: ListResult<Keyword>) =>

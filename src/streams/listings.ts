@@ -90,7 +90,7 @@ export const listings = defineStream({
     {
       name: 'listings',
       schema: listingRecord,
-      primaryKey: [['business_id'], ['id']],
+      primaryKey: [['account'], ['business_id'], ['id']],
       perBusiness: {
         read: 'listings',
         records: (account, id, answer: ListResult<Listing>) =>

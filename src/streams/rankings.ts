@@ -60,7 +60,7 @@ export const rankings = defineStream({
     {
       name: 'rankings',
       schema: rankingRecord,
-      primaryKey: [['business_id'], ['keyword'], ['site'], ['day']],
+      primaryKey: [['account'], ['business_id'], ['keyword'], ['site'], ['day']],
       cursor: 'day',
     },
   ],

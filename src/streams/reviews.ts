@@ -129,11 +129,15 @@ export const reviews = defineStream({
   removals: 'held-on-volume-drop',
   replay: 'business-reads',
   catalog: [
-    { name: 'reviews', schema: reviewRecord, primaryKey: [['business_id'], ['site_name'], ['id']] },
+    {
+      name: 'reviews',
+      schema: reviewRecord,
+      primaryKey: [['account'], ['business_id'], ['site_name'], ['id']],
+    },
     {
       name: 'review_responses',
       schema: reviewResponseRecord,
-      primaryKey: [['business_id'], ['review_id'], ['id']],
+      primaryKey: [['account'], ['business_id'], ['review_id'], ['id']],
     },
   ],
 });

@@ -1,19 +1,37 @@
 /**
- * The Airbyte protocol's message definitions, v1 (`airbyte_protocol.yaml` of
- * airbytehq/airbyte-protocol), as the test's own oracle: each message type's required
- * fields and enums, written from the protocol's text and not from src/airbyte. Extra
- * fields are allowed where the protocol allows them (it says additionalProperties: true).
+ * The Airbyte protocol's definitions, as the tests' own oracle: written by hand from
+ * `protocol-models/src/main/resources/airbyte_protocol/airbyte_protocol.yaml` of
+ * airbytehq/airbyte-protocol, read at commit 009278cf8677e1bfdfaeb7cabfc8415c06aef34 (the
+ * YAML's `version: 1.0.0`; the repository's releases v0.17.x, the line the issue's 0.18.0
+ * validation belongs to), and not from src/airbyte. Each definition keeps the YAML's
+ * required fields, types and enums; every object allows more fields, as the YAML says
+ * (`additionalProperties: true`). AirbyteMessage, AirbyteCatalog and
+ * ConfiguredAirbyteCatalog are what a source writes and reads.
  */
 import { z } from 'zod';
 
 const streamDescriptor = z.looseObject({ name: z.string(), namespace: z.string().optional() });
 const syncMode = z.enum(['full_refresh', 'incremental']);
+const destinationSyncMode = z.enum(['append', 'overwrite', 'append_dedup']);
 
 const recordMessage = z.looseObject({
   namespace: z.string().optional(),
   stream: z.string(),
   data: z.record(z.string(), z.unknown()),
   emitted_at: z.int(),
+  meta: z
+    .looseObject({
+      changes: z
+        .array(
+          z.looseObject({
+            field: z.string(),
+            change: z.enum(['NULLED', 'TRUNCATED']),
+            reason: z.string(),
+          }),
+        )
+        .optional(),
+    })
+    .optional(),
 });
 
 const stateMessage = z.looseObject({
@@ -24,7 +42,20 @@ const stateMessage = z.looseObject({
       stream_state: z.record(z.string(), z.unknown()).optional(),
     })
     .optional(),
+  global: z
+    .looseObject({
+      shared_state: z.record(z.string(), z.unknown()).optional(),
+      stream_states: z.array(
+        z.looseObject({
+          stream_descriptor: streamDescriptor,
+          stream_state: z.record(z.string(), z.unknown()).optional(),
+        }),
+      ),
+    })
+    .optional(),
+  data: z.record(z.string(), z.unknown()).optional(),
   sourceStats: z.looseObject({ recordCount: z.number().optional() }).optional(),
+  destinationStats: z.looseObject({ recordCount: z.number().optional() }).optional(),
 });
 
 const logMessage = z.looseObject({
@@ -38,6 +69,9 @@ const connectorSpecification = z.looseObject({
   changelogUrl: z.url().optional(),
   connectionSpecification: z.record(z.string(), z.unknown()),
   supportsIncremental: z.boolean().optional(),
+  supportsNormalization: z.boolean().optional(),
+  supportsDBT: z.boolean().optional(),
+  supported_destination_sync_modes: z.array(destinationSyncMode).optional(),
   protocol_version: z.string().optional(),
 });
 
@@ -59,6 +93,22 @@ export const airbyteStream = z.looseObject({
 
 const catalog = z.looseObject({ streams: z.array(airbyteStream) });
 
+/** What `read --catalog` is given: ConfiguredAirbyteCatalog. */
+export const configuredCatalog = z.looseObject({
+  streams: z.array(
+    z.looseObject({
+      stream: airbyteStream,
+      sync_mode: syncMode,
+      destination_sync_mode: destinationSyncMode,
+      cursor_field: z.array(z.string()).optional(),
+      primary_key: z.array(z.array(z.string())).optional(),
+      generation_id: z.int().optional(),
+      minimum_generation_id: z.int().optional(),
+      sync_id: z.int().optional(),
+    }),
+  ),
+});
+
 const errorTrace = z.looseObject({
   message: z.string(),
   internal_message: z.string().optional(),
@@ -71,12 +121,30 @@ const traceMessage = z.looseObject({
   type: z.enum(['ERROR', 'ESTIMATE', 'STREAM_STATUS', 'ANALYTICS']),
   emitted_at: z.number(),
   error: errorTrace.optional(),
+  estimate: z
+    .looseObject({
+      name: z.string(),
+      type: z.enum(['STREAM', 'SYNC']),
+      namespace: z.string().optional(),
+      row_estimate: z.int().optional(),
+      byte_estimate: z.int().optional(),
+    })
+    .optional(),
   stream_status: z
     .looseObject({
       stream_descriptor: streamDescriptor,
       status: z.enum(['STARTED', 'RUNNING', 'COMPLETE', 'INCOMPLETE']),
+      reasons: z
+        .array(
+          z.looseObject({
+            type: z.enum(['RATE_LIMITED']),
+            rate_limited: z.looseObject({ quota_reset: z.int().optional() }).optional(),
+          }),
+        )
+        .optional(),
     })
     .optional(),
+  analytics: z.looseObject({ type: z.string(), value: z.string().optional() }).optional(),
 });
 
 /** An AirbyteMessage: `type` and the field that type carries. */
@@ -88,7 +156,14 @@ export const airbyteMessage = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('CONNECTION_STATUS'), connectionStatus }),
   z.looseObject({ type: z.literal('CATALOG'), catalog }),
   z.looseObject({ type: z.literal('TRACE'), trace: traceMessage }),
-  z.looseObject({ type: z.literal('CONTROL'), control: z.looseObject({}) }),
+  z.looseObject({
+    type: z.literal('CONTROL'),
+    control: z.looseObject({
+      type: z.enum(['CONNECTOR_CONFIG']),
+      emitted_at: z.number(),
+      connectorConfig: z.looseObject({ config: z.record(z.string(), z.unknown()) }).optional(),
+    }),
+  }),
 ]);
 
 export type ParsedMessage = z.infer<typeof airbyteMessage>;

@@ -6,16 +6,18 @@
  * failures come out as the protocol wants them: FAILED for `check`, an ERROR trace with
  * the right failure_type for `read`.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { observeResponses } from '../../src/api/client.ts';
 import { createApiClient } from '../../src/api/index.ts';
 import { airbyteCall } from '../../src/cli/main.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { runCli } from '../helpers/cli.ts';
+import { manualClock } from '../helpers/manual-clock.ts';
 import { type ParsedMessage, protocolLines } from './protocol-definitions.ts';
 
 type JsonObject = Record<string, unknown>;
@@ -145,6 +147,205 @@ describe('airbyte spec', () => {
     const item = (credentials.items as JsonObject).properties as JsonObject;
     expect((item.authToken as JsonObject).airbyte_secret).toBe(true);
     expect((properties.sync_concurrency as JsonObject).default).toBe(16);
+  });
+});
+
+/** Every `additionalProperties` in a schema, with where it is. */
+function additionalProperties(node: unknown, at = '$'): string[] {
+  if (Array.isArray(node)) return node.flatMap((n, i) => additionalProperties(n, `${at}[${i}]`));
+  if (typeof node !== 'object' || node === null) return [];
+  return Object.entries(node).flatMap(([key, value]) => [
+    ...(key === 'additionalProperties' && value !== true
+      ? [`${at}: ${JSON.stringify(value)}`]
+      : []),
+    ...additionalProperties(value, `${at}.${key}`),
+  ]);
+}
+
+describe('open schemas', () => {
+  it('neither the spec nor any stream closes a schema (CAT test_additional_properties_is_true)', async () => {
+    const [spec] = ofType((await airbyte(['spec'])).messages, 'SPEC');
+    expect(additionalProperties(spec!.spec.connectionSpecification)).toEqual([]);
+    const catalog = await discoverCatalog();
+    for (const stream of catalog.streams) {
+      expect(additionalProperties(stream.json_schema), stream.name).toEqual([]);
+    }
+  });
+
+  it('keys the source does not read are ignored and named in a LOG at warn', async () => {
+    const config = sourceConfig({ _extra: 1 }) as ReturnType<typeof sourceConfig> & JsonObject;
+    (config.credentials[0] as JsonObject).note = 'from the UI';
+    const path = file('extra.json', config);
+    const { code, messages } = await airbyte(['check', '--config', path]);
+    expect(code).toBe(0);
+    expect(ofType(messages, 'CONNECTION_STATUS')[0]!.connectionStatus.status).toBe('SUCCEEDED');
+    const warns = ofType(messages, 'LOG').filter((m) => m.log.level === 'WARN');
+    expect(warns).toHaveLength(1);
+    expect(warns[0]!.log.message).toContain('"_extra", "credentials[0].note"');
+    const discovered = await airbyte(['discover', '--config', path]);
+    expect(ofType(discovered.messages, 'CATALOG')).toHaveLength(1);
+  });
+});
+
+/** The Airbyte type a destination maps a column's schema to (docs/airbyte.md, "Column types"). */
+function airbyteTypeOf(schema: JsonObject): string {
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+  const [type, ...rest] = types as string[];
+  if (rest.length > 1 || (rest.length === 1 && rest[0] !== 'null')) return 'union';
+  const nullable = rest.length === 1 ? '?' : '';
+  if (type === 'string' && schema.format === 'date') return `date${nullable}`;
+  if (type === 'string' && schema.format === 'date-time') {
+    return schema.airbyte_type === 'timestamp_with_timezone'
+      ? `timestamp_with_timezone${nullable}`
+      : 'untyped date-time';
+  }
+  if (['string', 'integer', 'number', 'boolean', 'array', 'object'].includes(type!)) {
+    return `${type}${nullable}`;
+  }
+  return `untyped ${JSON.stringify(schema)}`;
+}
+
+/** Every schema node that a type mapper reads as a union and lands as JSON. */
+function unions(node: unknown, at = '$'): string[] {
+  if (Array.isArray(node)) return node.flatMap((n, i) => unions(n, `${at}[${i}]`));
+  if (typeof node !== 'object' || node === null) return [];
+  return Object.entries(node).flatMap(([key, value]) => [
+    ...(['anyOf', 'oneOf', 'allOf'].includes(key) ? [`${at}.${key}`] : []),
+    ...unions(value, `${at}.${key}`),
+  ]);
+}
+
+describe('column types', () => {
+  it('every column is one of Airbyte\'s types, nullable as [X, "null"], as docs/airbyte.md\'s table says', async () => {
+    const catalog = await discoverCatalog();
+    const rows: string[] = [];
+    for (const stream of catalog.streams) {
+      expect(unions(stream.json_schema), stream.name).toEqual([]);
+      const properties = (stream.json_schema as JsonObject).properties as Record<
+        string,
+        JsonObject
+      >;
+      const byType = new Map<string, string[]>();
+      for (const [column, schema] of Object.entries(properties)) {
+        const type = airbyteTypeOf(schema);
+        expect(type, `${stream.name}.${column}`).not.toMatch(/^(untyped|union)/);
+        const base = type.replace('?', '');
+        byType.set(base, [
+          ...(byType.get(base) ?? []),
+          `\`${column}\`${type.endsWith('?') ? '?' : ''}`,
+        ]);
+      }
+      for (const [type, columns] of byType)
+        rows.push(`| \`${stream.name}\` | ${type} | ${columns.join(', ')} |`);
+    }
+    const docs = readFileSync('docs/airbyte.md', 'utf8');
+    const from = docs.indexOf('### Column types');
+    const section = docs.slice(from, docs.indexOf('\n#', from + 1));
+    const documented = section.split('\n').filter((line) => /^\| `/.test(line));
+    expect(documented.join('\n'), rows.join('\n')).toBe(rows.join('\n'));
+  });
+});
+
+describe("the spec is the configuration's rules", () => {
+  it('every rule the spec states, check applies, and the other way round: walked value by value', async () => {
+    const [message] = ofType((await airbyte(['spec'])).messages, 'SPEC');
+    const spec = message!.spec;
+    expect(spec.documentationUrl).toMatch(/^https:\/\/.+\/docs\/airbyte\.md$/);
+    const schema = spec.connectionSpecification as JsonObject;
+    const ajv = new Ajv({ strict: false });
+    addFormats.default(ajv);
+    const validate = ajv.compile(schema);
+    const properties = schema.properties as Record<string, JsonObject>;
+    const credential = (properties.credentials!.items as JsonObject).properties as Record<
+      string,
+      JsonObject
+    >;
+    // Each case: a configuration and the key it is about. Limits from the spec itself.
+    const cases: { about: string; config: JsonObject }[] = [];
+    const limits = Object.entries(properties).filter(([, p]) => p.type !== 'array');
+    expect(limits.length).toBeGreaterThan(5);
+    for (const [key, rule] of limits) {
+      // A limit is a whole number with a range: no rule left unstated.
+      expect(rule.type, key).toBe('integer');
+      const min = rule.minimum as number;
+      const max = rule.maximum as number;
+      expect(typeof min === 'number' && typeof max === 'number', key).toBe(true);
+      for (const value of [min - 1, min, min + 0.5, max, max + 1, String(min)]) {
+        cases.push({ about: key, config: sourceConfig({ [key]: value }) });
+      }
+    }
+    const withCredential = (field: string, value: unknown) => {
+      const config = sourceConfig();
+      (config.credentials[0] as JsonObject)[field] = value;
+      return config;
+    };
+    const strings: Record<string, unknown[]> = {
+      name: ['agency-east', 'a', 'x'.repeat(63), 'x'.repeat(64), '-east', 'agency east', ''],
+      baseUrl: [
+        'ftp://example.com',
+        'example.com',
+        'https://listings.example.com/api/v2',
+        'https://listings.example.com/api/v2/',
+        'https://listings.example.com?token=1',
+        'https://listings.example.com#x',
+        'https://',
+      ],
+      authToken: ['', 't'],
+      userEmail: ['owner1', 'owner1@', '@example.com', 'a b@example.com', 'ops@example.com'],
+    };
+    // A credential field the spec gives a rule has cases here.
+    for (const [field, rule] of Object.entries(credential)) {
+      if (rule.pattern || rule.minLength || rule.format) {
+        expect(Object.keys(strings), `cases for credentials[].${field}`).toContain(field);
+      }
+    }
+    for (const [field, values] of Object.entries(strings)) {
+      for (const value of values) {
+        cases.push({
+          about: `credentials[].${field} = ${JSON.stringify(value)}`,
+          config: withCredential(field, value),
+        });
+      }
+    }
+    // The sandbox's base URL with a trailing slash or an upper-case scheme is still its URL.
+    const base = sandbox.credentials[0]!.baseUrl;
+    for (const url of [`${base}/`, base.replace(/^http/, 'HTTP')]) {
+      cases.push({
+        about: `credentials[].baseUrl = ${url}`,
+        config: withCredential('baseUrl', url),
+      });
+    }
+    cases.push(
+      { about: 'credentials: []', config: sourceConfig({ credentials: [] }) },
+      { about: 'streams', config: sourceConfig({ streams: ['countries', 'nope'] }) },
+      { about: 'streams', config: sourceConfig({ streams: ['countries', 'countries'] }) },
+      { about: 'streams', config: sourceConfig({ streams: ['countries'] }) },
+    );
+    const disagreements: string[] = [];
+    let refused = 0;
+    for (const [i, { about, config }] of cases.entries()) {
+      const bySpec = validate(config) === true;
+      const { messages, stderr } = await airbyte([
+        'check',
+        '--config',
+        file(`rule-${i}.json`, config),
+      ]);
+      const [answer] = ofType(messages, 'CONNECTION_STATUS');
+      expect(answer, `${about}: ${stderr}`).toBeDefined();
+      const status = answer!.connectionStatus;
+      // A token the upstream refuses passed the rules: the credential is wrong, not the form.
+      const byCheck =
+        status.status === 'SUCCEEDED' ||
+        /the upstream refused the token/.test(status.message ?? '');
+      if (!bySpec) refused += 1;
+      if (bySpec !== byCheck) {
+        disagreements.push(
+          `${about}: spec ${bySpec ? 'accepts' : 'refuses'}, check says ${status.status} (${status.message})`,
+        );
+      }
+    }
+    expect(disagreements).toEqual([]);
+    expect(refused).toBeGreaterThan(cases.length / 2);
   });
 });
 
@@ -338,7 +539,7 @@ describe('airbyte read', () => {
     expect(new Set(rankRecords.map((r) => r.data.day))).toEqual(new Set([sandbox.today()]));
   });
 
-  it('a read with the previous state emits no rankings on the same upstream day, and the next day after clock/advance', async () => {
+  it("a read with the previous state re-emits the same upstream day's rankings (inclusive cursor), the state's day where CAT's cursor_paths look, and the next day after clock/advance", async () => {
     const catalog = await discoverCatalog();
     const configPath = file('inc.json', sourceConfig());
     const catalogPath = file(
@@ -347,13 +548,24 @@ describe('airbyte read', () => {
     );
     const first = await airbyte(['read', '--config', configPath, '--catalog', catalogPath]);
     const stateOf = (messages: ParsedMessage[]) => ofType(messages, 'STATE').map((m) => m.state);
-    const firstRanks = ofType(first.messages, 'RECORD').filter(
-      (m) => m.record.stream === 'rankings',
-    );
+    const ranksOf = (messages: ParsedMessage[]) =>
+      ofType(messages, 'RECORD')
+        .filter((m) => m.record.stream === 'rankings')
+        .map((m) => m.record.data);
+    const firstRanks = ranksOf(first.messages);
     expect(firstRanks.length).toBeGreaterThan(0);
+    const rankingsState = stateOf(first.messages).find(
+      (s) => s.stream?.stream_descriptor.name === 'rankings',
+    )!.stream!.stream_state as { day: string; days: Record<string, string> };
+    // CAT's default cursor_paths: the cursor field's last element, `day`, in the stream state.
+    expect(rankingsState.day).toBe(sandbox.today());
+    expect(Object.keys(rankingsState.days).sort()).toEqual(
+      sandbox.credentials.map((c) => c.name).sort(),
+    );
+    // CAT test_read_sequential_slices: no record of the first read is after its state.
+    for (const r of firstRanks) expect(String(r.day) <= rankingsState.day).toBe(true);
     const statePath = file('state.json', stateOf(first.messages));
 
-    sandbox.resetStats();
     const second = await airbyte([
       'read',
       '--config',
@@ -364,15 +576,34 @@ describe('airbyte read', () => {
       statePath,
     ]);
     expect(second.code).toBe(0);
-    expect(ofType(second.messages, 'RECORD').filter((m) => m.record.stream === 'rankings')).toEqual(
-      [],
-    );
-    // Not asked for either: the upstream day was read from the business list's Date.
-    expect(sandbox.stats().byOperation.get_rankings).toBeUndefined();
-    // Full refresh streams are read again whatever the state.
+    // CAT test_two_sequential_reads: records again, none before the state's cursor.
+    const secondRanks = ranksOf(second.messages);
+    expect(secondRanks).toHaveLength(firstRanks.length);
+    for (const r of secondRanks) expect(String(r.day) >= rankingsState.day).toBe(true);
     expect(ofType(second.messages, 'RECORD').some((m) => m.record.stream === 'countries')).toBe(
       true,
     );
+
+    // The state of earlier versions, {"days": {...}} alone, is read as it was meant.
+    const legacy = await airbyte([
+      'read',
+      '--config',
+      configPath,
+      '--catalog',
+      catalogPath,
+      '--state',
+      file('legacy.json', [
+        {
+          type: 'STREAM',
+          stream: {
+            stream_descriptor: { name: 'rankings' },
+            stream_state: { days: rankingsState.days },
+          },
+        },
+      ]),
+    ]);
+    expect(legacy.code).toBe(0);
+    expect(ranksOf(legacy.messages)).toHaveLength(firstRanks.length);
 
     const before = sandbox.today();
     sandbox.advanceDays(1);
@@ -385,13 +616,177 @@ describe('airbyte read', () => {
       '--state',
       file('state2.json', stateOf(second.messages)),
     ]);
-    const thirdRanks = ofType(third.messages, 'RECORD').filter(
-      (m) => m.record.stream === 'rankings',
-    );
+    const thirdRanks = ranksOf(third.messages);
     // The sandbox's keywords move from day to day: some, not the same count.
     expect(thirdRanks.length).toBeGreaterThan(0);
-    expect(new Set(thirdRanks.map((m) => m.record.data.day))).toEqual(new Set([sandbox.today()]));
+    expect(new Set(thirdRanks.map((r) => r.day))).toEqual(new Set([sandbox.today()]));
     expect(sandbox.today()).not.toBe(before);
+    const thirdState = stateOf(third.messages).find(
+      (s) => s.stream?.stream_descriptor.name === 'rankings',
+    )!.stream!.stream_state as { day: string };
+    expect(thirdState.day).toBe(sandbox.today());
+  });
+
+  it('a state of an impossible day is a config_error before anything is read; a day ahead of the upstream reads no rankings and says so at warn', async () => {
+    const catalog = await discoverCatalog();
+    const configPath = file('sv.json', sourceConfig());
+    const catalogPath = file(
+      'sv-catalog.json',
+      configured(catalog.streams, ['countries', 'rankings']),
+    );
+    const stateFile = (name: string, stream_state: JsonObject) =>
+      file(name, [
+        { type: 'STREAM', stream: { stream_descriptor: { name: 'rankings' }, stream_state } },
+      ]);
+    for (const [i, state] of [
+      { day: '2026-13-45' },
+      { days: { [sandbox.credentials[0]!.name]: '2026-02-30' } },
+      { day: 20261124 },
+    ].entries()) {
+      const bad = await airbyte([
+        'read',
+        '--config',
+        configPath,
+        '--catalog',
+        catalogPath,
+        '--state',
+        stateFile(`bad-state-${i}.json`, state),
+      ]);
+      expect(bad.code).toBe(1);
+      const [error] = ofType(bad.messages, 'TRACE').filter((m) => m.trace.type === 'ERROR');
+      expect(error!.trace.error!.failure_type).toBe('config_error');
+      expect(error!.trace.error!.message).toContain('not a calendar day');
+      expect(ofType(bad.messages, 'RECORD')).toEqual([]);
+    }
+
+    const tomorrow = new Date(Date.parse(`${sandbox.today()}T00:00:00Z`) + 86_400_000)
+      .toISOString()
+      .slice(0, 10);
+    const ahead = await airbyte([
+      'read',
+      '--config',
+      configPath,
+      '--catalog',
+      catalogPath,
+      '--state',
+      stateFile('ahead.json', { day: tomorrow }),
+    ]);
+    expect(ahead.code).toBe(0);
+    const records = ofType(ahead.messages, 'RECORD');
+    expect(records.filter((m) => m.record.stream === 'rankings')).toEqual([]);
+    expect(records.some((m) => m.record.stream === 'countries')).toBe(true);
+    const warns = ofType(ahead.messages, 'LOG').filter(
+      (m) => m.log.level === 'WARN' && m.log.message.includes('ahead of the upstream'),
+    );
+    expect(warns).toHaveLength(sandbox.credentials.length);
+    expect(warns[0]!.log.message).toContain(tomorrow);
+    const state = ofType(ahead.messages, 'STATE').find(
+      (m) => m.state.stream?.stream_descriptor.name === 'rankings',
+    )!.state.stream!.stream_state;
+    expect(state).toEqual({ day: tomorrow, days: {} });
+  });
+
+  it('a catalog stream the source does not have is logged and INCOMPLETE, and the rest is read', async () => {
+    const catalog = await discoverCatalog();
+    const withUnknown = configured(catalog.streams, ['countries']);
+    withUnknown.streams.push({
+      stream: { name: 'nope', json_schema: {}, supported_sync_modes: ['full_refresh'] },
+      sync_mode: 'full_refresh',
+      destination_sync_mode: 'append',
+    });
+    const { code, messages } = await airbyte([
+      'read',
+      '--config',
+      file('unknown.json', sourceConfig()),
+      '--catalog',
+      file('unknown-catalog.json', withUnknown),
+    ]);
+    expect(code).toBe(0);
+    expect(ofType(messages, 'RECORD').some((m) => m.record.stream === 'countries')).toBe(true);
+    const statuses = ofType(messages, 'TRACE').flatMap((m) =>
+      m.trace.type === 'STREAM_STATUS'
+        ? [`${m.trace.stream_status!.stream_descriptor.name} ${m.trace.stream_status!.status}`]
+        : [],
+    );
+    expect(statuses).toContain('nope INCOMPLETE');
+    expect(statuses).toContain('countries COMPLETE');
+    expect(ofType(messages, 'TRACE').filter((m) => m.trace.type === 'ERROR')).toEqual([]);
+    const warns = ofType(messages, 'LOG').filter((m) => m.log.level === 'WARN');
+    expect(warns.some((m) => m.log.message.includes('stream "nope"'))).toBe(true);
+  });
+
+  it("a catalog stream the configuration's streams leave out is not read: logged and INCOMPLETE", async () => {
+    const catalog = await discoverCatalog();
+    const { code, messages } = await airbyte([
+      'read',
+      '--config',
+      file('only-countries.json', sourceConfig({ streams: ['countries'] })),
+      '--catalog',
+      file('two-catalog.json', configured(catalog.streams, ['countries', 'keywords'])),
+    ]);
+    expect(code).toBe(0);
+    const streams = new Set(ofType(messages, 'RECORD').map((m) => m.record.stream));
+    expect(streams).toEqual(new Set(['countries']));
+    const statuses = ofType(messages, 'TRACE').flatMap((m) =>
+      m.trace.type === 'STREAM_STATUS'
+        ? [`${m.trace.stream_status!.stream_descriptor.name} ${m.trace.stream_status!.status}`]
+        : [],
+    );
+    expect(statuses).toEqual([
+      'keywords INCOMPLETE',
+      'countries STARTED',
+      'countries RUNNING',
+      'countries COMPLETE',
+    ]);
+    expect(
+      ofType(messages, 'LOG').some(
+        (m) => m.log.level === 'WARN' && m.log.message.includes('"keywords"'),
+      ),
+    ).toBe(true);
+  });
+
+  it('rankings is resumable: a full refresh given a state honours it, as incremental does', async () => {
+    const catalog = await discoverCatalog();
+    const rankings = catalog.streams.filter((s) => s.name === 'rankings');
+    const fullRefresh = {
+      streams: rankings.map((stream) => ({
+        stream,
+        sync_mode: 'full_refresh',
+        destination_sync_mode: 'overwrite',
+      })),
+    };
+    expect((rankings[0] as unknown as { is_resumable: boolean }).is_resumable).toBe(true);
+    const tomorrow = new Date(Date.parse(`${sandbox.today()}T00:00:00Z`) + 86_400_000)
+      .toISOString()
+      .slice(0, 10);
+    const given = { day: tomorrow, days: { [sandbox.credentials[0]!.name]: tomorrow } };
+    const { code, messages } = await airbyte([
+      'read',
+      '--config',
+      file('fr.json', sourceConfig()),
+      '--catalog',
+      file('fr-catalog.json', fullRefresh),
+      '--state',
+      file('fr-state.json', [
+        {
+          type: 'STREAM',
+          stream: { stream_descriptor: { name: 'rankings' }, stream_state: given },
+        },
+      ]),
+    ]);
+    expect(code).toBe(0);
+    const ranks = ofType(messages, 'RECORD').map((m) => m.record.data);
+    // The first credential's state is ahead: none of its ranks; the second's are read.
+    expect(ranks.some((r) => r.account === sandbox.credentials[0]!.name)).toBe(false);
+    expect(ranks.some((r) => r.account === sandbox.credentials[1]!.name)).toBe(true);
+    const [state] = ofType(messages, 'STATE');
+    expect(state!.state.stream!.stream_state).toEqual({
+      day: tomorrow,
+      days: {
+        [sandbox.credentials[0]!.name]: tomorrow,
+        [sandbox.credentials[1]!.name]: sandbox.today(),
+      },
+    });
   });
 
   it('a bad token is a config_error trace naming the credential, and exit 1', async () => {
@@ -438,6 +833,157 @@ describe('airbyte read', () => {
       ).toBe(true);
     } finally {
       sandbox.setFaults({ errorRate: 0 });
+    }
+  });
+});
+
+describe("the upstream's midnight during a read", () => {
+  it('each rankings record carries the day of its own answer, and the state the latest', async () => {
+    // The sandbox's clock at 23:59:58 of its day; the day turns after the first business's
+    // rankings are answered, as the upstream's midnight would.
+    const clock = manualClock(Date.parse('2026-01-01T23:59:58Z'));
+    const upstream = await startSandbox({ seed: 5, accounts: 1, businessesPerAccount: 3, clock });
+    try {
+      const credential = upstream.credentials[0]!;
+      const raw = async (path: string) => {
+        const url = new URL(`${credential.baseUrl}/api/v2${path}`);
+        url.searchParams.set('auth_token', credential.authToken);
+        url.searchParams.set('user_email', credential.userEmail);
+        return ((await (await fetch(url)).json()) as { result: unknown }).result;
+      };
+      const businesses = ((await raw('/businesses.json')) as { id: number }[]).map((b) => b.id);
+      const count = (answer: unknown) =>
+        Object.values(answer as Record<string, Record<string, unknown>>).reduce(
+          (n, sites) =>
+            n +
+            Object.values(sites).reduce<number>(
+              (m, v) => m + (v && typeof v === 'object' ? Object.keys(v).length : 1),
+              0,
+            ),
+          0,
+        );
+      const first = businesses[0]!;
+      const before = upstream.today();
+      const firstAnswer = count(await raw(`/businesses/${first}/rankings.json`));
+      let turned = false;
+      const turning = {
+        createApi: () => {
+          const api = createApiClient(FAST);
+          observeResponses(api, (seen) => {
+            if (seen.operation === 'get_rankings' && !turned) {
+              turned = true;
+              upstream.advanceDays(1);
+              clock.advance(4_000);
+            }
+          });
+          return api;
+        },
+      };
+      const config = {
+        credentials: [
+          {
+            name: credential.name,
+            baseUrl: credential.baseUrl,
+            authToken: credential.authToken,
+            userEmail: credential.userEmail,
+          },
+        ],
+        sync_account_concurrency: 1,
+      };
+      const stream = {
+        name: 'rankings',
+        json_schema: {},
+        supported_sync_modes: ['full_refresh', 'incremental'],
+      };
+      const finished = await runCli(
+        [
+          'airbyte',
+          'read',
+          '--config',
+          file('midnight.json', config),
+          '--catalog',
+          file('midnight-catalog.json', {
+            streams: [{ stream, sync_mode: 'incremental', destination_sync_mode: 'append_dedup' }],
+          }),
+        ],
+        {},
+        { services: turning },
+      );
+      expect(finished.code, finished.stdout.slice(-1000)).toBe(0);
+      const messages = protocolLines(finished.stdout);
+      const after = upstream.today();
+      expect(after).not.toBe(before);
+      const records = ofType(messages, 'RECORD').map((m) => m.record.data);
+      // The first business's ranks are the day before midnight's, and say so.
+      const ofFirst = records.filter((r) => r.business_id === first);
+      expect(ofFirst).toHaveLength(firstAnswer);
+      expect(new Set(ofFirst.map((r) => r.day))).toEqual(new Set([before]));
+      // The others were answered after it: the new day's ranks, stamped with the new day.
+      for (const id of businesses.slice(1)) {
+        const ofBusiness = records.filter((r) => r.business_id === id);
+        expect(ofBusiness).toHaveLength(count(await raw(`/businesses/${id}/rankings.json`)));
+        expect(new Set(ofBusiness.map((r) => r.day)), String(id)).toEqual(new Set([after]));
+      }
+      const [state] = ofType(messages, 'STATE');
+      expect(state!.state.stream!.stream_state).toEqual({
+        day: after,
+        days: { [credential.name]: after },
+      });
+    } finally {
+      await upstream.close();
+    }
+  });
+});
+
+describe('two upstreams whose ids overlap', () => {
+  it("records' primary keys include the account: no two records of a stream share one", async () => {
+    // Two sandboxes of one seed: the same business, review and keyword ids, two accounts.
+    const twin = await startSandbox({ seed: 11, accounts: 1, businessesPerAccount: 2 });
+    const other = await startSandbox({ seed: 11, accounts: 1, businessesPerAccount: 2 });
+    try {
+      const credentials = [twin, other].map((s, i) => ({
+        name: `upstream-${i + 1}`,
+        baseUrl: s.credentials[0]!.baseUrl,
+        authToken: s.credentials[0]!.authToken,
+        userEmail: s.credentials[0]!.userEmail,
+      }));
+      const catalog = await discoverCatalog();
+      const { code, messages } = await airbyte([
+        'read',
+        '--config',
+        file('twins.json', { credentials }),
+        '--catalog',
+        file(
+          'twins-catalog.json',
+          configured(
+            catalog.streams.filter(
+              (s) => !['countries', 'states', 'sub_categories'].includes(s.name),
+            ),
+          ),
+        ),
+      ]);
+      expect(code).toBe(0);
+      const keys = new Map(
+        (catalog.streams as DiscoveredStream[]).map((s) => [s.name, s.source_defined_primary_key]),
+      );
+      const seen = new Map<string, Set<string>>();
+      let overlapping = 0;
+      for (const { record } of ofType(messages, 'RECORD')) {
+        const key = JSON.stringify(keys.get(record.stream)!.map(([f]) => record.data[f!]));
+        const set = seen.get(record.stream) ?? new Set<string>();
+        expect(set.has(key), `${record.stream} ${key}`).toBe(false);
+        set.add(key);
+        seen.set(record.stream, set);
+        if (record.data.account === 'upstream-2') overlapping += 1;
+      }
+      expect(overlapping).toBeGreaterThan(0);
+      for (const [stream, key] of keys) {
+        const reference = ['countries', 'states', 'sub_categories'].includes(stream);
+        expect(key![0], stream).toEqual(reference ? ['id'] : ['account']);
+      }
+    } finally {
+      await twin.close();
+      await other.close();
     }
   });
 });

@@ -28,6 +28,24 @@ function configError(load: () => unknown): ConfigError {
   throw new Error('expected a ConfigError');
 }
 
+describe('a base URL that is no URL', () => {
+  it('is refused naming the field, beside another credential, not thrown as Invalid URL', () => {
+    const error = configError(
+      loadWithFile([
+        { name: 'east', baseUrl: 'example.com', authToken: TOKEN, userEmail: 'ops@x.io' },
+        {
+          name: 'west',
+          baseUrl: 'https://api.example.com',
+          authToken: TOKEN,
+          userEmail: 'ops@x.io',
+        },
+      ]),
+    );
+    expect(error.message).toContain('baseUrl must be an http:// or https:// URL');
+    expect(error.message).not.toContain('Invalid URL');
+  });
+});
+
 describe('one account, one credential', () => {
   it('refuses two credentials with the same base URL and e-mail, naming both', () => {
     const error = configError(

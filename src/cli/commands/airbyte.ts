@@ -54,6 +54,7 @@ export function registerAirbyteCommand(program: Command, io: CliIo): void {
         return;
       }
       const logger = airbyteLogger(io, source.config);
+      warnIgnored(logger, source.ignored);
       const api = createApi(io, source.config, logger);
       try {
         emit({ type: 'CONNECTION_STATUS', connectionStatus: await check(source, api) });
@@ -72,7 +73,9 @@ export function registerAirbyteCommand(program: Command, io: CliIo): void {
       const { readSourceConfigFile } = await import('../../airbyte/config.ts');
       const { discover } = await import('../../airbyte/source.ts');
       await withTrace(io, emit, async () => {
-        emit({ type: 'CATALOG', catalog: discover(readSourceConfigFile(options.config)) });
+        const source = readSourceConfigFile(options.config);
+        warnIgnored(airbyteLogger(io, source.config), source.ignored);
+        emit({ type: 'CATALOG', catalog: discover(source) });
       });
     });
 
@@ -95,18 +98,21 @@ export function registerAirbyteCommand(program: Command, io: CliIo): void {
           options.state === undefined ? undefined : readJson(options.state, '--state'),
         );
         const logger = airbyteLogger(io, config.config);
+        warnIgnored(logger, config.ignored);
         const api = createApi(io, config.config, logger);
         try {
           const failures = await source.read({
             source: config,
-            catalog,
+            catalog: catalog.streams,
+            unknownStreams: catalog.unknown,
             state,
             api,
             logger,
             emit,
             signal: io.signal,
+            ...(io.services?.now ? { now: io.services.now } : {}),
           });
-          for (const failure of failures) emit(source.failureMessage(failure));
+          for (const failure of failures) emit(source.failureMessage(failure, io.services?.now));
           io.exitCode = failures.length === 0 ? EXIT.ok : EXIT.fatal;
         } finally {
           await api.close();
@@ -147,6 +153,15 @@ function readJson(path: string, option: string): unknown {
   } catch {
     throw new ConfigError(`${option} "${path}" is not valid JSON.`);
   }
+}
+
+/** Keys of the configuration the source does not read: ignored, and said (docs/airbyte.md). */
+function warnIgnored(logger: Logger, ignored: readonly string[]): void {
+  if (ignored.length === 0) return;
+  logger.warn(
+    { ignored },
+    `the configuration has ${ignored.map((k) => `"${k}"`).join(', ')}, which the source does not read: ignored`,
+  );
 }
 
 const LEVELS: Record<string, string> = {
