@@ -349,6 +349,16 @@ export const SETTINGS = {
     meaning: 'connections `serve` holds open at once; see "Limits"',
     commands: ['serve'],
   },
+  WEBHOOK_MAX_IN_FLIGHT: {
+    // A delivery is one insert of milliseconds: 64 at once keeps the database pool busy
+    // and answers the rest 503 + Retry-After long before 512 connections are open
+    // (docs/benchmarks.md, "Webhooks at load").
+    ...integer({ default: 64, min: 1, max: 65_535 }),
+    field: 'webhookMaxInFlight',
+    meaning: 'webhook deliveries handled at once; more are answered 503; see "Limits"',
+    doc: 'webhook deliveries `serve` handles at once; a further one is answered `503` with `Retry-After: 1` before its body is read (counted `overloaded`); keep it under `WEBHOOK_MAX_CONNECTIONS`, past which a connection is closed unanswered. See "Limits"',
+    commands: ['serve'],
+  },
   ALERT_WEBHOOK_URL: {
     ...optionalUrl('none: alerts stay in the table and the log'),
     field: 'alertWebhookUrl',

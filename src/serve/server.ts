@@ -179,8 +179,9 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
   };
 
   const app = Fastify({ logger: false, return503OnClosing: true, ...connectionLimits(config) });
-  // Past WEBHOOK_MAX_CONNECTIONS Node refuses the connection; /healthz and intake keep the
-  // slots they have, and a flood cannot take the process's open-file limit.
+  // Past WEBHOOK_MAX_IN_FLIGHT deliveries the intake answers 503 (webhook-intake.ts); past
+  // WEBHOOK_MAX_CONNECTIONS Node refuses the connection, so that a flood of connections
+  // cannot take the process's open-file limit.
   app.server.maxConnections = config.webhookMaxConnections;
   let lastDropLogAt = 0;
   app.server.on('drop', () => {
@@ -221,8 +222,10 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
     db: warehouse.db,
     secrets,
     bodyLimitBytes: config.webhookBodyLimitBytes,
+    maxInFlight: config.webhookMaxInFlight,
     logger,
     onOutcome: (outcome) => metrics.recordWebhook(outcome),
+    onInFlight: (count) => metrics.setWebhooksInFlight(count),
   });
 
   const runScheduled = async (signal: AbortSignal): Promise<void> => {

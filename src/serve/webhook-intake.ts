@@ -6,6 +6,9 @@
  * them. Answers:
  *   401 missing or bad signature (nothing stored)    413 body over the limit
  *   400 signed, but not a JSON object                  503 the database cannot take it (retry)
+ *   503 + Retry-After: 1, before the body is read: WEBHOOK_MAX_IN_FLIGHT deliveries are
+ *       already being handled (overload is answered, never a reset connection; the
+ *       unread body is drained by Node, so the connection stays usable)
  *   422 signed JSON the warehouse cannot store as sent: a NUL character or a lone surrogate
  *       in a string, nesting deeper than MAX_DEPTH, or a value the database refuses (a
  *       permanent answer: the same bytes would fail again, so the sender must not retry)
@@ -44,8 +47,12 @@ export interface WebhookIntakeOptions {
   db: Kysely<Database>;
   secrets: readonly string[];
   bodyLimitBytes: number;
+  /** WEBHOOK_MAX_IN_FLIGHT: deliveries handled at once; more are answered 503 at once. */
+  maxInFlight: number;
   logger: Logger;
   onOutcome?: (outcome: WebhookOutcome) => void;
+  /** Told the number of deliveries in flight each time it changes. */
+  onInFlight?: (count: number) => void;
 }
 
 function text(value: unknown): string | null {
@@ -226,7 +233,35 @@ export async function registerWebhookIntake(
   const log = options.logger.child({ component: 'webhooks' });
   const count = (outcome: WebhookOutcome) => options.onOutcome?.(outcome);
 
+  let inFlight = 0;
+  let lastOverloadLogAt = 0;
+
   await app.register(async (scope) => {
+    // Capacity is decided when the headers are in, before the body is read: past it the
+    // answer costs no parse, no signature check and no database (docs/serve.md, "Limits").
+    scope.addHook('onRequest', async (_request, reply) => {
+      if (inFlight >= options.maxInFlight) {
+        count('overloaded');
+        // At most one line a second: a flood must not flood the log.
+        if (Date.now() - lastOverloadLogAt >= 1000) {
+          lastOverloadLogAt = Date.now();
+          log.warn(
+            { limit: options.maxInFlight },
+            'webhook answered 503: WEBHOOK_MAX_IN_FLIGHT deliveries are being handled; the sender retries after 1 s',
+          );
+        }
+        return reply
+          .code(503)
+          .header('retry-after', '1')
+          .send({ error: 'too many deliveries at once; retry after 1 s' });
+      }
+      inFlight += 1;
+      options.onInFlight?.(inFlight);
+      reply.raw.once('close', () => {
+        inFlight -= 1;
+        options.onInFlight?.(inFlight);
+      });
+    });
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser(
       '*',
