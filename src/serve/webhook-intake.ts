@@ -27,6 +27,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { type Logger, redactText } from '../log.ts';
+import { keepOut, keptOutOfText } from '../raw/body.ts';
 import type { Database } from '../warehouse/database.ts';
 import {
   type BoostInput,
@@ -105,6 +106,9 @@ export function eventKeyOf(event: string | null, id: string | null, raw: Buffer)
 /**
  * The row for one verified delivery. Lenient on purpose: every field is optional in the
  * spec, so a field of an unexpected type is stored as null here and kept in `payload`.
+ * The payload is stored with e-mails and credentials kept out, in place, by the raw
+ * zone's rule (`user_email`, `auth_token`, `site_username`, `site_password` at any depth:
+ * src/raw/body.ts); the identity is taken before, from the bytes as sent.
  */
 export function webhookEventFromDelivery(
   raw: Buffer,
@@ -121,6 +125,7 @@ export function webhookEventFromDelivery(
   const idField = event === null ? undefined : IDENTITY_FIELDS.get(event);
   const id = idField === undefined ? null : text(data[idField])?.trim() || null;
   const eventKey = eventKeyOf(event, id, raw);
+  keepOut(payload);
   const boost: BoostInput | null =
     event === BOOST_CREATED && id
       ? {
@@ -206,12 +211,13 @@ function excerptText(text: string): string {
   return JSON.stringify(text.slice(0, 100)).slice(1, -1);
 }
 
-/** The start of a refused body, for the log: cut to EXCERPT_CHARS, redacted, escaped. */
+/**
+ * The start of a refused body, for the log: e-mails and credentials kept out by the raw
+ * zone's rule (on the whole body, so that a cut never splits a value out of its key's
+ * reach), then cut to EXCERPT_CHARS, redacted, escaped.
+ */
 function excerpt(raw: Buffer): string {
-  const text = raw
-    .subarray(0, EXCERPT_CHARS * 4)
-    .toString('utf8')
-    .slice(0, EXCERPT_CHARS);
+  const text = keptOutOfText(raw.toString('utf8')).slice(0, EXCERPT_CHARS);
   // Redacted before escaping, while `"password":"…"` still reads as such; then
   // JSON.stringify escapes NULs and lone surrogates, so the log line stays valid UTF-8.
   return JSON.stringify(redactText(text)).slice(1, -1);
