@@ -112,6 +112,15 @@ function connectionLimits(config: Config) {
 }
 
 /**
+ * Connections the kernel holds for the webhook listener until Node accepts them (the
+ * listen backlog; Linux caps it at net.core.somaxconn, 4096 on current kernels). Node's
+ * default, 511, overflowed at 500 deliveries a second on a busy machine, and an overflow
+ * is a connection reset the sender cannot tell from an outage (docs/benchmarks.md,
+ * "Webhooks at load").
+ */
+const LISTEN_BACKLOG = 4096;
+
+/**
  * The metrics port: the option, METRICS_PORT, or DEFAULT_METRICS_PORT (a free port beside
  * a free PORT).
  */
@@ -294,7 +303,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
   const metricsPort = metricsPortFor(options, port);
   await operator.listen({ port: metricsPort, host: metricsHost });
   try {
-    await app.listen({ port, host });
+    await app.listen({ port, host, backlog: LISTEN_BACKLOG });
   } catch (error) {
     await operator.close();
     throw error;

@@ -3,7 +3,9 @@
  * deliveries being handled, a further one gets `503` with `Retry-After` before its body is
  * read, read whole off the socket, never a reset; the ones in flight are stored once.
  */
+import { execFileSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -109,4 +111,16 @@ describe.each(testBackends)('webhook intake past its capacity (%s)', (backend) =
     const warned = logs.lines().filter((line) => line.includes('WEBHOOK_MAX_IN_FLIGHT'));
     expect(warned.length).toBeGreaterThanOrEqual(1);
   });
+
+  // The kernel holds connections Node has not accepted yet in the listen backlog; past it
+  // they are reset unanswered. Node's default is 511; ss shows a listener's as Send-Q.
+  it.skipIf(!existsSync('/usr/bin/ss') && !existsSync('/bin/ss'))(
+    'listens with a backlog of 4,096 connections (or the kernel cap, net.core.somaxconn)',
+    () => {
+      const line = execFileSync('ss', ['-ltnH', `sport = :${serve.port}`], { encoding: 'utf8' });
+      const [, , sendQ] = line.trim().split(/\s+/);
+      const cap = Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8'));
+      expect(Number(sendQ)).toBe(Math.min(4096, cap));
+    },
+  );
 });
