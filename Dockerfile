@@ -58,7 +58,9 @@ COPY migrations ./migrations
 USER 1000:1000
 
 # `serve`: webhook intake (PORT, 8080) and /metrics with the probes (METRICS_PORT, 9464,
-# for your Prometheus only: publish 8080 alone; docs/deploy.md, "docker run").
+# for your Prometheus only: publish 8080 alone; docs/deploy.md, "docker run"). Both bind
+# every interface of the container (LISTEN_ADDRESS, METRICS_LISTEN_ADDRESS: 0.0.0.0), so
+# what is reachable is what you publish.
 EXPOSE 8080 9464
 
 # Docker (and Compose) only; Kubernetes ignores HEALTHCHECK and uses the probes in

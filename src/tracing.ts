@@ -7,6 +7,11 @@
  *
  * Spans never carry a secret: the upstream's path is templated and has no query (the
  * token and e-mail travel in the query), and a credential is named, never shown.
+ *
+ * A collector never holds a run (docs/running.md, "Traces"): each export, and the final
+ * flush at shutdown, is bounded by `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` (default 1,000 ms,
+ * not the standard's 10 s), and a failed export is said once, at warn, naming the
+ * endpoint without its userinfo or query.
  */
 import { type Attributes, context, type Span, SpanStatusCode, trace } from '@opentelemetry/api';
 
@@ -41,6 +46,54 @@ function otlpHeaders(env: Readonly<Record<string, string | undefined>>): Record<
   return headers;
 }
 
+/** How much longer than an export's bound the batch processor waits for its outcome. */
+const SHUTDOWN_MARGIN_MS = 100;
+
+/** The default bound of one export and of the flush at shutdown, in milliseconds. */
+export const DEFAULT_EXPORT_TIMEOUT_MS = 1_000;
+
+/**
+ * `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` (or `OTEL_EXPORTER_OTLP_TIMEOUT`), milliseconds: how
+ * long one export, and the flush at shutdown, may take. Throws a RangeError naming the
+ * variable and the rule when it is not a whole number from 1 to 60,000.
+ */
+export function tracingTimeoutMs(env: Readonly<Record<string, string | undefined>>): number {
+  const name = env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT?.trim()
+    ? 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT'
+    : 'OTEL_EXPORTER_OTLP_TIMEOUT';
+  const text = env[name]?.trim();
+  if (!text) return DEFAULT_EXPORT_TIMEOUT_MS;
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || value < 1 || value > 60_000) {
+    throw new RangeError(
+      `${name} must be a whole number of milliseconds from 1 to 60000 (got "${text}")`,
+    );
+  }
+  return value;
+}
+
+/**
+ * The endpoint as a log line may show it: scheme, host, port and path; no user, no
+ * password, no query (a collector's key may ride in either), no fragment.
+ */
+export function printableEndpoint(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+  } catch {
+    return '[an endpoint that does not parse]';
+  }
+}
+
+export interface TracingOptions {
+  /**
+   * Told when an export fails after one that did not (so once per run while a collector
+   * stays down): the endpoint without credentials, and what went wrong (an error code or
+   * an HTTP status, never the error's text).
+   */
+  warn?: (message: string, fields: { endpoint: string; error: string }) => void;
+}
+
 export interface Tracing {
   /** Exports what is buffered and stops; later spans are no-ops again. */
   shutdown(): Promise<void>;
@@ -54,9 +107,12 @@ export interface Tracing {
 export async function startTracing(
   env: Readonly<Record<string, string | undefined>>,
   version: string,
+  options: TracingOptions = {},
 ): Promise<Tracing | undefined> {
   const url = tracingEndpoint(env);
   if (!url || active) return undefined;
+  const timeoutMs = tracingTimeoutMs(env);
+  const reporter = failureReporter(url, options.warn);
   // Loaded only when asked for: a run without traces does not load the SDK.
   const [
     { TracerProvider, BatchSpanProcessor },
@@ -77,10 +133,14 @@ export async function startTracing(
     spanProcessors: [
       // Bounded: at most 8,192 spans wait; past that new ones are dropped, never the run.
       new BatchSpanProcessor({
-        exporter: new OTLPTraceExporter({ url, headers: otlpHeaders(env), timeoutMillis: 10_000 }),
+        exporter: reportingFailures(
+          new OTLPTraceExporter({ url, headers: otlpHeaders(env), timeoutMillis: timeoutMs }),
+          reporter,
+        ),
         maxQueueSize: 8192,
         scheduledDelayMillis: 2_000,
-        exportTimeoutMillis: 10_000,
+        // A little past the exporter's own bound, so that its outcome is what is reported.
+        exportTimeoutMillis: timeoutMs + SHUTDOWN_MARGIN_MS,
       }),
     ],
   });
@@ -90,9 +150,23 @@ export async function startTracing(
   active = true;
   return {
     async shutdown() {
+      // An export in flight and the final flush each take at most timeoutMs; past both,
+      // the run ends and what is still buffered is dropped.
+      let timer: NodeJS.Timeout | undefined;
       try {
-        await provider.shutdown();
+        const ended = await Promise.race([
+          provider.shutdown().then(
+            () => 'flushed' as const,
+            () => 'timeout' as const,
+          ),
+          new Promise<'timeout'>((resolve) => {
+            timer = setTimeout(() => resolve('timeout'), 2 * (timeoutMs + SHUTDOWN_MARGIN_MS));
+            timer.unref();
+          }),
+        ]);
+        if (ended === 'timeout') reporter.failed('timeout');
       } finally {
+        clearTimeout(timer);
         trace.disable();
         context.disable();
         active = false;
@@ -102,6 +176,55 @@ export async function startTracing(
 }
 
 let active = false;
+
+type Exporter = InstanceType<
+  typeof import('@opentelemetry/exporter-trace-otlp-http')['OTLPTraceExporter']
+>;
+
+/**
+ * Tells `warn` when an export fails after one that did not: once per run while a
+ * collector stays down, again after it came back and went.
+ */
+function failureReporter(url: string, warn: TracingOptions['warn']) {
+  let failing = false;
+  const endpoint = printableEndpoint(url);
+  return {
+    succeeded() {
+      failing = false;
+    },
+    failed(error: string) {
+      if (failing) return;
+      failing = true;
+      warn?.('trace export failed; spans are dropped, the run goes on', { endpoint, error });
+    },
+  };
+}
+
+/** The exporter, each export's outcome told to `reporter`. */
+function reportingFailures(
+  exporter: Exporter,
+  reporter: ReturnType<typeof failureReporter>,
+): Exporter {
+  const original = exporter.export.bind(exporter);
+  exporter.export = (spans, done) => {
+    original(spans, (result) => {
+      if (result.code === 0) reporter.succeeded();
+      else reporter.failed(failureName(result.error));
+      done(result);
+    });
+  };
+  return exporter;
+}
+
+/** What went wrong, without the error's text (which may quote the URL). */
+function failureName(error: unknown): string {
+  if (!error || typeof error !== 'object') return 'unknown';
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (typeof code === 'string') return code;
+  if (typeof code === 'number') return `HTTP ${code}`;
+  if (typeof message === 'string' && /timed? ?out/i.test(message)) return 'timeout';
+  return error instanceof Error ? error.name : 'unknown';
+}
 
 /**
  * Runs `work` in a span named `name`, a child of the span it is called in; ends the span

@@ -13,7 +13,9 @@ import { EXIT } from '../command/exit-codes.ts';
 import type { CliIo } from '../command/io.ts';
 import { printError } from '../command/print-error.ts';
 import { environmentHelp } from '../command/settings-bridge.ts';
-import { startTracing } from '../tracing.ts';
+import { ConfigError } from '../config/index.ts';
+import { createLogger } from '../log.ts';
+import { startTracing, type Tracing, type TracingOptions } from '../tracing.ts';
 import { registerAirbyteCommand } from './commands/airbyte.ts';
 import { registerAlertsCommand } from './commands/alerts.ts';
 import { registerApiCommand } from './commands/api.ts';
@@ -95,7 +97,13 @@ function packageVersion(): string {
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   // Traces only when the environment asks (docs/running.md, "Traces"): a command without
   // OTEL_EXPORTER_OTLP_ENDPOINT neither loads the SDK nor makes a span.
-  const tracing = await startTracing(io.env, packageVersion());
+  let tracing: Tracing | undefined;
+  try {
+    tracing = await startTracing(io.env, packageVersion(), { warn: tracingWarning(io) });
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    return printError(io, new ConfigError(error.message));
+  }
   try {
     await buildProgram(io).parseAsync(airbyteCall(argv));
     return io.exitCode ?? EXIT.ok;
@@ -105,6 +113,23 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     // What is buffered goes out before the process exits (bounded by the export timeout).
     await tracing?.shutdown().catch(() => {});
   }
+}
+
+/**
+ * Where a failed trace export is said: a warn line on the command's standard error, as
+ * its logger writes (the configuration is not loaded yet; LOG_LEVEL=error or silent
+ * quiets it).
+ */
+function tracingWarning(io: CliIo): TracingOptions['warn'] {
+  const level = io.env.LOG_LEVEL?.trim().toLowerCase();
+  if (level === 'error' || level === 'fatal' || level === 'silent') return undefined;
+  return (message, fields) => {
+    createLogger({
+      level: 'warn',
+      human: io.isTTY.stderr,
+      destination: { write: (line: string) => io.stderr(line) },
+    }).warn(fields, message);
+  };
 }
 
 /**

@@ -12,6 +12,11 @@
  * sends it to npm and the command alike, and npm passes what it receives on to the
  * command (when its shell execs the command, as bash does). A repeat within
  * NPM_REPEAT_MS is that copy, not a second stop (docs/running.md, "Signals").
+ *
+ * A closed pipe (`listings-sync runs | head -1`) ends any command quietly: EPIPE on
+ * standard output or error is not an error to print with a stack, it stops the command as
+ * the first SIGTERM would (a long-running one winds down cleanly), and later writes to
+ * that stream are dropped (docs/running.md, "Signals").
  */
 import { EXIT } from '../command/exit-codes.ts';
 import type { CliIo } from '../command/io.ts';
@@ -33,10 +38,34 @@ const SECOND_SIGNAL_EXIT_MS = 10_000;
  */
 const NPM_REPEAT_MS = 1_000;
 
+/** Which standard streams have met a closed pipe: writes to them are dropped. */
+const closedPipes = { stdout: false, stderr: false };
+
+/**
+ * EPIPE on standard output or error: the reader went away (`| head -1`). The stream is
+ * marked closed and `onClosed` told (the command stops); any other error is rethrown.
+ */
+export function endQuietlyOnClosedPipe(
+  stream: NodeJS.WriteStream,
+  name: 'stdout' | 'stderr',
+  onClosed: () => void,
+): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    if (closedPipes[name]) return;
+    closedPipes[name] = true;
+    onClosed();
+  });
+}
+
 export function processIo(signal: AbortSignal, stopNow?: AbortSignal): CliIo {
   return {
-    stdout: (text) => process.stdout.write(text),
-    stderr: (text) => process.stderr.write(text),
+    stdout: (text) => {
+      if (!closedPipes.stdout) process.stdout.write(text);
+    },
+    stderr: (text) => {
+      if (!closedPipes.stderr) process.stderr.write(text);
+    },
     isTTY: { stdout: process.stdout.isTTY === true, stderr: process.stderr.isTTY === true },
     ...(process.stderr.isTTY ? { terminal: process.stderr } : {}),
     env: processEnvironment(),
@@ -97,6 +126,8 @@ export async function runProcess(
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  endQuietlyOnClosedPipe(process.stdout, 'stdout', () => stop.abort('EPIPE'));
+  endQuietlyOnClosedPipe(process.stderr, 'stderr', () => stop.abort('EPIPE'));
   const code = await main(process.argv, processIo(stop.signal, stopNow.signal));
   process.off('SIGTERM', onSignal);
   process.off('SIGINT', onSignal);

@@ -3,6 +3,7 @@
  * written once: a rule turns the environment's text (or its absence) into the value the
  * code reads. Messages are full sentences naming the variable.
  */
+import { isIP } from 'node:net';
 import { validate as isValidCron } from 'node-cron';
 import { z } from 'zod';
 
@@ -198,5 +199,21 @@ export function timeZone(fallback: string): RuleParts<string> {
           },
           { message: `${name} must be an IANA time zone such as "UTC" or "Europe/Berlin"` },
         ),
+  };
+}
+
+/** An address to listen on: an IPv4 or IPv6 literal (`0.0.0.0`, `127.0.0.1`, `::`). */
+export function listenAddress(fallback: string): RuleParts<string> {
+  return {
+    default: fallback,
+    defaultText: fallback,
+    rule: (name) =>
+      z
+        .string()
+        .optional()
+        .transform((value) => trimmed(value) ?? fallback)
+        .refine((value) => isIP(value) !== 0, {
+          message: `${name} must be an IP address to listen on, such as 0.0.0.0 (every interface) or 127.0.0.1 (this machine only)`,
+        }),
   };
 }

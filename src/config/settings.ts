@@ -11,6 +11,7 @@ import {
   cron,
   integer,
   list,
+  listenAddress,
   oneOf,
   optionalText,
   optionalUrl,
@@ -351,6 +352,16 @@ export const SETTINGS = {
     meaning: 'connections `serve` holds open at once; see "Limits"',
     commands: ['serve'],
   },
+  WEBHOOK_MAX_IN_FLIGHT: {
+    // A delivery is one insert of milliseconds: 64 at once keeps the database pool busy
+    // and answers the rest 503 + Retry-After long before 512 connections are open
+    // (docs/benchmarks.md, "Webhooks at load").
+    ...integer({ default: 64, min: 1, max: 65_535 }),
+    field: 'webhookMaxInFlight',
+    meaning: 'webhook deliveries handled at once; more are answered 503; see "Limits"',
+    doc: 'webhook deliveries `serve` handles at once; a further one is answered `503` with `Retry-After: 1` before its body is read (counted `overloaded`); keep it under `WEBHOOK_MAX_CONNECTIONS`, past which a connection is closed unanswered. See "Limits"',
+    commands: ['serve'],
+  },
   ALERT_WEBHOOK_URL: {
     ...optionalUrl('none: alerts stay in the table and the log'),
     field: 'alertWebhookUrl',
@@ -421,6 +432,23 @@ export const SETTINGS = {
     ...integer({ default: 8080, min: 0, max: 65535 }),
     field: 'port',
     meaning: '`serve` HTTP port',
+    commands: ['serve'],
+  },
+  LISTEN_ADDRESS: {
+    // Every interface: in a container the webhooks come from outside (docs/serve.md).
+    ...listenAddress('0.0.0.0'),
+    field: 'listenAddress',
+    meaning: '`serve` address for PORT (webhooks, probes): an IP address',
+    doc: 'the address `serve` binds PORT on (`POST /webhooks`, `/healthz`, `/readyz`): an IPv4 or IPv6 address; `0.0.0.0` every interface, `127.0.0.1` this machine only (behind a proxy on the same host)',
+    commands: ['serve'],
+  },
+  METRICS_LISTEN_ADDRESS: {
+    // Every interface: Prometheus and the kubelet reach a pod on its own IP; outside a
+    // cluster, 127.0.0.1 keeps /metrics on the machine (docs/serve.md).
+    ...listenAddress('0.0.0.0'),
+    field: 'metricsListenAddress',
+    meaning: '`serve` address for METRICS_PORT (/metrics, probes): an IP address',
+    doc: 'the address `serve` binds METRICS_PORT on (`/metrics`, `/healthz`, `/readyz`): an IPv4 or IPv6 address; `0.0.0.0` every interface (a pod, scraped on its IP), `127.0.0.1` this machine only',
     commands: ['serve'],
   },
   METRICS_PORT: {

@@ -30,6 +30,18 @@ export const BODY_ENCODING = 'br';
 /** Keys whose values are directory credentials, as they read once parsed. */
 const DIRECTORY_CREDENTIALS: ReadonlySet<string> = new Set(['site_username', 'site_password']);
 
+/**
+ * What a webhook payload and a log excerpt keep out, by the raw zone's rule: directory
+ * credentials, and the credential's e-mail and token (SECRET_PARAMS: `user_email`,
+ * `auth_token`), wherever they sit (docs/serve.md, "Webhooks").
+ */
+export const KEPT_OUT_KEYS: ReadonlySet<string> = new Set([
+  'site_username',
+  'site_password',
+  'user_email',
+  'auth_token',
+]);
+
 /** The body text with directory credentials and the given secrets replaced. */
 export function withoutSecrets(text: string, secrets: readonly string[] = []): string {
   let out = withoutDirectoryCredentials(text);
@@ -66,18 +78,27 @@ const MAY_HOLD_DIRECTORY_CREDENTIAL =
  */
 function withoutDirectoryCredentials(text: string): string {
   if (!MAY_HOLD_DIRECTORY_CREDENTIAL.test(text)) return text;
+  return keptOutOfText(text, DIRECTORY_CREDENTIALS);
+}
+
+/**
+ * The raw zone's rule on a text, for any set of keys (KEPT_OUT_KEYS for a webhook's log
+ * excerpt): parsed, the value of every such key replaced and the whole re-serialised;
+ * a text that does not parse (cut short, not JSON) gets the text rule instead.
+ */
+export function keptOutOfText(text: string, keys: ReadonlySet<string> = KEPT_OUT_KEYS): string {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    return withoutCredentialsInText(text);
+    return withoutCredentialsInText(text, keys);
   }
-  if (!keepCredentialsOut(parsed)) return text;
+  if (!keepOut(parsed, keys)) return text;
   try {
     return JSON.stringify(parsed);
   } catch {
     // Nested deeper than JSON.stringify can recurse (JSON.parse is not so bounded).
-    return withoutCredentialsInText(text);
+    return withoutCredentialsInText(text, keys);
   }
 }
 
@@ -90,11 +111,12 @@ function keptOut(value: unknown): unknown {
 }
 
 /**
- * Replaces, in place, the value of every directory-credential key of every object at
- * any depth; true when there was such a key. A loop, not recursion: a parsed body may be
- * nested deeper than the stack allows.
+ * Replaces, in place, the value of every key in `keys` (directory credentials in the raw
+ * zone; KEPT_OUT_KEYS in a stored webhook payload) of every object at any depth; true
+ * when there was such a key. A loop, not recursion: a parsed body may be nested deeper
+ * than the stack allows.
  */
-function keepCredentialsOut(root: unknown): boolean {
+export function keepOut(root: unknown, keys: ReadonlySet<string> = KEPT_OUT_KEYS): boolean {
   let found = false;
   const pending: object[] = [];
   if (typeof root === 'object' && root !== null) pending.push(root);
@@ -106,7 +128,7 @@ function keepCredentialsOut(root: unknown): boolean {
     const record = value as Record<string, unknown>;
     for (const key of Object.keys(record)) {
       const inner = record[key];
-      if (DIRECTORY_CREDENTIALS.has(key)) {
+      if (keys.has(key)) {
         found = true;
         record[key] = keptOut(inner);
       } else if (typeof inner === 'object' && inner !== null) {
@@ -127,12 +149,12 @@ const QUOTED_KEY = /"((?:[^"\\\n]|\\.){1,78})"\s*:\s*/g;
  * array or object to its matching bracket), up to where it closes or the text ends, is
  * replaced as `keptOut` would. When in doubt it keeps out too much, never too little.
  */
-function withoutCredentialsInText(text: string): string {
+function withoutCredentialsInText(text: string, keys: ReadonlySet<string>): string {
   let out = '';
   let copied = 0;
   QUOTED_KEY.lastIndex = 0;
   for (let match = QUOTED_KEY.exec(text); match; match = QUOTED_KEY.exec(text)) {
-    if (!DIRECTORY_CREDENTIALS.has(decodedString(match[1] as string) ?? '')) continue;
+    if (!keys.has(decodedString(match[1] as string) ?? '')) continue;
     const start = match.index + match[0].length;
     const end = valueEnd(text, start);
     const value = text.slice(start, end);

@@ -19,7 +19,8 @@ import { lastSuccessfulRunAt } from '../warehouse/sync-runs.ts';
 
 /**
  * How a delivery to POST /webhooks ended. `unprocessable`: signed JSON the warehouse cannot
- * store as sent (NUL, lone surrogate, too deep), answered 422. The metric's help text is
+ * store as sent (NUL, lone surrogate, too deep), answered 422. `overloaded`: answered 503
+ * with Retry-After because WEBHOOK_MAX_IN_FLIGHT deliveries were already being handled. The metric's help text is
  * built from this list, so it names every label value it counts.
  */
 export const WEBHOOK_OUTCOMES = [
@@ -30,6 +31,7 @@ export const WEBHOOK_OUTCOMES = [
   'bad_json',
   'unprocessable',
   'unavailable',
+  'overloaded',
 ] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
 
@@ -41,6 +43,8 @@ export interface ServeMetrics {
   recordRun(outcome: RunOutcome, seconds: number, result?: SyncResult): void;
   recordSkippedTick(): void;
   recordWebhook(outcome: WebhookOutcome): void;
+  /** Deliveries being handled now (WEBHOOK_MAX_IN_FLIGHT bounds it). */
+  setWebhooksInFlight(count: number): void;
   recordAlertDelivered(sink: string, alerts?: number): void;
   recordAlertFailed(sink: string, alerts?: number): void;
   /** The Prometheus text. */
@@ -191,6 +195,11 @@ export function createServeMetrics(options: {
   for (const outcome of WEBHOOK_OUTCOMES) {
     webhooks.inc({ outcome }, 0);
   }
+  const webhooksInFlight = new Gauge({
+    name: `${PREFIX}webhooks_in_flight`,
+    help: 'Webhook deliveries being handled now; at WEBHOOK_MAX_IN_FLIGHT a further one is answered 503.',
+    registers,
+  });
 
   return {
     registry,
@@ -207,6 +216,7 @@ export function createServeMetrics(options: {
     },
     recordSkippedTick: () => skippedTicks.inc(),
     recordWebhook: (outcome) => webhooks.inc({ outcome }),
+    setWebhooksInFlight: (count) => webhooksInFlight.set(count),
     recordAlertDelivered: (sink, alerts = 1) => alertsDelivered.inc({ sink }, alerts),
     recordAlertFailed: (sink, alerts = 1) => alertFailures.inc({ sink }, alerts),
     render: () => registry.metrics(),

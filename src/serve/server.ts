@@ -54,8 +54,10 @@ export interface ServeOptions {
    * free port when the public port is 0.
    */
   metricsPort?: number;
-  /** Address both listeners bind; every interface by default (a container). */
+  /** Overrides LISTEN_ADDRESS and, unless `metricsHost` is given, METRICS_LISTEN_ADDRESS. */
   host?: string;
+  /** Overrides METRICS_LISTEN_ADDRESS. */
+  metricsHost?: string;
   /** Overrides the sinks the configuration names. */
   alertSinks?: readonly AlertSink[];
   alertBackoff?: Backoff;
@@ -66,12 +68,16 @@ export interface ServeOptions {
 }
 
 export interface RunningServe {
-  /** The public listener: POST /webhooks, /healthz, /readyz. */
+  /** The public listener: POST /webhooks, /healthz, /readyz (127.0.0.1 for a wildcard). */
   url: string;
   port: number;
+  /** Where the public listener is bound, as the socket reports it: `0.0.0.0:8080`. */
+  address: string;
   /** The operator's listener: /metrics, /healthz, /readyz. */
   metricsUrl: string;
   metricsPort: number;
+  /** Where the operator's listener is bound: `127.0.0.1:9464`. */
+  metricsAddress: string;
   metrics: ServeMetrics;
   /** Null when the schedule is off. */
   scheduler: Scheduler | null;
@@ -106,6 +112,15 @@ function connectionLimits(config: Config) {
 }
 
 /**
+ * Connections the kernel holds for the webhook listener until Node accepts them (the
+ * listen backlog; Linux caps it at net.core.somaxconn, 4096 on current kernels). Node's
+ * default, 511, overflowed at 500 deliveries a second on a busy machine, and an overflow
+ * is a connection reset the sender cannot tell from an outage (docs/benchmarks.md,
+ * "Webhooks at load").
+ */
+const LISTEN_BACKLOG = 4096;
+
+/**
  * The metrics port: the option, METRICS_PORT, or DEFAULT_METRICS_PORT (a free port beside
  * a free PORT).
  */
@@ -118,6 +133,18 @@ function metricsPortFor(options: ServeOptions, port: number): number {
     );
   }
   return chosen;
+}
+
+/** `address:port` of a bound server, IPv6 in brackets: `0.0.0.0:8080`, `[::1]:9464`. */
+function boundAddressOf(server: FastifyInstance): { host: string; port: number; text: string } {
+  const address = server.server.address();
+  if (!address || typeof address !== 'object') throw new Error('the server is not listening');
+  const host = address.address;
+  return {
+    host,
+    port: address.port,
+    text: `${host.includes(':') ? `[${host}]` : host}:${address.port}`,
+  };
 }
 
 function hostForUrl(host: string): string {
@@ -179,8 +206,9 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
   };
 
   const app = Fastify({ logger: false, return503OnClosing: true, ...connectionLimits(config) });
-  // Past WEBHOOK_MAX_CONNECTIONS Node refuses the connection; /healthz and intake keep the
-  // slots they have, and a flood cannot take the process's open-file limit.
+  // Past WEBHOOK_MAX_IN_FLIGHT deliveries the intake answers 503 (webhook-intake.ts); past
+  // WEBHOOK_MAX_CONNECTIONS Node refuses the connection, so that a flood of connections
+  // cannot take the process's open-file limit.
   app.server.maxConnections = config.webhookMaxConnections;
   let lastDropLogAt = 0;
   app.server.on('drop', () => {
@@ -221,8 +249,10 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
     db: warehouse.db,
     secrets,
     bodyLimitBytes: config.webhookBodyLimitBytes,
+    maxInFlight: config.webhookMaxInFlight,
     logger,
     onOutcome: (outcome) => metrics.recordWebhook(outcome),
+    onInFlight: (count) => metrics.setWebhooksInFlight(count),
   });
 
   const runScheduled = async (signal: AbortSignal): Promise<void> => {
@@ -267,19 +297,24 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
   };
 
   const port = options.port ?? config.port;
-  const host = options.host ?? '0.0.0.0';
+  // LISTEN_ADDRESS and METRICS_LISTEN_ADDRESS (docs/serve.md, "What it serves").
+  const host = options.host ?? config.listenAddress;
+  const metricsHost = options.metricsHost ?? options.host ?? config.metricsListenAddress;
   const metricsPort = metricsPortFor(options, port);
-  await operator.listen({ port: metricsPort, host });
+  await operator.listen({ port: metricsPort, host: metricsHost });
   try {
-    await app.listen({ port, host });
+    await app.listen({ port, host, backlog: LISTEN_BACKLOG });
   } catch (error) {
     await operator.close();
     throw error;
   }
-  const boundPort = boundPortOf(app, port);
-  const url = `http://${hostForUrl(host)}:${boundPort}`;
-  const boundMetricsPort = boundPortOf(operator, metricsPort);
-  const metricsUrl = `http://${hostForUrl(host)}:${boundMetricsPort}`;
+  // What the sockets are bound to, not what was asked: the line and the URLs say that.
+  const bound = boundAddressOf(app);
+  const boundMetrics = boundAddressOf(operator);
+  const boundPort = bound.port;
+  const url = `http://${hostForUrl(bound.host)}:${boundPort}`;
+  const boundMetricsPort = boundMetrics.port;
+  const metricsUrl = `http://${hostForUrl(boundMetrics.host)}:${boundMetricsPort}`;
 
   const scheduler = scheduleOn
     ? startScheduler({
@@ -303,6 +338,8 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
 
   log.info(
     {
+      address: bound.text,
+      metricsAddress: boundMetrics.text,
       url,
       metricsUrl,
       schedule: scheduleOn ? schedule : 'off',
@@ -315,8 +352,10 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
   return {
     url,
     port: boundPort,
+    address: bound.text,
     metricsUrl,
     metricsPort: boundMetricsPort,
+    metricsAddress: boundMetrics.text,
     metrics,
     scheduler,
     dispatcher,
@@ -338,9 +377,4 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
       return closing;
     },
   };
-}
-
-function boundPortOf(server: FastifyInstance, requested: number): number {
-  const address = server.server.address();
-  return typeof address === 'object' && address ? address.port : requested;
 }

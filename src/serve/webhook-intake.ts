@@ -4,20 +4,30 @@
  * The route reads the body as raw bytes (its own content-type parser, any type, up to the
  * body limit) and verifies `X-Service-Signature` over those bytes before anything parses
  * them. Answers:
- *   401 missing or bad signature (nothing stored)    413 body over the limit
+ *   401 missing or bad signature (nothing stored)    413 body over the limit (below)
  *   400 signed, but not a JSON object                  503 the database cannot take it (retry)
+ *   503 + Retry-After: 1, before the body is read: WEBHOOK_MAX_IN_FLIGHT deliveries are
+ *       already being handled (overload is answered, never a reset connection; the
+ *       unread body is drained by Node, so the connection stays usable)
  *   422 signed JSON the warehouse cannot store as sent: a NUL character or a lone surrogate
  *       in a string, nesting deeper than MAX_DEPTH, or a value the database refuses (a
  *       permanent answer: the same bytes would fail again, so the sender must not retry)
  *   200 stored, or a duplicate of a stored delivery (`duplicate: true`)
+ * 413 is always an answer the sender reads: decided from Content-Length before `100
+ * Continue` is sent (or before the body is read), else from the bytes counted (chunked);
+ * written whole, then the connection is half-closed and the rest of the body read and
+ * dropped for up to LINGER_MS, so that closing never resets the connection under the
+ * answer (docs/serve.md, "Webhooks").
  * An unknown event kind is stored and acknowledged. The signature and the secrets are
  * never logged; a refused delivery is logged with its kind and a short, redacted excerpt
  * of its body, for diagnosis. 503 is kept for a database that is down or does not answer.
  */
 import { createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { type Logger, redactText } from '../log.ts';
+import { keepOut, keptOutOfText } from '../raw/body.ts';
 import type { Database } from '../warehouse/database.ts';
 import {
   type BoostInput,
@@ -37,6 +47,12 @@ export const STORE_TIMEOUT_MS = 10_000;
  * input, logging) far from a stack limit.
  */
 const MAX_DEPTH = 64;
+/**
+ * After a refusal sent before the body was read (413), how long the rest of the body is
+ * read and dropped while the sender stops: closing with unread bytes would reset the
+ * connection, and a reset can destroy the answer before the sender reads it.
+ */
+export const LINGER_MS = 5_000;
 /** Characters of a refused body quoted in the log line. */
 const EXCERPT_CHARS = 300;
 
@@ -44,8 +60,12 @@ export interface WebhookIntakeOptions {
   db: Kysely<Database>;
   secrets: readonly string[];
   bodyLimitBytes: number;
+  /** WEBHOOK_MAX_IN_FLIGHT: deliveries handled at once; more are answered 503 at once. */
+  maxInFlight: number;
   logger: Logger;
   onOutcome?: (outcome: WebhookOutcome) => void;
+  /** Told the number of deliveries in flight each time it changes. */
+  onInFlight?: (count: number) => void;
 }
 
 function text(value: unknown): string | null {
@@ -86,6 +106,9 @@ export function eventKeyOf(event: string | null, id: string | null, raw: Buffer)
 /**
  * The row for one verified delivery. Lenient on purpose: every field is optional in the
  * spec, so a field of an unexpected type is stored as null here and kept in `payload`.
+ * The payload is stored with e-mails and credentials kept out, in place, by the raw
+ * zone's rule (`user_email`, `auth_token`, `site_username`, `site_password` at any depth:
+ * src/raw/body.ts); the identity is taken before, from the bytes as sent.
  */
 export function webhookEventFromDelivery(
   raw: Buffer,
@@ -102,6 +125,7 @@ export function webhookEventFromDelivery(
   const idField = event === null ? undefined : IDENTITY_FIELDS.get(event);
   const id = idField === undefined ? null : text(data[idField])?.trim() || null;
   const eventKey = eventKeyOf(event, id, raw);
+  keepOut(payload);
   const boost: BoostInput | null =
     event === BOOST_CREATED && id
       ? {
@@ -187,12 +211,13 @@ function excerptText(text: string): string {
   return JSON.stringify(text.slice(0, 100)).slice(1, -1);
 }
 
-/** The start of a refused body, for the log: cut to EXCERPT_CHARS, redacted, escaped. */
+/**
+ * The start of a refused body, for the log: e-mails and credentials kept out by the raw
+ * zone's rule (on the whole body, so that a cut never splits a value out of its key's
+ * reach), then cut to EXCERPT_CHARS, redacted, escaped.
+ */
 function excerpt(raw: Buffer): string {
-  const text = raw
-    .subarray(0, EXCERPT_CHARS * 4)
-    .toString('utf8')
-    .slice(0, EXCERPT_CHARS);
+  const text = keptOutOfText(raw.toString('utf8')).slice(0, EXCERPT_CHARS);
   // Redacted before escaping, while `"password":"…"` still reads as such; then
   // JSON.stringify escapes NULs and lone surrogates, so the log line stays valid UTF-8.
   return JSON.stringify(redactText(text)).slice(1, -1);
@@ -218,6 +243,35 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * Answers `status` on the request's socket and closes it without a reset: the answer is
+ * written whole with `Connection: close`, the sending side half-closed, and whatever of
+ * the body still arrives is read and dropped until the sender closes, or LINGER_MS.
+ * Node's own close (`Connection: close` on a response) destroys the socket as soon as
+ * the answer is written, and unread bytes then make the kernel send a reset.
+ */
+export function answerAndLinger(
+  request: IncomingMessage,
+  status: 413,
+  body: Record<string, unknown>,
+): void {
+  const socket = request.socket;
+  const text = JSON.stringify(body);
+  socket.write(
+    `HTTP/1.1 ${status} Payload Too Large\r\n` +
+      'content-type: application/json; charset=utf-8\r\n' +
+      `content-length: ${Buffer.byteLength(text)}\r\n` +
+      'connection: close\r\n\r\n' +
+      text,
+  );
+  socket.end();
+  // The body's bytes go on being parsed and dropped; nothing waits for them.
+  request.resume();
+  const linger = setTimeout(() => socket.destroy(), LINGER_MS);
+  linger.unref();
+  socket.once('close', () => clearTimeout(linger));
+}
+
 /** Registers `POST /webhooks` in its own scope (its body parser applies to it alone). */
 export async function registerWebhookIntake(
   app: FastifyInstance,
@@ -226,7 +280,58 @@ export async function registerWebhookIntake(
   const log = options.logger.child({ component: 'webhooks' });
   const count = (outcome: WebhookOutcome) => options.onOutcome?.(outcome);
 
+  let inFlight = 0;
+  let lastOverloadLogAt = 0;
+  const refuseTooLarge = () => {
+    count('too_large');
+    log.warn({ limit: options.bodyLimitBytes }, 'webhook refused: body over the limit');
+    return { error: `body larger than ${options.bodyLimitBytes} bytes` };
+  };
+
+  // `Expect: 100-continue`: a Content-Length over the limit is answered 413 instead of
+  // `100 Continue`, so the sender never sends the body. Any other request goes on as Node
+  // would take it (100 Continue, then the route).
+  app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+    const length = Number(request.headers['content-length']);
+    if (
+      request.method === 'POST' &&
+      (request.url ?? '').split('?')[0] === '/webhooks' &&
+      Number.isFinite(length) &&
+      length > options.bodyLimitBytes
+    ) {
+      answerAndLinger(request, 413, refuseTooLarge());
+      return;
+    }
+    response.writeContinue();
+    app.server.emit('request', request, response);
+  });
+
   await app.register(async (scope) => {
+    // Capacity is decided when the headers are in, before the body is read: past it the
+    // answer costs no parse, no signature check and no database (docs/serve.md, "Limits").
+    scope.addHook('onRequest', async (_request, reply) => {
+      if (inFlight >= options.maxInFlight) {
+        count('overloaded');
+        // At most one line a second: a flood must not flood the log.
+        if (Date.now() - lastOverloadLogAt >= 1000) {
+          lastOverloadLogAt = Date.now();
+          log.warn(
+            { limit: options.maxInFlight },
+            'webhook answered 503: WEBHOOK_MAX_IN_FLIGHT deliveries are being handled; the sender retries after 1 s',
+          );
+        }
+        return reply
+          .code(503)
+          .header('retry-after', '1')
+          .send({ error: 'too many deliveries at once; retry after 1 s' });
+      }
+      inFlight += 1;
+      options.onInFlight?.(inFlight);
+      reply.raw.once('close', () => {
+        inFlight -= 1;
+        options.onInFlight?.(inFlight);
+      });
+    });
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser(
       '*',
@@ -234,13 +339,13 @@ export async function registerWebhookIntake(
       (_request, body, done) => done(null, body),
     );
     scope.setErrorHandler(
-      (error: Error & { statusCode?: number; code?: string }, _request, reply) => {
+      (error: Error & { statusCode?: number; code?: string }, request, reply) => {
         if (error.statusCode === 413 || error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-          count('too_large');
-          log.warn({ limit: options.bodyLimitBytes }, 'webhook refused: body over the limit');
-          return reply
-            .code(413)
-            .send({ error: `body larger than ${options.bodyLimitBytes} bytes` });
+          // From Content-Length before a byte of the body was read, or from the bytes
+          // counted (chunked): either way, answered whole before the connection closes.
+          reply.hijack();
+          answerAndLinger(request.raw, 413, refuseTooLarge());
+          return;
         }
         const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 500;
         if (status >= 500) log.error({ err: error }, 'webhook intake failed');

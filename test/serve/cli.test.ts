@@ -5,7 +5,8 @@
  */
 import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningSandbox } from '../../src/sandbox/server.ts';
 import { type SyncCommandFixture, startCli as start, startSyncFixture } from '../helpers/cli.ts';
@@ -46,6 +47,64 @@ describe('serve and sync from the command line', () => {
     expect(ended.code, ended.stderr).toBe(0);
     expect(ended.stderr).toContain('signal received: shutting down');
     expect(ended.stderr).not.toContain('s1"');
+  });
+
+  it('listens where LISTEN_ADDRESS and METRICS_LISTEN_ADDRESS say, and its line prints the addresses bound', async () => {
+    const serve = start(['serve'], {
+      ...env,
+      WEBHOOK_SECRET: 's1',
+      SYNC_SCHEDULE: 'off',
+      PORT: '0',
+      LISTEN_ADDRESS: '127.0.0.1',
+      METRICS_LISTEN_ADDRESS: '127.0.0.1',
+    });
+    try {
+      const line = await serve.waitForStdout(
+        /serve on (http:\/\/\S+):.*\(bound to (\S+)\); metrics on (http:\/\/\S+)\/metrics \(bound to (\S+)\)/,
+      );
+      const [, url, address, metricsUrl, metricsAddress] = line;
+      const port = Number(new URL(url!).port);
+      const metricsPort = Number(new URL(metricsUrl!).port);
+      expect(address).toBe(`127.0.0.1:${port}`);
+      expect(metricsAddress).toBe(`127.0.0.1:${metricsPort}`);
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${metricsUrl}/metrics`)).status).toBe(200);
+      // Bound to the loopback alone: on this machine's other addresses nothing answers.
+      const others = Object.values(networkInterfaces())
+        .flat()
+        .filter((i) => i && i.family === 'IPv4' && !i.internal)
+        .map((i) => i!.address);
+      for (const other of others) {
+        for (const p of [port, metricsPort]) {
+          const refused = await new Promise<string>((resolve) => {
+            const socket = net.connect(p, other);
+            socket.once('connect', () => {
+              socket.destroy();
+              resolve('connected');
+            });
+            socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+          });
+          expect(refused, `${other}:${p}`).toBe('ECONNREFUSED');
+        }
+      }
+    } finally {
+      serve.stop('SIGTERM');
+      expect((await serve.done).code).toBe(0);
+    }
+  });
+
+  it('refuses a LISTEN_ADDRESS that is not an IP address, naming it', async () => {
+    const serve = await start(['serve'], {
+      ...env,
+      WEBHOOK_SECRET: 's1',
+      SYNC_SCHEDULE: 'off',
+      PORT: '0',
+      METRICS_LISTEN_ADDRESS: 'my-laptop',
+    }).done;
+    expect(serve.code).toBe(1);
+    expect(serve.stderr).toContain(
+      'METRICS_LISTEN_ADDRESS must be an IP address to listen on, such as 0.0.0.0 (every interface) or 127.0.0.1 (this machine only)',
+    );
   });
 
   it('a CLI sync delivers the alerts it raised, signed, before it exits', async () => {

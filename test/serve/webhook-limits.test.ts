@@ -167,6 +167,43 @@ describe.each(testBackends)('webhook bodies the warehouse cannot store (%s)', (b
     expect(text).not.toContain('tok-in-body-88');
   });
 
+  it('keeps e-mails and credentials out of a stored payload and of a refusal excerpt, by the raw zone rule', async () => {
+    // Stored: the e-mail at the top and deep inside, an escaped key too.
+    const stored = await post(
+      serve.url,
+      boostWith(
+        '"post_id":"mail-1","author":{"user_email":"alice@example.com","name":"Alice"},"user\\u005femail":"bob@example.com"',
+      ).replace('{"event"', '{"user_email":"carol@example.com","event"'),
+    );
+    expect(stored.status).toBe(200);
+    const row = await warehouse.db
+      .selectFrom('webhook_events')
+      .select('payload')
+      .executeTakeFirstOrThrow();
+    const text = JSON.stringify(row.payload);
+    for (const email of ['alice@example.com', 'bob@example.com', 'carol@example.com']) {
+      expect(text).not.toContain(email);
+    }
+    expect(row.payload).toMatchObject({
+      user_email: '[kept out of the raw zone]',
+      data: {
+        post_id: 'mail-1',
+        author: { user_email: '[kept out of the raw zone]', name: 'Alice' },
+        user_email: '[kept out of the raw zone]',
+      },
+    });
+    // Refused (422), its excerpt logged: the e-mail is kept out there too.
+    const refused = await post(
+      serve.url,
+      boostWith('"user_email":"dave@example.com","x":"\\u0000"'),
+    );
+    expect(refused.status).toBe(422);
+    const lines = logs.lines().join('\n');
+    expect(lines).toContain('data.x contains a NUL character');
+    expect(lines).toContain('kept out of the raw zone');
+    expect(lines).not.toContain('dave@example.com');
+  });
+
   it('stores escaped text that is valid Unicode (a tab, an emoji as a surrogate pair)', async () => {
     const answer = await post(
       serve.url,

@@ -89,6 +89,9 @@ describe.each(testBackends)('webhook intake (%s)', (backend) => {
       config: serveConfig({
         WEBHOOK_SECRET: `${OLD_SECRET},${NEW_SECRET}`,
         WEBHOOK_BODY_LIMIT_BYTES: String(LIMIT),
+        // 100 deliveries at once below are all to be taken (past the limit they would be
+        // answered 503 to retry: test/serve/webhook-overload.test.ts).
+        WEBHOOK_MAX_IN_FLIGHT: '128',
       }),
       warehouse,
       api,

@@ -51,8 +51,11 @@ async function runServeCommand(io: CliIo): Promise<number> {
     await warehouse.close();
     throw error;
   }
+  // The addresses the sockets are bound to (LISTEN_ADDRESS, METRICS_LISTEN_ADDRESS), then
+  // a URL to reach each from this machine (docs/serve.md, "What it serves").
   io.stdout(
-    `listings-sync serve on ${serve.url}: POST /webhooks, GET /healthz, /readyz; metrics on ${serve.metricsUrl}/metrics\n`,
+    `listings-sync serve on ${serve.url}: POST /webhooks, GET /healthz, /readyz (bound to ${serve.address}); ` +
+      `metrics on ${serve.metricsUrl}/metrics (bound to ${serve.metricsAddress})\n`,
   );
   await untilAborted(io.signal);
   logger.info({ signal: signalName(io.signal) }, 'signal received: shutting down');
