@@ -214,7 +214,7 @@ export async function runDemo(
   const endDate = options.endDate ?? addDays(clock().toISOString().slice(0, 10), -1);
   const dataDir = options.dataDir ?? DEMO_DATA_DIR;
   const databaseUrl = options.databaseUrl ?? config.databaseUrl;
-  const schema = options.schema ?? DEMO_SCHEMA;
+  const schema = options.schema ?? config.databaseSchema ?? DEMO_SCHEMA;
 
   const warehouse = options.warehouse
     ? options.warehouse
@@ -321,6 +321,7 @@ export async function runDemo(
     out('');
     out(`Report: ${report.path}  (open it in a browser; it needs no network)`);
     if (databaseUrl) {
+      for (const line of readAgainLines(databaseUrl, schema)) out(line);
       out(
         `BI: connect to ${redactUrl(databaseUrl)} and \`set search_path to ${schema}\` ` +
           '(views: docs/warehouse.md, "Views"). Run `npm start` again to add the days since.',
@@ -354,4 +355,19 @@ export async function runDemo(
     if (!options.warehouse) await warehouse.close();
     await sandbox?.close();
   }
+}
+
+/**
+ * The command line that reads a PostgreSQL demo again (docs/configuration.md,
+ * DATABASE_SCHEMA): the URL as `redactUrl` prints it, so a password is never printed and
+ * is named as the one thing to put back.
+ */
+export function readAgainLines(databaseUrl: string, schema: string): string[] {
+  const shown = redactUrl(databaseUrl);
+  const hasPassword = URL.parse(databaseUrl)?.password;
+  return [
+    'Read it again with:',
+    `  DATABASE_URL='${shown}' DATABASE_SCHEMA=${schema} npx listings-sync report`,
+    ...(hasPassword ? ['  (with your password in place of [REDACTED])'] : []),
+  ];
 }
