@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readDemoSummary, renderDemoSummary } from '../../src/demo.ts';
 import { counted, pluralOf } from '../../src/report/counted.ts';
 import type { ReportData } from '../../src/report/report-data.ts';
 import { siteLabel } from '../../src/report/site-names.ts';
@@ -231,6 +232,37 @@ describe.each(testBackends)('the report states counts that are true and add up (
         and r.review_id not in (select review_id from review_responses where removed_at is null)`,
     );
     expect(waiting).toBe(reviews.answerable);
+  });
+
+  it("the demo's summary counts the report's listings turned Inaccurate, and says what else its alerts hold", async () => {
+    const [tile] = read(text, /([\d,]+) listings? turned Inaccurate in the window/);
+    const line = renderDemoSummary(await readDemoSummary(db)).find((l) =>
+      l.trimStart().startsWith('alerts raised'),
+    );
+    const [alerts, listings] = read(
+      line ?? '',
+      /^ {2}alerts raised {6}([\d,]+), each a listing turned Inaccurate: ([\d,]+) listings? of live businesses(?: \([\d,]+ times\))?, the report's figure(?:; [\d,]+ of archived businesses, which the report leaves out)?$/,
+    );
+    expect(listings).toBe(tile);
+    const sqlCounts = await one(
+      db,
+      sql<{ alerts: number; turns: number; archived: number }>`
+      select count(*)::int as alerts,
+        (count(*) filter (where b.archived_at is null))::int as turns,
+        (count(*) filter (where b.archived_at is not null))::int as archived
+      from alerts a join businesses b on b.business_id = a.business_id
+      where a.kind = 'listing_inaccurate'`,
+    );
+    expect(alerts).toBe(sqlCounts.alerts);
+    // What the alerts hold beyond the report's figure is named: each turn, each archived one.
+    if (sqlCounts.turns !== tile) expect(line).toContain(`(${sqlCounts.turns} times)`);
+    if (sqlCounts.archived > 0) {
+      expect(line).toContain(
+        `; ${sqlCounts.archived} of archived businesses, which the report leaves out`,
+      );
+    } else {
+      expect(line).not.toContain('archived');
+    }
   });
 
   it('the listings that turned Inaccurate add up, and agree with those Inaccurate now', async () => {
