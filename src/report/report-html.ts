@@ -111,6 +111,22 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
   main { padding: 20px 12px 40px; }
   .kpis { grid-template-columns: repeat(2, 1fr); }
 }
+/* A phone: each row of a wide table is a block of "label value" lines (the label is the
+   column's header, data-label), so no column is off-screen and no id is cut. A sortable
+   table keeps its headers, wrapped, to click. */
+@media (max-width: 600px) {
+  .scroll table, .scroll tbody, .scroll tr, .scroll td { display: block; width: 100%; }
+  .scroll thead { display: none; }
+  .scroll table.sortable thead { display: block; }
+  .scroll table.sortable thead tr { display: flex; flex-wrap: wrap; }
+  .scroll tr { border-bottom: 1px solid var(--line); padding: 4px 0; }
+  .scroll td { border: 0; padding: 1px 6px; text-align: left; overflow: hidden; text-overflow: ellipsis; }
+  .scroll td.clip { max-width: none; }
+  .scroll td::before { content: attr(data-label); display: inline-block; width: 9.5em;
+    color: var(--muted); font-weight: 400; }
+  .scroll td[data-label=""]::before { display: none; }
+  .scroll td.num { text-align: left; }
+}
 `;
 
 function kpiTiles(data: ReportData): string {
@@ -152,8 +168,28 @@ function businessCell(name: string | null, id: number): string {
   return `<td>${businessName(name, id)}</td>`;
 }
 
-/** A table that scrolls sideways on a narrow screen instead of widening the page. */
-const scrolling = (table: string) => `<div class="scroll">${table}</div>`;
+/**
+ * A wide table: it scrolls sideways inside its own box where it does not fit, and on a
+ * phone (up to 600 px) each row is a block of "label value" lines, so every column, and
+ * every business id, reads without scrolling (test/report measures it at 480 px). Each
+ * cell carries its column's header as `data-label` for that layout.
+ */
+const scrolling = (table: string) => `<div class="scroll">${labelled(table)}</div>`;
+
+/** `table` with each body cell labelled by its column's header text (`data-label`). */
+function labelled(table: string): string {
+  const head = table.match(/<thead>([\s\S]*?)<\/thead>/)?.[1] ?? '';
+  const labels = [...head.matchAll(/<th\b[^>]*>([\s\S]*?)<\/th>/g)].map((m) =>
+    (m[1] ?? '').replace(/<[^>]+>/g, '').trim(),
+  );
+  return table.replace(/<tbody>([\s\S]*?)<\/tbody>/, (_all, body: string) => {
+    const rows = body.replace(/<tr\b[^>]*>[\s\S]*?<\/tr>/g, (row) => {
+      let n = 0;
+      return row.replace(/<td\b/g, () => `<td data-label="${labels[n++] ?? ''}"`);
+    });
+    return `<tbody>${rows}</tbody>`;
+  });
+}
 
 /**
  * The scorecard's sorting: a click on a column's header (or Enter on it) sorts by that
@@ -310,7 +346,7 @@ function moversTable(rows: ReportData['declines']): string {
       return `<tr><td class="clip" title="${escapeHtml(m.keyword)}">${escapeHtml(m.keyword)}</td>${businessCell(m.businessName, m.businessId)}<td>${escapeHtml(siteLabel(m.site))}</td><td class="num">${rankText(m.rank)}</td><td class="num">${m.previousRank === null ? '–' : rankText(m.previousRank)}</td>${changeCell(m.rank7dAgo, m.rankChange7d)}${changeCell(m.rank30dAgo, m.rankChange30d)}<td class="bad">${left}</td></tr>`;
     })
     .join('');
-  return `<div class="scroll"><table><thead><tr><th>keyword</th><th>business</th><th>site</th><th class="num">rank now</th><th class="num" title="the observation before the latest">before</th><th class="num">7 days ago</th><th class="num">30 days ago</th><th></th></tr></thead><tbody>${body}</tbody></table></div>`;
+  return `${scrolling(`<table><thead><tr><th>keyword</th><th>business</th><th>site</th><th class="num">rank now</th><th class="num" title="the observation before the latest">before</th><th class="num">7 days ago</th><th class="num">30 days ago</th><th></th></tr></thead><tbody>${body}</tbody></table>`)}`;
 }
 
 /** First what got worse (an analyst's to-do list), then what got better. */
