@@ -252,14 +252,40 @@ function partsText(parts: HealthParts): string {
   return `(${known.map(([part, points]) => `${part} ${points.toFixed(1)} × ${HEALTH_WEIGHTS[part]}`).join(' + ')}) ÷ ${weights}`;
 }
 
-/** The component with the fewest points (the first in the documented order on a tie). */
-function weakestPart(parts: HealthParts): [label: string, points: number] {
-  let weakest: [keyof HealthParts, number] | undefined;
-  for (const part of Object.keys(HEALTH_WEIGHTS) as (keyof HealthParts)[]) {
-    const points = parts[part];
-    if (points !== null && (!weakest || points < weakest[1])) weakest = [part, points];
-  }
-  const [part, points] = weakest ?? ['waiting', parts.waiting];
+/**
+ * True when `part` sits at 0 below its floor, where the next step would not lift it: more
+ * than ten reviews waiting (answering one still leaves ten or more: 0), a median response
+ * slower than a week (docs/warehouse.md, "v_location_scorecard"). Naming such a part as
+ * the weakest says nothing the business can act on next.
+ */
+function stuckAtFloor(part: keyof HealthParts, row: ScorecardRow): boolean {
+  if (part === 'waiting') return row.waiting > WAITING_FLOOR;
+  if (part === 'response')
+    return row.medianHours90d !== null && row.medianHours90d > RESPONSE_FLOOR_HOURS;
+  return false;
+}
+/** Reviews waiting at which the waiting part reaches 0 (100 − 10 × waiting). */
+const WAITING_FLOOR = 10;
+/** A median response this slow (hours) or slower gives the response part 0. */
+const RESPONSE_FLOOR_HOURS = 168;
+
+/**
+ * The weakest part that can still move: the component with the fewest points, passing
+ * over one stuck at its floor (`stuckAtFloor`), the first in the documented order on a
+ * tie. With every part stuck, the one with the fewest points.
+ */
+function weakestPart(row: ScorecardRow): [label: string, points: number] {
+  const parts = row.parts;
+  const lowest = (movable: boolean) => {
+    let weakest: [keyof HealthParts, number] | undefined;
+    for (const part of Object.keys(HEALTH_WEIGHTS) as (keyof HealthParts)[]) {
+      const points = parts[part];
+      if (points === null || (movable && stuckAtFloor(part, row))) continue;
+      if (!weakest || points < weakest[1]) weakest = [part, points];
+    }
+    return weakest;
+  };
+  const [part, points] = lowest(true) ?? lowest(false) ?? ['waiting', parts.waiting];
   return [PART_LABELS[part], points];
 }
 
@@ -273,7 +299,7 @@ function portfolioSection(data: ReportData): string {
   const portfolio = data.portfolio;
   if (!portfolio || portfolio.bottom.length + portfolio.top.length < 2) return '';
   const item = (row: ScorecardRow) => {
-    const [label, points] = weakestPart(row.parts);
+    const [label, points] = weakestPart(row);
     return `<li data-id="${row.businessId}" data-v="${row.health}">${businessName(row.name, row.businessId)} <b>${healthText(row.health)}</b> <span class="note">weakest: ${label} ${Math.round(points)}/100</span></li>`;
   };
   const list = (id: string, title: string, rows: ScorecardRow[]) =>
@@ -283,7 +309,7 @@ function portfolioSection(data: ReportData): string {
     total < 2 * PORTFOLIO_ROWS
       ? ` With ${counted(total, 'business')}, the better half and the worse half.`
       : '';
-  return `<h2>Top and bottom five by health</h2><p class="sub">The healthiest and the least healthy businesses by health score (the scorecard below), each with its weakest part (its points of 100).${split}</p><div class="grid">${list('top-five', 'Top five', portfolio.top)}${list('bottom-five', 'Bottom five', portfolio.bottom)}</div>`;
+  return `<h2>Top and bottom five by health</h2><p class="sub">The healthiest and the least healthy businesses by health score (the scorecard below), each with its weakest part that can still move (its points of 100; a part at 0 that the next answer would not lift, such as more than ten reviews waiting, is passed over).${split}</p><div class="grid">${list('top-five', 'Top five', portfolio.top)}${list('bottom-five', 'Bottom five', portfolio.bottom)}</div>`;
 }
 
 /** "+2.3" or "−1.5" points, green or red; "–" without a value. */
