@@ -169,7 +169,7 @@ export function renderDemoSummary(summary: DemoSummary): string[] {
     `  listings           ${number.format(listings)}: ${byStatus || 'none'}`,
     `  reviews            ${number.format(summary.reviews)} (+ ${number.format(summary.socialItems)} social items)`,
     `  keywords tracked   ${number.format(summary.keywordsTracked)} (${number.format(summary.rankObservations)} rank observations)`,
-    `  alerts raised      ${number.format(summary.alerts)} listings turned Inaccurate`,
+    `  alerts raised      ${alertsLine(summary)}`,
   ];
   for (const a of summary.alertExamples) {
     lines.push(
@@ -179,6 +179,24 @@ export function renderDemoSummary(summary: DemoSummary): string[] {
     );
   }
   return lines;
+}
+
+/**
+ * The alerts, and how they make the report's "listings turned Inaccurate" figure: the
+ * report counts each listing of a live business once, however often it turned, and
+ * leaves out archived businesses (docs/running.md, "The demo").
+ */
+function alertsLine(summary: DemoSummary): string {
+  const { alerts, turnedListings, turns, archivedAlerts } = summary;
+  const listings = `${number.format(turnedListings)} listing${turnedListings === 1 ? '' : 's'}`;
+  const times = turns === turnedListings ? '' : ` (${number.format(turns)} times)`;
+  const archived = archivedAlerts
+    ? `; ${number.format(archivedAlerts)} of archived businesses, which the report leaves out`
+    : '';
+  return (
+    `${number.format(alerts)}, each a listing turned Inaccurate: ${listings} of live businesses${times}, ` +
+    `the report's figure${archived}`
+  );
 }
 
 /** A bar over the simulated days on a terminal; a log line per day otherwise (after each sync's own lines). */

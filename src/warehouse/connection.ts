@@ -459,7 +459,6 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
       dataDir: memory ? undefined : options.pgliteDataDir,
       parsers: pgliteParsers,
       loadDataDir: options.loadDataDir,
-      ...PGLITE_MEMORY_OPTIONS,
     });
   } catch (error) {
     releaseDir();
@@ -480,26 +479,6 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
     },
   };
 }
-
-/**
- * The embedded PostgreSQL's memory settings (docs/sizing.md, "Embedded (PGlite)"). Its
- * shared memory lives in the WebAssembly heap, sized by PostgreSQL's defaults for a server
- * of 100 connections with a 128 MB buffer pool: a heap of 188 MB, most of it resident,
- * for one process that is its only client. 16 MB of buffers and 8 connections keep the
- * heap at its floor (128 MB, the module's declared minimum) and touch a fraction of it.
- * Given to initdb as well, so that a new data directory's postgresql.conf says the same
- * and initdb's own backend runs in the smaller heap; given at every start, so that a data
- * directory created before them gets them too.
- */
-export const PGLITE_SETTINGS: readonly string[] = ['shared_buffers=16MB', 'max_connections=8'];
-
-const PGLITE_MEMORY_OPTIONS = {
-  startParams: [
-    ...PGlite.defaultStartParams,
-    ...PGLITE_SETTINGS.flatMap((setting) => ['-c', setting]),
-  ],
-  initDbStartParams: PGLITE_SETTINGS.flatMap((setting) => ['-c', setting]),
-};
 
 /**
  * Kysely's PGlite driver begins a transaction inside PGlite's own `transaction()` and
