@@ -101,6 +101,10 @@ describe('DATABASE_SCHEMA', () => {
       expect(runs.stderr).toBe('');
       expect(runs.code).toBe(0);
       expect(runs.stdout).toContain('succeeded');
+      // `check` reads it there too.
+      const check = await runCli(['check'], { DATABASE_URL: url, DATABASE_SCHEMA: schema });
+      const row = check.stdout.split('\n').find((line) => line.startsWith('warehouse '));
+      expect(row?.split(/ {2,}/)[1]).toBe('ok');
     });
 
     it('a schema that does not exist is refused, naming the schemas that hold a warehouse', async () => {
