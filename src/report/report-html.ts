@@ -123,6 +123,7 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
   .scroll td { border: 0; padding: 1px 6px; text-align: left; overflow: hidden; text-overflow: ellipsis; }
   .scroll td.clip { max-width: none; }
   .scroll td::before { content: attr(data-label); display: inline-block; width: 9.5em;
+    padding-right: 6px; overflow: hidden; text-overflow: ellipsis; vertical-align: top;
     color: var(--muted); font-weight: 400; }
   .scroll td[data-label=""]::before { display: none; }
   .scroll td.num { text-align: left; }
