@@ -289,7 +289,11 @@ export async function requireCurrentSchema(warehouse: Warehouse): Promise<void> 
       warehouse.db,
     );
     const current = rows[0]?.schema ?? 'public';
-    const hint = warehouse.kind === 'postgres' ? await schemasHint(warehouse, current) : '';
+    // A warehouse behind its code (an upgrade) needs `migrate`; one that is not there at
+    // all may be in another schema (the PostgreSQL demo's).
+    const empty = !(await warehouseSchemas(warehouse)).includes(current);
+    const hint =
+      warehouse.kind === 'postgres' && empty ? await schemasHint(warehouse, current) : '';
     throw new WarehouseUnavailableError(
       `The warehouse schema is not current: ${pending.length} migration(s) pending ` +
         `(${pending.join(', ')}) in schema ${current}. Run \`listings-sync migrate\` first.${hint}`,

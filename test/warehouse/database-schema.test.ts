@@ -10,9 +10,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readAgainLines } from '../../src/demo.ts';
+import { openWarehouse } from '../../src/warehouse/connection.ts';
+import { migrateTo } from '../../src/warehouse/migrate.ts';
 import { runCli } from '../helpers/cli.ts';
 import {
   createPgliteDataDir,
@@ -66,11 +69,13 @@ describe('DATABASE_SCHEMA', () => {
   describe.skipIf(!testBackends.includes('postgres') || !serverUrl)('on PostgreSQL', () => {
     const schema = freshSchemaName();
     const empty = freshSchemaName();
+    const behind = freshSchemaName();
     const url = serverUrl as string;
 
     afterAll(async () => {
       await dropSchema(schema);
       await dropSchema(empty);
+      await dropSchema(behind);
     });
 
     it('migrate creates the schema and fills it; every command then reads it there', async () => {
@@ -131,6 +136,23 @@ describe('DATABASE_SCHEMA', () => {
       expect(runs.stderr).toMatch(new RegExp(`warehouse: [a-z0-9_, ]*\\b${schema}\\b`));
       expect(runs.stderr).toContain('point a command at one with DATABASE_SCHEMA=');
       expect(runs.stderr).not.toMatch(new RegExp(`warehouse: [a-z0-9_, ]*\\b${empty}\\b`));
+    });
+
+    it('a warehouse behind its code is sent to migrate, without the list of other schemas', async () => {
+      const warehouse = await openWarehouse({ databaseUrl: url, searchPath: behind });
+      try {
+        await sql`create schema ${sql.id(behind)}`.execute(warehouse.db);
+        await migrateTo(warehouse.db, '0001_initial');
+      } finally {
+        await warehouse.close();
+      }
+      const runs = await runCli(['runs'], { DATABASE_URL: url, DATABASE_SCHEMA: behind });
+      expect(runs.code).toBe(1);
+      expect(runs.stderr).toMatch(
+        new RegExp(
+          `^listings-sync: The warehouse schema is not current: \\d+ migration\\(s\\) pending \\(0002_alert_sinks, [^)]*\\) in schema ${behind}\\. Run \`listings-sync migrate\` first\\.\n$`,
+        ),
+      );
     });
 
     it('refuses DATABASE_SCHEMA beside a search_path in DATABASE_URL', async () => {
