@@ -169,7 +169,7 @@ export function renderDemoSummary(summary: DemoSummary): string[] {
     `  listings           ${number.format(listings)}: ${byStatus || 'none'}`,
     `  reviews            ${number.format(summary.reviews)} (+ ${number.format(summary.socialItems)} social items)`,
     `  keywords tracked   ${number.format(summary.keywordsTracked)} (${number.format(summary.rankObservations)} rank observations)`,
-    `  alerts raised      ${number.format(summary.alerts)} listings turned Inaccurate`,
+    `  alerts raised      ${alertsLine(summary)}`,
   ];
   for (const a of summary.alertExamples) {
     lines.push(
@@ -179,6 +179,24 @@ export function renderDemoSummary(summary: DemoSummary): string[] {
     );
   }
   return lines;
+}
+
+/**
+ * The alerts, and how they make the report's "listings turned Inaccurate" figure: the
+ * report counts each listing of a live business once, however often it turned, and
+ * leaves out archived businesses (docs/running.md, "The demo").
+ */
+function alertsLine(summary: DemoSummary): string {
+  const { alerts, turnedListings, turns, archivedAlerts } = summary;
+  const listings = `${number.format(turnedListings)} listing${turnedListings === 1 ? '' : 's'}`;
+  const times = turns === turnedListings ? '' : ` (${number.format(turns)} times)`;
+  const archived = archivedAlerts
+    ? `; ${number.format(archivedAlerts)} of archived businesses, which the report leaves out`
+    : '';
+  return (
+    `${number.format(alerts)}, each a listing turned Inaccurate: ${listings} of live businesses${times}, ` +
+    `the report's figure${archived}`
+  );
 }
 
 /** A bar over the simulated days on a terminal; a log line per day otherwise (after each sync's own lines). */
@@ -214,7 +232,7 @@ export async function runDemo(
   const endDate = options.endDate ?? addDays(clock().toISOString().slice(0, 10), -1);
   const dataDir = options.dataDir ?? DEMO_DATA_DIR;
   const databaseUrl = options.databaseUrl ?? config.databaseUrl;
-  const schema = options.schema ?? DEMO_SCHEMA;
+  const schema = options.schema ?? config.databaseSchema ?? DEMO_SCHEMA;
 
   const warehouse = options.warehouse
     ? options.warehouse
@@ -321,6 +339,7 @@ export async function runDemo(
     out('');
     out(`Report: ${report.path}  (open it in a browser; it needs no network)`);
     if (databaseUrl) {
+      for (const line of readAgainLines(databaseUrl, schema)) out(line);
       out(
         `BI: connect to ${redactUrl(databaseUrl)} and \`set search_path to ${schema}\` ` +
           '(views: docs/warehouse.md, "Views"). Run `npm start` again to add the days since.',
@@ -354,4 +373,19 @@ export async function runDemo(
     if (!options.warehouse) await warehouse.close();
     await sandbox?.close();
   }
+}
+
+/**
+ * The command line that reads a PostgreSQL demo again (docs/configuration.md,
+ * DATABASE_SCHEMA): the URL as `redactUrl` prints it, so a password is never printed and
+ * is named as the one thing to put back.
+ */
+export function readAgainLines(databaseUrl: string, schema: string): string[] {
+  const shown = redactUrl(databaseUrl);
+  const hasPassword = URL.parse(databaseUrl)?.password;
+  return [
+    'Read it again with:',
+    `  DATABASE_URL='${shown}' DATABASE_SCHEMA=${schema} npx listings-sync report`,
+    ...(hasPassword ? ['  (with your password in place of [REDACTED])'] : []),
+  ];
 }

@@ -130,6 +130,27 @@ function passwordSpellings(url: string): string[] {
     .sort((a, b) => b.length - a.length);
 }
 
+/** A letter, digit or `_`: what continues a word. */
+const WORD_CHAR = '[\\p{L}\\p{N}_]';
+const WORD = new RegExp(`^${WORD_CHAR}$`, 'u');
+
+/**
+ * `text` with every occurrence of `secret` that stands as a whole value replaced by
+ * `[REDACTED]`: not one inside a longer word. Where the secret begins (or ends) with a
+ * letter, digit or `_`, the character before it (after it) must not be one, so a password
+ * `e` or `x` leaves `role "nouser" does not exist` whole, at any length of password; a
+ * secret edge that is punctuation (`@x`) is replaced wherever it stands.
+ */
+export function replaceWhole(text: string, secret: string, by: string = REDACTED): string {
+  if (!secret) return text;
+  const escaped = secret.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const chars = [...secret];
+  const wordAt = (ch: string | undefined) => ch !== undefined && WORD.test(ch);
+  const before = wordAt(chars[0]) ? `(?<!${WORD_CHAR})` : '';
+  const after = wordAt(chars.at(-1)) ? `(?!${WORD_CHAR})` : '';
+  return text.replace(new RegExp(`${before}${escaped}${after}`, 'gu'), () => by);
+}
+
 /**
  * `text` with everything a database URL could leak removed: the URL itself (however it
  * is spelled) printed as `redactUrl` prints it, its password raw and percent-decoded, and
@@ -146,7 +167,7 @@ export function redactDatabaseUrlIn(text: string, url: string): string {
   kept.forEach((piece, i) => {
     out = out.split(piece).join(marker(i));
   });
-  for (const secret of passwordSpellings(url)) out = out.split(secret).join(REDACTED);
+  for (const secret of passwordSpellings(url)) out = replaceWhole(out, secret);
   out = redactText(out);
   kept.forEach((piece, i) => {
     out = out.split(marker(i)).join(piece);

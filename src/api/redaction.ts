@@ -2,9 +2,10 @@
  * What the client quotes from the upstream, scrubbed: a credential's own `auth_token` and
  * `user_email` (raw and URL-encoded) and anything secret-shaped (src/log.ts's
  * `redactText`) are replaced before a text goes into an error, and body snippets are cut
- * short.
+ * short. A value is replaced where it stands whole, never inside a longer word
+ * (`replaceWhole`).
  */
-import { REDACTED, redactText } from '../log.ts';
+import { redactText, replaceWhole } from '../log.ts';
 import { errorCodeOf } from './transport.ts';
 import type { Credential } from './types.ts';
 
@@ -15,9 +16,9 @@ const SNIPPET_CHARS = 200;
 export function scrub(text: string, credential: Credential): string {
   let out = text;
   for (const secret of [credential.authToken, credential.userEmail]) {
-    if (secret) out = out.split(secret).join(REDACTED);
+    if (secret) out = replaceWhole(out, secret);
     const encoded = encodeURIComponent(secret);
-    if (encoded && encoded !== secret) out = out.split(encoded).join(REDACTED);
+    if (encoded && encoded !== secret) out = replaceWhole(out, encoded);
   }
   return redactText(out);
 }

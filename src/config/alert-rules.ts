@@ -55,7 +55,9 @@ const enabled = z.boolean({ error: 'must be true or false' });
 
 /** A rule's or sink's settings: an unknown field (a typo) is an error, not ignored. */
 function settings<T extends z.core.$ZodLooseShape>(shape: T) {
-  return z.strictObject(shape, { error: (issue) => unknownKeyMessage(issue, 'field') });
+  return z.strictObject(shape, {
+    error: (issue) => unknownKeyMessage(issue, 'field', Object.keys(shape)),
+  });
 }
 const names = z.array(z.string().min(1, { error: 'must not be blank' }), {
   error: 'must be a list of names',

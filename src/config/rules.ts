@@ -122,6 +122,25 @@ export function postgresUrl(defaultText: string): RuleParts<string | undefined> 
   };
 }
 
+/**
+ * A PostgreSQL schema name as a plain lowercase identifier (it goes into `search_path`
+ * unquoted, so nothing is folded or needs quoting), or undefined when unset.
+ */
+export function schemaName(defaultText: string): RuleParts<string | undefined> {
+  return {
+    default: undefined,
+    defaultText,
+    rule: (name) =>
+      z
+        .string()
+        .optional()
+        .transform(trimmed)
+        .refine((value) => value === undefined || /^[a-z_][a-z0-9_]{0,62}$/.test(value), {
+          message: `${name} must be a plain schema name: lowercase letters, digits and _, starting with a letter or _, at most 63 characters (such as listings_demo)`,
+        }),
+  };
+}
+
 /** Comma-separated values (blank ones dropped); empty when unset. */
 export function list(): RuleParts<readonly string[]> {
   return {

@@ -17,6 +17,7 @@ import {
   optionalUrl,
   postgresUrl,
   type RuleParts,
+  schemaName,
   seconds,
   text,
   timeZone,
@@ -146,6 +147,14 @@ export const SETTINGS = {
     secret: 'url-password',
     commands: [...WAREHOUSE, 'demo'],
     show: (value: string | undefined) => value ?? '(unset: embedded PGlite)',
+  },
+  DATABASE_SCHEMA: {
+    ...schemaName('unset: public (or the search_path DATABASE_URL sets)'),
+    field: 'databaseSchema',
+    meaning: 'the schema of the database that holds the warehouse',
+    doc: "the schema of the database that holds the warehouse, for every command (the connection's `search_path`); `migrate` creates it when missing, and every other command refuses one that does not exist, naming the schemas of that database that hold a warehouse. `DATABASE_SCHEMA=listings_demo` reads the PostgreSQL demo. Not together with a `search_path` in DATABASE_URL's `options`",
+    commands: [...WAREHOUSE, 'demo'],
+    show: (value: string | undefined) => value ?? '(unset: public)',
   },
   PGLITE_DATA_DIR: {
     ...text('./.data/pglite'),

@@ -111,6 +111,23 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
   main { padding: 20px 12px 40px; }
   .kpis { grid-template-columns: repeat(2, 1fr); }
 }
+/* A phone: each row of a wide table is a block of "label value" lines (the label is the
+   column's header, data-label), so no column is off-screen and no id is cut. A sortable
+   table keeps its headers, wrapped, to click. */
+@media (max-width: 600px) {
+  .scroll table, .scroll tbody, .scroll tr, .scroll td { display: block; width: 100%; }
+  .scroll thead { display: none; }
+  .scroll table.sortable thead { display: block; }
+  .scroll table.sortable thead tr { display: flex; flex-wrap: wrap; }
+  .scroll tr { border-bottom: 1px solid var(--line); padding: 4px 0; }
+  .scroll td { border: 0; padding: 1px 6px; text-align: left; overflow: hidden; text-overflow: ellipsis; }
+  .scroll td.clip { max-width: none; }
+  .scroll td::before { content: attr(data-label); display: inline-block; width: 9.5em;
+    padding-right: 6px; overflow: hidden; text-overflow: ellipsis; vertical-align: top;
+    color: var(--muted); font-weight: 400; }
+  .scroll td[data-label=""]::before { display: none; }
+  .scroll td.num { text-align: left; }
+}
 `;
 
 function kpiTiles(data: ReportData): string {
@@ -152,8 +169,28 @@ function businessCell(name: string | null, id: number): string {
   return `<td>${businessName(name, id)}</td>`;
 }
 
-/** A table that scrolls sideways on a narrow screen instead of widening the page. */
-const scrolling = (table: string) => `<div class="scroll">${table}</div>`;
+/**
+ * A wide table: it scrolls sideways inside its own box where it does not fit, and on a
+ * phone (up to 600 px) each row is a block of "label value" lines, so every column, and
+ * every business id, reads without scrolling (test/report measures it at 480 px). Each
+ * cell carries its column's header as `data-label` for that layout.
+ */
+const scrolling = (table: string) => `<div class="scroll">${labelled(table)}</div>`;
+
+/** `table` with each body cell labelled by its column's header text (`data-label`). */
+function labelled(table: string): string {
+  const head = table.match(/<thead>([\s\S]*?)<\/thead>/)?.[1] ?? '';
+  const labels = [...head.matchAll(/<th\b[^>]*>([\s\S]*?)<\/th>/g)].map((m) =>
+    (m[1] ?? '').replace(/<[^>]+>/g, '').trim(),
+  );
+  return table.replace(/<tbody>([\s\S]*?)<\/tbody>/, (_all, body: string) => {
+    const rows = body.replace(/<tr\b[^>]*>[\s\S]*?<\/tr>/g, (row) => {
+      let n = 0;
+      return row.replace(/<td\b/g, () => `<td data-label="${labels[n++] ?? ''}"`);
+    });
+    return `<tbody>${rows}</tbody>`;
+  });
+}
 
 /**
  * The scorecard's sorting: a click on a column's header (or Enter on it) sorts by that
@@ -216,14 +253,40 @@ function partsText(parts: HealthParts): string {
   return `(${known.map(([part, points]) => `${part} ${points.toFixed(1)} × ${HEALTH_WEIGHTS[part]}`).join(' + ')}) ÷ ${weights}`;
 }
 
-/** The component with the fewest points (the first in the documented order on a tie). */
-function weakestPart(parts: HealthParts): [label: string, points: number] {
-  let weakest: [keyof HealthParts, number] | undefined;
-  for (const part of Object.keys(HEALTH_WEIGHTS) as (keyof HealthParts)[]) {
-    const points = parts[part];
-    if (points !== null && (!weakest || points < weakest[1])) weakest = [part, points];
-  }
-  const [part, points] = weakest ?? ['waiting', parts.waiting];
+/**
+ * True when `part` sits at 0 below its floor, where the next step would not lift it: more
+ * than ten reviews waiting (answering one still leaves ten or more: 0), a median response
+ * slower than a week (docs/warehouse.md, "v_location_scorecard"). Naming such a part as
+ * the weakest says nothing the business can act on next.
+ */
+function stuckAtFloor(part: keyof HealthParts, row: ScorecardRow): boolean {
+  if (part === 'waiting') return row.waiting > WAITING_FLOOR;
+  if (part === 'response')
+    return row.medianHours90d !== null && row.medianHours90d > RESPONSE_FLOOR_HOURS;
+  return false;
+}
+/** Reviews waiting at which the waiting part reaches 0 (100 − 10 × waiting). */
+const WAITING_FLOOR = 10;
+/** A median response this slow (hours) or slower gives the response part 0. */
+const RESPONSE_FLOOR_HOURS = 168;
+
+/**
+ * The weakest part that can still move: the component with the fewest points, passing
+ * over one stuck at its floor (`stuckAtFloor`), the first in the documented order on a
+ * tie. With every part stuck, the one with the fewest points.
+ */
+function weakestPart(row: ScorecardRow): [label: string, points: number] {
+  const parts = row.parts;
+  const lowest = (movable: boolean) => {
+    let weakest: [keyof HealthParts, number] | undefined;
+    for (const part of Object.keys(HEALTH_WEIGHTS) as (keyof HealthParts)[]) {
+      const points = parts[part];
+      if (points === null || (movable && stuckAtFloor(part, row))) continue;
+      if (!weakest || points < weakest[1]) weakest = [part, points];
+    }
+    return weakest;
+  };
+  const [part, points] = lowest(true) ?? lowest(false) ?? ['waiting', parts.waiting];
   return [PART_LABELS[part], points];
 }
 
@@ -237,7 +300,7 @@ function portfolioSection(data: ReportData): string {
   const portfolio = data.portfolio;
   if (!portfolio || portfolio.bottom.length + portfolio.top.length < 2) return '';
   const item = (row: ScorecardRow) => {
-    const [label, points] = weakestPart(row.parts);
+    const [label, points] = weakestPart(row);
     return `<li data-id="${row.businessId}" data-v="${row.health}">${businessName(row.name, row.businessId)} <b>${healthText(row.health)}</b> <span class="note">weakest: ${label} ${Math.round(points)}/100</span></li>`;
   };
   const list = (id: string, title: string, rows: ScorecardRow[]) =>
@@ -247,7 +310,7 @@ function portfolioSection(data: ReportData): string {
     total < 2 * PORTFOLIO_ROWS
       ? ` With ${counted(total, 'business')}, the better half and the worse half.`
       : '';
-  return `<h2>Top and bottom five by health</h2><p class="sub">The healthiest and the least healthy businesses by health score (the scorecard below), each with its weakest part (its points of 100).${split}</p><div class="grid">${list('top-five', 'Top five', portfolio.top)}${list('bottom-five', 'Bottom five', portfolio.bottom)}</div>`;
+  return `<h2>Top and bottom five by health</h2><p class="sub">The healthiest and the least healthy businesses by health score (the scorecard below), each with its weakest part that can still move (its points of 100; a part at 0 that the next answer would not lift, such as more than ten reviews waiting, is passed over).${split}</p><div class="grid">${list('top-five', 'Top five', portfolio.top)}${list('bottom-five', 'Bottom five', portfolio.bottom)}</div>`;
 }
 
 /** "+2.3" or "−1.5" points, green or red; "–" without a value. */
@@ -310,7 +373,7 @@ function moversTable(rows: ReportData['declines']): string {
       return `<tr><td class="clip" title="${escapeHtml(m.keyword)}">${escapeHtml(m.keyword)}</td>${businessCell(m.businessName, m.businessId)}<td>${escapeHtml(siteLabel(m.site))}</td><td class="num">${rankText(m.rank)}</td><td class="num">${m.previousRank === null ? '–' : rankText(m.previousRank)}</td>${changeCell(m.rank7dAgo, m.rankChange7d)}${changeCell(m.rank30dAgo, m.rankChange30d)}<td class="bad">${left}</td></tr>`;
     })
     .join('');
-  return `<div class="scroll"><table><thead><tr><th>keyword</th><th>business</th><th>site</th><th class="num">rank now</th><th class="num" title="the observation before the latest">before</th><th class="num">7 days ago</th><th class="num">30 days ago</th><th></th></tr></thead><tbody>${body}</tbody></table></div>`;
+  return `${scrolling(`<table><thead><tr><th>keyword</th><th>business</th><th>site</th><th class="num">rank now</th><th class="num" title="the observation before the latest">before</th><th class="num">7 days ago</th><th class="num">30 days ago</th><th></th></tr></thead><tbody>${body}</tbody></table>`)}`;
 }
 
 /** First what got worse (an analyst's to-do list), then what got better. */

@@ -324,8 +324,14 @@ export function slug(text: string): string {
     .replace(/^-|-$/g, '');
 }
 
-/** `Plumbers` → `Plumber`, `Day Spas` → `Day Spa`; names read like real businesses'. */
-function businessNoun(categoryName: string): string {
+/**
+ * A category's name in the singular, by English rules, so business names read like real
+ * businesses': `Plumbers` → `Plumber`, `Bakeries` → `Bakery`, `Churches` → `Church`,
+ * `Day Spas` → `Day Spa`; a name not in the plural (`Pizza`, `Car Wash`) is kept.
+ */
+export function businessNoun(categoryName: string): string {
+  if (/[^aeiou]ies$/i.test(categoryName)) return categoryName.replace(/ies$/i, 'y');
+  if (/(ch|sh|x|z|ss)es$/i.test(categoryName)) return categoryName.replace(/es$/i, '');
   return categoryName.replace(/([^s])s$/, '$1');
 }
 

@@ -17,6 +17,14 @@ export interface DemoCounts {
   rankObservations: number;
   /** Alerts of the kind counted (`listing_inaccurate` for the demo). */
   alerts: number;
+  /**
+   * Of those, what the report's "turned Inaccurate" figure counts (src/warehouse/
+   * report-listings.ts): the listings of live businesses (each once), their turns, and the
+   * alerts of archived businesses, which the report leaves out.
+   */
+  turnedListings: number;
+  turns: number;
+  archivedAlerts: number;
   firstDay: string | null;
   lastDay: string | null;
 }
@@ -37,6 +45,12 @@ export async function readDemoCounts(db: Db, alertKind: string): Promise<DemoCou
            where k.deleted_at is null and b.archived_at is null) as "keywordsTracked",
         (select count(*)::int from rank_observations) as "rankObservations",
         (select count(*)::int from alerts where kind = ${alertKind}) as alerts,
+        (select count(distinct (n.business_id, n.listing_id))::int from v_newly_inaccurate n
+           join businesses b on b.business_id = n.business_id and b.archived_at is null) as "turnedListings",
+        (select count(*)::int from v_newly_inaccurate n
+           join businesses b on b.business_id = n.business_id and b.archived_at is null) as turns,
+        (select count(*)::int from alerts a join businesses b on b.business_id = a.business_id
+           where a.kind = ${alertKind} and b.archived_at is not null) as "archivedAlerts",
         (select to_char(min(observed_on), 'YYYY-MM-DD') from rank_observations) as "firstDay",
         (select to_char(max(observed_on), 'YYYY-MM-DD') from rank_observations) as "lastDay"`.execute(
     db,

@@ -7,6 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { type Config, DEMO_PGLITE_DATA_DIR } from '../config/index.ts';
 import { ListingsSyncError } from '../errors.ts';
 import { redactDatabaseUrlIn, redactUrl, withoutDatabaseUrl } from '../log.ts';
@@ -120,6 +121,11 @@ export interface OpenOptions {
    * find or lock, and its schema is still checked.
    */
   connect?: (config: Config, target: WarehouseTarget) => Promise<Warehouse | undefined>;
+  /**
+   * Create DATABASE_SCHEMA when it is missing (`migrate`, the copy's target); every other
+   * command refuses a schema that does not exist.
+   */
+  createSchema?: boolean;
 }
 
 /**
@@ -143,6 +149,7 @@ export async function openConfiguredWarehouse(
         'or set DATABASE_URL (or PGLITE_DATA_DIR) to the warehouse to read.',
     );
   }
+  const searchPath = schemaOption(config, target.databaseUrl);
   let warehouse: Warehouse;
   try {
     warehouse = await openWarehouse(
@@ -155,8 +162,12 @@ export async function openConfiguredWarehouse(
               statementMs: config.databaseStatementTimeoutMs,
               lockMs: config.databaseLockTimeoutMs,
             },
+            ...searchPath,
           }
-        : { pgliteDataDir: target.pgliteDataDir ?? config.pgliteDataDir },
+        : {
+            pgliteDataDir: target.pgliteDataDir ?? config.pgliteDataDir,
+            ...searchPath,
+          },
     );
   } catch (cause) {
     // The lock's refusal already names the directory, its holder and both ways out, and
@@ -180,7 +191,71 @@ export async function openConfiguredWarehouse(
       throw cause;
     }
   }
+  if (config.databaseSchema) {
+    try {
+      await requireSchema(warehouse, config, target, options.createSchema === true);
+    } catch (error) {
+      await warehouse.close().catch(() => {});
+      throw error;
+    }
+  }
   return checkAnswers(config, target, warehouse);
+}
+
+/**
+ * DATABASE_SCHEMA as the connection's search path (docs/configuration.md,
+ * DATABASE_SCHEMA). A `search_path` in DATABASE_URL's `options` would win over it
+ * silently (pg reads the URL last), so the two together are refused.
+ */
+function schemaOption(config: Config, databaseUrl?: string): { searchPath?: string } {
+  if (!config.databaseSchema) return {};
+  const options = databaseUrl ? URL.parse(databaseUrl)?.searchParams.get('options') : null;
+  if (options && /search_path/i.test(options)) {
+    throw new WarehouseUnavailableError(
+      `DATABASE_SCHEMA is set (${config.databaseSchema}) and DATABASE_URL's options set a ` +
+        'search_path too: keep one of them (DATABASE_SCHEMA, docs/configuration.md).',
+    );
+  }
+  return { searchPath: config.databaseSchema };
+}
+
+/** The schemas of the open database that hold a migrated warehouse, by name. */
+export async function warehouseSchemas(warehouse: Warehouse): Promise<string[]> {
+  const { rows } = await sql<{ schema: string }>`
+    select table_schema as schema from information_schema.tables
+     where table_name = 'kysely_migration' order by table_schema`.execute(warehouse.db);
+  return rows.map((row) => row.schema);
+}
+
+/** `; the schemas of this database holding a warehouse: a, b` or that there is none. */
+async function schemasHint(warehouse: Warehouse, except?: string): Promise<string> {
+  const schemas = (await warehouseSchemas(warehouse)).filter((schema) => schema !== except);
+  return schemas.length
+    ? ` Schemas of this database that hold a warehouse: ${schemas.join(', ')}; point a command at one with DATABASE_SCHEMA=${schemas[0]}.`
+    : ' No schema of this database holds a warehouse yet.';
+}
+
+/** DATABASE_SCHEMA exists in the database (created first with `create`), or a clear error. */
+async function requireSchema(
+  warehouse: Warehouse,
+  config: Config,
+  target: WarehouseTarget,
+  create: boolean,
+): Promise<void> {
+  const schema = config.databaseSchema as string;
+  const { rows } = await sql<{ found: number }>`
+    select count(*)::int as found from pg_namespace where nspname = ${schema}`.execute(
+    warehouse.db,
+  );
+  if ((rows[0]?.found ?? 0) > 0) return;
+  if (create) {
+    await sql`create schema if not exists ${sql.id(schema)}`.execute(warehouse.db);
+    return;
+  }
+  throw new WarehouseUnavailableError(
+    `DATABASE_SCHEMA names the schema ${schema}, which ${target.description} does not have. ` +
+      `\`listings-sync migrate\` creates it and its tables.${await schemasHint(warehouse)}`,
+  );
 }
 
 /** The opened warehouse once it has answered a read of its migrations; closed if it fails. */
@@ -202,13 +277,26 @@ async function checkAnswers(
   return { ...warehouse, target };
 }
 
-/** Refuse to write into a schema that is behind the code. */
+/**
+ * Refuse to write into a schema that is behind the code. When the schema holds no
+ * warehouse at all, the message names the schemas of the same database that do (the
+ * PostgreSQL demo's `listings_demo`), and how to point at one.
+ */
 export async function requireCurrentSchema(warehouse: Warehouse): Promise<void> {
   const pending = await pendingMigrations(warehouse.db);
   if (pending.length) {
+    const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(
+      warehouse.db,
+    );
+    const current = rows[0]?.schema ?? 'public';
+    // A warehouse behind its code (an upgrade) needs `migrate`; one that is not there at
+    // all may be in another schema (the PostgreSQL demo's).
+    const empty = !(await warehouseSchemas(warehouse)).includes(current);
+    const hint =
+      warehouse.kind === 'postgres' && empty ? await schemasHint(warehouse, current) : '';
     throw new WarehouseUnavailableError(
       `The warehouse schema is not current: ${pending.length} migration(s) pending ` +
-        `(${pending.join(', ')}). Run \`listings-sync migrate\` first.`,
+        `(${pending.join(', ')}) in schema ${current}. Run \`listings-sync migrate\` first.${hint}`,
     );
   }
 }

@@ -62,6 +62,24 @@ export async function readsOfBusinessDay(
     .execute();
 }
 
+/** The operations the raw zone holds reads of, for one business on one night, by name. */
+export async function operationsOfBusinessDay(
+  db: Db,
+  businessId: number,
+  from: Date,
+): Promise<string[]> {
+  const rows = await db
+    .selectFrom('raw_reads')
+    .select('operation')
+    .distinct()
+    .where('business_id', '=', businessId)
+    .where('observed_at', '>=', from)
+    .where('observed_at', '<', new Date(from.getTime() + 86_400_000))
+    .orderBy('operation')
+    .execute();
+  return rows.map((row) => row.operation);
+}
+
 /**
  * The raw zone's totals as the database returns them: `bigint`s, which node-postgres
  * returns as strings (the caller converts them with `Number`).

@@ -98,7 +98,32 @@ function pickOne<T extends { id: number; name: string }>(
   throw new UsageError(
     near.length
       ? `${what} "${name}" is unknown. Did you mean: ${listCandidates(near.map(label))}?`
-      : `${what} "${name}" is unknown (no ${what} name contains it).`,
+      : `${what} "${name}" is unknown (no ${what} name contains it). ${validValues(what, entries.map(label))}`,
+  );
+}
+
+/** What a command prints in full, for a list too long to quote. */
+const LISTED_BY: Record<string, string> = {
+  country: '`listings-sync api countries`',
+  state: '`listings-sync api states COUNTRY`',
+  'sub category': '`listings-sync api sub-categories`',
+};
+const PLURAL: Record<string, string> = {
+  country: 'countries',
+  state: 'states',
+  'sub category': 'sub categories',
+};
+/** The most values an "unknown" answer quotes; past it, the command that lists them all. */
+const QUOTED_VALUES = 20;
+
+/** `The countries: United States (id 1); …`: the valid values, all of them or a command for the rest. */
+function validValues(what: string, labels: string[]): string {
+  const plural = PLURAL[what] ?? `${what}s`;
+  if (labels.length === 0) return `There are no ${plural} to choose from.`;
+  if (labels.length <= QUOTED_VALUES) return `The ${plural}: ${labels.join('; ')}.`;
+  return (
+    `The ${plural}: ${labels.slice(0, QUOTED_VALUES).join('; ')}; and ${labels.length - QUOTED_VALUES} more` +
+    `${LISTED_BY[what] ? ` (${LISTED_BY[what]} lists them all)` : ''}.`
   );
 }
 

@@ -62,7 +62,7 @@ describe('alert rules', () => {
     ).toEqual([
       '- rule "volume_drop", field "removedPercent": must be a percentage from 0 to 100',
       '- rule "volume_drop", field "minRows": must be a whole number from 1 to 1000000',
-      '- rule "volume_drop": unknown field share',
+      '- rule "volume_drop": unknown field share (known: enabled, removedPercent, minRows)',
     ]);
   });
 
@@ -115,7 +115,7 @@ describe('alert rules', () => {
       }),
     ).toEqual([
       '- rule "listing_inaccurate", field "flapWindowHours": must be a number of hours from 0 to 2160',
-      '- rule "listing_inaccurate": unknown field flap',
+      '- rule "listing_inaccurate": unknown field flap (known: enabled, flapWindowHours)',
       '- rule "rank_drop", field "top": must be a whole number from 1 to 100',
       '- rule "rank_drop", field "worsenBy": must be a whole number from 1 to 100',
       '- rule "rank_drop", field "sites": must be a list of names',

@@ -10,7 +10,8 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { runDemo } from '../../src/demo.ts';
-import { silentLogger } from '../../src/log.ts';
+import { redactUrl, silentLogger } from '../../src/log.ts';
+import { runCli } from '../helpers/cli.ts';
 import { dropSchema, freshSchemaName, testBackends } from '../helpers/database.ts';
 
 const url = process.env['TEST_DATABASE_URL']?.trim();
@@ -43,6 +44,12 @@ describe.skipIf(!testBackends.includes('postgres') || !url)('demo into PostgreSQ
     );
     expect(lines.find((l) => l.startsWith('Warehouse: '))).toContain(`, schema ${schema} (`);
     expect(lines.some((l) => l.includes(`set search_path to ${schema}`))).toBe(true);
+    // The exact command line that reads it again, and it does.
+    const readAgain = `  DATABASE_URL='${redactUrl(url as string)}' DATABASE_SCHEMA=${schema} npx listings-sync report`;
+    expect(lines[lines.indexOf('Read it again with:') + 1]).toBe(readAgain);
+    const runs = await runCli(['runs'], { DATABASE_URL: url as string, DATABASE_SCHEMA: schema });
+    expect(runs.code).toBe(0);
+    expect(runs.stdout).toContain('demo');
 
     // Read back the way an analyst would: a plain client, the schema by name.
     const client = new pg.Client({ connectionString: url });

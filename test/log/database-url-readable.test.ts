@@ -54,6 +54,31 @@ describe('a DATABASE_URL in messages', () => {
     );
   });
 
+  it.each(['e', 'x', 'o', 'es', 'ro', 'ist'])(
+    'leaves every word whole when the password %s is a piece of them',
+    (password) => {
+      const url = `postgres://nouser:${password}@127.0.0.1:5432/nc_wh`;
+      const message =
+        `Cannot open PostgreSQL at ${redactUrl(url)}: role "nouser" does not exist: ` +
+        'check the user and the password in DATABASE_URL';
+      expect(message).toContain('postgres://nouser:[REDACTED]@127.0.0.1:5432/nc_wh');
+      expect(redactDatabaseUrlIn(message, url)).toBe(message);
+      // Where the driver echoes it as a value (quoted, or a word of its own), it goes.
+      expect(redactDatabaseUrlIn(`password "${password}" refused, ${password}.`, url)).toBe(
+        `password "${REDACTED}" refused, ${REDACTED}.`,
+      );
+    },
+  );
+
+  it('replaces a password that is a whole word of the text, and one with punctuation wherever it stands', () => {
+    const url = 'postgres://nouser:not@127.0.0.1:5432/nc_wh';
+    expect(redactDatabaseUrlIn('role "nouser" does not exist', url)).toBe(
+      `role "nouser" does ${REDACTED} exist`,
+    );
+    const punctuated = 'postgres://nouser:%40x@127.0.0.1:5432/nc_wh';
+    expect(redactDatabaseUrlIn('host a@x refused', punctuated)).toBe(`host a${REDACTED} refused`);
+  });
+
   it('survives the log redaction net, which still removes a password in a URL', () => {
     const { logger, lines } = memoryLogger();
     const url = 'postgres://postgres:postgres@127.0.0.1:5432/nc4_doesnotexist';

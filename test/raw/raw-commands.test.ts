@@ -83,6 +83,40 @@ describe('raw zone commands (pglite)', () => {
     expect(none.stderr).toBe(
       `listings-sync: The raw zone holds no read of business ${businessId} on 2026-01-01.\n`,
     );
+
+    // A name that is no operation lists the operations; one with no read that night,
+    // those the raw zone holds.
+    const unknown = await runCli(
+      ['raw', 'show', '--business', String(businessId), '--operation', 'listings'],
+      env,
+    );
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toBe(
+      'listings-sync: --operation listings is not an operation (did you mean list_listings?). ' +
+        'The operations: list_businesses, get_business, get_business_full, create_business, ' +
+        'update_business, archive_business, list_listings, list_reviews, respond_to_review, ' +
+        'get_response_status, get_rankings, list_keywords, add_keyword, delete_keyword, ' +
+        'list_states, list_countries, list_sub_categories.\n',
+    );
+    const unread = await runCli(
+      [
+        'raw',
+        'show',
+        '--business',
+        String(businessId),
+        '--date',
+        '2026-05-10',
+        '--operation',
+        'add_keyword',
+      ],
+      env,
+    );
+    expect(unread.code).toBe(1);
+    expect(unread.stderr).toMatch(
+      new RegExp(
+        `^listings-sync: The raw zone holds no read of business ${businessId} on 2026-05-10 by add_keyword\\. It holds reads of it that night by: [a-z_, ]*\\blist_listings\\b[a-z_, ]*\\.\n$`,
+      ),
+    );
   });
 
   it('raw stats prints the size, each night, what content addressing saved and the oldest night replay can rebuild', async () => {

@@ -132,7 +132,8 @@ describe.each(testBackends)('the report on the demo (%s)', (backend) => {
       html.indexOf('<h2>Biggest movers</h2>'),
       html.indexOf('<h2>Keyword rankings</h2>'),
     );
-    expect(movers).toContain(`<td class="num">#${left!.previousRank}</td>`);
+    // Each cell carries its column's header, for the phone's layout (report.test.ts).
+    expect(movers).toContain(`<td data-label="before" class="num">#${left!.previousRank}</td>`);
     if (left!.rank7dAgo !== null && left!.rankChange7d !== null) {
       expect(movers).toContain(`#${left!.rank7dAgo}, <span`);
     }

@@ -69,6 +69,10 @@ interface PageCheck {
   dayLabels: string[][];
   /** Business ids drawn cut. */
   cutIds: string[];
+  /** Wide tables that scroll sideways in their own box, by their headers. */
+  scrollsSideways: string[];
+  /** Business ids in the movers tables (those with a "rank now" column). */
+  moversIds: number;
 }
 
 /** The width the report must lay out at without a wrap or an overlap (issue 22). */
@@ -155,7 +159,7 @@ const CUT_IDS = `(() => {
   const cut = [];
   const walker = document.createTreeWalker(document.querySelector('main'), NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    for (const match of node.textContent.matchAll(/#d{5,}/g)) {
+    for (const match of node.textContent.matchAll(/#\\d{5,}/g)) {
       const range = document.createRange();
       range.setStart(node, match.index);
       range.setEnd(node, match.index + match[0].length);
@@ -214,12 +218,16 @@ const MEASURE_LAYOUT = `(() => {
       }
     }
   });
-  return { wrappedCells, overflowing, chartOverlaps };
+  const scrollsSideways = [...document.querySelectorAll('.scroll')]
+    .filter((box) => box.scrollWidth > box.clientWidth + 1)
+    .map((box) => [...box.querySelectorAll('th')].map((th) => th.textContent).join('|') +
+      ': ' + box.scrollWidth + ' > ' + box.clientWidth);
+  return { wrappedCells, overflowing, chartOverlaps, scrollsSideways };
 })()`;
 
 async function measureLayout(
   page: Page,
-): Promise<Pick<PageCheck, 'wrappedCells' | 'overflowing' | 'chartOverlaps'>> {
+): Promise<Pick<PageCheck, 'wrappedCells' | 'overflowing' | 'chartOverlaps' | 'scrollsSideways'>> {
   return page.evaluate(MEASURE_LAYOUT);
 }
 
@@ -243,6 +251,8 @@ async function openReport(
     legendItems: [],
     dayLabels: [],
     cutIds: [],
+    scrollsSideways: [],
+    moversIds: 0,
   };
   page.on('console', (message) => {
     if (message.type() === 'error') check.consoleErrors.push(message.text());
@@ -275,6 +285,11 @@ async function openReport(
   check.legendItems = legends.items;
   check.dayLabels = await dayLabels(page);
   check.cutIds = await page.evaluate(CUT_IDS);
+  check.moversIds = await page.$$eval('table', (tables) =>
+    tables
+      .filter((t) => [...t.querySelectorAll('th')].some((th) => th.textContent === 'rank now'))
+      .reduce((n, t) => n + ((t.textContent ?? '').match(/#\d{5,}/g) ?? []).length, 0),
+  );
   if (screenshot) await page.screenshot({ path: screenshot });
   await page.close();
   return check;
@@ -421,8 +436,13 @@ describe('report', () => {
     expect(check.legendItems.length).toBe(11);
     for (const items of check.legendItems) expect(items).toBeGreaterThanOrEqual(3);
     expect(check.legendOverlaps).toEqual([]);
+    // Every id whole, the movers' among them (a # and 5 or more digits, measured against
+    // every box that clips), and no table scrolls sideways: on a phone each row of a
+    // wide table is a block of "label value" lines, every column on screen.
     expect(check.cutIds).toEqual([]);
-    // The page scrolls down, not sideways: wide tables scroll in their own box.
+    expect(check.moversIds).toBeGreaterThan(0);
+    expect(check.scrollsSideways).toEqual([]);
+    // The page scrolls down, not sideways.
     expect(check.overflowing.filter((o) => o.startsWith('page'))).toEqual([]);
   });
 

@@ -61,6 +61,36 @@ describe('DATABASE_URL in error messages', () => {
     },
   );
 
+  it.runIf(testBackends.includes('postgres') && serverUrl)(
+    "a one-letter password or a piece of a word does not garble the server's answer (an unknown user)",
+    async () => {
+      const server = new URL(serverUrl as string);
+      const hostPort = `${server.hostname}:${server.port || '5432'}`;
+      for (const password of ['e', 'x', 'es', 'ro']) {
+        const url = `postgres://nc39_nouser:${password}@${hostPort}/postgres`;
+        const runs = await runCli(['runs'], { DATABASE_URL: url });
+        expect(runs.code).toBe(1);
+        expect(runs.stderr).toBe(
+          `listings-sync: Cannot open PostgreSQL at postgres://nc39_nouser:[REDACTED]@${hostPort}/postgres: ` +
+            'role "nc39_nouser" does not exist: check the user and the password in DATABASE_URL, ' +
+            "and the server's pg_hba.conf\n",
+        );
+      }
+    },
+  );
+
+  it('a one-letter password does not garble a refused connection', async () => {
+    for (const password of ['e', 'c']) {
+      const url = `postgres://warehouse:${password}@127.0.0.1:1/listings`;
+      const migrate = await runCli(['migrate'], { DATABASE_URL: url });
+      expect(migrate.stderr).toBe(
+        'listings-sync: Cannot open PostgreSQL at postgres://warehouse:[REDACTED]@127.0.0.1:1/listings: ' +
+          'connect ECONNREFUSED 127.0.0.1:1: nothing accepts connections at 127.0.0.1:1; ' +
+          'start the server, or correct the host and port in DATABASE_URL\n',
+      );
+    }
+  });
+
   it('a server that refuses connections is named, with what to correct', async () => {
     const url = 'postgres://warehouse:PlainS3cretZq@127.0.0.1:1/listings';
     const expected =

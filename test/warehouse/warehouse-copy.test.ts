@@ -185,6 +185,24 @@ describe.skipIf(!serverUrl)('warehouse copy from PGlite into PostgreSQL', () => 
     expect(rows[0]?.next).toBe((rows[0]?.max ?? 0) + 1);
   });
 
+  it('with DATABASE_SCHEMA, copies into that schema of the target, created for it, and nowhere else', async () => {
+    const result = await run(['warehouse', 'copy', '--from', sourceDir], {
+      DATABASE_URL: target.url,
+      DATABASE_SCHEMA: 'copied',
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const w = await openWarehouse({ databaseUrl: target.url, searchPath: 'copied' });
+    opened.push(w);
+    const copied = await snapshot(w.db);
+    expect([...copied.keys()]).toEqual([...source.keys()]);
+    for (const [table, rows] of source) expect(copied.get(table), table).toEqual(rows);
+    const { rows } = await sql<{ n: number }>`
+      select count(*)::int as n from information_schema.tables where table_schema = 'public'`.execute(
+      w.db,
+    );
+    expect(rows[0]?.n).toBe(0);
+  });
+
   it('refuses a target that holds rows (exit 1), naming the tables and --replace, and changes nothing', async () => {
     const first = await copy();
     expect(first.code, first.stderr).toBe(0);

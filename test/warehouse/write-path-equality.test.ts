@@ -11,7 +11,11 @@
 its row count and the SHA-256 of its rows). The nights
  * are deterministic: a seeded sandbox and a fixed observation time per night. To record
  * the snapshot again (only when the warehouse contract changes on purpose, never to make
- * this test pass): `WRITE_PATH_SNAPSHOT=record npx vitest run <this file>`.
+ * this test pass): `WRITE_PATH_SNAPSHOT=record npx vitest run <this file>`. Recorded again
+ * once when the sandbox's input changed, not the write path (issue 39: business names in
+ * the English singular, "Bakery" for "Bakerie"): every row count stayed, and only the
+ * relations that carry a business name (businesses and their versions, listings, reviews
+ * and responses, v_listing_accuracy, v_newly_inaccurate) changed digest.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';

@@ -172,6 +172,17 @@ describe.each(testBackends)('api lookups (%s)', (backend) => {
     expect(fragment.stderr).toContain('Did you mean: Australia (id 4)?');
   });
 
+  it('a country that is no code nor name of one lists the countries', async () => {
+    for (const country of ['XX', 'Narnia']) {
+      const run = await as1(['api', 'states', country]);
+      expect(run).toMatchObject({ code: 2, stdout: '' });
+      expect(run.stderr).toBe(
+        `listings-sync: country "${country}" is unknown (no country name contains it). ` +
+          'The countries: United States (id 1); Canada (id 2); United Kingdom (id 3); Australia (id 4); Ireland (id 5).\n',
+      );
+    }
+  });
+
   it('an ISO code of a country the upstream does not list says so, suggesting no look-alike', async () => {
     const run = await as1(['api', 'states', 'fr']);
     expect(run).toMatchObject({ code: 2, stdout: '' });

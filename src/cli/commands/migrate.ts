@@ -16,10 +16,13 @@ export function registerMigrateCommand(program: Command, io: CliIo): void {
       const { migrateToLatest } = await import('../../warehouse/migrate.ts');
       // A migration may rewrite a year of history (0005): no statement timeout here. The
       // connect and lock timeouts still hold.
-      const warehouse = await openCommandWarehouse(io, {
-        ...config,
-        databaseStatementTimeoutMs: 0,
-      });
+      // DATABASE_SCHEMA is created when missing (docs/configuration.md, DATABASE_SCHEMA).
+      const warehouse = await openCommandWarehouse(
+        io,
+        { ...config, databaseStatementTimeoutMs: 0 },
+        'write',
+        { createSchema: true },
+      );
       try {
         const { applied } = await migrateToLatest(warehouse.db);
         logger.info({ applied }, 'migrations applied');

@@ -7,6 +7,7 @@ import { decompressBody } from '../../raw/body.ts';
 import type { Database } from '../../warehouse/database.ts';
 import {
   latestReadOf,
+  operationsOfBusinessDay,
   readRawZoneNights,
   readRawZoneTotals,
   readRebuildableNights,
@@ -22,20 +23,24 @@ export interface RawShowOptions {
   raw?: boolean;
 }
 
-/** The text to print, or null when the raw zone holds nothing that matches. */
+/**
+ * The text to print; or, when the raw zone holds nothing that matches, null with the
+ * operations it does hold reads of for that business on that night (none: no read at all).
+ */
 export async function renderRawShow(
   db: Kysely<Database>,
   options: RawShowOptions,
-): Promise<string | null> {
+): Promise<string | { held: string[] }> {
   let date = options.date;
   if (date === undefined) {
     const latest = await latestReadOf(db, options.businessId);
-    if (!latest) return null;
+    if (!latest) return { held: [] };
     date = latest.toISOString().slice(0, 10);
   }
   const from = new Date(`${date}T00:00:00Z`);
   const rows = await readsOfBusinessDay(db, options.businessId, from, options.operation);
-  if (rows.length === 0) return null;
+  if (rows.length === 0)
+    return { held: await operationsOfBusinessDay(db, options.businessId, from) };
   const out: string[] = [];
   for (const row of rows) {
     const text = decompressBody(row.encoding, row.bytes);

@@ -5,8 +5,10 @@
 import { type Command, Option } from 'commander';
 import type { CliIo } from '../../command/io.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
+import { UsageError } from '../../command/usage-error.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { ConfigError } from '../../config/index.ts';
+import { OPERATIONS } from '../../operations.ts';
 import { requireCurrentSchema } from '../../warehouse/open.ts';
 import { dateOption, integerOption } from '../options.ts';
 
@@ -38,6 +40,7 @@ export function registerRawCommand(program: Command, io: CliIo): void {
     .option('--raw', 'the bodies byte for byte, without headers')
     .action(async (options: ShowOptions) => {
       const config = loadCommandConfig(io, 'raw');
+      if (options.operation !== undefined) requireOperation(options.operation);
       const { renderRawShow } = await import('./raw-show.ts');
       const warehouse = await openCommandWarehouse(io, config, 'read');
       try {
@@ -48,10 +51,13 @@ export function registerRawCommand(program: Command, io: CliIo): void {
           ...(options.operation ? { operation: options.operation } : {}),
           ...(options.raw ? { raw: true } : {}),
         });
-        if (text === null) {
+        if (typeof text !== 'string') {
+          const held = text.held.length
+            ? ` It holds reads of it${options.date ? ' that night' : ''} by: ${text.held.join(', ')}.`
+            : '';
           throw new ConfigError(
             `The raw zone holds no read of business ${options.business}` +
-              `${options.date ? ` on ${options.date}` : ''}${options.operation ? ` by ${options.operation}` : ''}.`,
+              `${options.date ? ` on ${options.date}` : ''}${options.operation ? ` by ${options.operation}` : ''}.${options.operation ? held : ''}`,
           );
         }
         io.stdout(text);
@@ -75,4 +81,17 @@ export function registerRawCommand(program: Command, io: CliIo): void {
         await warehouse.close();
       }
     });
+}
+
+/**
+ * `--operation` names one of the upstream's operations (docs/upstream.md), or the answer
+ * lists them: `listings` is not one, `list_listings` is.
+ */
+function requireOperation(name: string): void {
+  if ((OPERATIONS as readonly string[]).includes(name)) return;
+  const near = OPERATIONS.filter((operation) => operation.includes(name.trim().toLowerCase()));
+  throw new UsageError(
+    `--operation ${name} is not an operation${near.length ? ` (did you mean ${near.join(', ')}?)` : ''}. ` +
+      `The operations: ${OPERATIONS.join(', ')}.`,
+  );
 }

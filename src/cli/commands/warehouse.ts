@@ -83,7 +83,13 @@ async function runWarehouseCopy(io: CliIo, options: CopyOptions): Promise<number
     );
   }
   const from = options.from ?? config.pgliteDataDir;
-  const sourceConfig: Config = { ...config, databaseUrl: undefined, pgliteDataDir: from };
+  // DATABASE_SCHEMA names the target's schema; the embedded source is read as it is.
+  const sourceConfig: Config = {
+    ...config,
+    databaseUrl: undefined,
+    databaseSchema: undefined,
+    pgliteDataDir: from,
+  };
   // A migration may rewrite a year of history, and the copy's statements read whole
   // tables: no statement timeout on the target. The connect and lock timeouts still hold.
   const targetConfig: Config = { ...config, databaseUrl: to, databaseStatementTimeoutMs: 0 };
@@ -108,7 +114,9 @@ async function runWarehouseCopy(io: CliIo, options: CopyOptions): Promise<number
           'listings-sync migrate',
       );
     }
-    const targetWarehouse = await openConfiguredWarehouse(targetConfig, 'write');
+    const targetWarehouse = await openConfiguredWarehouse(targetConfig, 'write', {
+      createSchema: true,
+    });
     try {
       const { applied } = await migrateToLatest(targetWarehouse.db);
       if (applied.length > 0) {
