@@ -232,7 +232,9 @@ export async function runDemo(
   const endDate = options.endDate ?? addDays(clock().toISOString().slice(0, 10), -1);
   const dataDir = options.dataDir ?? DEMO_DATA_DIR;
   const databaseUrl = options.databaseUrl ?? config.databaseUrl;
-  const schema = options.schema ?? config.databaseSchema ?? DEMO_SCHEMA;
+  // Always its own schema, never DATABASE_SCHEMA: that names the user's warehouse, and a
+  // demo must not pour sandbox businesses into it (docs/configuration.md).
+  const schema = options.schema ?? DEMO_SCHEMA;
 
   const warehouse = options.warehouse
     ? options.warehouse

@@ -152,8 +152,8 @@ export const SETTINGS = {
     ...schemaName('unset: public (or the search_path DATABASE_URL sets)'),
     field: 'databaseSchema',
     meaning: 'the schema of the database that holds the warehouse',
-    doc: "the schema of the database that holds the warehouse, for every command (the connection's `search_path`); `migrate` creates it when missing, and every other command refuses one that does not exist, naming the schemas of that database that hold a warehouse. `DATABASE_SCHEMA=listings_demo` reads the PostgreSQL demo. Not together with a `search_path` in DATABASE_URL's `options`",
-    commands: [...WAREHOUSE, 'demo'],
+    doc: "the schema of the database that holds the warehouse, for every command (the connection's `search_path`); `migrate` creates it when missing, and every other command refuses one that does not exist, naming the schemas of that database that hold a warehouse. `DATABASE_SCHEMA=listings_demo` reads the PostgreSQL demo, which always loads into `listings_demo` whatever this says (a demo never writes into your warehouse's schema). Not together with a `search_path` in DATABASE_URL's `options`",
+    commands: WAREHOUSE,
     show: (value: string | undefined) => value ?? '(unset: public)',
   },
   PGLITE_DATA_DIR: {

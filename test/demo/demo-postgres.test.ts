@@ -66,3 +66,62 @@ describe.skipIf(!testBackends.includes('postgres') || !url)('demo into PostgreSQ
     }
   });
 });
+
+describe.skipIf(!testBackends.includes('postgres') || !url)('demo beside a warehouse schema', () => {
+  // A database of its own, so that the demo's own schema (listings_demo) is this test's.
+  const database = freshSchemaName();
+  const admin = () => new pg.Client({ connectionString: url });
+  const databaseUrl = () => {
+    const u = new URL(url as string);
+    u.pathname = `/${database}`;
+    return u.toString();
+  };
+  let dir = '';
+
+  afterAll(async () => {
+    const client = admin();
+    await client.connect();
+    try {
+      await client.query(`drop database if exists "${database}" with (force)`);
+    } finally {
+      await client.end();
+    }
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("never loads into DATABASE_SCHEMA, which names the user's own warehouse", async () => {
+    const client = admin();
+    await client.connect();
+    try {
+      await client.query(`create database "${database}"`);
+    } finally {
+      await client.end();
+    }
+    dir = await mkdtemp(join(tmpdir(), 'demo-pg-'));
+    const lines: string[] = [];
+    await runDemo(
+      loadConfig({ DATABASE_URL: databaseUrl(), DATABASE_SCHEMA: 'warehouse' }),
+      silentLogger(),
+      {
+        days: 1,
+        accounts: 1,
+        businessesPerAccount: 1,
+        dataDir: join(dir, 'never-used'),
+        reportPath: join(dir, 'report.html'),
+        endDate: '2026-03-10',
+        write: (line) => lines.push(line),
+      },
+    );
+    expect(lines.find((l) => l.startsWith('Warehouse: '))).toContain(', schema listings_demo (');
+    const reader = new pg.Client({ connectionString: databaseUrl() });
+    await reader.connect();
+    try {
+      const schemas = await reader.query(
+        "select schema_name from information_schema.schemata where schema_name in ('warehouse', 'listings_demo') order by 1",
+      );
+      expect(schemas.rows.map((r) => r.schema_name)).toEqual(['listings_demo']);
+    } finally {
+      await reader.end();
+    }
+  });
+});
