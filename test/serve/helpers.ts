@@ -6,10 +6,49 @@
  */
 import net from 'node:net';
 import { vi } from 'vitest';
+import { createApiClient } from '../../src/api/index.ts';
 import { type Config, loadConfig } from '../../src/config/index.ts';
+import { type Logger, silentLogger } from '../../src/log.ts';
+import { type RunningServe, startServe } from '../../src/serve/server.ts';
+import { createTestWarehouse, type TestBackend, type TestWarehouse } from '../helpers/database.ts';
 
 export function serveConfig(env: Record<string, string> = {}): Config {
   return loadConfig({ WEBHOOK_SECRET: 'test-secret', LOG_LEVEL: 'silent', ...env });
+}
+
+/** A serve for the webhook suites: the intake alone (no schedule, no alert loop) on 127.0.0.1. */
+export interface Intake {
+  warehouse: TestWarehouse;
+  serve: RunningServe;
+  close(): Promise<void>;
+}
+
+export async function startIntake(
+  backend: TestBackend,
+  env: Record<string, string>,
+  logger: Logger = silentLogger(),
+): Promise<Intake> {
+  const warehouse = await createTestWarehouse(backend);
+  const api = createApiClient({ logger: silentLogger() });
+  const serve = await startServe({
+    config: serveConfig(env),
+    warehouse,
+    api,
+    logger,
+    schedule: 'off',
+    port: 0,
+    host: '127.0.0.1',
+    alertIntervalMs: 0,
+  });
+  return {
+    warehouse,
+    serve,
+    async close() {
+      await serve.close();
+      await api.close();
+      await warehouse.close();
+    },
+  };
 }
 
 /**

@@ -7,16 +7,9 @@
 import { createHmac } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createApiClient } from '../../src/api/index.ts';
-import { silentLogger } from '../../src/log.ts';
-import { type RunningServe, startServe } from '../../src/serve/server.ts';
-import {
-  createTestWarehouse,
-  type TestWarehouse,
-  testBackends,
-  truncateAll,
-} from '../helpers/database.ts';
-import { serveConfig } from './helpers.ts';
+import type { RunningServe } from '../../src/serve/server.ts';
+import { type TestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
+import { type Intake, startIntake } from './helpers.ts';
 
 const SECRET = 'whsec-identity-5d2a';
 const BOOST = 'social_post.boost_created';
@@ -51,28 +44,15 @@ async function keys(warehouse: TestWarehouse): Promise<string[]> {
 }
 
 describe.each(testBackends)('webhook identity (%s)', (backend) => {
+  let intake: Intake;
   let warehouse: TestWarehouse;
   let serve: RunningServe;
-  const api = createApiClient({ logger: silentLogger() });
 
   beforeAll(async () => {
-    warehouse = await createTestWarehouse(backend);
-    serve = await startServe({
-      config: serveConfig({ WEBHOOK_SECRET: SECRET }),
-      warehouse,
-      api,
-      logger: silentLogger(),
-      schedule: 'off',
-      port: 0,
-      host: '127.0.0.1',
-      alertIntervalMs: 0,
-    });
+    intake = await startIntake(backend, { WEBHOOK_SECRET: SECRET });
+    ({ warehouse, serve } = intake);
   });
-  afterAll(async () => {
-    await serve?.close();
-    await api.close();
-    await warehouse?.close();
-  });
+  afterAll(() => intake?.close());
   beforeEach(async () => {
     await truncateAll(warehouse);
   });

@@ -7,13 +7,11 @@ import { execFileSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiClient } from '../../src/api/index.ts';
-import { silentLogger } from '../../src/log.ts';
-import { type RunningServe, startServe } from '../../src/serve/server.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import type { RunningServe } from '../../src/serve/server.ts';
+import { type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { memoryLogger } from '../helpers/memory-logger.ts';
 import { count } from '../sync/harness.ts';
-import { metricValue, serveConfig, waitFor } from './helpers.ts';
+import { type Intake, metricValue, startIntake, waitFor } from './helpers.ts';
 import { rawExchange } from './raw-http.ts';
 
 const SECRET = 'whsec-overload-51c2';
@@ -31,29 +29,20 @@ function boost(adRunId: string): string {
 }
 
 describe.each(testBackends)('webhook intake past its capacity (%s)', (backend) => {
+  let intake: Intake;
   let warehouse: TestWarehouse;
   let serve: RunningServe;
   const logs = memoryLogger('info');
-  const api = createApiClient({ logger: silentLogger() });
 
   beforeAll(async () => {
-    warehouse = await createTestWarehouse(backend);
-    serve = await startServe({
-      config: serveConfig({ WEBHOOK_SECRET: SECRET, WEBHOOK_MAX_IN_FLIGHT: '2' }),
-      warehouse,
-      api,
-      logger: logs.logger,
-      schedule: 'off',
-      port: 0,
-      host: '127.0.0.1',
-      alertIntervalMs: 0,
-    });
+    intake = await startIntake(
+      backend,
+      { WEBHOOK_SECRET: SECRET, WEBHOOK_MAX_IN_FLIGHT: '2' },
+      logs.logger,
+    );
+    ({ warehouse, serve } = intake);
   });
-  afterAll(async () => {
-    await serve?.close();
-    await api.close();
-    await warehouse?.close();
-  });
+  afterAll(() => intake?.close());
 
   it('answers 503 with Retry-After to each delivery past WEBHOOK_MAX_IN_FLIGHT, resets none, and stores the ones it took once', async () => {
     // Two deliveries in flight: headers and half a body sent, the rest held back.

@@ -6,12 +6,10 @@
  */
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiClient } from '../../src/api/index.ts';
-import { silentLogger } from '../../src/log.ts';
-import { type RunningServe, startServe } from '../../src/serve/server.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import type { RunningServe } from '../../src/serve/server.ts';
+import { type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { count } from '../sync/harness.ts';
-import { metricValue, serveConfig } from './helpers.ts';
+import { type Intake, metricValue, startIntake } from './helpers.ts';
 import { type RawAnswer, rawExchange } from './raw-http.ts';
 
 const SECRET = 'whsec-too-large-7a21';
@@ -38,28 +36,18 @@ function expectWhole413(answer: RawAnswer): void {
 }
 
 describe.each(testBackends)('an oversized webhook (%s)', (backend) => {
+  let intake: Intake;
   let warehouse: TestWarehouse;
   let serve: RunningServe;
-  const api = createApiClient({ logger: silentLogger() });
 
   beforeAll(async () => {
-    warehouse = await createTestWarehouse(backend);
-    serve = await startServe({
-      config: serveConfig({ WEBHOOK_SECRET: SECRET, WEBHOOK_BODY_LIMIT_BYTES: String(LIMIT) }),
-      warehouse,
-      api,
-      logger: silentLogger(),
-      schedule: 'off',
-      port: 0,
-      host: '127.0.0.1',
-      alertIntervalMs: 0,
+    intake = await startIntake(backend, {
+      WEBHOOK_SECRET: SECRET,
+      WEBHOOK_BODY_LIMIT_BYTES: String(LIMIT),
     });
+    ({ warehouse, serve } = intake);
   });
-  afterAll(async () => {
-    await serve?.close();
-    await api.close();
-    await warehouse?.close();
-  });
+  afterAll(() => intake?.close());
 
   it('with Expect: 100-continue gets 413 from its Content-Length, and never 100 Continue', async () => {
     for (let attempt = 0; attempt < 5; attempt++) {
