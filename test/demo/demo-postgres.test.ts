@@ -67,7 +67,7 @@ describe.skipIf(!testBackends.includes('postgres') || !url)('demo into PostgreSQ
   });
 });
 
-describe.skipIf(!testBackends.includes('postgres') || !url)('demo beside a warehouse schema', () => {
+describe.skipIf(!testBackends.includes('postgres') || !url)('demo and DATABASE_SCHEMA', () => {
   // A database of its own, so that the demo's own schema (listings_demo) is this test's.
   const database = freshSchemaName();
   const admin = () => new pg.Client({ connectionString: url });
