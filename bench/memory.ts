@@ -11,8 +11,8 @@
  * `report`, then the demo (30 days of 50 businesses, in a fresh directory of its own).
  *
  * For each it prints the process's peak resident set (ru_maxrss through `/usr/bin/time`,
- * or, without it, /proc/<pid>/status's VmHWM polled until the process exits) and its
- * wall time, against the targets of the issue (≤ 400 MB per command, ≤ 600 MB for the
+ * or, without it, /proc/<pid>/status's VmHWM polled until the process exits), its wall
+ * time and its CPU seconds (user + system, with `/usr/bin/time` only), against the targets of the issue (≤ 400 MB per command, ≤ 600 MB for the
  * demo). Nothing here asserts: it prints figures, and exits 1 if a command failed.
  *
  *   npm run bench:memory                  # every command and the demo
@@ -36,6 +36,8 @@ interface Measure {
   command: string;
   peakMb: number;
   wallSeconds: number;
+  /** User + system CPU seconds (from `/usr/bin/time`; undefined without it). */
+  cpuSeconds?: number;
   exitCode: number;
   targetMb: number;
 }
@@ -73,7 +75,7 @@ async function measure(
 ): Promise<Measure> {
   const report = join(cwd, `.time-${process.pid}`);
   const useTime = existsSync(TIME);
-  const [file, ...args] = useTime ? [TIME, '-f', '%M', '-o', report, ...argv] : argv;
+  const [file, ...args] = useTime ? [TIME, '-f', '%M %U %S', '-o', report, ...argv] : argv;
   const started = performance.now();
   const child = spawn(file as string, args, { cwd, env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -89,12 +91,15 @@ async function measure(
   const exitCode = await exited(child);
   const wallSeconds = (performance.now() - started) / 1000;
   if (poll) clearInterval(poll);
-  const peakMb = useTime
-    ? Number(readFileSync(report, 'utf8').trim().split('\n').at(-1)) / 1024
-    : polled;
+  // `time` writes a line of its own first when the command fails; the figures are last.
+  const figures = useTime
+    ? (readFileSync(report, 'utf8').trim().split('\n').at(-1) ?? '').split(' ').map(Number)
+    : [];
+  const peakMb = useTime ? (figures[0] ?? 0) / 1024 : polled;
+  const cpuSeconds = useTime ? (figures[1] ?? 0) + (figures[2] ?? 0) : undefined;
   if (useTime) rmSync(report, { force: true });
   if (exitCode !== 0) process.stderr.write(`${command} exited ${exitCode}:\n${stderr}\n`);
-  return { command, peakMb, wallSeconds, exitCode, targetMb };
+  return { command, peakMb, wallSeconds, cpuSeconds, exitCode, targetMb };
 }
 
 function exited(child: ChildProcess): Promise<number> {
@@ -171,12 +176,14 @@ process.stdout.write(
 if (results.some((r) => r.exitCode !== 0)) process.exitCode = 1;
 
 function printHeader(): void {
-  process.stdout.write('| command | peak RSS MB | target MB | wall s |\n|---|---:|---:|---:|\n');
+  process.stdout.write(
+    '| command | peak RSS MB | target MB | wall s | CPU s |\n|---|---:|---:|---:|---:|\n',
+  );
 }
 
 function printRow(r: Measure): void {
   const mark = r.exitCode !== 0 ? ` (exit ${r.exitCode})` : r.peakMb > r.targetMb ? ' (over)' : '';
   process.stdout.write(
-    `| ${r.command} | ${r.peakMb.toFixed(0)}${mark} | ≤ ${r.targetMb} | ${r.wallSeconds.toFixed(1)} |\n`,
+    `| ${r.command} | ${r.peakMb.toFixed(0)}${mark} | ≤ ${r.targetMb} | ${r.wallSeconds.toFixed(1)} | ${r.cpuSeconds?.toFixed(1) ?? '–'} |\n`,
   );
 }

@@ -459,7 +459,7 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
     pglite = await PGlite.create({
       dataDir: memory ? undefined : options.pgliteDataDir,
       parsers: pgliteParsers,
-      ...pgliteStartOptions(options.loadDataDir),
+      ...pgliteStartOptions(memory ? undefined : options.pgliteDataDir, options.loadDataDir),
     });
   } catch (error) {
     releaseDir();
