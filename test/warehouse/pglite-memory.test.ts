@@ -28,7 +28,7 @@ async function setting(warehouse: Warehouse, name: string): Promise<string> {
 }
 
 describe('the embedded warehouse is sized for one process', () => {
-  it('a new data directory: initdb writes the settings and the server runs with them', async () => {
+  it('a new data directory holds the settings in its postgresql.conf and runs with them', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ls-pglite-memory-'));
     dirs.push(dir);
     const warehouse = await openWarehouse({ pgliteDataDir: join(dir, 'pglite') });
