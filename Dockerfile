@@ -38,7 +38,9 @@ ENV NODE_ENV=production
 # generation grow to 128 MB and the old one as far before collecting (docs/benchmarks.md,
 # "Heap flags"). These keep a 10,000-business sync near 220 MB of RSS; override per
 # deployment through the environment. `--heap-growing-percent=50` (fewer full collections
-# for the same bound) is not allowed in NODE_OPTIONS: the entrypoint passes it.
+# for the same bound) and `--liftoff-only` (the embedded PGlite's WebAssembly on V8's
+# baseline compiler, docs/sizing.md) are not allowed in NODE_OPTIONS: the entrypoint
+# passes them.
 ENV NODE_OPTIONS="--max-semi-space-size=8 --max-old-space-size=256"
 # The embedded PGlite database (used only when DATABASE_URL is unset) lives in
 # ./.data/pglite; the directory must exist and belong to the unprivileged user, or
@@ -81,8 +83,8 @@ STOPSIGNAL SIGTERM
 # safe because Kysely applies Postgres migrations in a transaction.
 # Airbyte runs a source as "$AIRBYTE_ENTRYPOINT spec|check|discover|read …"
 # (docs/airbyte.md); `docker run IMAGE spec` works too: the CLI takes those as `airbyte …`.
-ENV AIRBYTE_ENTRYPOINT="node --heap-growing-percent=50 src/cli/main.ts airbyte"
-ENTRYPOINT ["node", "--heap-growing-percent=50", "src/cli/main.ts"]
+ENV AIRBYTE_ENTRYPOINT="node --heap-growing-percent=50 --liftoff-only src/cli/main.ts airbyte"
+ENTRYPOINT ["node", "--heap-growing-percent=50", "--liftoff-only", "src/cli/main.ts"]
 CMD ["serve"]
 
 # ---- airbyte: the Airbyte source image ----------------------------------------------

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=8 --max-old-space-size=256 --heap-growing-percent=50
+#!/usr/bin/env -S node --max-semi-space-size=8 --max-old-space-size=256 --heap-growing-percent=50 --liftoff-only
 /**
  * The command line: migrate | sync | serve | alerts | sandbox | demo | report | check |
  * config | runs | api | keywords, one file each under src/cli/commands/.

@@ -20,6 +20,7 @@ import { ListingsSyncError } from '../errors.ts';
 import { isUnreadableUrl, redactUrl, UNREADABLE_DATABASE_URL, withoutDatabaseUrl } from '../log.ts';
 import type { Database } from './database.ts';
 import { lockDataDir } from './pglite-lock.ts';
+import { pgliteStartOptions } from './pglite-options.ts';
 
 export interface Warehouse {
   db: Kysely<Database>;
@@ -458,7 +459,7 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
     pglite = await PGlite.create({
       dataDir: memory ? undefined : options.pgliteDataDir,
       parsers: pgliteParsers,
-      loadDataDir: options.loadDataDir,
+      ...pgliteStartOptions(memory ? undefined : options.pgliteDataDir, options.loadDataDir),
     });
   } catch (error) {
     releaseDir();

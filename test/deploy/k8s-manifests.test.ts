@@ -835,6 +835,9 @@ describe('Dockerfile and .dockerignore', () => {
   it('runs the CLI with the heap flags of its shebang: NODE_OPTIONS and the entrypoint, as npm start', () => {
     const shebang = productionNodeFlags();
     expect(shebang).toContain('--max-old-space-size=256');
+    // PGlite's WebAssembly on its baseline compiler: the optimising tier's compilations of
+    // PostgreSQL's largest functions take hundreds of MB (docs/sizing.md, "Embedded (PGlite)").
+    expect(shebang).toContain('--liftoff-only');
     const env = /^ENV NODE_OPTIONS="(.*)"$/m.exec(instructions.join('\n'))?.[1] ?? '';
     const entrypoint = JSON.parse(
       instructions.find((l) => l.startsWith('ENTRYPOINT '))?.slice('ENTRYPOINT '.length) ?? '[]',

@@ -194,6 +194,16 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
     'BENCH_DATABASE_URL=postgres://… npm run bench   # default: postgres://postgres@127.0.0.1:5432/postgres',
     BENCH,
   ],
+  [
+    'docs/benchmarks.md',
+    'npm run bench:memory                  # every command and the demo',
+    BENCH,
+  ],
+  [
+    'docs/benchmarks.md',
+    'npm run bench:memory -- --no-demo     # the commands only (minutes less)',
+    BENCH,
+  ],
   ['docs/benchmarks.md', 'npm run bench:answer-shape', BENCH],
   [
     'docs/benchmarks.md',
