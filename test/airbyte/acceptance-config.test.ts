@@ -62,7 +62,7 @@ describe('the image', () => {
     expect(lastFrom).toBe('FROM runtime AS worker');
     const runtime = dockerStage('runtime');
     expect(runtime).toContain(
-      'ENTRYPOINT ["node", "--heap-growing-percent=50", "src/cli/main.ts"]',
+      'ENTRYPOINT ["node", "--heap-growing-percent=50", "--liftoff-only", "src/cli/main.ts"]',
     );
     expect(runtime).toContain('CMD ["serve"]');
   });
