@@ -31,7 +31,7 @@ const ORDER = [
   'review_backlog',
   'keywords',
   'rank_series',
-  'rank_history',
+  'rank_months',
   'rank_latest',
   'visibility_days',
   'business_answers',
