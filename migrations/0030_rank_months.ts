@@ -4,6 +4,8 @@
  * (NULL: not collected; -1: searched, not ranked), with the series' last observation before
  * the month. A night rewrites only the current month's row of each series it ranks, where
  * `rank_history` added a 40-byte heap row and a primary-key entry per observation.
+ * `rank_days` is the calendar the views read days from (one row per day of each month
+ * stored), so that a day or a range of days stays an index condition.
  *
  * `rank_history` becomes a view of the same name, columns, types and rows (the previous
  * observation computed within the month row, or carried in from the month before), so
@@ -19,32 +21,38 @@ import { type Kysely, sql } from 'kysely';
 /** Series per statement of the move (a year of a series is 12 month rows, 365 day rows). */
 export const MOVE_BATCH_SERIES = 2000;
 
-/** The ranks of `rank_months` per day: the view that replaces the table `rank_history`. */
+/**
+ * The ranks of `rank_months` per day: the view that replaces the table `rank_history`.
+ * Each day comes from the calendar `rank_days`, so that a filter on `observed_on` is a
+ * filter on a table's column: a day (or a range) reaches the calendar's key, and from it
+ * the month rows by `rank_months_month_idx` or by `(series_id, month)`. The previous
+ * observation is the row's last collected day before this one, else the one it carries in.
+ */
 const RANK_HISTORY_VIEW = sql`
   create view rank_history as
-  select m.series_id, d.observed_on, d.rank, d.previous_rank, d.days_since_previous
-  from rank_months m
+  select m.series_id, d.observed_on, nullif(m.ranks[d.day], -1::smallint) as rank,
+    case when p.i is null then m.previous_rank
+      else nullif(m.ranks[p.i], -1::smallint) end as previous_rank,
+    (d.observed_on - case when p.i is null then m.previous_on
+      else m.month + (p.i - 1) end)::smallint as days_since_previous
+  from rank_days d
+  join rank_months m on m.month = d.month
   cross join lateral (
-    select m.month + (u.i::int - 1) as observed_on,
-      nullif(u.r, -1::smallint) as rank,
-      case when lag(u.i) over w is null then m.previous_rank
-        else nullif(lag(u.r) over w, -1::smallint) end as previous_rank,
-      (case when lag(u.i) over w is null then (m.month + (u.i::int - 1)) - m.previous_on
-        else (u.i - lag(u.i) over w)::int end)::smallint as days_since_previous
-    from unnest(m.ranks) with ordinality as u(r, i)
+    select max(u.i)::int as i
+    from unnest(m.ranks[1:d.day - 1]) with ordinality as u(r, i)
     where u.r is not null
-    window w as (order by u.i)
-  ) d`;
+  ) p
+  where m.ranks[d.day] is not null`;
 
 /** 0005's `rank_observations`, read straight off the months (no previous observation needed). */
 const RANK_OBSERVATIONS_VIEW = sql`
   create view rank_observations as
-  select s.business_id, s.keyword, s.site, m.month + (u.i::int - 1) as observed_on,
-    nullif(u.r, -1::smallint)::int as rank
-  from rank_months m
+  select s.business_id, s.keyword, s.site, d.observed_on,
+    nullif(m.ranks[d.day], -1::smallint)::int as rank
+  from rank_days d
+  join rank_months m on m.month = d.month
   join rank_series s on s.series_id = m.series_id
-  cross join lateral unnest(m.ranks) with ordinality as u(r, i)
-  where u.r is not null`;
+  where m.ranks[d.day] is not null`;
 
 /** 0005's `rank_observations` over the table. */
 const RANK_OBSERVATIONS_TABLE_VIEW = sql`
@@ -146,8 +154,25 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   // Only the current month's rows are rewritten (once a night each); room on their page
   // keeps that rewrite in place (a HOT update: no new primary-key entry).
   await sql`alter table rank_months set (fillfactor = 90)`.execute(db);
+  // "Every series on one day" (all sites' ranks yesterday): the month's rows.
+  await sql`create index rank_months_month_idx on rank_months (month)`.execute(db);
+  // The calendar the views read days from: every day of every month a row exists for
+  // (the rankings writer adds a month's days when it may start the month's rows).
+  await db.schema
+    .createTable('rank_days')
+    .addColumn('observed_on', 'date', (c) => c.primaryKey())
+    .addColumn('month', 'date', (c) => c.notNull())
+    .addColumn('day', 'smallint', (c) => c.notNull())
+    .execute();
 
   await moveRankHistory(db);
+  await sql`
+    insert into rank_days (observed_on, month, day)
+    select g::date, m.month, extract(day from g)::smallint
+    from (select distinct month from rank_months) m,
+      generate_series(m.month, m.month + interval '1 month' - interval '1 day', interval '1 day') g
+    order by 1
+    on conflict (observed_on) do nothing`.execute(db);
 
   await sql`drop view v_rank_daily`.execute(db);
   await sql`drop view rank_observations`.execute(db);
@@ -191,4 +216,5 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`${RANK_DAILY_VIEW}`.execute(db);
   await sql`${cascadeFunction('rank_history')}`.execute(db);
   await db.schema.dropTable('rank_months').execute();
+  await db.schema.dropTable('rank_days').execute();
 }

@@ -354,6 +354,13 @@ const RANKINGS_REPLAY: readonly ReplayTable[] = [
     ...history('rank_series', ['series_id'], null),
     ids: { column: 'series_id', sameRowAs: ['business_id', 'keyword', 'site'] },
   },
+  // The calendar of days: every live day is kept, and a month the replay starts is added.
+  {
+    table: 'rank_days',
+    key: ['observed_on'],
+    seed: 'copy',
+    merge: { kind: 'upsert', leaveOut: [] },
+  },
   // A month row is kept with the days before the window: the month the window starts in
   // keeps only its days before that day (the row ends there).
   {
@@ -469,6 +476,23 @@ function monthOf(day: string): { month: string; index: number } {
 }
 
 /**
+ * A common table expression that adds `month`'s days to the calendar the views read days
+ * from (`rank_days`, migration 0030), unless the month is there: it goes before any
+ * statement that may start a month row. (Two businesses starting the same month at once:
+ * the second waits for the first's transaction, on the month's first night only.)
+ */
+function calendarOf(month: string) {
+  return sql`with calendar as (
+      insert into rank_days (observed_on, month, day)
+      select g::date, ${month}::date, extract(day from g)::smallint
+      from generate_series(${month}::date, ${month}::date + interval '1 month' - interval '1 day',
+        interval '1 day') g
+      where not exists (select from rank_days where observed_on = ${month}::date)
+      on conflict (observed_on) do nothing
+    )`;
+}
+
+/**
  * The day's ranks of series whose day is on or after their latest, in the current month's
  * row of each (`rank_months`): element `index` set, the row's other days untouched. A new
  * month row takes its previous observation from `rank_latest`; a stored day (a second run
@@ -484,7 +508,8 @@ async function writeForwardDay(
   // means the row exists, and keeps what it carries).
   const carried = (stored: LatestState | null) =>
     stored && stored.observed_on < month ? stored : null;
-  await sql`
+  const startsMonth = rows.some((r) => !r.stored || r.stored.observed_on < month);
+  await sql`${startsMonth ? calendarOf(month) : sql``}
     insert into rank_months as m (series_id, month, ranks, previous_on, previous_rank)
     select t.series_id, ${month}::date, array_fill(null::smallint, array[${index - 1}::int]) || t.rank,
       t.previous_on, t.previous_rank
@@ -590,7 +615,7 @@ async function upsertDay(
     db,
   );
   const stored = new Map(before.map((r) => [r.series_id, r.rank]));
-  await sql`
+  await sql`${calendarOf(month)}
     insert into rank_months as m (series_id, month, ranks, previous_on, previous_rank)
     select t.series_id, ${month}::date, array_fill(null::smallint, array[${index - 1}::int]) || t.rank,
       l.last_on, l.last_rank

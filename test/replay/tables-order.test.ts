@@ -31,6 +31,7 @@ const ORDER = [
   'review_backlog',
   'keywords',
   'rank_series',
+  'rank_days',
   'rank_months',
   'rank_latest',
   'visibility_days',

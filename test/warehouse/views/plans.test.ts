@@ -38,6 +38,14 @@ describe.each(testBackends)('view plans (%s)', (backend) => {
     expect(text).not.toMatch(/Seq Scan on rank_months/);
   });
 
+  it('v_rank_daily: a day alone reaches the calendar, and the month rows by their month', async () => {
+    const text = await explain(`select site, count(*), avg(rank) from v_rank_daily
+      where observed_on = date '2026-01-01' - 1 group by site`);
+    expect(text).toMatch(/rank_months_month_idx/);
+    expect(text).toMatch(/Index Cond: \(month = d\.month\)/);
+    expect(text).not.toMatch(/Seq Scan on rank_months/);
+  });
+
   it('v_rank_latest reads the read model, never the history', async () => {
     const text = await explain('select * from v_rank_latest where business_id = 7');
     expect(text).toMatch(/rank_latest/);
