@@ -194,6 +194,11 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
     'BENCH_DATABASE_URL=postgres://… npm run bench   # default: postgres://postgres@127.0.0.1:5432/postgres',
     BENCH,
   ],
+  [
+    'docs/benchmarks.md',
+    "npm run bench -- --against 8e49e40 --pairs 2   # this tree's sync against 8e49e40's, 2 rounds",
+    BENCH,
+  ],
   ['docs/benchmarks.md', 'npm run bench:answer-shape', BENCH],
   [
     'docs/benchmarks.md',
