@@ -188,7 +188,8 @@ const COLUMNS = {
     'last_seen_at',
   ],
   rank_series: ['series_id', 'business_id', 'keyword', 'site', 'keyword_id'],
-  rank_history: ['series_id', 'observed_on', 'rank'],
+  // Rank history packed by month (migration 0030): today's element of each series' month row.
+  rank_months: ['series_id', 'month', 'ranks'],
   rank_latest: [
     'series_id',
     'observed_on',
@@ -267,6 +268,10 @@ const started = performance.now();
 const runId = crypto.randomUUID();
 const observedAt = new Date().toISOString();
 const observedOn = observedAt.slice(0, 10);
+const observedMonth = `${observedOn.slice(0, 8)}01`;
+/** A month row's ranks up to today's element: NULL before it (not collected), -1: not ranked. */
+const monthRanks = (rank: number | null) =>
+  `{${[...new Array<string>(Number(observedOn.slice(8, 10)) - 1).fill('NULL'), String(rank ?? -1)].join(',')}}`;
 const db = new pg.Pool({
   connectionString: args.databaseUrl,
   max: 4,
@@ -560,7 +565,7 @@ function addBusiness(
       const rank = typeof value === 'number' ? value : null;
       const seriesId = nextSeries++;
       batch.add('rank_series', [seriesId, id, keyword, site, keywordIds.get(keyword) ?? null]);
-      batch.add('rank_history', [seriesId, observedOn, rank]);
+      batch.add('rank_months', [seriesId, observedMonth, monthRanks(rank)]);
       batch.add('rank_latest', [
         seriesId,
         observedOn,
@@ -585,6 +590,16 @@ try {
       cred.userEmail,
       cred.baseUrl,
     ]);
+  }
+  // The calendar the rank views read days from: this month's days (as the sync's writer adds).
+  if (writes) {
+    await setup.query(
+      `insert into rank_days (observed_on, month, day)
+       select g::date, $1::date, extract(day from g)::smallint
+       from generate_series($1::date, $1::date + interval '1 month' - interval '1 day', interval '1 day') g
+       on conflict (observed_on) do nothing`,
+      [observedMonth],
+    );
   }
 } finally {
   setup.release();

@@ -33,14 +33,17 @@
  *   npm run bench -- --small --sync-only   # the sync's figures alone (no loader, no raw zone)
  *   npm run bench -- --small --sync-only --traces   # and a first sync exporting its traces
  *                                       # to an OTLP receiver in this process (what traces cost)
+ *   npm run bench -- --against 8e49e40 [--pairs 2]   # this tree's sync against a revision's:
+ *                                       # 500 businesses, first and unchanged syncs alternated,
+ *                                       # machine CPU (process + PostgreSQL, sandbox excluded)
  *   BENCH_DATABASE_URL=postgres://… npm run bench   # default: postgres://postgres@127.0.0.1:5432/postgres
  *   BENCH_NODE_FLAGS='--max-old-space-size=512' npm run bench -- --small   # other V8 flags for the sync
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { renderTable } from '../src/command/table.ts';
@@ -170,6 +173,7 @@ async function runMeasured(
   script: string,
   args: object,
   env: Record<string, string> = {},
+  root = ROOT,
 ): Promise<{ out: Record<string, unknown>; postgresCpu: number; sandboxCpu: number }> {
   const monitor = new pg.Client({ connectionString: url });
   await monitor.connect();
@@ -192,7 +196,7 @@ async function runMeasured(
   const stdout = await new Promise<string>((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [...nodeFlags, join(ROOT, script), JSON.stringify(args)],
+      [...nodeFlags, join(root, script), JSON.stringify(args)],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
         env: { ...process.env, ...env, PGAPPNAME: applicationName },
@@ -505,6 +509,165 @@ async function benchSize(url: string, businesses: number, dir: string): Promise<
   }
 }
 
+/** A tree to run: this one, or a git revision checked out beside it. */
+interface Tree {
+  name: string;
+  root: string;
+}
+
+/**
+ * `git worktree add` of `revision` in `dir`, sharing this tree's node_modules (a revision
+ * whose dependencies differ from this tree's is not comparable here).
+ */
+function checkOut(revision: string, dir: string): Tree {
+  const root = join(dir, `tree-${revision.replace(/[^\w.-]/g, '_')}`);
+  const git = spawnSync('git', ['-C', ROOT, 'worktree', 'add', '--detach', root, revision], {
+    encoding: 'utf8',
+  });
+  if (git.status !== 0) {
+    throw new Error(`bench: git worktree add ${revision} failed: ${git.stderr.trim()}`);
+  }
+  symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'), 'dir');
+  return { name: revision, root };
+}
+
+function removeTree(tree: Tree): void {
+  spawnSync('git', ['-C', ROOT, 'worktree', 'remove', '--force', tree.root], { stdio: 'ignore' });
+}
+
+/** Machine CPU of a sync: its process and its PostgreSQL backends (the sandbox's excluded). */
+const machineCpu = (m: Measured) => m.processCpu + m.postgresCpu;
+
+/**
+ * `--against <revision>`: this tree's sync against `revision`'s, in one sitting, against
+ * one sandbox and one PostgreSQL: `pairs` rounds, each a first and an unchanged sync of
+ * each tree into a fresh schema, the trees' order alternating from round to round. Prints
+ * each run's machine CPU and the ratios this tree ÷ the revision's, per round and over all.
+ */
+async function benchAgainst(
+  url: string,
+  businesses: number,
+  dir: string,
+  revision: string,
+  pairs: number,
+): Promise<string> {
+  const base = checkOut(revision, dir);
+  const head: Tree = { name: 'this tree', root: ROOT };
+  const sandbox = await startSandboxProcess(businesses, dir);
+  const sandboxPid = sandbox.child.pid as number;
+  const common = {
+    credentialsFile: sandbox.credentialsFile,
+    databaseUrl: url,
+    concurrency: CONCURRENCY,
+    accountConcurrency: ACCOUNT_CONCURRENCY,
+  };
+  const load = () =>
+    loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ');
+  const loadBefore = load();
+  const rows: string[][] = [];
+  const sums = new Map<string, { first: number; unchanged: number }>();
+  const perRound: { first: number; unchanged: number }[] = [];
+  try {
+    const warm = `bench_warm_${process.pid}`;
+    await withAdmin(url, (c) => c.query(`create schema ${warm}`));
+    try {
+      process.stderr.write(`bench: ${businesses} businesses, warming the sandbox …\n`);
+      await runMeasured(url, sandboxPid, `bench-warm-${process.pid}`, [], 'bench/plain-loader.ts', {
+        ...common,
+        searchPath: warm,
+        readsOnly: true,
+      });
+    } finally {
+      await withAdmin(url, (c) => c.query(`drop schema if exists ${warm} cascade`));
+    }
+    for (let round = 0; round < pairs; round++) {
+      const order = round % 2 === 0 ? [base, head] : [head, base];
+      const figures = new Map<string, { first: number; unchanged: number }>();
+      for (const tree of order) {
+        const schema = `bench_against_${process.pid}_${round}_${tree === head ? 'head' : 'base'}`;
+        await withAdmin(url, (c) => c.query(`create schema ${schema}`));
+        try {
+          const run = async (label: string) => {
+            process.stderr.write(`bench: round ${round + 1}, ${tree.name}, ${label} sync …\n`);
+            return syncFigures(
+              await runMeasured(
+                url,
+                sandboxPid,
+                `bench-against-${process.pid}-${round}`,
+                SYNC_NODE_FLAGS,
+                'bench/run-sync.ts',
+                { ...common, searchPath: schema },
+                {},
+                tree.root,
+              ),
+            );
+          };
+          const first = await run('first');
+          const unchanged = await run('unchanged');
+          figures.set(tree.name, { first: machineCpu(first), unchanged: machineCpu(unchanged) });
+          for (const [label, m] of [
+            ['first', first],
+            ['unchanged', unchanged],
+          ] as const) {
+            rows.push([
+              String(round + 1),
+              tree.name,
+              label,
+              m.status,
+              m.processCpu.toFixed(2),
+              m.postgresCpu.toFixed(2),
+              machineCpu(m).toFixed(2),
+              m.sandboxCpu.toFixed(2),
+            ]);
+          }
+          const sum = sums.get(tree.name) ?? { first: 0, unchanged: 0 };
+          sums.set(tree.name, {
+            first: sum.first + machineCpu(first),
+            unchanged: sum.unchanged + machineCpu(unchanged),
+          });
+        } finally {
+          await withAdmin(url, (c) => c.query(`drop schema if exists ${schema} cascade`));
+        }
+      }
+      const h = figures.get(head.name);
+      const b = figures.get(base.name);
+      if (h && b) perRound.push({ first: h.first / b.first, unchanged: h.unchanged / b.unchanged });
+    }
+  } finally {
+    sandbox.child.kill('SIGTERM');
+    removeTree(base);
+  }
+  const h = sums.get(head.name);
+  const b = sums.get(base.name);
+  const runs = renderTable(
+    [
+      'round',
+      'tree',
+      'sync',
+      'status',
+      'process CPU s',
+      'PostgreSQL CPU s',
+      'machine CPU s',
+      'sandbox CPU s (excluded)',
+    ],
+    rows,
+  );
+  const ratios = renderTable(
+    [`this tree ÷ ${revision}, machine CPU (target ≤ 0.8)`, 'first', 'unchanged'],
+    [
+      ...perRound.map((r, i) => [`round ${i + 1}`, r.first.toFixed(2), r.unchanged.toFixed(2)]),
+      [
+        'all rounds (sums)',
+        h && b ? (h.first / b.first).toFixed(2) : '-',
+        h && b ? (h.unchanged / b.unchanged).toFixed(2) : '-',
+      ],
+    ],
+  );
+  return `${businesses} businesses against ${revision}; load average (1, 5, 15 min) before: ${loadBefore}, after: ${load()}\n\n${runs}\n\n${ratios}\n`;
+}
+
 const url = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 if (!(await postgresAnswers(url))) {
   process.stderr.write(
@@ -515,15 +678,29 @@ if (!(await postgresAnswers(url))) {
 const small = process.argv.includes('--small');
 const syncOnly = process.argv.includes('--sync-only');
 const traces = process.argv.includes('--traces');
+const optionValue = (name: string) => {
+  const at = process.argv.indexOf(name);
+  return at >= 0 ? process.argv[at + 1] : undefined;
+};
+const against = optionValue('--against');
+const pairs = Number(optionValue('--pairs') ?? 2);
+if (!Number.isInteger(pairs) || pairs < 1) {
+  process.stderr.write('bench: --pairs must be a positive integer\n');
+  process.exit(2);
+}
 const dir = mkdtempSync(join(tmpdir(), 'listings-sync-bench-'));
 try {
   process.stdout.write(`sync node flags: ${SYNC_NODE_FLAGS.join(' ') || '(none)'}\n\n`);
-  process.stdout.write(`${await benchSize(url, 1000, dir)}\n`);
-  if (!small) process.stdout.write(`${await benchSize(url, 10_000, dir)}\n`);
-  // The raw zone's figures (bench/raw-zone.ts): its bytes against the tables', replay against
-  // live. Not with --sync-only, which measures the sync alone.
-  if (!syncOnly) {
-    process.stdout.write(renderRawZoneFigures(await runRawZoneBench({ databaseUrl: url })));
+  if (against) {
+    process.stdout.write(`${await benchAgainst(url, 500, dir, against, pairs)}\n`);
+  } else {
+    process.stdout.write(`${await benchSize(url, 1000, dir)}\n`);
+    if (!small) process.stdout.write(`${await benchSize(url, 10_000, dir)}\n`);
+    // The raw zone's figures (bench/raw-zone.ts): its bytes against the tables', replay
+    // against live. Not with --sync-only, which measures the sync alone.
+    if (!syncOnly) {
+      process.stdout.write(renderRawZoneFigures(await runRawZoneBench({ databaseUrl: url })));
+    }
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -238,12 +238,28 @@ async function bulkNight(
   const values = Array.from(ranks, (r) => (r === 0 ? null : r));
   const ids = Array.from(seriesIds);
   await wh.db.transaction().execute(async (trx) => {
+    // Today's element of each series' month row (a new month row carries the latest
+    // observation before it), as the rankings writer stores it.
+    const month = `${day.slice(0, 8)}01`;
+    const index = Number(day.slice(8, 10));
+    // The month's days in the calendar the views read days from, as the writer adds them.
     await sql`
-      insert into rank_history (series_id, observed_on, rank, previous_rank, days_since_previous)
-      select t.series_id, ${day}::date, t.rank, l.rank, ${day}::date - l.observed_on
+      insert into rank_days (observed_on, month, day)
+      select g::date, ${month}::date, extract(day from g)::smallint
+      from generate_series(${month}::date, ${month}::date + interval '1 month' - interval '1 day',
+        interval '1 day') g
+      on conflict (observed_on) do nothing`.execute(trx);
+    await sql`
+      insert into rank_months as m (series_id, month, ranks, previous_on, previous_rank)
+      select t.series_id, ${month}::date,
+        array_fill(null::smallint, array[${index - 1}::int]) || coalesce(t.rank, -1::smallint),
+        l.observed_on, l.rank
       from unnest(${ids}::int[], ${values}::smallint[]) with ordinality as t(series_id, rank, n)
       join rank_latest l on l.series_id = t.series_id
-      order by t.n`.execute(trx);
+      order by t.n
+      on conflict (series_id, month) do update set ranks[${index}::int] = excluded.ranks[${index}::int]`.execute(
+      trx,
+    );
     // The row the writer's nextLatest computes, for a night one day after the stored one.
     await sql`
       with slid as (
@@ -311,8 +327,8 @@ async function bulkNight(
         sum(coalesce(h.rank, ${UNRANKED_POSITION})), count(*) filter (where h.rank <= 3),
         count(*) filter (where h.rank <= 10),
         coalesce(sum((${sql.raw(`'{${CLICKS_PER_1000.join(',')}}'::int[]`)})[h.rank]), 0)
-      from rank_history h join rank_series s on s.series_id = h.series_id
-      where h.observed_on = ${day}::date
+      from unnest(${ids}::int[], ${values}::smallint[]) as h(series_id, rank)
+      join rank_series s on s.series_id = h.series_id
       group by s.business_id, s.site order by s.business_id, s.site`.execute(trx);
     // Inaccurate episodes the flips open and close, as the listings writer stores them.
     const turned = flipped.map((i, n) => ({
@@ -381,7 +397,7 @@ async function bulkNight(
 
 /** What autovacuum does between two nights a day apart; the set-based nights come seconds apart. */
 async function vacuumUpdated(wh: Warehouse): Promise<void> {
-  await sql`vacuum rank_latest, listings`.execute(wh.db);
+  await sql`vacuum rank_latest, rank_months, listings`.execute(wh.db);
 }
 
 /**
@@ -397,17 +413,11 @@ async function warehouseBytes(wh: Warehouse): Promise<number> {
   return Number(rows[0]?.bytes ?? 0);
 }
 
-async function relationBytes(wh: Warehouse, relation: string): Promise<number> {
-  const { rows } = await sql<{
-    bytes: number;
-  }>`select pg_relation_size(${relation}::regclass)::bigint as bytes`.execute(wh.db);
-  return Number(rows[0]?.bytes ?? 0);
-}
-
-async function count(wh: Warehouse, table: string): Promise<number> {
-  const { rows } = await sql<{
-    n: number;
-  }>`select count(*)::bigint as n from ${sql.table(table)}`.execute(wh.db);
+/** Rank observations stored: the collected days of every month row. */
+async function observationCount(wh: Warehouse): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    select count(*)::bigint as n from rank_months m, unnest(m.ranks) r
+    where r is not null`.execute(wh.db);
   return Number(rows[0]?.n ?? 0);
 }
 
@@ -608,7 +618,7 @@ async function main(): Promise<void> {
     const night30 = await writerNight(wh, nightAt(30));
     const at30 = await measureQueries(wh, nightAt(30));
     const bytes30 = (await warehouseBytes(wh)) - emptyBytes;
-    const observations30 = await count(wh, 'rank_history');
+    const observations30 = await observationCount(wh);
     for (let n = 31; n < DAYS; n++) {
       await bulkNight(wh, dayOf(nightAt(n)), nightAt(n), seriesIds);
       await vacuumUpdated(wh);
@@ -619,17 +629,22 @@ async function main(): Promise<void> {
     const atLast = await measureQueries(wh, nightAt(DAYS));
     const windows = await measureWindows(wh, nightAt(DAYS));
     const bytesLast = (await warehouseBytes(wh)) - emptyBytes;
-    const observations = await count(wh, 'rank_history');
+    const observations = await observationCount(wh);
+    // Each table with its indexes and TOAST: its share of the whole.
     const { rows: sizes } = await sql<{ relation: string; bytes: number }>`
+      select c.relname as relation, pg_total_relation_size(c.oid)::bigint as bytes
+      from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = current_schema() and c.relkind = 'r'
+        and c.relname not in ('reviews', 'review_responses')
+        and pg_total_relation_size(c.oid) > 8192 * 4
+      order by bytes desc`.execute(wh.db);
+    const { rows: indexes } = await sql<{ relation: string; bytes: number }>`
       select c.relname as relation, pg_relation_size(c.oid)::bigint as bytes
       from pg_class c join pg_namespace n on n.oid = c.relnamespace
-      where n.nspname = current_schema() and c.relkind in ('r', 'i')
+      where n.nspname = current_schema() and c.relkind = 'i'
         and (c.relname like 'rank%' or c.relname like 'visibility_days%')
       order by bytes desc`.execute(wh.db);
-    // What routine maintenance would recover: the primary key rebuilt with full pages.
-    const pkeyBefore = await relationBytes(wh, 'rank_history_pkey');
-    await sql`reindex index rank_history_pkey`.execute(wh.db);
-    const pkeyAfter = await relationBytes(wh, 'rank_history_pkey');
+    const allBytes = await warehouseBytes(wh);
 
     out('');
     out(
@@ -646,17 +661,13 @@ async function main(): Promise<void> {
             (bytes30 / observations30).toFixed(1),
           ],
           ...sizes.map((s) => [
-            `  ${s.relation}, bytes per observation`,
+            `  ${s.relation} (with its indexes), bytes per observation · share`,
+            `${(Number(s.bytes) / observations).toFixed(1)} · ${((100 * Number(s.bytes)) / allBytes).toFixed(0)} %`,
+          ]),
+          ...indexes.map((s) => [
+            `  index ${s.relation}, bytes per observation`,
             (Number(s.bytes) / observations).toFixed(1),
           ]),
-          [
-            '  rank_history_pkey after REINDEX (maintenance, not run by the sync)',
-            (pkeyAfter / observations).toFixed(1),
-          ],
-          [
-            '  all tables and indexes after that REINDEX',
-            ((bytesLast - pkeyBefore + pkeyAfter) / observations).toFixed(1),
-          ],
           ['nightly write, night 1 (first sync: series, listings), s', night1.toFixed(2)],
           ['nightly write, night 2, s', night2.toFixed(2)],
           ['nightly write, night 30, s', night30.toFixed(2)],

@@ -147,7 +147,7 @@ export const coordinate = z
   });
 
 /**
- * PostgreSQL `smallint`: a rank is stored in two bytes (`rank_history.rank`,
+ * PostgreSQL `smallint`: a rank is stored in two bytes (an element of `rank_months.ranks`,
  * docs/warehouse.md "Rank history"). A search ranks far fewer than 32,767 results.
  */
 export const RANK_MAX = 32_767;

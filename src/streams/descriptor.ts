@@ -91,8 +91,8 @@ export interface StreamDescriptor<
   /** Operations read once per run (`run` scope), for the docs. */
   runOperations?: readonly OperationName[];
   /**
-   * The stream writes a row per UTC day (listings' `listing_accuracy_days`, ranks'
-   * `rank_history`): its body counts as applied only on the day it was written for.
+   * The stream writes a row per UTC day (listings' `listing_accuracy_days`; ranks' day
+   * element of `rank_months`): its body counts as applied only on the day it was written for.
    */
   daily: boolean;
   /** The settings that bound one of its answers (docs/configuration.md, "Limits"). */

@@ -42,7 +42,7 @@ export const rankings = defineStream({
       fetch: (api, credential, id, options) => getRankings(api, credential, id, options),
     },
   ],
-  // `rank_history`: a row per UTC day.
+  // `rank_months`: an element per UTC day.
   daily: true,
   bounds: [
     'LISTINGS_MAX_KEYWORDS_PER_BUSINESS',
@@ -51,7 +51,7 @@ export const rankings = defineStream({
   ],
   writer: {
     module: 'src/warehouse/rankings.ts',
-    tables: ['rank_series', 'rank_history', 'rank_latest'],
+    tables: ['rank_series', 'rank_months', 'rank_days', 'rank_latest', 'visibility_days'],
   },
   // A rank missing from a read is not a rank removed: the series stays, the day has no row.
   removals: 'none',

@@ -27,6 +27,7 @@ import type {
 import type {
   RankHistoryTable,
   RankLatestTable,
+  RankMonthsTable,
   RankObservationsView,
   RankSeriesTable,
 } from './rankings.ts';
@@ -236,6 +237,7 @@ export interface Database {
   rank_observations: RankObservationsView;
   rank_series: RankSeriesTable;
   rank_history: RankHistoryTable;
+  rank_months: RankMonthsTable;
   rank_latest: RankLatestTable;
   listing_accuracy_days: ListingAccuracyDaysTable;
   keywords: KeywordsTable;

@@ -1,16 +1,18 @@
 /**
  * Rank history (docs/warehouse.md, "Rank history"): `rank_series` names each business,
- * keyword and site once; `rank_history` holds one small row per series and UTC day, and
- * `rank_latest` is the read model `v_rank_latest` shows, written here in the business's
- * transaction, as is the day's `visibility_days` row per site (visibility.ts). A second
- * run on the same day rewrites only the ranks that changed; the next day adds new rows. A rank of `-` upstream (searched, not ranked) is stored as NULL;
- * a day without a row was not collected.
+ * keyword and site once; `rank_months` holds one row per series and UTC month, its days'
+ * ranks packed in an array (NULL: not collected; -1: searched, not ranked, which the
+ * `rank_history` view shows as a NULL rank), and `rank_latest` is the read model
+ * `v_rank_latest` shows, written here in the business's transaction, as is the day's
+ * `visibility_days` row per site (visibility.ts). A night sets today's element of each
+ * series' current month row, the only row it rewrites; a second run on the same day
+ * rewrites only the ranks that changed.
  *
  * The nightly write reads no history: what is stored comes from `rank_latest` (one row per
  * series, holding its last 31 days), the next `rank_latest` row is computed from it
- * (`nextLatest`), and each new `rank_history` row takes its previous observation from it.
+ * (`nextLatest`), and a new month row takes its previous observation from it.
  * Only a run dated before a series' latest day (a clock set back) reads history, bounded:
- * the rows around that day and the 31 days before the latest.
+ * the month rows around that day, and the history behind the 31 days before the latest.
  */
 
 import { type ColumnType, type Generated, type Selectable, sql } from 'kysely';
@@ -52,15 +54,33 @@ export interface RankSeriesTable {
   keyword_id: number | null;
 }
 
-/** One series on one UTC day; no row: not collected that day. */
-export interface RankHistoryTable {
+/**
+ * One series in one UTC month (migration 0030): `ranks[d]` is day d's rank; NULL: not
+ * collected that day, `NOT_RANKED` (-1): searched, not ranked. The array ends at the
+ * month's last collected day.
+ */
+export interface RankMonthsTable {
   series_id: number;
-  observed_on: ColumnType<string, string, string>;
-  /** NULL: searched, not ranked. */
-  rank: number | null;
-  /** The series' previous observation: its rank, and how many days before this one. */
+  /** The month's first day, `YYYY-MM-DD`. */
+  month: ColumnType<string, string, string>;
+  ranks: (number | null)[];
+  /** The series' last observation before the month; NULL: none (or, for the rank, not ranked). */
+  previous_on: ColumnType<string | null, string | null, string | null>;
   previous_rank: number | null;
-  days_since_previous: number | null;
+}
+
+/**
+ * `rank_history` is a view since migration 0030: one row per series and collected day of
+ * `rank_months`, with the series' previous observation. Read-only.
+ */
+export interface RankHistoryTable {
+  series_id: ColumnType<number, never, never>;
+  observed_on: ColumnType<string, never, never>;
+  /** NULL: searched, not ranked. */
+  rank: ColumnType<number | null, never, never>;
+  /** The series' previous observation: its rank, and how many days before this one. */
+  previous_rank: ColumnType<number | null, never, never>;
+  days_since_previous: ColumnType<number | null, never, never>;
 }
 
 /** Read model: per series, its latest observation and the comparisons `v_rank_latest` shows. */
@@ -258,7 +278,7 @@ export async function writeRankings(
     const result = await upsertDay(db, day, ids, values);
     written.inserted += result.inserted;
     written.updated += result.updated;
-    await relinkNextDays(db, day, ids, values);
+    await relinkNextMonths(db, day, ids);
     await recomputeLatest(db, ids);
   }
   if (written.inserted + written.updated > 0) {
@@ -334,7 +354,23 @@ const RANKINGS_REPLAY: readonly ReplayTable[] = [
     ...history('rank_series', ['series_id'], null),
     ids: { column: 'series_id', sameRowAs: ['business_id', 'keyword', 'site'] },
   },
-  history('rank_history', ['series_id', 'observed_on'], day('observed_on'), BY_SERIES, OF_SERIES),
+  // The calendar of days: every live day is kept, and a month the replay starts is added.
+  {
+    table: 'rank_days',
+    key: ['observed_on'],
+    seed: 'copy',
+    merge: { kind: 'upsert', leaveOut: [] },
+  },
+  // A month row is kept with the days before the window: the month the window starts in
+  // keeps only its days before that day (the row ends there).
+  {
+    ...history('rank_months', ['series_id', 'month'], day('month'), BY_SERIES, OF_SERIES),
+    seed: {
+      before: day('month'),
+      parent: OF_SERIES,
+      overrides: { ranks: 't.ranks[1:(w.window_day - t.month)]' },
+    },
+  },
   // The ranks' read model, as this writer computes it (`recomputeLatest`).
   {
     table: 'rank_latest',
@@ -428,30 +464,65 @@ async function resolveKeywordIds(db: Db, businessId: number): Promise<void> {
   );
 }
 
+/** `rank_months.ranks` stores a rank as is and "searched, not ranked" as this. */
+const NOT_RANKED = -1;
+
+/** A rank as `rank_months.ranks` stores it: never NULL (NULL there: not collected). */
+const packed = (rank: number | null) => rank ?? NOT_RANKED;
+
+/** The first day of `day`'s month, and `day`'s index in its month row (1 for the 1st). */
+function monthOf(day: string): { month: string; index: number } {
+  return { month: `${day.slice(0, 8)}01`, index: Number(day.slice(8, 10)) };
+}
+
 /**
- * The day's rows of series whose day is on or after their latest: a new row takes its
- * previous observation from `rank_latest`; a stored row (a second run the same day) is
- * rewritten only when its rank differs. One statement, no history read.
+ * A common table expression that adds `month`'s days to the calendar the views read days
+ * from (`rank_days`, migration 0030), unless the month is there: it goes before any
+ * statement that may start a month row. (Two businesses starting the same month at once:
+ * the second waits for the first's transaction, on the month's first night only.)
+ */
+function calendarOf(month: string) {
+  return sql`with calendar as (
+      insert into rank_days (observed_on, month, day)
+      select g::date, ${month}::date, extract(day from g)::smallint
+      from generate_series(${month}::date, ${month}::date + interval '1 month' - interval '1 day',
+        interval '1 day') g
+      where not exists (select from rank_days where observed_on = ${month}::date)
+      on conflict (observed_on) do nothing
+    )`;
+}
+
+/**
+ * The day's ranks of series whose day is on or after their latest, in the current month's
+ * row of each (`rank_months`): element `index` set, the row's other days untouched. A new
+ * month row takes its previous observation from `rank_latest`; a stored day (a second run
+ * the same day) is rewritten only when its rank differs. One statement, no history read.
  */
 async function writeForwardDay(
   db: Db,
   day: string,
   rows: readonly { seriesId: number; rank: number | null; stored: LatestState | null }[],
 ): Promise<{ inserted: number; updated: number }> {
-  const previousOf = (stored: LatestState | null) =>
-    stored && stored.observed_on !== day ? stored : null;
-  const { rows: result } = await sql<{ inserted: boolean }>`
-    insert into rank_history (series_id, observed_on, rank, previous_rank, days_since_previous)
-    select t.series_id, ${day}::date, t.rank, t.previous_rank, ${day}::date - t.previous_on
-    from unnest(${arrayLiteral(rows.map((r) => r.seriesId))}::int[], ${arrayLiteral(rows.map((r) => r.rank))}::smallint[],
-      ${arrayLiteral(rows.map((r) => previousOf(r.stored)?.rank ?? null))}::smallint[],
-      ${arrayLiteral(rows.map((r) => previousOf(r.stored)?.observed_on ?? null))}::date[])
-      as t(series_id, rank, previous_rank, previous_on)
-    on conflict (series_id, observed_on) do update set rank = excluded.rank
-      where rank_history.rank is distinct from excluded.rank
-    returning (xmax = 0) as inserted`.execute(db);
-  const inserted = result.filter((r) => r.inserted).length;
-  return { inserted, updated: result.length - inserted };
+  const { month, index } = monthOf(day);
+  // Before the month: what a new month row starts from (a stored day inside the month
+  // means the row exists, and keeps what it carries).
+  const carried = (stored: LatestState | null) =>
+    stored && stored.observed_on < month ? stored : null;
+  const startsMonth = rows.some((r) => !r.stored || r.stored.observed_on < month);
+  await sql`${startsMonth ? calendarOf(month) : sql``}
+    insert into rank_months as m (series_id, month, ranks, previous_on, previous_rank)
+    select t.series_id, ${month}::date, array_fill(null::smallint, array[${index - 1}::int]) || t.rank,
+      t.previous_on, t.previous_rank
+    from unnest(${arrayLiteral(rows.map((r) => r.seriesId))}::int[],
+      ${arrayLiteral(rows.map((r) => packed(r.rank)))}::smallint[],
+      ${arrayLiteral(rows.map((r) => carried(r.stored)?.observed_on ?? null))}::date[],
+      ${arrayLiteral(rows.map((r) => carried(r.stored)?.rank ?? null))}::smallint[])
+      as t(series_id, rank, previous_on, previous_rank)
+    on conflict (series_id, month) do update set ranks[${index}::int] = excluded.ranks[${index}::int]
+      where m.ranks[${index}::int] is distinct from excluded.ranks[${index}::int]`.execute(db);
+  // The caller sends only ranks new for the day or different from the stored one.
+  const updated = rows.filter((r) => r.stored?.observed_on === day).length;
+  return { inserted: rows.length - updated, updated };
 }
 
 /** The computed `rank_latest` rows, in one statement. */
@@ -515,9 +586,21 @@ const LATEST_CONFLICT = sql`
         excluded.before_window_rank)`;
 
 /**
- * A day before a series' latest (a clock set back): one statement for the day, new rows
- * carry their series' previous observation (one
- * backward step in the primary key); a stored row is rewritten only when its rank differs.
+ * The last observation of a month row `p` (its latest collected day), else what it carries
+ * in from before its month: `last_on` and `last_rank` (NULL: not ranked), for `cross join lateral`.
+ */
+const LAST_OF_MONTH_ROW = sql`(
+      select coalesce(p.month + (x.i - 1), p.previous_on) as last_on,
+        case when x.i is null then p.previous_rank
+          else nullif(p.ranks[x.i], ${NOT_RANKED}::smallint) end as last_rank
+      from (select max(i)::int as i from generate_subscripts(p.ranks, 1) i
+        where p.ranks[i] is not null) x
+    )`;
+
+/**
+ * A day before a series' latest (a clock set back): one statement for the day's month
+ * rows. A new month row carries the series' last observation before the month (one
+ * backward step in the primary key); a stored day is rewritten only when its rank differs.
  */
 async function upsertDay(
   db: Db,
@@ -525,41 +608,57 @@ async function upsertDay(
   seriesIds: readonly number[],
   values: readonly (number | null)[],
 ): Promise<{ inserted: number; updated: number }> {
-  const { rows } = await sql<{ inserted: boolean }>`
-    insert into rank_history (series_id, observed_on, rank, previous_rank, days_since_previous)
-    select t.series_id, ${day}::date, t.rank, p.rank, ${day}::date - p.observed_on
-    from unnest(${arrayLiteral(seriesIds)}::int[], ${arrayLiteral(values)}::smallint[]) as t(series_id, rank)
+  const { month, index } = monthOf(day);
+  const { rows: before } = await sql<{ series_id: number; rank: number | null }>`
+    select series_id, ranks[${index}::int] as rank from rank_months
+    where series_id = any(${arrayLiteral(seriesIds)}::int[]) and month = ${month}::date`.execute(
+    db,
+  );
+  const stored = new Map(before.map((r) => [r.series_id, r.rank]));
+  await sql`${calendarOf(month)}
+    insert into rank_months as m (series_id, month, ranks, previous_on, previous_rank)
+    select t.series_id, ${month}::date, array_fill(null::smallint, array[${index - 1}::int]) || t.rank,
+      l.last_on, l.last_rank
+    from unnest(${arrayLiteral(seriesIds)}::int[], ${arrayLiteral(values.map(packed))}::smallint[])
+      as t(series_id, rank)
     left join lateral (
-      select h.observed_on, h.rank from rank_history h
-      where h.series_id = t.series_id and h.observed_on < ${day}::date
-      order by h.observed_on desc limit 1
+      select p.* from rank_months p
+      where p.series_id = t.series_id and p.month < ${month}::date
+      order by p.month desc limit 1
     ) p on true
-    on conflict (series_id, observed_on) do update set rank = excluded.rank
-      where rank_history.rank is distinct from excluded.rank
-    returning (xmax = 0) as inserted`.execute(db);
-  const inserted = rows.filter((r) => r.inserted).length;
-  return { inserted, updated: rows.length - inserted };
+    left join lateral ${LAST_OF_MONTH_ROW} l on p.series_id is not null
+    on conflict (series_id, month) do update set ranks[${index}::int] = excluded.ranks[${index}::int]
+      where m.ranks[${index}::int] is distinct from excluded.ranks[${index}::int]`.execute(db);
+  let inserted = 0;
+  let updated = 0;
+  seriesIds.forEach((id, i) => {
+    const was = stored.get(id);
+    if (was === undefined || was === null) inserted += 1;
+    else if (was !== packed(values[i] ?? null)) updated += 1;
+  });
+  return { inserted, updated };
 }
 
-/** The first stored day after `day` of each series now has `day` as its previous observation. */
-async function relinkNextDays(
-  db: Db,
-  day: string,
-  seriesIds: readonly number[],
-  values: readonly (number | null)[],
-): Promise<void> {
+/**
+ * Each series' first month row after `day`'s month carries the last observation of that
+ * month, which may now be `day`. (Within a month, the previous observation is read off the
+ * row itself: nothing else to relink.)
+ */
+async function relinkNextMonths(db: Db, day: string, seriesIds: readonly number[]): Promise<void> {
+  const { month } = monthOf(day);
   await sql`
-    update rank_history n
-    set previous_rank = t.rank, days_since_previous = n.observed_on - ${day}::date
-    from unnest(${arrayLiteral(seriesIds)}::int[], ${arrayLiteral(values)}::smallint[]) as t(series_id, rank)
+    update rank_months n
+    set previous_on = l.last_on, previous_rank = l.last_rank
+    from unnest(${arrayLiteral(seriesIds)}::int[]) as t(series_id)
+    join rank_months p on p.series_id = t.series_id and p.month = ${month}::date
+    cross join lateral ${LAST_OF_MONTH_ROW} l
     cross join lateral (
-      select h.observed_on from rank_history h
-      where h.series_id = t.series_id and h.observed_on > ${day}::date
-      order by h.observed_on limit 1
-    ) next_day
-    where n.series_id = t.series_id and n.observed_on = next_day.observed_on
-      and (n.previous_rank is distinct from t.rank
-        or n.days_since_previous is distinct from n.observed_on - ${day}::date)`.execute(db);
+      select h.month from rank_months h
+      where h.series_id = t.series_id and h.month > ${month}::date
+      order by h.month limit 1
+    ) next_month
+    where n.series_id = t.series_id and n.month = next_month.month
+      and (n.previous_on, n.previous_rank) is distinct from (l.last_on, l.last_rank)`.execute(db);
 }
 
 /**

@@ -6,7 +6,7 @@
  * same day, or a run dated before a stored day, leaves the day's rows what the history
  * says. The writer knows the day's ranks without reading history (what it sent, and each
  * series' `rank_latest` window of 31 days: `writeVisibilitySites`); only a day more than
- * 31 days before a series' latest is summed from `rank_history` (`writeVisibilityDay`).
+ * 31 days before a series' latest is summed from its month rows (`writeVisibilityDay`).
  */
 import { sql } from 'kysely';
 import type { Db } from './database.ts';
@@ -34,20 +34,24 @@ export function clicksAt(rank: number | null): number {
 const CURVE = sql.raw(`'{${CLICKS_PER_1000.join(',')}}'::int[]`);
 
 /**
- * Stores the business's `visibility_days` rows of `day` from that day's rank history, in
+ * Stores the business's `visibility_days` rows of `day` from that day's element of each
+ * series' month row (`rank_months`), in
  * one statement; rewrites only rows that differ. Returns the number of rows written.
  */
 export async function writeVisibilityDay(db: Db, businessId: number, day: string): Promise<number> {
   const result = await sql`
     insert into visibility_days (business_id, day, site, keywords_tracked, keywords_ranked,
       position_sum, top3, top10, clicks_per_1000)
-    select s.business_id, h.observed_on, s.site, count(*), count(h.rank),
+    select s.business_id, ${day}::date, s.site, count(*), count(h.rank),
       sum(coalesce(h.rank, ${UNRANKED_POSITION})), count(*) filter (where h.rank <= 3),
       count(*) filter (where h.rank <= 10), coalesce(sum((${CURVE})[h.rank]), 0)
     from rank_series s
-    join rank_history h on h.series_id = s.series_id and h.observed_on = ${day}::date
-    where s.business_id = ${businessId}
-    group by s.business_id, h.observed_on, s.site
+    join rank_months m on m.series_id = s.series_id
+      and m.month = date_trunc('month', ${day}::date)::date
+    cross join lateral (select nullif(m.ranks[extract(day from ${day}::date)::int], -1::smallint)
+      as rank, m.ranks[extract(day from ${day}::date)::int] is not null as collected) h
+    where s.business_id = ${businessId} and h.collected
+    group by s.business_id, s.site
     ${CONFLICT}`.execute(db);
   return Number(result.numAffectedRows ?? 0);
 }

@@ -1,6 +1,7 @@
 /**
  * The warehouse's public tables (docs/warehouse.md), in dependency order.
- * `rank_observations` is a view over `rank_series` and `rank_history` since migration 0005.
+ * `rank_observations` is a view over `rank_series` and the history since migration 0005, and
+ * `rank_history` a view over `rank_months` since migration 0030.
  * Only tests and bench/raw-zone.ts read the list, so it lives here; it imports nothing,
  * so a benchmark can import it without the test framework.
  */
@@ -14,7 +15,7 @@ export const CONTRACT_TABLES = [
   'review_versions',
   'review_responses',
   'rank_series',
-  'rank_history',
+  'rank_months',
   'rank_latest',
   'listing_accuracy_days',
   'listing_fixes',

@@ -196,6 +196,11 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ],
   [
     'docs/benchmarks.md',
+    "npm run bench -- --against 8e49e40 --pairs 2   # this tree's sync against 8e49e40's, 2 rounds",
+    BENCH,
+  ],
+  [
+    'docs/benchmarks.md',
     'npm run bench:memory                  # every command and the demo',
     BENCH,
   ],

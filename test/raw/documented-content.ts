@@ -31,8 +31,12 @@ const LEFT_OUT = new Set([
   'average_unanswered_age_hours',
 ]);
 
+// `rank_months` (migration 0030) is read as BI reads it: through the view `rank_history`,
+// the table it packs, so the content compares with what was stored before it.
 const RELATIONS = [
-  ...CONTRACT_TABLES.filter((t) => t !== 'sync_runs'),
+  ...CONTRACT_TABLES.filter((t) => t !== 'sync_runs').map((t) =>
+    t === 'rank_months' ? 'rank_history' : t,
+  ),
   'rank_observations',
   ...BI_VIEWS,
 ];

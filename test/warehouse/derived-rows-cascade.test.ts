@@ -17,6 +17,9 @@ const DERIVED = [
   'review_versions',
   'rank_history',
   'rank_latest',
+  'visibility_days',
+  'listing_fixes',
+  'review_backlog',
 ] as const;
 
 /** Rows of each derived table that belong to `businessId`, and to the others. */
@@ -41,7 +44,19 @@ async function derivedCounts(db: Kysely<Database>, businessId: number) {
     union all
     select 'rank_latest', count(*) filter (where s.business_id = ${businessId})::int,
            count(*) filter (where s.business_id is distinct from ${businessId})::int
-      from rank_latest l left join rank_series s using (series_id)`.execute(db);
+      from rank_latest l left join rank_series s using (series_id)
+    union all
+    select 'visibility_days', count(*) filter (where business_id = ${businessId})::int,
+           count(*) filter (where business_id <> ${businessId})::int
+      from visibility_days
+    union all
+    select 'listing_fixes', count(*) filter (where business_id = ${businessId})::int,
+           count(*) filter (where business_id <> ${businessId})::int
+      from listing_fixes
+    union all
+    select 'review_backlog', count(*) filter (where business_id = ${businessId})::int,
+           count(*) filter (where business_id <> ${businessId})::int
+      from review_backlog`.execute(db);
   return Object.fromEntries(rows.map((r) => [r.relation, { mine: r.mine, others: r.others }]));
 }
 

@@ -53,7 +53,7 @@ describe.each(testBackends)('migrations (%s)', (backend) => {
         wh.db,
       );
       const byName = new Map(rows.map((r) => [r.indexname, r.indexdef]));
-      expect(byName.get('rank_history_pkey')).toMatch(/\(series_id, observed_on\)/);
+      expect(byName.get('rank_months_pkey')).toMatch(/\(series_id, month\)/);
       expect(byName.get('listings_status_idx')).toMatch(/\(status, business_id\)/);
       expect(byName.get('alerts_dedupe_key_key')).toMatch(/UNIQUE/);
     } finally {

@@ -119,7 +119,7 @@ describe.skipIf(!serverUrl)('warehouse copy from PGlite into PostgreSQL', () => 
       'listing_status_history',
       'reviews',
       'rank_series',
-      'rank_history',
+      'rank_months',
       'raw_bodies',
       'raw_reads',
       'sync_runs',
@@ -176,7 +176,7 @@ describe.skipIf(!serverUrl)('warehouse copy from PGlite into PostgreSQL', () => 
       expect(cells, table).toEqual([table, count, count, contentHash(rows).slice(0, 12), 'yes']);
     }
     // Progress per table on standard error.
-    expect(result.stderr).toContain('copied rank_history: ');
+    expect(result.stderr).toContain('copied rank_months: ');
 
     // Identity columns continue after the copied ids.
     const { rows } = await sql<{ next: number; max: number }>`

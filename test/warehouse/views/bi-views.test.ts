@@ -16,6 +16,14 @@ import {
   up as localSeoViews,
   down as revertLocalSeoViews,
 } from '../../../migrations/0019_local_seo_views.ts';
+import {
+  up as rankMonths,
+  down as revertRankMonths,
+} from '../../../migrations/0030_rank_months.ts';
+import {
+  up as readModelsWithoutKeys,
+  down as revertReadModelsWithoutKeys,
+} from '../../../migrations/0031_read_models_without_fk_checks.ts';
 import type { Warehouse } from '../../../src/warehouse/connection.ts';
 import { migrateTo, migrateToLatest } from '../../../src/warehouse/migrate.ts';
 import { createTestWarehouse, testBackends } from '../../helpers/database.ts';
@@ -435,7 +443,10 @@ describe.each(testBackends)('BI views (%s)', (backend) => {
 
   it('0005 down restores the history table and the views read the same rows, up again too', async () => {
     const before = await viewOutputs(wh.db);
-    // Migrations go down in reverse order: 0019's views read 0005's read models.
+    // Migrations go down in reverse order: 0031 drops 0019's keys, 0030 packs 0005's
+    // table, 0019's views read 0005's read models.
+    await revertReadModelsWithoutKeys(wh.db as never);
+    await revertRankMonths(wh.db as never);
     await revertLocalSeoViews(wh.db as never);
     await revertRankSeries(wh.db as never);
     const kinds = await select(sql`select table_name, table_type from information_schema.tables
@@ -444,6 +455,8 @@ describe.each(testBackends)('BI views (%s)', (backend) => {
     expect(await viewOutputs(wh.db)).toEqual(before);
     await rankSeries(wh.db as never);
     await localSeoViews(wh.db as never);
+    await rankMonths(wh.db as never);
+    await readModelsWithoutKeys(wh.db as never);
     expect(await viewOutputs(wh.db)).toEqual(before);
     const views = await select(sql`select count(*)::int as n from information_schema.views
       where table_schema = current_schema() and table_name like 'v\\_%'`);

@@ -30,12 +30,20 @@ describe.each(testBackends)('view plans (%s)', (backend) => {
     await wh.close();
   });
 
-  it('v_rank_daily: a business and a day range are index conditions on rank_history', async () => {
+  it('v_rank_daily: a business reaches its series, and each series its month rows by key', async () => {
     const text = await explain(`select * from v_rank_daily
       where business_id = 7 and observed_on > date '2026-01-01' - 90`);
-    expect(text).toMatch(/rank_history_pkey/);
-    expect(text).toMatch(/Index Cond: \(.*observed_on > /);
-    expect(text).not.toMatch(/WindowAgg/);
+    expect(text).toMatch(/rank_months_pkey/);
+    expect(text).toMatch(/Index Cond: \(series_id = s\.series_id\)/);
+    expect(text).not.toMatch(/Seq Scan on rank_months/);
+  });
+
+  it('v_rank_daily: a day alone reaches the calendar, and the month rows by their month', async () => {
+    const text = await explain(`select site, count(*), avg(rank) from v_rank_daily
+      where observed_on = date '2026-01-01' - 1 group by site`);
+    expect(text).toMatch(/rank_months_month_idx/);
+    expect(text).toMatch(/Index Cond: \(month = d\.month\)/);
+    expect(text).not.toMatch(/Seq Scan on rank_months/);
   });
 
   it('v_rank_latest reads the read model, never the history', async () => {
