@@ -148,12 +148,14 @@ export function syncBusiness(
   context: RunContext,
   credential: Credential,
   business: BusinessSummary,
+  /** Resolves when the business before it in the run's write order is done (credential.ts). */
+  turn?: Promise<void>,
 ): Promise<'ok' | 'failed' | 'missing' | 'stopped'> {
   return inSpan(
     'sync.business',
     { 'listings.credential': credential.name, 'listings.business_id': business.id },
     async (span) => {
-      const outcome = await syncBusinessInSpan(context, credential, business);
+      const outcome = await syncBusinessInSpan(context, credential, business, turn);
       span.setAttribute('listings.business_status', outcome);
       return outcome;
     },
@@ -164,10 +166,18 @@ async function syncBusinessInSpan(
   context: RunContext,
   credential: Credential,
   business: BusinessSummary,
+  turn: Promise<void> | undefined,
 ): Promise<'ok' | 'failed' | 'missing' | 'stopped'> {
   const { options, stats, log } = context;
   const id = business.id;
   const answers = await fetchBusinessAnswers(context, credential, id);
+  if (turn)
+    await waitForTurn(turn, () =>
+      log.debug(
+        { credential: credential.name, businessId: id },
+        'business read; waiting for its turn to write',
+      ),
+    );
   // The run stopped while this business was being read: a read cut short by the stop is
   // not the upstream's failure, so nothing of it is written (a later run reads it whole).
   if (context.call.signal?.aborted && answersOf(answers).some((r) => !r.ok)) return 'stopped';
@@ -199,6 +209,15 @@ async function syncBusinessInSpan(
     return 'missing';
   }
   return writeBusiness(context, credential, business, answers, observedAt, keepReads);
+}
+
+/** Awaits `turn`, calling `waiting` first when it has not resolved yet. */
+async function waitForTurn(turn: Promise<void>, waiting: () => void): Promise<void> {
+  const pending = Symbol('pending');
+  if ((await Promise.race([turn, Promise.resolve(pending)])) === pending) {
+    waiting();
+    await turn;
+  }
 }
 
 /**

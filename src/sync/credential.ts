@@ -114,7 +114,8 @@ async function syncCredentialInSpan(
   const only = options.businessIds ? new Set(options.businessIds) : undefined;
   const inScope = (id: number) =>
     inShard(options.shard, id) && (!only || only.has(id)) && (options.businessFilter?.(id) ?? true);
-  const mine = summaries.filter((business) => inScope(business.id));
+  // In ascending id, the order their writes commit in (`turns` below).
+  const mine = summaries.filter((business) => inScope(business.id)).sort((a, b) => a.id - b.id);
   // A refused entry is quarantined, and makes the run partial, only when it may be one of
   // this run's businesses: a re-sync of one business is not partial for another's entry.
   const refusedInScope = listed.rejected.filter((record) => {
@@ -134,13 +135,19 @@ async function syncCredentialInSpan(
   let stopped: ApiError | undefined;
   let failedBusinesses = 0;
   const limit = pLimit(options.businessConcurrency ?? DEFAULT_BUSINESS_CONCURRENCY);
+  // One owner rule (docs/warehouse.md, "Ids under two businesses"): the businesses are read
+  // side by side, but each writes only once the one before it (lower id) is done, so an id
+  // two answers carry goes to the lower business whatever order the reads end in, live and
+  // in replay alike. They start in the same order, so a turn never waits on a slot.
+  const turns = mine.map(() => Promise.withResolvers<void>());
   await Promise.all(
-    mine.map((business) =>
+    mine.map((business, i) =>
       limit(() =>
         context.businessSlot(async () => {
-          if (context.isStopped() || stopped) return;
+          const turn = i === 0 ? undefined : turns[i - 1]?.promise;
           try {
-            const outcome = await syncBusiness(context, credential, business);
+            if (context.isStopped() || stopped) return;
+            const outcome = await syncBusiness(context, credential, business, turn);
             if (outcome === 'failed') failedBusinesses += 1;
           } catch (error) {
             if (isCredentialStop(error)) {
@@ -168,6 +175,7 @@ async function syncCredentialInSpan(
               'business failed',
             );
           } finally {
+            turns[i]?.resolve();
             context.progress.businessesDone += 1;
             context.report();
           }

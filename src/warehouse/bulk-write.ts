@@ -74,6 +74,12 @@ export interface UpsertPlan<T extends TableName> {
    * as unchanged; the writer asks who holds it (reviews.ts, `storedElsewhere`).
    */
   owner?: ColumnOf<T>;
+  /**
+   * With `owner`: a stored row of another owner is taken over (moved to the writing
+   * business) when this column is set on it, i.e. its owner's own read marked it gone
+   * (keywords.ts: a keyword moved between businesses).
+   */
+  takesGone?: ColumnOf<T>;
 }
 
 export interface UpsertResult {
@@ -232,7 +238,7 @@ export async function upsertRows<T extends TableName>(
   if (rows.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
   const unique = dedupeByKey(rows as readonly Record<string, unknown>[], plan.key);
   const text = compiledText(
-    `upsert\u0000${plan.table}\u0000${JSON.stringify([plan.columns, plan.key, plan.insertOnly, plan.compare, plan.owner])}`,
+    `upsert\u0000${plan.table}\u0000${JSON.stringify([plan.columns, plan.key, plan.insertOnly, plan.compare, plan.owner, plan.takesGone])}`,
     (slot) => {
       const table: string = plan.table;
       const names = Object.keys(plan.columns);
@@ -256,9 +262,12 @@ export async function upsertRows<T extends TableName>(
                 sql`(${sql.join(plan.compare.map(excluded))})`,
               );
               // Evaluated on the row as committed: one a concurrent business inserted is seen too.
-              return plan.owner
-                ? eb.and([eb(stored(plan.owner), '=', excluded(plan.owner)), changed])
-                : changed;
+              if (!plan.owner) return changed;
+              const same = eb(stored(plan.owner), '=', excluded(plan.owner));
+              return eb.and([
+                plan.takesGone ? eb.or([same, eb(stored(plan.takesGone), 'is not', null)]) : same,
+                changed,
+              ]);
             }),
         )
         .returning((eb) => eb.parens(eb.ref('xmax'), '=', eb.lit(0)).as('inserted'))
