@@ -42,6 +42,7 @@ import type { Db } from '../warehouse/database.ts';
 import { addCounts } from '../warehouse/write-stats.ts';
 import type { RunContext } from './run-context.ts';
 import { errorText, recordFailure } from './stats.ts';
+import { retryingAborts } from './transaction-retry.ts';
 
 /**
  * An error that ends the credential's remaining work rather than one stream: its token was
@@ -324,18 +325,24 @@ export async function writeBusiness(
     stats.businesses.synced += 1;
     return 'ok';
   }
-  const written = await inSpan(
-    'warehouse.transaction',
-    { 'db.system.name': options.warehouse.kind, 'listings.business_id': id },
+  // A deadlock or serialization failure reruns the whole transaction (transaction-retry.ts).
+  const written = await retryingAborts(
     () =>
-      writeBusinessSnapshotIsolating(options.warehouse.db, snapshot, {
-        runId: context.runId,
-        observedAt,
-        onChanges: alertsUnder(options.alertRules),
-        removalLimit: removalLimitUnder(options.alertRules ?? DEFAULT_ALERT_RULES),
-        copyNewRows: options.warehouse.kind === 'postgres',
-        ...(inTransaction ? { inTransaction } : {}),
-      }),
+      inSpan(
+        'warehouse.transaction',
+        { 'db.system.name': options.warehouse.kind, 'listings.business_id': id },
+        () =>
+          writeBusinessSnapshotIsolating(options.warehouse.db, snapshot, {
+            runId: context.runId,
+            observedAt,
+            onChanges: alertsUnder(options.alertRules),
+            removalLimit: removalLimitUnder(options.alertRules ?? DEFAULT_ALERT_RULES),
+            copyNewRows: options.warehouse.kind === 'postgres',
+            ...(inTransaction ? { inTransaction } : {}),
+          }),
+      ),
+    { businessId: id, credential: credential.name },
+    log,
   );
   for (const held of written.removalsHeld) {
     // Not a failure: the read loaded; only its removals wait for the next run (docs/warehouse.md).

@@ -112,6 +112,17 @@ export function dedupeByKey<R extends Record<string, unknown>>(
   return byKey.size === rows.length ? [...rows] : [...byKey.values()];
 }
 
+/** `rows` sorted by `key`: numbers as numbers, anything else as lower-cased text. */
+function inKeyOrder<R extends Record<string, unknown>>(rows: R[], key: readonly string[]): R[] {
+  const sortKey = (row: R): number | string => {
+    const value = keyOf(row, key);
+    return typeof value === 'number' ? value : String(value).toLowerCase();
+  };
+  const keyed = rows.map((row) => ({ row, key: sortKey(row) }));
+  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return keyed.map((entry) => entry.row);
+}
+
 /**
  * One column of the batch as the text of a PostgreSQL array literal, for its typed
  * parameter (`$n::<type>[]`). Built here rather than by the driver: pg turns a JS array
@@ -236,7 +247,11 @@ export async function upsertRows<T extends TableName>(
   rows: readonly BulkRow<T>[],
 ): Promise<UpsertResult> {
   if (rows.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
-  const unique = dedupeByKey(rows as readonly Record<string, unknown>[], plan.key);
+  // In key order: two statements writing the same new ids take their locks in one order.
+  const unique = inKeyOrder(
+    dedupeByKey(rows as readonly Record<string, unknown>[], plan.key),
+    plan.key,
+  );
   const text = compiledText(
     `upsert\u0000${plan.table}\u0000${JSON.stringify([plan.columns, plan.key, plan.insertOnly, plan.compare, plan.owner, plan.takesGone])}`,
     (slot) => {
@@ -514,6 +529,46 @@ async function copyNewRows<T extends TableName, R extends object>(
 }
 
 /**
+ * Locks the stored rows of `ids` in the order of their id, before the upsert and the
+ * marking gone lock them statement by statement: a table keyed by a global id (`owner`
+ * set) can hold a row two businesses' transactions both write (one upserting it, the
+ * other marking it gone), and taken in one order by all, their locks never deadlock.
+ */
+async function lockInKeyOrder<T extends TableName>(
+  db: Executor,
+  table: ChildTable<T>,
+  ids: readonly unknown[],
+): Promise<void> {
+  if (ids.length === 0) return;
+  const text = compiledText(
+    `lock\u0000${table.table}\u0000${table.id}\u0000${table.columns[table.id]}`,
+    (slot) => {
+      const id: string = table.id;
+      return builder
+        .selectFrom(table.table as string)
+        .select(sql.lit(1).as('locked'))
+        .where(
+          id,
+          '=',
+          sql<unknown>`any(${typedArray(slot(0), table.columns[table.id] as ColumnType)})`,
+        )
+        .orderBy(id)
+        .forUpdate()
+        .compile();
+    },
+  );
+  await db.executeQuery(
+    CompiledQuery.raw(text, [
+      columnValues(
+        ids.map((id) => ({ id })),
+        'id',
+        table.columns[table.id] as ColumnType,
+      ),
+    ]),
+  );
+}
+
+/**
  * The write every child collection shares: upserts the new and changed rows, marks gone
  * (stamped `at`) the stored rows still live that the read neither listed nor refused
  * (unless `read.removeGone` holds them), and counts both into `stats` under the table's
@@ -527,13 +582,19 @@ export async function writeChildRows<T extends TableName, R extends object>(
   read: ChildRead<T, R>,
 ): Promise<WriteStats> {
   const field = (row: R, column: string) => (row as Record<string, unknown>)[column];
-  const upserted = owner.copyNewRows
-    ? await copyNewRows(db, table, read, field)
-    : await upsertRows(db, table, read.rows);
   const live = read.stored.filter((row) => field(row, table.stamp) === null);
   const gone = live
     .filter((row) => !read.seen.has(field(row, table.id)) && !read.refused(row))
     .map((row) => field(row, table.id));
+  if (table.owner) {
+    await lockInKeyOrder(db, table, [
+      ...read.rows.map((row) => (row as Record<string, unknown>)[table.id]),
+      ...gone,
+    ]);
+  }
+  const upserted = owner.copyNewRows
+    ? await copyNewRows(db, table, read, field)
+    : await upsertRows(db, table, read.rows);
   const remove = read.removeGone?.(live.length, gone.length) ?? true;
   const deleted = await markRowsGone(
     db,
