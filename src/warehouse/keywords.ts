@@ -148,6 +148,27 @@ export async function writeKeywords(
   return { stats, quarantined };
 }
 
+/**
+ * The other businesses that hold one of `ids` (deleted or not): before a business writes
+ * its keywords, the sync lets a lower one of them write first (src/sync/write-order.ts), so
+ * a keyword it no longer lists is marked gone, and moves, the same night whatever order
+ * the reads end in.
+ */
+export async function keywordHolders(
+  db: Db,
+  businessId: number,
+  ids: readonly number[],
+): Promise<number[]> {
+  const rows = await db
+    .selectFrom('keywords')
+    .select('business_id')
+    .distinct()
+    .where('keyword_id', 'in', ids)
+    .where('business_id', '<>', businessId)
+    .execute();
+  return rows.map((row) => Number(row.business_id));
+}
+
 /** Of `ids`, those whose keyword row another business holds, with that business. */
 async function keywordsStoredElsewhere(
   db: Db,
