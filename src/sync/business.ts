@@ -374,6 +374,7 @@ export async function writeBusiness(
             onChanges: alertsUnder(options.alertRules),
             removalLimit: removalLimitUnder(options.alertRules ?? DEFAULT_ALERT_RULES),
             copyNewRows: options.warehouse.kind === 'postgres',
+            keywordsGone: context.keywordsGone,
             ...(inTransaction ? { inTransaction } : {}),
           }),
       ),

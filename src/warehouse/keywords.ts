@@ -87,6 +87,19 @@ export async function writeKeywords(
       deleted_at: null,
     });
   }
+  // Keywords another business holds and has marked gone: this write takes them over.
+  const sent = rows.map((row) => Number(row.keyword_id));
+  const taken =
+    sent.length > 0 && !ctx.newBusiness
+      ? await db
+          .selectFrom('keywords')
+          .select('keyword_id')
+          .where('keyword_id', 'in', sent)
+          .where('business_id', '<>', businessId)
+          .where('deleted_at', 'is not', null)
+          .execute()
+      : [];
+  let removing = true;
   const stats = await writeChildRows(
     db,
     {},
@@ -120,13 +133,37 @@ export async function writeKeywords(
       stored,
       seen: latest,
       refused: (row) => isRefused(ctx, 'keywords', row.keyword_id),
-      removeGone: (live, gone) => ctx.removals?.('keywords', live, gone) ?? true,
+      removeGone: (live, gone) => {
+        removing = ctx.removals?.('keywords', live, gone) ?? true;
+        return removing;
+      },
     },
   );
+  if (removing && ctx.keywordsGone) {
+    for (const row of stored) {
+      if (
+        row.deleted_at === null &&
+        !latest.has(row.keyword_id) &&
+        !isRefused(ctx, 'keywords', row.keyword_id)
+      ) {
+        ctx.keywordsGone.add(String(row.keyword_id));
+      }
+    }
+  }
+  if (taken.length > 0) {
+    // Counted moved, not updated; and not deleted either when its holder let go this run.
+    const goneThisRun = taken.filter((row) => ctx.keywordsGone?.has(String(row.keyword_id))).length;
+    addCounts(stats, 'keywords', {
+      updated: -taken.length,
+      moved: taken.length,
+      deleted: -goneThisRun,
+    });
+  }
   // Every row sent is new or changed, so one the upsert left unwritten is another
   // business's: the only statement spent on the question is on that path.
   const counts = stats['keywords'];
-  const unwritten = rows.length - (counts ? counts.inserted + counts.updated : 0);
+  const unwritten =
+    rows.length - (counts ? counts.inserted + counts.updated + (counts.moved ?? 0) : 0);
   const quarantined: QuarantinedRecord[] = [];
   if (unwritten > 0) {
     const owners = await keywordsStoredElsewhere(

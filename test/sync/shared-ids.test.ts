@@ -16,6 +16,7 @@ import { listBusinesses, listKeywords } from '../../src/api/index.ts';
 import type { Credential } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
 import { replayInPlace } from '../../src/sync/replay-in-place.ts';
+import { renderSyncSummary } from '../../src/sync/summary.ts';
 import { testBackends } from '../helpers/database.ts';
 import { memoryLogger } from '../helpers/memory-logger.ts';
 import { type SharingState, sharingState, startSharingProxy } from '../helpers/sharing-proxy.ts';
@@ -163,6 +164,11 @@ describe.each(testBackends)('ids under two businesses (%s)', (backend) => {
     expect((await quarantined(moved.runId)).map((row) => [row.business_id, row.location])).toEqual([
       [a, `keywords ${firstOfB?.id}`],
     ]);
+    // The summary counts it moved, not deleted (nor updated).
+    expect(moved.stats.tables['keywords']).toMatchObject({ deleted: 0, updated: 0, moved: 1 });
+    const summary = renderSyncSummary(moved, { warehouse: 'test' });
+    expect(summary).toMatch(/^table +inserted +updated +unchanged +deleted +moved$/m);
+    expect(summary).toMatch(/^keywords +0 +0 +\d+ +0 +1$/m);
   });
 
   it('replays to the same plan twice, and never moves a live row to another business', async () => {
