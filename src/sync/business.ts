@@ -39,7 +39,6 @@ import {
 } from '../warehouse/business-snapshot.ts';
 import { markBusinessMissing, summaryLeavesRow } from '../warehouse/businesses.ts';
 import type { Db } from '../warehouse/database.ts';
-import { keywordHolders } from '../warehouse/keywords.ts';
 import { addCounts } from '../warehouse/write-stats.ts';
 import type { RunContext } from './run-context.ts';
 import { errorText, recordFailure } from './stats.ts';
@@ -215,21 +214,13 @@ async function syncBusinessInSpan(
   for (const result of answersOf(answers)) {
     if (!result.ok && isCredentialStop(result.error)) throw result.error;
   }
-  if (order) {
-    // One owner rule: a lower business that carries one of these ids writes first.
-    const keywords = [...claims]
-      .filter((claim) => claim.startsWith('keyword:'))
-      .map((claim) => Number(claim.slice('keyword:'.length)));
-    const holders = new Set(
-      keywords.length > 0 ? await keywordHolders(options.warehouse.db, id, keywords) : [],
-    );
-    await order.turn(id, claims, holders, (on) =>
-      log.debug(
-        { credential: credential.name, businessId: id, waitsOn: on },
-        'business read; waiting for its turn to write (a lower business may carry one of its ids)',
-      ),
-    );
-  }
+  // One owner rule: a lower business that carries one of these ids writes first.
+  await order?.turn(id, claims, (on) =>
+    log.debug(
+      { credential: credential.name, businessId: id, waitsOn: on },
+      'business read; waiting for its turn to write (a lower business may carry one of its ids)',
+    ),
+  );
   const observedAt = options.businessObservedAt?.(credential, id) ?? context.now(credential);
   // The business's upstream answers, kept in its own transaction (docs/warehouse.md, "Raw zone").
   const kept = context.raw?.takeBusiness(credential.name, id) ?? [];

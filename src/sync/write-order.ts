@@ -3,8 +3,8 @@
  * businesses"): an id two businesses' answers carry on the same night goes to the lower
  * business id, whatever order their reads end in, live and in replay alike. The
  * businesses of a credential are read side by side and each writes as soon as it can,
- * except that one whose answers carry an id a lower business's answers also carry (or a
- * keyword a lower business holds) first waits for that business's write to end. So it
+ * except that one whose answers carry an id a lower business's answers also carry first
+ * waits for that business's write to end. So it
  * waits on the claims of the lower businesses (the ids of their reviews, responses and
  * keywords, known once those reads end, before their other reads do), never on a slow
  * read of another stream, and on a write only when an id is shared.
@@ -44,19 +44,13 @@ export class WriteOrder {
   }
 
   /**
-   * Waits until every lower business that claims one of `claims`, or that holds one of
-   * `holders`' ids (the stored owners of the business's keywords), is done; and, to know,
+   * Waits until every lower business that claims one of `claims` is done; and, to know,
    * until every lower business's claims are. `waiting` is called once, before the first
    * wait that has to wait.
    */
-  async turn(
-    businessId: number,
-    claims: Claims,
-    holders: ReadonlySet<number>,
-    waiting: (on: number) => void,
-  ): Promise<void> {
+  async turn(businessId: number, claims: Claims, waiting: (on: number) => void): Promise<void> {
     const mine = this.#index.get(businessId);
-    if (mine === undefined || (claims.size === 0 && holders.size === 0)) return;
+    if (mine === undefined || claims.size === 0) return;
     let said = false;
     const wait = async <T>(promise: Promise<T>, on: number): Promise<T> => {
       if (!said && (await isPending(promise))) {
@@ -68,7 +62,7 @@ export class WriteOrder {
     for (let k = 0; k < mine; k++) {
       const other = this.#ids[k] as number;
       const theirs = await wait((this.#claims[k] as PromiseWithResolvers<Claims>).promise, other);
-      if (!holders.has(other) && !overlaps(claims, theirs)) continue;
+      if (!overlaps(claims, theirs)) continue;
       await wait((this.#done[k] as PromiseWithResolvers<void>).promise, other);
     }
   }

@@ -534,9 +534,9 @@ async function copyNewRows<T extends TableName, R extends object>(
  * set) can hold a row two businesses' transactions both write (one upserting it, the
  * other marking it gone), and taken in one order by all, their locks never deadlock.
  */
-async function lockInKeyOrder<T extends TableName>(
+export async function lockInKeyOrder<T extends TableName>(
   db: Executor,
-  table: ChildTable<T>,
+  table: Pick<ChildTable<T>, 'table' | 'id' | 'columns'>,
   ids: readonly unknown[],
 ): Promise<void> {
   if (ids.length === 0) return;

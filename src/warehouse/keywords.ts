@@ -4,7 +4,7 @@
  * comes back has it cleared.
  */
 import type { Keyword } from '../api/types.ts';
-import { type BulkRow, writeChildRows } from './bulk-write.ts';
+import { type BulkRow, type ChildTable, lockInKeyOrder, writeChildRows } from './bulk-write.ts';
 import { fieldsHash } from './content-hash.ts';
 import type { Db, Timestamp } from './database.ts';
 import type { QuarantinedRecord } from './quarantine.ts';
@@ -87,58 +87,52 @@ export async function writeKeywords(
       deleted_at: null,
     });
   }
-  // Keywords another business holds and has marked gone: this write takes them over.
-  const sent = rows.map((row) => Number(row.keyword_id));
-  const taken =
-    sent.length > 0 && !ctx.newBusiness
+  // Locked first, in id order as every writer locks them: a concurrent business's marking
+  // gone of one of them has committed by now, or waits for this transaction.
+  const ownGone = stored
+    .filter(
+      (row) =>
+        row.deleted_at === null &&
+        !latest.has(row.keyword_id) &&
+        !isRefused(ctx, 'keywords', row.keyword_id),
+    )
+    .map((row) => row.keyword_id);
+  await lockInKeyOrder(db, KEYWORDS_PLAN, [...rows.map((row) => row.keyword_id), ...ownGone]);
+  // Keywords another business holds and has marked gone: taken over (moved), unless it let
+  // go of them this very run, which would make the move depend on which write came first:
+  // those wait for the next run, quarantined meanwhile (docs/warehouse.md, "Rules as
+  // implemented").
+  const gone =
+    rows.length > 0
       ? await db
           .selectFrom('keywords')
           .select('keyword_id')
-          .where('keyword_id', 'in', sent)
+          .where(
+            'keyword_id',
+            'in',
+            rows.map((row) => Number(row.keyword_id)),
+          )
           .where('business_id', '<>', businessId)
           .where('deleted_at', 'is not', null)
           .execute()
       : [];
-  let removing = true;
-  const stats = await writeChildRows(
-    db,
-    {},
-    ctx,
-    {
-      table: 'keywords',
-      key: ['keyword_id'],
-      columns: {
-        keyword_id: 'bigint',
-        business_id: 'bigint',
-        keyword: 'text',
-        city: 'text',
-        state: 'text',
-        is_primary: 'boolean',
-        archived: 'boolean',
-        content_hash: 'text',
-        first_seen_at: 'timestamptz',
-        last_seen_at: 'timestamptz',
-        deleted_at: 'timestamptz',
-      },
-      insertOnly: ['first_seen_at'],
-      compare: ['content_hash', 'deleted_at'],
-      owner: 'business_id',
-      takesGone: 'deleted_at',
-      id: 'keyword_id',
-      stamp: 'deleted_at',
-    },
-    {
-      rows,
-      unsent: latest.size - rows.length,
-      stored,
-      seen: latest,
-      refused: (row) => isRefused(ctx, 'keywords', row.keyword_id),
-      removeGone: (live, gone) => {
-        removing = ctx.removals?.('keywords', live, gone) ?? true;
-        return removing;
-      },
-    },
+  const waiting = new Set(
+    gone.map((row) => Number(row.keyword_id)).filter((id) => ctx.keywordsGone?.has(String(id))),
   );
+  const sending = rows.filter((row) => !waiting.has(Number(row.keyword_id)));
+  const moved = gone.length - waiting.size;
+  let removing = true;
+  const stats = await writeChildRows(db, {}, ctx, KEYWORDS_PLAN, {
+    rows: sending,
+    unsent: latest.size - sending.length,
+    stored,
+    seen: latest,
+    refused: (row) => isRefused(ctx, 'keywords', row.keyword_id),
+    removeGone: (live, gone) => {
+      removing = ctx.removals?.('keywords', live, gone) ?? true;
+      return removing;
+    },
+  });
   if (removing && ctx.keywordsGone) {
     for (const row of stored) {
       if (
@@ -150,20 +144,14 @@ export async function writeKeywords(
       }
     }
   }
-  if (taken.length > 0) {
-    // Counted moved, not updated; and not deleted either when its holder let go this run.
-    const goneThisRun = taken.filter((row) => ctx.keywordsGone?.has(String(row.keyword_id))).length;
-    addCounts(stats, 'keywords', {
-      updated: -taken.length,
-      moved: taken.length,
-      deleted: -goneThisRun,
-    });
-  }
+  // Counted moved, not updated.
+  if (moved > 0) addCounts(stats, 'keywords', { updated: -moved, moved });
   // Every row sent is new or changed, so one the upsert left unwritten is another
   // business's: the only statement spent on the question is on that path.
   const counts = stats['keywords'];
   const unwritten =
     rows.length - (counts ? counts.inserted + counts.updated + (counts.moved ?? 0) : 0);
+  // (`waiting` ones were not sent: unwritten too.)
   const quarantined: QuarantinedRecord[] = [];
   if (unwritten > 0) {
     const owners = await keywordsStoredElsewhere(
@@ -185,27 +173,6 @@ export async function writeKeywords(
   return { stats, quarantined };
 }
 
-/**
- * The other businesses that hold one of `ids` (deleted or not): before a business writes
- * its keywords, the sync lets a lower one of them write first (src/sync/write-order.ts), so
- * a keyword it no longer lists is marked gone, and moves, the same night whatever order
- * the reads end in.
- */
-export async function keywordHolders(
-  db: Db,
-  businessId: number,
-  ids: readonly number[],
-): Promise<number[]> {
-  const rows = await db
-    .selectFrom('keywords')
-    .select('business_id')
-    .distinct()
-    .where('keyword_id', 'in', ids)
-    .where('business_id', '<>', businessId)
-    .execute();
-  return rows.map((row) => Number(row.business_id));
-}
-
 /** Of `ids`, those whose keyword row another business holds, with that business. */
 async function keywordsStoredElsewhere(
   db: Db,
@@ -221,6 +188,31 @@ async function keywordsStoredElsewhere(
     .execute();
   return new Map(rows.map((row) => [Number(row.keyword_id), Number(row.business_id)]));
 }
+
+/** How `writeKeywords` upserts and marks gone (bulk-write.ts, `writeChildRows`). */
+const KEYWORDS_PLAN: ChildTable<'keywords'> = {
+  table: 'keywords',
+  key: ['keyword_id'],
+  columns: {
+    keyword_id: 'bigint',
+    business_id: 'bigint',
+    keyword: 'text',
+    city: 'text',
+    state: 'text',
+    is_primary: 'boolean',
+    archived: 'boolean',
+    content_hash: 'text',
+    first_seen_at: 'timestamptz',
+    last_seen_at: 'timestamptz',
+    deleted_at: 'timestamptz',
+  },
+  insertOnly: ['first_seen_at'],
+  compare: ['content_hash', 'deleted_at'],
+  owner: 'business_id',
+  takesGone: 'deleted_at',
+  id: 'keyword_id',
+  stamp: 'deleted_at',
+};
 
 /** The keywords stream's entry in `STREAM_WRITERS` (stream-writers.ts): it raises nothing. */
 export const keywordsWriter: StreamWriter<'keywords'> = {

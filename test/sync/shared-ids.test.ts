@@ -134,7 +134,7 @@ describe.each(testBackends)('ids under two businesses (%s)', (backend) => {
     );
   });
 
-  it('keeps the owner a keyword had while it lists it, and moves one its owner no longer lists', async () => {
+  it('keeps the owner a keyword had while it lists it, and moves one its owner no longer lists the night after', async () => {
     const [a, b] = (await businesses()) as [number, number];
     expect((await night()).status).toBe('succeeded');
     const keywordsOf = async (id: number) =>
@@ -155,6 +155,23 @@ describe.each(testBackends)('ids under two businesses (%s)', (backend) => {
       { from: a, to: b, reviews: 0, keywords: 1 },
       { from: b, to: a, reviews: 0, keywords: 1 },
     ];
+    // The night it moves upstream, B's copy waits (A lets go of it this very run), and A's
+    // copy of B's keyword is refused: both quarantined, whichever write came first.
+    const letGo = await night();
+    expect((await keywordsOf(a)).find((k) => k.id === firstOfA?.id)).toEqual({
+      id: firstOfA?.id,
+      deleted: true,
+    });
+    expect(
+      (await quarantined(letGo.runId)).map((row) => [row.business_id, row.location]).sort(),
+    ).toEqual(
+      [
+        [a, `keywords ${firstOfB?.id}`],
+        [b, `keywords ${firstOfA?.id}`],
+      ].sort(),
+    );
+    expect(letGo.stats.tables['keywords']).toMatchObject({ deleted: 1 });
+    // The next night B takes it over: moved, counted so (not updated, nor deleted).
     const moved = await night();
     const ofA = await keywordsOf(a);
     const ofB = await keywordsOf(b);
@@ -164,11 +181,55 @@ describe.each(testBackends)('ids under two businesses (%s)', (backend) => {
     expect((await quarantined(moved.runId)).map((row) => [row.business_id, row.location])).toEqual([
       [a, `keywords ${firstOfB?.id}`],
     ]);
-    // The summary counts it moved, not deleted (nor updated).
     expect(moved.stats.tables['keywords']).toMatchObject({ deleted: 0, updated: 0, moved: 1 });
     const summary = renderSyncSummary(moved, { warehouse: 'test' });
     expect(summary).toMatch(/^table +inserted +updated +unchanged +deleted +moved$/m);
     expect(summary).toMatch(/^keywords +0 +0 +\d+ +0 +1$/m);
+  });
+
+  it('swapped keywords on alternate nights: every night succeeds or quarantines, and replay plans the same twice and moves nothing', async () => {
+    const [a, b] = (await businesses()) as [number, number];
+    expect((await night()).status).toBe('succeeded');
+    const owned = async () => {
+      const { rows } = await sql<{ keyword_id: string; business_id: string; deleted: boolean }>`
+        select keyword_id::text, business_id::text, deleted_at is not null as deleted
+          from keywords order by keyword_id`.execute(db());
+      return rows;
+    };
+    for (let n = 1; n <= 4; n++) {
+      world.sandbox.advanceDays(1);
+      // Odd nights: each business's first keyword is served under the other instead.
+      const swapped = n % 2 === 1;
+      state.drops = swapped
+        ? [
+            { business: a, keywords: 1 },
+            { business: b, keywords: 1 },
+          ]
+        : [];
+      state.shares = swapped
+        ? [
+            { from: a, to: b, reviews: 0, keywords: 1 },
+            { from: b, to: a, reviews: 0, keywords: 1 },
+          ]
+        : [];
+      const result = await night();
+      expect(result.stats.businesses.failed).toBe(0);
+    }
+    const before = await owned();
+    const inPlace = (dryRun: boolean) =>
+      replayInPlace({
+        warehouse: world.warehouse,
+        ...(world.warehouse.databaseUrl ? { databaseUrl: world.warehouse.databaseUrl } : {}),
+        logger: silentLogger(),
+        dryRun,
+      });
+    const first = await inPlace(true);
+    const second = await inPlace(true);
+    expect(second.changes).toEqual(first.changes);
+    expect(first.keptWhole).toEqual([]);
+    expect(first.notRebuilt).toEqual([]);
+    await inPlace(false);
+    expect(await owned()).toEqual(before);
   });
 
   it('replays to the same plan twice, and never moves a live row to another business', async () => {
