@@ -533,20 +533,26 @@ async function copyNewRows<T extends TableName, R extends object>(
  * marking gone lock them statement by statement: a table keyed by a global id (`owner`
  * set) can hold a row two businesses' transactions both write (one upserting it, the
  * other marking it gone), and taken in one order by all, their locks never deadlock.
+ * Returns each locked row's id, owner (`business_id`) and gone stamp, as committed.
  */
 export async function lockInKeyOrder<T extends TableName>(
   db: Executor,
-  table: Pick<ChildTable<T>, 'table' | 'id' | 'columns'>,
+  table: Pick<ChildTable<T>, 'table' | 'id' | 'columns' | 'stamp'>,
   ids: readonly unknown[],
-): Promise<void> {
-  if (ids.length === 0) return;
+): Promise<{ owner: unknown; stamp: unknown; id: unknown }[]> {
+  if (ids.length === 0) return [];
   const text = compiledText(
-    `lock\u0000${table.table}\u0000${table.id}\u0000${table.columns[table.id]}`,
+    `lock\u0000${table.table}\u0000${table.id}\u0000${table.columns[table.id]}\u0000${table.stamp}`,
     (slot) => {
       const id: string = table.id;
+      const stamp: string = table.stamp;
       return builder
         .selectFrom(table.table as string)
-        .select(sql.lit(1).as('locked'))
+        .select([
+          sql.ref('business_id').as('owner'),
+          sql.ref(stamp).as('stamp'),
+          sql.ref(id).as('id'),
+        ])
         .where(
           id,
           '=',
@@ -557,7 +563,7 @@ export async function lockInKeyOrder<T extends TableName>(
         .compile();
     },
   );
-  await db.executeQuery(
+  const { rows } = await db.executeQuery<{ owner: unknown; stamp: unknown; id: unknown }>(
     CompiledQuery.raw(text, [
       columnValues(
         ids.map((id) => ({ id })),
@@ -566,6 +572,7 @@ export async function lockInKeyOrder<T extends TableName>(
       ),
     ]),
   );
+  return rows;
 }
 
 /**

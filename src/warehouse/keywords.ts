@@ -97,25 +97,17 @@ export async function writeKeywords(
         !isRefused(ctx, 'keywords', row.keyword_id),
     )
     .map((row) => row.keyword_id);
-  await lockInKeyOrder(db, KEYWORDS_PLAN, [...rows.map((row) => row.keyword_id), ...ownGone]);
+  const locked = await lockInKeyOrder(db, KEYWORDS_PLAN, [
+    ...rows.map((row) => row.keyword_id),
+    ...ownGone,
+  ]);
   // Keywords another business holds and has marked gone: taken over (moved), unless it let
   // go of them this very run, which would make the move depend on which write came first:
   // those wait for the next run, quarantined meanwhile (docs/warehouse.md, "Rules as
   // implemented").
-  const gone =
-    rows.length > 0
-      ? await db
-          .selectFrom('keywords')
-          .select('keyword_id')
-          .where(
-            'keyword_id',
-            'in',
-            rows.map((row) => Number(row.keyword_id)),
-          )
-          .where('business_id', '<>', businessId)
-          .where('deleted_at', 'is not', null)
-          .execute()
-      : [];
+  const gone = locked
+    .filter((row) => Number(row.owner) !== businessId && row.stamp !== null)
+    .map((row) => ({ keyword_id: Number(row.id) }));
   const waiting = new Set(
     gone.map((row) => Number(row.keyword_id)).filter((id) => ctx.keywordsGone?.has(String(id))),
   );
