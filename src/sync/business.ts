@@ -203,11 +203,12 @@ async function syncBusinessInSpan(
 ): Promise<'ok' | 'failed' | 'missing' | 'stopped'> {
   const { options, stats, log } = context;
   const id = business.id;
-  let claims: Claims = new Set();
-  const answers = await fetchBusinessAnswers(context, credential, id, (carried) => {
-    claims = carried;
-    order?.claim(id, carried);
-  });
+  const answers = await fetchBusinessAnswers(
+    context,
+    credential,
+    id,
+    order ? (claims) => order.claim(id, claims) : undefined,
+  );
   // The run stopped while this business was being read: a read cut short by the stop is
   // not the upstream's failure, so nothing of it is written (a later run reads it whole).
   if (context.call.signal?.aborted && answersOf(answers).some((r) => !r.ok)) return 'stopped';
@@ -215,12 +216,19 @@ async function syncBusinessInSpan(
     if (!result.ok && isCredentialStop(result.error)) throw result.error;
   }
   // One owner rule: a lower business that carries one of these ids writes first.
-  await order?.turn(id, claims, (on) =>
-    log.debug(
-      { credential: credential.name, businessId: id, waitsOn: on },
-      'business read; waiting for its turn to write (a lower business may carry one of its ids)',
-    ),
-  );
+  if (order) {
+    const claims = claimsOf(
+      BUSINESS_READS.filter((entry) => CLAIMING_STREAMS.has(entry.stream)).map(
+        (entry) => answers.reads[entry.read] as Fetched<unknown>,
+      ),
+    );
+    await order.turn(id, claims, (on) =>
+      log.debug(
+        { credential: credential.name, businessId: id, waitsOn: on },
+        'business read; waiting for its turn to write (a lower business may carry one of its ids)',
+      ),
+    );
+  }
   const observedAt = options.businessObservedAt?.(credential, id) ?? context.now(credential);
   // The business's upstream answers, kept in its own transaction (docs/warehouse.md, "Raw zone").
   const kept = context.raw?.takeBusiness(credential.name, id) ?? [];
