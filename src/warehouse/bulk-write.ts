@@ -247,11 +247,10 @@ export async function upsertRows<T extends TableName>(
   rows: readonly BulkRow<T>[],
 ): Promise<UpsertResult> {
   if (rows.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
-  // In key order: two statements writing the same new ids take their locks in one order.
-  const unique = inKeyOrder(
-    dedupeByKey(rows as readonly Record<string, unknown>[], plan.key),
-    plan.key,
-  );
+  // A globally keyed table's rows in key order (`owner` set): two businesses' statements
+  // writing the same ids take their locks in one order.
+  const deduped = dedupeByKey(rows as readonly Record<string, unknown>[], plan.key);
+  const unique = plan.owner ? inKeyOrder(deduped, plan.key) : deduped;
   const text = compiledText(
     `upsert\u0000${plan.table}\u0000${JSON.stringify([plan.columns, plan.key, plan.insertOnly, plan.compare, plan.owner, plan.takesGone])}`,
     (slot) => {
