@@ -484,6 +484,8 @@ export interface ChildRead<T extends TableName, R> {
   seen: { has(id: unknown): boolean };
   /** A stored row of a record refused this run (quarantined): kept as it is, not gone. */
   refused: (row: R) => boolean;
+  /** The writer locked the rows in id order itself (`lockInKeyOrder`): not again. */
+  locked?: boolean;
   /**
    * Asked once, with the live stored rows and how many of them the read no longer lists;
    * false holds them all (none marked gone: a volume drop, held-removals.ts). Absent: the
@@ -496,7 +498,10 @@ export interface ChildRead<T extends TableName, R> {
  * The business a child collection belongs to, its run's time (the stamp of rows gone),
  * and whether rows new to it go by COPY (`copyRows`).
  */
-export type ChildOwner = Pick<BusinessWriteContext, 'businessId' | 'observedAt' | 'copyNewRows'>;
+export type ChildOwner = Pick<
+  BusinessWriteContext,
+  'businessId' | 'observedAt' | 'copyNewRows' | 'newBusiness'
+>;
 
 /**
  * Fewer new rows than this go with the upsert: a COPY is a statement of its own, parsed
@@ -592,7 +597,9 @@ export async function writeChildRows<T extends TableName, R extends object>(
   const gone = live
     .filter((row) => !read.seen.has(field(row, table.id)) && !read.refused(row))
     .map((row) => field(row, table.id));
-  if (table.owner) {
+  // A business stored for the first time has no row of its own to lock: a row another
+  // business holds it only meets in a race the retry covers (src/sync/transaction-retry.ts).
+  if (table.owner && !owner.newBusiness && !read.locked) {
     await lockInKeyOrder(db, table, [
       ...read.rows.map((row) => (row as Record<string, unknown>)[table.id]),
       ...gone,

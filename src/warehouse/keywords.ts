@@ -117,6 +117,7 @@ export async function writeKeywords(
   const stats = await writeChildRows(db, {}, ctx, KEYWORDS_PLAN, {
     rows: sending,
     unsent: latest.size - sending.length,
+    locked: true,
     stored,
     seen: latest,
     refused: (row) => isRefused(ctx, 'keywords', row.keyword_id),
