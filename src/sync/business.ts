@@ -42,6 +42,8 @@ import type { Db } from '../warehouse/database.ts';
 import { addCounts } from '../warehouse/write-stats.ts';
 import type { RunContext } from './run-context.ts';
 import { errorText, recordFailure } from './stats.ts';
+import { retryingAborts } from './transaction-retry.ts';
+import type { Claims, WriteOrder } from './write-order.ts';
 
 /**
  * An error that ends the credential's remaining work rather than one stream: its token was
@@ -92,6 +94,8 @@ export async function fetchBusinessAnswers(
   context: RunContext,
   credential: Credential,
   id: number,
+  /** Called once the reads that carry global ids have ended, with those ids (write-order.ts). */
+  onClaims?: (claims: Claims) => void,
 ) {
   const { streams, call } = context;
   const { api, warehouse, reapply } = context.options;
@@ -114,18 +118,47 @@ export async function fetchBusinessAnswers(
   const read = <T>(wanted: boolean, start: () => Promise<T>) =>
     settle(wanted ? context.inFlight.track(start()) : skip);
   // Every read of the stream descriptors (src/streams/index.ts), started at once in their order.
-  const settled = await Promise.all(
-    BUSINESS_READS.map((entry) =>
-      read(
-        streams.has(entry.stream),
-        (): Promise<unknown> => entry.fetch(api, credential, id, options(entry.read)),
-      ),
+  const reading = BUSINESS_READS.map((entry) =>
+    read(
+      streams.has(entry.stream),
+      (): Promise<unknown> => entry.fetch(api, credential, id, options(entry.read)),
     ),
   );
+  if (onClaims) {
+    const claiming = BUSINESS_READS.flatMap((entry, i) =>
+      CLAIMING_STREAMS.has(entry.stream) ? [reading[i] as Promise<Fetched<unknown>>] : [],
+    );
+    void Promise.all(claiming).then((results) => onClaims(claimsOf(results)));
+  }
+  const settled = await Promise.all(reading);
   const reads = Object.fromEntries(
     BUSINESS_READS.map((entry, i) => [entry.read, settled[i]]),
   ) as BusinessReads;
   return { reads, applied: await applied, seen };
+}
+
+/** The streams whose records are keyed by a global id (reviews.ts, keywords.ts guard them). */
+const CLAIMING_STREAMS: ReadonlySet<string> = new Set(['reviews', 'keywords']);
+
+/**
+ * The global ids a business's parsed answers carry. An answer that is the one its rows were
+ * built from (`unchanged`) carries none new: its ids are already stored, under it or not.
+ */
+function claimsOf(results: readonly Fetched<unknown>[]): Claims {
+  const claims = new Set<string>();
+  for (const result of results) {
+    if (result.ok !== true || !result.value) continue;
+    const records = (result.value as ListResult<unknown>).records ?? [];
+    for (const record of records as Record<string, unknown>[]) {
+      if (Array.isArray(record['responses'])) {
+        claims.add(`review:${String(record['id']).toLowerCase()}`);
+        for (const response of record['responses'] as { id?: unknown }[]) {
+          claims.add(`response:${String(response.id).toLowerCase()}`);
+        }
+      } else claims.add(`keyword:${String(record['id'])}`);
+    }
+  }
+  return claims;
 }
 
 /** Each read's outcome, by read name; null for a stream the run did not ask for. */
@@ -148,12 +181,14 @@ export function syncBusiness(
   context: RunContext,
   credential: Credential,
   business: BusinessSummary,
+  /** The credential's write order (write-order.ts): when this business may write. */
+  order?: WriteOrder,
 ): Promise<'ok' | 'failed' | 'missing' | 'stopped'> {
   return inSpan(
     'sync.business',
     { 'listings.credential': credential.name, 'listings.business_id': business.id },
     async (span) => {
-      const outcome = await syncBusinessInSpan(context, credential, business);
+      const outcome = await syncBusinessInSpan(context, credential, business, order);
       span.setAttribute('listings.business_status', outcome);
       return outcome;
     },
@@ -164,15 +199,35 @@ async function syncBusinessInSpan(
   context: RunContext,
   credential: Credential,
   business: BusinessSummary,
+  order: WriteOrder | undefined,
 ): Promise<'ok' | 'failed' | 'missing' | 'stopped'> {
   const { options, stats, log } = context;
   const id = business.id;
-  const answers = await fetchBusinessAnswers(context, credential, id);
+  const answers = await fetchBusinessAnswers(
+    context,
+    credential,
+    id,
+    order ? (claims) => order.claim(id, claims) : undefined,
+  );
   // The run stopped while this business was being read: a read cut short by the stop is
   // not the upstream's failure, so nothing of it is written (a later run reads it whole).
   if (context.call.signal?.aborted && answersOf(answers).some((r) => !r.ok)) return 'stopped';
   for (const result of answersOf(answers)) {
     if (!result.ok && isCredentialStop(result.error)) throw result.error;
+  }
+  // One owner rule: a lower business that carries one of these ids writes first.
+  if (order) {
+    const claims = claimsOf(
+      BUSINESS_READS.filter((entry) => CLAIMING_STREAMS.has(entry.stream)).map(
+        (entry) => answers.reads[entry.read] as Fetched<unknown>,
+      ),
+    );
+    await order.turn(id, claims, (on) =>
+      log.debug(
+        { credential: credential.name, businessId: id, waitsOn: on },
+        'business read; waiting for its turn to write (a lower business may carry one of its ids)',
+      ),
+    );
   }
   const observedAt = options.businessObservedAt?.(credential, id) ?? context.now(credential);
   // The business's upstream answers, kept in its own transaction (docs/warehouse.md, "Raw zone").
@@ -305,18 +360,25 @@ export async function writeBusiness(
     stats.businesses.synced += 1;
     return 'ok';
   }
-  const written = await inSpan(
-    'warehouse.transaction',
-    { 'db.system.name': options.warehouse.kind, 'listings.business_id': id },
+  // A deadlock or serialization failure reruns the whole transaction (transaction-retry.ts).
+  const written = await retryingAborts(
     () =>
-      writeBusinessSnapshotIsolating(options.warehouse.db, snapshot, {
-        runId: context.runId,
-        observedAt,
-        onChanges: alertsUnder(options.alertRules),
-        removalLimit: removalLimitUnder(options.alertRules ?? DEFAULT_ALERT_RULES),
-        copyNewRows: options.warehouse.kind === 'postgres',
-        ...(inTransaction ? { inTransaction } : {}),
-      }),
+      inSpan(
+        'warehouse.transaction',
+        { 'db.system.name': options.warehouse.kind, 'listings.business_id': id },
+        () =>
+          writeBusinessSnapshotIsolating(options.warehouse.db, snapshot, {
+            runId: context.runId,
+            observedAt,
+            onChanges: alertsUnder(options.alertRules),
+            removalLimit: removalLimitUnder(options.alertRules ?? DEFAULT_ALERT_RULES),
+            copyNewRows: options.warehouse.kind === 'postgres',
+            keywordsGone: context.keywordsGone,
+            ...(inTransaction ? { inTransaction } : {}),
+          }),
+      ),
+    { businessId: id, credential: credential.name },
+    log,
   );
   for (const held of written.removalsHeld) {
     // Not a failure: the read loaded; only its removals wait for the next run (docs/warehouse.md).

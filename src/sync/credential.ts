@@ -35,6 +35,7 @@ import { pollResponseRequests } from './response-requests.ts';
 import { keepAccountReads, quarantineRejected, type RunContext } from './run-context.ts';
 import { formatShard, inShard } from './shard.ts';
 import { type CredentialOutcome, errorText, recordFailure } from './stats.ts';
+import { WriteOrder } from './write-order.ts';
 
 function isAuthFailure(error: unknown): error is ApiError {
   return error instanceof ApiError && error.code === 'AUTH_FAILURE';
@@ -114,7 +115,8 @@ async function syncCredentialInSpan(
   const only = options.businessIds ? new Set(options.businessIds) : undefined;
   const inScope = (id: number) =>
     inShard(options.shard, id) && (!only || only.has(id)) && (options.businessFilter?.(id) ?? true);
-  const mine = summaries.filter((business) => inScope(business.id));
+  // In ascending id: the one owner rule's order (`order` below).
+  const mine = summaries.filter((business) => inScope(business.id)).sort((a, b) => a.id - b.id);
   // A refused entry is quarantined, and makes the run partial, only when it may be one of
   // this run's businesses: a re-sync of one business is not partial for another's entry.
   const refusedInScope = listed.rejected.filter((record) => {
@@ -134,13 +136,17 @@ async function syncCredentialInSpan(
   let stopped: ApiError | undefined;
   let failedBusinesses = 0;
   const limit = pLimit(options.businessConcurrency ?? DEFAULT_BUSINESS_CONCURRENCY);
+  // One owner rule (write-order.ts): an id two businesses' answers carry goes to the lower
+  // one, whatever order the reads end in. They start in id order, so a lower business a
+  // write waits on always holds a slot, or is done.
+  const order = new WriteOrder(mine.map((business) => business.id));
   await Promise.all(
     mine.map((business) =>
       limit(() =>
         context.businessSlot(async () => {
-          if (context.isStopped() || stopped) return;
           try {
-            const outcome = await syncBusiness(context, credential, business);
+            if (context.isStopped() || stopped) return;
+            const outcome = await syncBusiness(context, credential, business, order);
             if (outcome === 'failed') failedBusinesses += 1;
           } catch (error) {
             if (isCredentialStop(error)) {
@@ -168,6 +174,7 @@ async function syncCredentialInSpan(
               'business failed',
             );
           } finally {
+            order.finish(business.id);
             context.progress.businessesDone += 1;
             context.report();
           }

@@ -147,6 +147,9 @@ export async function replayInPlace(options: InPlaceOptions): Promise<InPlaceRes
         prepare: (target) => seedScratch(target, live, scratch, window.rebuilt),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       });
+      // A business-night the replay could not rebuild (a write that failed, an answer it
+      // could not serve): the business is kept whole, and the command exits 3 naming it.
+      for (const missing of result.notRebuilt) failedInReplay.add(missing.businessId);
       for (const id of [...failedInReplay, ...(await incompleteRebuilds(db, live, scratch))]) {
         keptWhole.set(id, 'the replay did not write every night of its window');
       }

@@ -44,6 +44,7 @@ import {
 } from '../warehouse/replay-reads.ts';
 import { runSync, STREAMS, type Stream } from './run.ts';
 import { parseShard } from './shard.ts';
+import { errorText } from './stats.ts';
 
 export interface ReplayOptions {
   /** The live warehouse: its raw zone is read, nothing in it is written. */
@@ -80,7 +81,20 @@ export interface ReplayProgress {
   day: string;
 }
 
+/** A business-night the replay could not rebuild: its rows of that night are not in the schema built. */
+export interface NotRebuilt {
+  /** The night (UTC date of the business's observation time). */
+  night: string;
+  businessId: number;
+  account: string;
+  /** The kept run it was read by. */
+  runId: string;
+  reason: string;
+}
+
 export interface ReplayResult {
+  /** Every business-night the replay could not rebuild, by night and business (docs/replay.md). */
+  notRebuilt: NotRebuilt[];
   runs: number;
   reads: number;
   recovered: number;
@@ -147,6 +161,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   let reads = 0;
   let recovered = 0;
   const runIds = new Map<string, string>();
+  const notRebuilt: NotRebuilt[] = [];
   try {
     await migrateToLatest(target.db);
     await options.prepare?.(target.db);
@@ -160,6 +175,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
         const replayed = await replayAccountRun(target, raw, run, account, options);
         reads += replayed.reads;
         runIds.set(replayed.runId, run.run_id);
+        notRebuilt.push(...replayed.notRebuilt);
       }
       options.onProgress?.({
         runsDone: index + 1,
@@ -176,8 +192,20 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
     await target.close();
   }
   const seconds = Math.round((performance.now() - started) / 10) / 100;
-  logger.info({ into, runs: runs.length, reads, recovered, seconds }, 'replay finished');
-  return { runs: runs.length, reads, recovered, seconds, runIds };
+  notRebuilt.sort((a, b) =>
+    a.night === b.night ? a.businessId - b.businessId : a.night < b.night ? -1 : 1,
+  );
+  for (const missing of notRebuilt) {
+    logger.error(
+      { ...missing },
+      `replay: business ${missing.businessId}'s night ${missing.night} was not rebuilt: ${missing.reason}`,
+    );
+  }
+  logger.info(
+    { into, runs: runs.length, reads, recovered, seconds, notRebuilt: notRebuilt.length },
+    'replay finished',
+  );
+  return { runs: runs.length, reads, recovered, seconds, runIds, notRebuilt };
 }
 
 // Replay in place (src/sync/replay-in-place.ts) names the live schema with it too.
@@ -302,7 +330,7 @@ async function replayAccountRun(
   run: KeptRun,
   account: { name: string; user_email: string; base_url: string },
   options: ReplayOptions,
-): Promise<{ reads: number; runId: string }> {
+): Promise<{ reads: number; runId: string; notRebuilt: NotRebuilt[] }> {
   // What the run read of the credential itself (its list, reference data, polls): a few
   // reads, indexed up front. A business's reads are indexed when the replayed sync first
   // asks for one of them (`businessAnswers`), a few businesses at a time: memory holds
@@ -340,6 +368,11 @@ async function replayAccountRun(
     return (await businessAnswers(id)).get(key);
   };
   const bodyOf = keptBodies(raw);
+  // Businesses the run committed whose night this replay cannot rebuild, with the first reason.
+  const missing = new Map<number, string>();
+  const cannotRebuild = (id: number | null, reason: string) => {
+    if (id !== null && businessTimes.has(id) && !missing.has(id)) missing.set(id, reason);
+  };
   let clock = run.first_observed;
   const origin = new URL(account.base_url).origin;
   const prefix = `${new URL(account.base_url).pathname.replace(/\/+$/, '')}/api/v2`;
@@ -357,14 +390,26 @@ async function replayAccountRun(
       for (const [name, value] of url.searchParams)
         if (!SECRET_PARAMS.has(name)) query[name] = value;
       const answer = await answerFor(path, requestKey(path, query));
+      const businessId = businessIdOfPath(path);
       if (!answer) {
+        cannotRebuild(businessId, `the raw zone holds no answer to ${path}`);
         return { statusCode: NOT_KEPT_STATUS, data: 'not in the raw zone' };
       }
       // The credential's clock (archiving, the account's sync time, a poll): the read's own.
       if (answer.observedAt > clock) clock = answer.observedAt;
+      let data: string;
+      try {
+        data = await bodyOf(answer.hash);
+      } catch (error) {
+        cannotRebuild(
+          businessId,
+          `the kept body of ${path} (${answer.hash}) cannot be read: ${errorText(error)}`,
+        );
+        return { statusCode: NOT_KEPT_STATUS, data: 'kept body unreadable' };
+      }
       return {
         statusCode: answer.status,
-        data: await bodyOf(answer.hash),
+        data,
         responseOptions: { headers: { 'content-type': 'application/json' } },
       };
     })
@@ -416,12 +461,10 @@ async function replayAccountRun(
       overallBusinessConcurrency: REPLAY_CONCURRENCY,
       now: () => clock,
       businessObservedAt: (_credential, businessId) => businessTimes.get(businessId),
-      ...(options.onBusinessError
-        ? {
-            onBusinessError: (_c: Credential, id: number, e: unknown) =>
-              options.onBusinessError?.(id, e),
-          }
-        : {}),
+      onBusinessError: (_c: Credential, id: number, e: unknown) => {
+        cannotRebuild(id, `its write failed: ${errorText(e)}`);
+        options.onBusinessError?.(id, e);
+      },
       ...(run.shard ? { shard: parseShard(run.shard) } : {}),
       businessFilter: (id) => committedSet.has(id),
       ...(options.businessId !== undefined
@@ -435,5 +478,12 @@ async function replayAccountRun(
     await api.close();
     await agent.close();
   }
-  return { reads, runId };
+  const notRebuilt = [...missing].map(([businessId, reason]) => ({
+    night: (businessTimes.get(businessId) as Date).toISOString().slice(0, 10),
+    businessId,
+    account: account.name,
+    runId: run.run_id,
+    reason,
+  }));
+  return { reads, runId, notRebuilt };
 }

@@ -33,6 +33,8 @@ export interface RunContext {
   call: CallOptions;
   /** Upstream calls in flight (`track` each), for the `still working` line. */
   inFlight: InFlight;
+  /** The run's keywords marked gone so far: one taken over later in the run counts moved. */
+  keywordsGone: Set<string>;
   /**
    * The business ids each credential's list answered this run, by credential name, added
    * as the lists arrive (credentials run side by side; absent until the first): a business

@@ -234,6 +234,7 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
       raw,
       call: { signal: requests.signal },
       inFlight,
+      keywordsGone: new Set(),
     };
 
     // Credentials run side by side: each has its own request limits in the client.

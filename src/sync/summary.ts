@@ -35,10 +35,19 @@ export function renderSyncSummary(result: SyncResult, context: SummaryContext): 
   }
   const tables = Object.entries(stats.tables).sort(([a], [b]) => a.localeCompare(b));
   if (tables.length) {
+    // A moved column only when a row moved between businesses (a keyword the upstream moved).
+    const moved = tables.some(([, c]) => (c.moved ?? 0) > 0);
     parts.push(
       renderTable(
-        ['table', 'inserted', 'updated', 'unchanged', 'deleted'],
-        tables.map(([name, c]) => [name, c.inserted, c.updated, c.unchanged, c.deleted]),
+        ['table', 'inserted', 'updated', 'unchanged', 'deleted', ...(moved ? ['moved'] : [])],
+        tables.map(([name, c]) => [
+          name,
+          c.inserted,
+          c.updated,
+          c.unchanged,
+          c.deleted,
+          ...(moved ? [c.moved ?? 0] : []),
+        ]),
       ),
     );
   }

@@ -74,6 +74,12 @@ export interface UpsertPlan<T extends TableName> {
    * as unchanged; the writer asks who holds it (reviews.ts, `storedElsewhere`).
    */
   owner?: ColumnOf<T>;
+  /**
+   * With `owner`: a stored row of another owner is taken over (moved to the writing
+   * business) when this column is set on it, i.e. its owner's own read marked it gone
+   * (keywords.ts: a keyword moved between businesses).
+   */
+  takesGone?: ColumnOf<T>;
 }
 
 export interface UpsertResult {
@@ -104,6 +110,17 @@ export function dedupeByKey<R extends Record<string, unknown>>(
   const byKey = new Map<unknown, R>();
   for (const row of rows) byKey.set(keyOf(row, key), row);
   return byKey.size === rows.length ? [...rows] : [...byKey.values()];
+}
+
+/** `rows` sorted by `key`: numbers as numbers, anything else as lower-cased text. */
+function inKeyOrder<R extends Record<string, unknown>>(rows: R[], key: readonly string[]): R[] {
+  const sortKey = (row: R): number | string => {
+    const value = keyOf(row, key);
+    return typeof value === 'number' ? value : String(value).toLowerCase();
+  };
+  const keyed = rows.map((row) => ({ row, key: sortKey(row) }));
+  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return keyed.map((entry) => entry.row);
 }
 
 /**
@@ -230,9 +247,12 @@ export async function upsertRows<T extends TableName>(
   rows: readonly BulkRow<T>[],
 ): Promise<UpsertResult> {
   if (rows.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
-  const unique = dedupeByKey(rows as readonly Record<string, unknown>[], plan.key);
+  // A globally keyed table's rows in key order (`owner` set): two businesses' statements
+  // writing the same ids take their locks in one order.
+  const deduped = dedupeByKey(rows as readonly Record<string, unknown>[], plan.key);
+  const unique = plan.owner ? inKeyOrder(deduped, plan.key) : deduped;
   const text = compiledText(
-    `upsert\u0000${plan.table}\u0000${JSON.stringify([plan.columns, plan.key, plan.insertOnly, plan.compare, plan.owner])}`,
+    `upsert\u0000${plan.table}\u0000${JSON.stringify([plan.columns, plan.key, plan.insertOnly, plan.compare, plan.owner, plan.takesGone])}`,
     (slot) => {
       const table: string = plan.table;
       const names = Object.keys(plan.columns);
@@ -256,9 +276,12 @@ export async function upsertRows<T extends TableName>(
                 sql`(${sql.join(plan.compare.map(excluded))})`,
               );
               // Evaluated on the row as committed: one a concurrent business inserted is seen too.
-              return plan.owner
-                ? eb.and([eb(stored(plan.owner), '=', excluded(plan.owner)), changed])
-                : changed;
+              if (!plan.owner) return changed;
+              const same = eb(stored(plan.owner), '=', excluded(plan.owner));
+              return eb.and([
+                plan.takesGone ? eb.or([same, eb(stored(plan.takesGone), 'is not', null)]) : same,
+                changed,
+              ]);
             }),
         )
         .returning((eb) => eb.parens(eb.ref('xmax'), '=', eb.lit(0)).as('inserted'))
@@ -461,6 +484,8 @@ export interface ChildRead<T extends TableName, R> {
   seen: { has(id: unknown): boolean };
   /** A stored row of a record refused this run (quarantined): kept as it is, not gone. */
   refused: (row: R) => boolean;
+  /** The writer locked the rows in id order itself (`lockInKeyOrder`): not again. */
+  locked?: boolean;
   /**
    * Asked once, with the live stored rows and how many of them the read no longer lists;
    * false holds them all (none marked gone: a volume drop, held-removals.ts). Absent: the
@@ -473,7 +498,10 @@ export interface ChildRead<T extends TableName, R> {
  * The business a child collection belongs to, its run's time (the stamp of rows gone),
  * and whether rows new to it go by COPY (`copyRows`).
  */
-export type ChildOwner = Pick<BusinessWriteContext, 'businessId' | 'observedAt' | 'copyNewRows'>;
+export type ChildOwner = Pick<
+  BusinessWriteContext,
+  'businessId' | 'observedAt' | 'copyNewRows' | 'newBusiness'
+>;
 
 /**
  * Fewer new rows than this go with the upsert: a COPY is a statement of its own, parsed
@@ -505,6 +533,53 @@ async function copyNewRows<T extends TableName, R extends object>(
 }
 
 /**
+ * Locks the stored rows of `ids` in the order of their id, before the upsert and the
+ * marking gone lock them statement by statement: a table keyed by a global id (`owner`
+ * set) can hold a row two businesses' transactions both write (one upserting it, the
+ * other marking it gone), and taken in one order by all, their locks never deadlock.
+ * Returns each locked row's id, owner (`business_id`) and gone stamp, as committed.
+ */
+export async function lockInKeyOrder<T extends TableName>(
+  db: Executor,
+  table: Pick<ChildTable<T>, 'table' | 'id' | 'columns' | 'stamp'>,
+  ids: readonly unknown[],
+): Promise<{ owner: unknown; stamp: unknown; id: unknown }[]> {
+  if (ids.length === 0) return [];
+  const text = compiledText(
+    `lock\u0000${table.table}\u0000${table.id}\u0000${table.columns[table.id]}\u0000${table.stamp}`,
+    (slot) => {
+      const id: string = table.id;
+      const stamp: string = table.stamp;
+      return builder
+        .selectFrom(table.table as string)
+        .select([
+          sql.ref('business_id').as('owner'),
+          sql.ref(stamp).as('stamp'),
+          sql.ref(id).as('id'),
+        ])
+        .where(
+          id,
+          '=',
+          sql<unknown>`any(${typedArray(slot(0), table.columns[table.id] as ColumnType)})`,
+        )
+        .orderBy(id)
+        .forUpdate()
+        .compile();
+    },
+  );
+  const { rows } = await db.executeQuery<{ owner: unknown; stamp: unknown; id: unknown }>(
+    CompiledQuery.raw(text, [
+      columnValues(
+        ids.map((id) => ({ id })),
+        'id',
+        table.columns[table.id] as ColumnType,
+      ),
+    ]),
+  );
+  return rows;
+}
+
+/**
  * The write every child collection shares: upserts the new and changed rows, marks gone
  * (stamped `at`) the stored rows still live that the read neither listed nor refused
  * (unless `read.removeGone` holds them), and counts both into `stats` under the table's
@@ -518,13 +593,21 @@ export async function writeChildRows<T extends TableName, R extends object>(
   read: ChildRead<T, R>,
 ): Promise<WriteStats> {
   const field = (row: R, column: string) => (row as Record<string, unknown>)[column];
-  const upserted = owner.copyNewRows
-    ? await copyNewRows(db, table, read, field)
-    : await upsertRows(db, table, read.rows);
   const live = read.stored.filter((row) => field(row, table.stamp) === null);
   const gone = live
     .filter((row) => !read.seen.has(field(row, table.id)) && !read.refused(row))
     .map((row) => field(row, table.id));
+  // A business stored for the first time has no row of its own to lock: a row another
+  // business holds it only meets in a race the retry covers (src/sync/transaction-retry.ts).
+  if (table.owner && !owner.newBusiness && !read.locked) {
+    await lockInKeyOrder(db, table, [
+      ...read.rows.map((row) => (row as Record<string, unknown>)[table.id]),
+      ...gone,
+    ]);
+  }
+  const upserted = owner.copyNewRows
+    ? await copyNewRows(db, table, read, field)
+    : await upsertRows(db, table, read.rows);
   const remove = read.removeGone?.(live.length, gone.length) ?? true;
   const deleted = await markRowsGone(
     db,

@@ -91,6 +91,8 @@ export interface WriteContext {
    * row's id stored under another business) is written again with the upsert alone.
    */
   copyNewRows?: boolean;
+  /** The run's keywords marked gone so far (`BusinessWriteContext.keywordsGone`). */
+  keywordsGone?: Set<string>;
 }
 
 export interface SnapshotWriteResult {
@@ -114,6 +116,7 @@ export async function writeBusinessSnapshot(
     observedAt: ctx.observedAt,
     refused: refusedIds(snapshot.rejected),
     copyNewRows: ctx.copyNewRows,
+    keywordsGone: ctx.keywordsGone,
   };
   const stored = await lockBusiness(trx, snapshot.businessId);
   write.newBusiness = stored === undefined;

@@ -373,6 +373,25 @@ export function timeoutsOf(db: Kysely<Database>): DatabaseTimeouts | undefined {
   return timeoutsByDb.get(db);
 }
 
+/**
+ * `url` with `-c search_path=…` last in its `options` parameter. pg lets a URL's own
+ * parameters override the pool's, so a DATABASE_URL that names a search path
+ * (`?options=-c search_path=public`) would otherwise send a schema opened beside it (the
+ * replay's) to the URL's schema instead; the last `-c` of a setting wins.
+ */
+function withSearchPath(url: string, searchPath: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  const own = parsed.searchParams.get('options');
+  if (own === null) return url;
+  parsed.searchParams.set('options', `${own} -c search_path=${searchPath}`);
+  return parsed.toString();
+}
+
 export async function openWarehouse(options: OpenWarehouseOptions): Promise<Warehouse> {
   const searchPath =
     options.searchPath === undefined ? undefined : checkSearchPath(options.searchPath);
@@ -388,7 +407,9 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
     const sockets = new Set<net.Socket>();
     const pool = new pg.Pool({
       Client: preparingClientOf(),
-      connectionString: options.databaseUrl,
+      connectionString: searchPath
+        ? withSearchPath(options.databaseUrl, searchPath)
+        : options.databaseUrl,
       max: options.poolSize ?? 10,
       types: pgTypes,
       // A startup parameter, so every connection has it, including the one a sync lock

@@ -140,6 +140,31 @@ function ownerOf(owner: Owner, schema: string): RawBuilder<unknown> {
 }
 
 /**
+ * Whether the live warehouse holds the rebuilt row `t` (or, for a child row, its parent)
+ * under another business than the rebuild's (`t.replay_owner`): the merge never moves a
+ * live row to another business, nor writes into a row of a business it keeps whole
+ * (docs/replay.md, "Replay in place"; the owner rule is docs/warehouse.md's "Ids under
+ * two businesses").
+ */
+function liveOwnerDiffers(
+  live: string,
+  table: string,
+  key: readonly string[],
+  owner: Owner,
+): RawBuilder<unknown> {
+  if (owner === 'business_id') {
+    const match = sql.join(
+      key.map((k) => sql`l.${sql.id(k)} = t.${sql.id(k)}`),
+      sql` and `,
+    );
+    return sql`exists (select 1 from ${sql.id(live, table)} l
+      where ${match} and l.business_id <> t.replay_owner)`;
+  }
+  return sql`exists (select 1 from ${sql.id(live, owner.parent)} o
+    where o.${sql.id(owner.on)} = t.${sql.id(owner.on)} and o.business_id <> t.replay_owner)`;
+}
+
+/**
  * The rebuilt rows of `table` as the live table will hold them (mapped ids as the live
  * ones), each with the business it belongs to as `replay_owner`.
  */
@@ -275,7 +300,7 @@ export async function mergeRebuild(
       tableColumns,
       key,
       rows,
-      inMerge(sql`t.replay_owner`),
+      sql`${inMerge(sql`t.replay_owner`)} and not ${liveOwnerDiffers(live, table, key, owner)}`,
     );
     change(table).inserted += ins;
     change(table).updated += upd;

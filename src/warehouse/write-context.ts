@@ -32,6 +32,11 @@ export interface BusinessWriteContext {
    * their stored rows as none instead of reading them.
    */
   newBusiness?: boolean | undefined;
+  /**
+   * The run's keywords marked gone so far (ids as text), shared by its businesses: a
+   * keyword another business takes over in the same run is counted moved, not deleted.
+   */
+  keywordsGone?: Set<string> | undefined;
 }
 
 /** Per stream whose reads mark rows gone, the ids of its refused records (see `refused`). */

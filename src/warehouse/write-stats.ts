@@ -5,6 +5,12 @@ export interface TableCounts {
   unchanged: number;
   /** Rows soft-deleted (archived_at, removed_at, deleted_at set) or deleted. */
   deleted: number;
+  /**
+   * Rows taken over from another business (keywords.ts: a keyword the upstream moved),
+   * counted here rather than as updated, nor, when the other business marked it gone in
+   * the same run, as deleted. Absent: none.
+   */
+  moved?: number;
 }
 
 /** Table name → counts. History and outbox tables count what they appended as inserted. */
@@ -25,6 +31,7 @@ export function addCounts(
   entry.updated += counts.updated ?? 0;
   entry.unchanged += counts.unchanged ?? 0;
   entry.deleted += counts.deleted ?? 0;
+  if (counts.moved) entry.moved = (entry.moved ?? 0) + counts.moved;
   stats[table] = entry;
   return stats;
 }

@@ -12,10 +12,12 @@ import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { UsageError } from '../../command/usage-error.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
 import type { Config } from '../../config/index.ts';
+import { EXIT } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
-import { replay } from '../../sync/replay.ts';
+import { type NotRebuilt, replay } from '../../sync/replay.ts';
 import { type InPlaceResult, replayInPlace } from '../../sync/replay-in-place.ts';
 import { requireCurrentSchema } from '../../warehouse/open.ts';
+import type { KeptWholeReason } from '../../warehouse/replay-merge.ts';
 import { dateOption, integerOption } from '../options.ts';
 
 export interface ReplayCommandOptions {
@@ -79,7 +81,7 @@ export async function runReplayCommand(
     if (options.inPlace) {
       const result = await replayInPlace({ ...common, dryRun: options.dryRun === true });
       io.stdout(renderInPlace(result, warehouse.target.description));
-      return 0;
+      return incomplete(result) ? EXIT.partial : EXIT.ok;
     }
     const into = options.into as string;
     const result = await replay({
@@ -90,16 +92,43 @@ export async function runReplayCommand(
       ...(options.account ? { account: options.account } : {}),
       ...(options.business !== undefined ? { businessId: options.business } : {}),
     });
+    const missing = result.notRebuilt.length;
     io.stdout(
-      `Replayed ${result.runs} run(s), ${result.reads} kept reads, into schema "${into}" ` +
+      `${missing ? 'Replay incomplete: replayed' : 'Replayed'} ${result.runs} run(s), ${result.reads} kept reads, into schema "${into}" ` +
         `of ${warehouse.target.description} in ${result.seconds} s` +
         `${result.recovered ? `; ${result.recovered} quarantined record(s) recovered` : ''}.\n` +
-        'Its alerts were recomputed and not delivered.\n',
+        'Its alerts were recomputed and not delivered.\n' +
+        renderNotRebuilt(result.notRebuilt, `schema "${into}" lacks their rows`),
     );
-    return 0;
+    return missing ? EXIT.partial : EXIT.ok;
   } finally {
     await warehouse.close();
   }
+}
+
+/**
+ * Whether a replay left a business-night unrebuilt (exit 3, docs/running.md, "Exit
+ * codes"): a night it named, or a business whose rebuild stopped short of its window.
+ */
+function incomplete(result: InPlaceResult): boolean {
+  return (
+    result.notRebuilt.length > 0 || result.keptWhole.some((kept) => kept.reason === NOT_EVERY_NIGHT)
+  );
+}
+
+const NOT_EVERY_NIGHT: KeptWholeReason = 'the replay did not write every night of its window';
+
+/** Every business-night a replay could not rebuild, one line each; empty when none. */
+export function renderNotRebuilt(notRebuilt: readonly NotRebuilt[], consequence: string): string {
+  if (notRebuilt.length === 0) return '';
+  const lines = [
+    `Not rebuilt: ${notRebuilt.length} business-night(s); ${consequence}:`,
+    ...notRebuilt.map(
+      (m) =>
+        `  ${m.night} business ${m.businessId} (account ${m.account}, run ${m.runId}): ${m.reason}`,
+    ),
+  ];
+  return `${lines.join('\n')}\n`;
 }
 
 /** What an in-place replay changed (or would change), per table, and what it kept whole. */
@@ -139,6 +168,11 @@ export function renderInPlace(result: InPlaceResult, target: string): string {
     }
     if (result.keptWhole.length > 20) lines.push(`  … and ${result.keptWhole.length - 20} more`);
   }
+  const notRebuilt = renderNotRebuilt(
+    result.notRebuilt,
+    'each business is kept as it was, and the command exits 3',
+  );
+  if (notRebuilt) lines.push(notRebuilt.trimEnd());
   lines.push(
     result.dryRun
       ? 'Dry run: nothing was committed. Run again without --dry-run to apply.'
