@@ -20,8 +20,8 @@ import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { Pool } from 'undici';
 import type { Credential } from '../src/api/types.ts';
-import { openWarehouse } from '../src/warehouse/connection.ts';
-import { migrateToLatest } from '../src/warehouse/migrate.ts';
+import { openWarehouse } from '../src/warehouse/driver/connection.ts';
+import { migrateToLatest } from '../src/warehouse/driver/migrate.ts';
 
 interface Args {
   credentialsFile: string;

@@ -39,11 +39,11 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { createApiClient } from '../src/api/client.ts';
 import { silentLogger } from '../src/log.ts';
+import { replay } from '../src/replay/replay.ts';
 import { startSandbox } from '../src/sandbox/server.ts';
-import { replay } from '../src/sync/replay.ts';
 import { runSync } from '../src/sync/run.ts';
-import { openWarehouse, type Warehouse } from '../src/warehouse/connection.ts';
-import { migrateToLatest } from '../src/warehouse/migrate.ts';
+import { openWarehouse, type Warehouse } from '../src/warehouse/driver/connection.ts';
+import { migrateToLatest } from '../src/warehouse/driver/migrate.ts';
 import { CONTRACT_TABLES } from '../test/helpers/contract-tables.ts';
 import { productionNodeFlags } from './node-flags.ts';
 

@@ -1,6 +1,6 @@
 /**
  * One replay in a process of its own, like `bench/run-sync.ts` for a sync, so that its
- * peak RSS is the replay's alone: `replay()` (src/sync/replay.ts) of every kept run of the
+ * peak RSS is the replay's alone: `replay()` (src/replay/replay.ts) of every kept run of the
  * warehouse into a fresh schema. Prints one JSON line: wall seconds of the replay, the
  * process's CPU seconds and peak resident set (the whole process, start to exit), and the
  * replay's counts.
@@ -12,9 +12,9 @@
  */
 import { DEFAULTS } from '../src/config/index.ts';
 import { silentLogger } from '../src/log.ts';
-import { replay } from '../src/sync/replay.ts';
-import { openWarehouse } from '../src/warehouse/connection.ts';
-import { warehousePoolSize } from '../src/warehouse/open.ts';
+import { replay } from '../src/replay/replay.ts';
+import { openWarehouse } from '../src/warehouse/driver/connection.ts';
+import { warehousePoolSize } from '../src/warehouse/driver/open.ts';
 
 interface Args {
   /** The fresh schema to build (it must not hold tables). */

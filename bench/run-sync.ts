@@ -15,9 +15,9 @@ import { DEFAULTS } from '../src/config/index.ts';
 import { silentLogger } from '../src/log.ts';
 import { runSync } from '../src/sync/run.ts';
 import { startTracing } from '../src/tracing.ts';
-import { openWarehouse } from '../src/warehouse/connection.ts';
-import { migrateToLatest } from '../src/warehouse/migrate.ts';
-import { warehousePoolSize } from '../src/warehouse/open.ts';
+import { openWarehouse } from '../src/warehouse/driver/connection.ts';
+import { migrateToLatest } from '../src/warehouse/driver/migrate.ts';
+import { warehousePoolSize } from '../src/warehouse/driver/open.ts';
 
 interface Args {
   credentialsFile: string;

@@ -45,13 +45,10 @@ import pLimit from 'p-limit';
 import pg from 'pg';
 import type { Keyword, Listing, ListingStatus, RankObservation } from '../src/api/types.ts';
 import { renderTable } from '../src/command/table.ts';
-import {
-  type BusinessSnapshot,
-  writeBusinessSnapshot,
-} from '../src/warehouse/business-snapshot.ts';
-import { openWarehouse, type Warehouse } from '../src/warehouse/connection.ts';
+import { openWarehouse, type Warehouse } from '../src/warehouse/driver/connection.ts';
+import { migrateToLatest } from '../src/warehouse/driver/migrate.ts';
 import { listingContentHash, listingToRow } from '../src/warehouse/listings.ts';
-import { migrateToLatest } from '../src/warehouse/migrate.ts';
+import { type BusinessSnapshot, writeBusinessSnapshot } from '../src/warehouse/snapshot.ts';
 import { CLICKS_PER_1000, UNRANKED_POSITION } from '../src/warehouse/visibility.ts';
 
 const ROOT = join(import.meta.dirname, '..');

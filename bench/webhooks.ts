@@ -23,7 +23,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openWarehouse } from '../src/warehouse/connection.ts';
+import { openWarehouse } from '../src/warehouse/driver/connection.ts';
 import { productionNodeFlags } from './node-flags.ts';
 
 const CLI = new URL('../src/cli/main.ts', import.meta.url).pathname;

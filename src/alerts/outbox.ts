@@ -2,8 +2,8 @@
  * The alert outbox as src/alerts uses it: one way in, `raise`, called by every writer
  * inside the writer's own transaction (a reader never sees a change without its alert, nor
  * an alert without its change); and what the dispatcher, the metrics and `listings-sync
- * alerts` read and record with. The statements are src/warehouse/alert-outbox.ts's and
- * src/warehouse/alert-sinks.ts's; here, what an alert is to a message, and the rules.
+ * alerts` read and record with. The statements are src/alerts/outbox-rows.ts's and
+ * src/alerts/sink-rows.ts's; here, what an alert is to a message, and the rules.
  *
  * Claims are leases in `next_attempt_at`: a claimed alert is not due again until the
  * lease ends, so two dispatchers (two `serve` replicas, or `sync` and `serve`) never send
@@ -15,6 +15,8 @@
  */
 import type { Kysely } from 'kysely';
 import { redactText } from '../log.ts';
+import type { AlertSinksTable, Database, Db, JsonValue } from '../warehouse/database.ts';
+import { type AlertKind, LISTING_INACCURATE } from './kinds.ts';
 import {
   type AlertReadRow,
   type AlertToInsert,
@@ -28,10 +30,8 @@ import {
   recordAttempts,
   reopenSkipped as reopenSkippedRows,
   undeliveredAlertIdsAfter,
-} from '../warehouse/alert-outbox.ts';
-import { insertNewSinks, setSinkSkipped } from '../warehouse/alert-sinks.ts';
-import type { AlertSinksTable, Database, Db, JsonValue } from '../warehouse/database.ts';
-import { type AlertKind, LISTING_INACCURATE } from './kinds.ts';
+} from './outbox-rows.ts';
+import { insertNewSinks, setSinkSkipped } from './sink-rows.ts';
 
 // Statements that need nothing of the alert logic: the metrics and the `alerts` command
 // keep importing them from here.
@@ -40,8 +40,8 @@ export {
   countPendingBySink,
   countSkippedBySink,
   releaseClaims,
-} from '../warehouse/alert-outbox.ts';
-export { sinksSeen } from '../warehouse/alert-sinks.ts';
+} from './outbox-rows.ts';
+export { sinksSeen } from './sink-rows.ts';
 
 /** What a sink does with the alerts raised before it was first configured (ALERT_BACKLOG). */
 export type BacklogPolicy = AlertSinksTable['backlog'];

@@ -27,7 +27,7 @@ export interface CallOptions {
   signal?: AbortSignal;
   /**
    * For a read: true when a successful (2xx) body is one whose rows the caller already
-   * holds (src/warehouse/business-answers.ts). The call then rejects with
+   * holds (src/warehouse/applied-answers.ts). The call then rejects with
    * `AnswerUnchanged`, the body not parsed; its `parse()` parses it when needed after all.
    */
   unchanged?: (text: string) => boolean | Promise<boolean>;

@@ -7,8 +7,8 @@
 import type { ApiClient } from '../api/index.ts';
 import type { Config } from '../config/index.ts';
 import type { Logger } from '../log.ts';
-import type { Warehouse } from '../warehouse/connection.ts';
-import type { WarehouseTarget } from '../warehouse/open.ts';
+import type { Warehouse } from '../warehouse/driver/connection.ts';
+import type { WarehouseTarget } from '../warehouse/driver/open.ts';
 
 export interface CliIo {
   /** Standard output: what a command answers (tables, JSON, summaries). */
@@ -45,7 +45,7 @@ export interface CliIo {
 
 export interface CliServices {
   /**
-   * The warehouse for `target` (the configuration's, src/warehouse/open.ts), already open;
+   * The warehouse for `target` (the configuration's, src/warehouse/driver/open.ts), already open;
    * undefined: open the target as usual. The command's close() must leave it open.
    */
   openWarehouse(config: Config, target: WarehouseTarget): Promise<Warehouse | undefined>;

@@ -1,5 +1,5 @@
 /**
- * The warehouse a command works on: the configured one (src/warehouse/open.ts), or, when
+ * The warehouse a command works on: the configured one (src/warehouse/driver/open.ts), or, when
  * a test runs the command in-process, the test's own, already open (`io.services`). Every
  * command opens its warehouse here, so a test can hand any of them its warehouse.
  */
@@ -8,7 +8,7 @@ import {
   type OpenOptions,
   openConfiguredWarehouse,
   type WarehouseAccess,
-} from '../warehouse/open.ts';
+} from '../warehouse/driver/open.ts';
 import type { CliIo } from './io.ts';
 
 export function openCommandWarehouse(

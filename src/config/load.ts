@@ -62,7 +62,7 @@ export interface LoadOptions {
 
 /**
  * The demo's own embedded warehouse (`npm start`): sandbox data never lands in the one a
- * real account syncs into. Read-only commands fall back to it (src/warehouse/open.ts).
+ * real account syncs into. Read-only commands fall back to it (src/warehouse/driver/open.ts).
  */
 export const DEMO_PGLITE_DATA_DIR = './.data/demo';
 

@@ -69,7 +69,7 @@ export interface Setting {
   bounds?: { min: number; max: number };
 }
 
-/** Everything that opens the configured warehouse (src/warehouse/open.ts). */
+/** Everything that opens the configured warehouse (src/warehouse/driver/open.ts). */
 const WAREHOUSE: readonly CommandName[] = [
   'migrate',
   'sync',

@@ -9,7 +9,6 @@ import type { Kysely, Transaction } from 'kysely';
 import { type ApiClient, type ObservedResponse, observeResponses } from '../api/client.ts';
 import type { Credential } from '../api/types.ts';
 import type { Database } from '../warehouse/database.ts';
-import { insertRawBodies, insertRawReads, knownBodyHashes } from '../warehouse/raw-reads.ts';
 import {
   BODY_ENCODING,
   businessIdOfPath,
@@ -18,6 +17,7 @@ import {
   requestKey,
   SECRET_PARAMS,
 } from './body.ts';
+import { insertRawBodies, insertRawReads, knownBodyHashes } from './reads.ts';
 
 /** One read as the raw zone keeps it, before it is written. */
 export interface KeptRead {

@@ -22,7 +22,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Database } from '../warehouse/database.ts';
-import { deleteUnreadBodies, pruneRawReads } from '../warehouse/raw-retention.ts';
+import { deleteUnreadBodies, pruneRawReads } from './prune.ts';
 
 export interface PrunedRawZone {
   /** Reads deleted. */

@@ -12,14 +12,14 @@ import type { Kysely } from 'kysely';
 import { addDays, daysBetween } from '../calendar-day.ts';
 import { EXIT, ListingsSyncError } from '../errors.ts';
 import type { Database } from '../warehouse/database.ts';
-import { type KpiFigures, readKpiFigures } from '../warehouse/report-kpis.ts';
+import { type KpiFigures, readKpiFigures } from './queries/kpis.ts';
 import {
   type AccuracyDay,
   type NewlyInaccurateRow,
   readAccuracyDays,
   readNewlyInaccurate,
   readTurnedInaccurateCounts,
-} from '../warehouse/report-listings.ts';
+} from './queries/listings.ts';
 import {
   type MoverRow,
   readKeywordLosses,
@@ -28,7 +28,7 @@ import {
   readRankGains,
   readVisibilityPoints,
   type VisibilityPoint,
-} from '../warehouse/report-ranks.ts';
+} from './queries/ranks.ts';
 import {
   type AwaitingReviewRow,
   type ReviewDay,
@@ -37,15 +37,15 @@ import {
   readResponseSla,
   readReviewDays,
   type SlaRow,
-} from '../warehouse/report-reviews.ts';
-import { readScorecardRows, type ScorecardFigures } from '../warehouse/report-scorecard.ts';
+} from './queries/reviews.ts';
+import { readScorecardRows, type ScorecardFigures } from './queries/scorecard.ts';
 import {
   businessNameOf,
   collectedDays,
   databaseNow,
   onReportConnection,
   type ReportWindow,
-} from '../warehouse/report-window.ts';
+} from './queries/window.ts';
 
 // The rows the page shows as the warehouse reads them (src/warehouse/report-*.ts).
 export type {

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { redactText } from '../log.ts';
 import type { Database } from '../warehouse/database.ts';
-import { pendingMigrations } from '../warehouse/migrate.ts';
+import { pendingMigrations } from '../warehouse/driver/migrate.ts';
 
 /** A readiness probe that waits longer than this is answered "not ready". */
 const READY_TIMEOUT_MS = 3_000;

@@ -30,8 +30,8 @@ import {
 import type { Logger } from '../log.ts';
 import { syncOptionsFromConfig } from '../sync/options.ts';
 import { runSync, SyncLockedError } from '../sync/run.ts';
-import type { Warehouse } from '../warehouse/connection.ts';
-import { requireCurrentSchema } from '../warehouse/open.ts';
+import type { Warehouse } from '../warehouse/driver/connection.ts';
+import { requireCurrentSchema } from '../warehouse/driver/open.ts';
 import { registerHealth } from './health.ts';
 import { createServeMetrics, type ServeMetrics } from './metrics.ts';
 import { type Scheduler, startScheduler } from './scheduler.ts';

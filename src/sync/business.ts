@@ -31,14 +31,14 @@ import {
   appliedFor,
   NO_ANSWERS_APPLIED,
   readAppliedAnswers,
-} from '../warehouse/business-answers.ts';
+} from '../warehouse/applied-answers.ts';
+import { markBusinessMissing, summaryLeavesRow } from '../warehouse/businesses.ts';
+import type { Db } from '../warehouse/database.ts';
 import {
   type BusinessSnapshot,
   mergeWriteStats,
   writeBusinessSnapshotIsolating,
-} from '../warehouse/business-snapshot.ts';
-import { markBusinessMissing, summaryLeavesRow } from '../warehouse/businesses.ts';
-import type { Db } from '../warehouse/database.ts';
+} from '../warehouse/snapshot.ts';
 import { addCounts } from '../warehouse/write-stats.ts';
 import type { RunContext } from './run-context.ts';
 import { errorText, recordFailure } from './stats.ts';
@@ -59,7 +59,7 @@ export function isCredentialStop(error: unknown): error is ApiError {
 /**
  * A read's outcome, kept rather than thrown, so one failed stream spares the others.
  * `unchanged`: the body is the one its stream's rows were last built from
- * (src/warehouse/business-answers.ts), not parsed; `parse()` reads it when needed.
+ * (src/warehouse/applied-answers.ts), not parsed; `parse()` reads it when needed.
  */
 export type Fetched<T> =
   | { ok: true; value: T }

@@ -19,7 +19,8 @@ import {
   liveBusinessIds,
   storedBusinessSummaries,
 } from '../warehouse/businesses.ts';
-import { describeDatabaseError, timeoutsOf } from '../warehouse/connection.ts';
+import { describeDatabaseError, timeoutsOf } from '../warehouse/driver/connection.ts';
+import { isWarehouseGone, WarehouseGoneError } from '../warehouse/driver/outage.ts';
 import {
   type BusinessListHeld,
   businessListKey,
@@ -28,7 +29,6 @@ import {
   holdsBusinessList,
   recordBusinessListHold,
 } from '../warehouse/held-removals.ts';
-import { isWarehouseGone, WarehouseGoneError } from '../warehouse/outage.ts';
 import { isCredentialStop, syncBusiness } from './business.ts';
 import { DEFAULT_BUSINESS_CONCURRENCY, type SyncOptions } from './options.ts';
 import { pollResponseRequests } from './response-requests.ts';

@@ -5,7 +5,7 @@ import type { Credential } from '../api/types.ts';
 import { type Config, credentialOrigin, DEFAULTS } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import type { Stream } from '../streams/index.ts';
-import type { Warehouse } from '../warehouse/connection.ts';
+import type { Warehouse } from '../warehouse/driver/connection.ts';
 import type { Ticker } from './in-flight.ts';
 import type { Shard } from './shard.ts';
 
@@ -73,7 +73,7 @@ export interface SyncOptions {
   now?: (credential?: Credential) => Date;
   /**
    * A business's own observation time, when the caller knows it better than `now`: replay
-   * (src/sync/replay.ts) gives each business the time it was kept with, so businesses can
+   * (src/replay/replay.ts) gives each business the time it was kept with, so businesses can
    * be replayed side by side. Undefined falls back to `now`.
    */
   businessObservedAt?: (credential: Credential, businessId: number) => Date | undefined;
@@ -92,7 +92,7 @@ export interface SyncOptions {
   /**
    * Businesses fetched and written at once across all credentials (default 16). Each
    * holds a database connection while it writes, so the pool is sized from it
-   * (`warehousePoolSize` in src/warehouse/open.ts).
+   * (`warehousePoolSize` in src/warehouse/driver/open.ts).
    */
   overallBusinessConcurrency?: number;
   /** The alert rules the writers raise under (`config.alertRules`); built-in defaults otherwise. */

@@ -8,11 +8,11 @@ import type { Kysely } from 'kysely';
 import { listCountries, listStates, listSubCategories } from '../api/index.ts';
 import type { Country, Credential, State } from '../api/types.ts';
 import type { Logger } from '../log.ts';
-import { mergeWriteStats } from '../warehouse/business-snapshot.ts';
-import { timeoutsOf } from '../warehouse/connection.ts';
 import type { Database } from '../warehouse/database.ts';
-import { isWarehouseGone, WarehouseGoneError } from '../warehouse/outage.ts';
+import { timeoutsOf } from '../warehouse/driver/connection.ts';
+import { isWarehouseGone, WarehouseGoneError } from '../warehouse/driver/outage.ts';
 import { writeReferenceData } from '../warehouse/reference-data.ts';
+import { mergeWriteStats } from '../warehouse/snapshot.ts';
 import { quarantineRejected, type RunContext } from './run-context.ts';
 import { errorText } from './stats.ts';
 

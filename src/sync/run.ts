@@ -12,7 +12,7 @@
  * a bad record goes to quarantine and its siblings load. SIGTERM (the `signal`) stops new
  * work from starting, aborts the upstream requests in flight, gives the business
  * transactions in flight a bounded grace (`stopGraceMs`, cut short by `stopNow`) to
- * commit, and ends the run `interrupted`. A warehouse outage (src/warehouse/outage.ts)
+ * commit, and ends the run `interrupted`. A warehouse outage (src/warehouse/driver/outage.ts)
  * ends it `failed`.
  */
 import type { Span } from '@opentelemetry/api';
@@ -22,8 +22,8 @@ import { ListingsSyncError } from '../errors.ts';
 import { type RawCapture, startRawCapture } from '../raw/capture.ts';
 import { pruneRawZone } from '../raw/retention.ts';
 import { currentTraceId, inSpan } from '../tracing.ts';
-import { timeoutsOf } from '../warehouse/connection.ts';
-import { isWarehouseGone, WarehouseGoneError } from '../warehouse/outage.ts';
+import { timeoutsOf } from '../warehouse/driver/connection.ts';
+import { isWarehouseGone, WarehouseGoneError } from '../warehouse/driver/outage.ts';
 import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
 import { interruptAbandonedRuns, recordSyncRunEnd, startSyncRun } from '../warehouse/sync-runs.ts';
 import { syncCredential } from './credential.ts';

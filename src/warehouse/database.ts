@@ -295,7 +295,7 @@ export interface BusinessAnswersTable {
   body_hash: string | null;
   /** A daily read's UTC day its rows were written for (a later day's are new rows); else null. */
   applied_on: ColumnType<string | null, string | null, string | null>;
-  /** The write path that applied it (src/warehouse/business-answers.ts, APPLIED_BY). */
+  /** The write path that applied it (src/warehouse/applied-answers.ts, APPLIED_BY). */
   applied_by: string;
   updated_at: Timestamp;
 }

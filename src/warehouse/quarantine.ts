@@ -23,7 +23,7 @@ export interface QuarantineInput {
 /**
  * A record a writer refused inside a business's transaction (a review whose id another
  * business holds, reviews.ts): quarantined under that business, and its stream written
- * short (business-answers.ts).
+ * short (warehouse/applied-answers.ts).
  */
 export type QuarantinedRecord = Pick<QuarantineInput, 'stream' | 'location' | 'reason' | 'payload'>;
 

@@ -667,7 +667,7 @@ async function relinkNextMonths(db: Db, day: string, seriesIds: readonly number[
  * points are the last observation on or before 7 (30) days before the latest one, and the
  * 30-day figures cover the 31 days ending on it. Each lateral is a bounded walk of the
  * primary key: one row, or at most 31. Used after a run dated before a stored day, and by
- * `replay --in-place` for the history it starts from (src/warehouse/replay-merge.ts).
+ * `replay --in-place` for the history it starts from (src/replay/merge.ts).
  */
 export async function recomputeLatest(db: Db, seriesIds: readonly number[]): Promise<void> {
   await sql`

@@ -3,7 +3,7 @@
  * the scratch schema starts (its `seed`) and how the rebuilt rows reach the live table
  * (its `merge`), and the helpers the entries are written with. Each stream writer holds
  * the entries of the tables it writes (`StreamWriter.replay`, write-context.ts);
- * replay-tables.ts puts them in order with the tables no stream writes. This module
+ * replay/tables.ts puts them in order with the tables no stream writes. This module
  * imports no writer, so the writers can import it without a cycle.
  */
 import type { Db } from './database.ts';

@@ -1,9 +1,9 @@
 /**
  * The record streams' writers, one entry per stream (docs/contributing.md, "Adding a
- * stream"): what `writeBusinessSnapshot` (business-snapshot.ts) loops over, in this order.
+ * stream"): what `writeBusinessSnapshot` (warehouse/snapshot.ts) loops over, in this order.
  * Each writer module exports its own entry (`StreamWriter` in write-context.ts: the write,
  * where a record is for quarantine, the `businesses` column its first write sets, its
- * tables' entries for `replay --in-place`, which replay-tables.ts lists in this order). The
+ * tables' entries for `replay --in-place`, which replay/tables.ts lists in this order). The
  * descriptors (src/streams) cannot name their writers, since the warehouse imports them; this
  * list is typed over their names instead, so a record stream without a writer, or a writer
  * of no stream, fails the type check.

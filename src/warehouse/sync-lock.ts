@@ -18,8 +18,8 @@
  * connection instead would block every other query.
  */
 import { type Kysely, sql } from 'kysely';
-import { poolOf, type Warehouse } from './connection.ts';
 import type { Database } from './database.ts';
+import { poolOf, type Warehouse } from './driver/connection.ts';
 
 export interface SyncLock {
   release(): Promise<void>;

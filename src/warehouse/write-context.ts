@@ -83,7 +83,7 @@ export interface StreamWriter<S extends RecordStream> {
   ): Promise<StreamWritten>;
   /**
    * Where a record is, for the quarantine row of one whose value the database refused
-   * (`writeBusinessSnapshotIsolating`, business-snapshot.ts).
+   * (`writeBusinessSnapshotIsolating`, warehouse/snapshot.ts).
    */
   location(record: StreamRecord<S>): string;
   /** The `businesses` column the stream's first successful write sets, when it has one. */
@@ -92,7 +92,7 @@ export interface StreamWriter<S extends RecordStream> {
   countsAlerts?: boolean;
   /**
    * How `replay --in-place` seeds and merges each table the writer writes (docs/replay.md,
-   * "Replay in place"), parents first: `REPLAY_TABLES` (replay-tables.ts) lists them in
+   * "Replay in place"), parents first: `REPLAY_TABLES` (replay/tables.ts) lists them in
    * `STREAM_WRITERS` order. A table left out keeps its live rows through the replay.
    */
   replay: readonly ReplayTable[];

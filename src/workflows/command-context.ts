@@ -22,8 +22,8 @@ import { UsageError } from '../command/usage-error.ts';
 import { openCommandWarehouse } from '../command/warehouse.ts';
 import { type Config, type Credential, requireCredentials } from '../config/index.ts';
 import { type Logger, redactText } from '../log.ts';
-import type { Warehouse } from '../warehouse/connection.ts';
-import { requireCurrentSchema } from '../warehouse/open.ts';
+import type { Warehouse } from '../warehouse/driver/connection.ts';
+import { requireCurrentSchema } from '../warehouse/driver/open.ts';
 
 export { EXIT } from '../command/exit-codes.ts';
 export { UsageError } from '../command/usage-error.ts';

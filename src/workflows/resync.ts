@@ -17,7 +17,7 @@ import {
   recordBusinessCategory,
   recordBusinessCategoryId,
 } from '../warehouse/businesses.ts';
-import { describeWarehouse } from '../warehouse/open.ts';
+import { describeWarehouse } from '../warehouse/driver/open.ts';
 import type { Session, WorkflowIo } from './command-context.ts';
 
 /** Every stream read per business (src/streams/index.ts): reference data is not the business's. */

@@ -23,7 +23,7 @@ import { jsonWebhookSink } from '../../src/alerts/webhook-sink.ts';
 import type { ApiClient } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { startServe } from '../../src/serve/server.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { emptySyncRunStats, finishSyncRun, startSyncRun } from '../../src/warehouse/sync-runs.ts';
 import { createCommandWarehouse, runCli } from '../helpers/cli.ts';
 import { type TestBackend, testBackends } from '../helpers/database.ts';

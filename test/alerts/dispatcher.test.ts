@@ -15,7 +15,7 @@ import type { AlertSink } from '../../src/alerts/sinks.ts';
 import { slackSink } from '../../src/alerts/slack-sink.ts';
 import { jsonWebhookSink } from '../../src/alerts/webhook-sink.ts';
 import { silentLogger } from '../../src/log.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 import { memoryLogger } from '../helpers/memory-logger.ts';
 

@@ -17,7 +17,7 @@ import {
   releaseClaims,
   undeliveredAlertsAfter,
 } from '../../src/alerts/outbox.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 
 const T0 = new Date('2025-03-01T03:00:00.000Z');

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LISTING_INACCURATE } from '../../src/alerts/kinds.ts';
 import { raise } from '../../src/alerts/outbox.ts';
 import type { RunningSandbox } from '../../src/sandbox/server.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { runCli, type SyncCommandFixture, startSyncFixture } from '../helpers/cli.ts';
 import { testBackends } from '../helpers/database.ts';
 

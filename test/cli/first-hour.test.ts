@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
-import { runDemo } from '../../src/demo.ts';
+import { runDemo } from '../../src/demo/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { attachWarehouse, createCommandWarehouse, type Finished, runCli } from '../helpers/cli.ts';

@@ -1,6 +1,6 @@
 /**
  * `--help` lists the variables a command reads. Every command that opens the configured
- * warehouse (through src/warehouse/open.ts) applies the DATABASE_* timeouts to a
+ * warehouse (through src/warehouse/driver/open.ts) applies the DATABASE_* timeouts to a
  * PostgreSQL one, every command whose writes re-sync a business raises alerts under
  * ALERT_RULES_FILE, and `check` validates that file: their help must say so.
  */

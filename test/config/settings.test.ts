@@ -25,7 +25,7 @@ import {
   DEFAULT_BUSINESS_CONCURRENCY,
   DEFAULT_OVERALL_BUSINESS_CONCURRENCY,
 } from '../../src/sync/run.ts';
-import { DEFAULT_DATABASE_TIMEOUTS } from '../../src/warehouse/connection.ts';
+import { DEFAULT_DATABASE_TIMEOUTS } from '../../src/warehouse/driver/connection.ts';
 
 describe('the table of settings', () => {
   it('gives every variable a one-line meaning and known commands', () => {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
-import { runDemo } from '../../src/demo.ts';
+import { runDemo } from '../../src/demo/demo.ts';
 import { redactUrl, silentLogger } from '../../src/log.ts';
 import { runCli } from '../helpers/cli.ts';
 import { dropSchema, freshSchemaName, testBackends } from '../helpers/database.ts';

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
-import { type DemoOptions, runDemo } from '../../src/demo.ts';
+import { type DemoOptions, runDemo } from '../../src/demo/demo.ts';
 import { silentLogger } from '../../src/log.ts';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
+import { openWarehouse } from '../../src/warehouse/driver/connection.ts';
 import {
   createTestWarehouse,
   dropSchema,

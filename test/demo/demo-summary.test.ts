@@ -7,9 +7,9 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readDemoSummary, renderDemoSummary } from '../../src/demo.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
-import { readTurnedInaccurateCounts } from '../../src/warehouse/report-listings.ts';
+import { readDemoSummary, renderDemoSummary } from '../../src/demo/demo.ts';
+import { readTurnedInaccurateCounts } from '../../src/report/queries/listings.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { createTestWarehouse, testBackends } from '../helpers/database.ts';
 import { ctx, DAY1, DAY2, DAY3, listing, snapshot, summary } from '../warehouse/fixtures.ts';
 import { addAccount, write } from '../warehouse/helpers.ts';

@@ -18,9 +18,9 @@ import {
   onTestFinished,
 } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
-import { type DemoOptions, type DemoResult, runDemo } from '../../src/demo.ts';
+import { type DemoOptions, type DemoResult, runDemo } from '../../src/demo/demo.ts';
 import { silentLogger } from '../../src/log.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { attachWarehouse, startCli } from '../helpers/cli.ts';
 import { createTestWarehouse, type TestWarehouse } from '../helpers/database.ts';
 import { clonePgliteWarehouse } from '../helpers/pglite-pool.ts';

@@ -19,7 +19,7 @@ import {
   type SandboxOptions,
   startSandbox,
 } from '../../src/sandbox/server.ts';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
 import {
   createPgliteDataDir,
   createTestWarehouse,
@@ -182,7 +182,7 @@ export function attachWarehouse(
     /**
      * Make `dir` read as a database's directory (the PG_VERSION file a data directory
      * holds), for a test of which warehouse a command picks by what is on disk (the
-     * demo's, src/warehouse/open.ts, `resolveWarehouse`).
+     * demo's, src/warehouse/driver/open.ts, `resolveWarehouse`).
      */
     onDisk?: boolean;
   } = {},

@@ -9,8 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { inject } from 'vitest';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
-import { migrateToLatest } from '../../src/warehouse/migrate.ts';
+import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
+import { migrateToLatest } from '../../src/warehouse/driver/migrate.ts';
 import { CONTRACT_TABLES } from './contract-tables.ts';
 import { acquirePgliteWarehouse } from './pglite-pool.ts';
 import {

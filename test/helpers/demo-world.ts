@@ -21,14 +21,14 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/config/index.ts';
-import { type DemoOptions, runDemo } from '../../src/demo.ts';
+import { type DemoOptions, runDemo } from '../../src/demo/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import {
   openWarehouse,
   pgliteKysely,
   pgliteParsers,
   type Warehouse,
-} from '../../src/warehouse/connection.ts';
+} from '../../src/warehouse/driver/connection.ts';
 import { createTestWarehouse, dropSchema, freshSchemaName, type TestBackend } from './database.ts';
 import { dumpPgliteWarehouse } from './pglite-pool.ts';
 import { runSharedDir } from './temporary-root.ts';

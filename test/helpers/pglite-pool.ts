@@ -18,8 +18,8 @@
  */
 import { PGlite } from '@electric-sql/pglite';
 import { type Kysely, sql } from 'kysely';
-import { pgliteKysely, pgliteParsers } from '../../src/warehouse/connection.ts';
 import type { Database } from '../../src/warehouse/database.ts';
+import { pgliteKysely, pgliteParsers } from '../../src/warehouse/driver/connection.ts';
 import type { TestWarehouse } from './database.ts';
 import { pgliteTemplate } from './warehouse-template.ts';
 

@@ -25,9 +25,9 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PGliteDialect } from 'kysely';
 import pg from 'pg';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
 import type { Database } from '../../src/warehouse/database.ts';
-import { migrateToLatest } from '../../src/warehouse/migrate.ts';
+import { openWarehouse } from '../../src/warehouse/driver/connection.ts';
+import { migrateToLatest } from '../../src/warehouse/driver/migrate.ts';
 import { testCacheDir } from './temporary-root.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -46,7 +46,7 @@ export function templateKey(): string {
       .update(readFileSync(join(migrations, file)))
       .update('\0');
   }
-  hash.update(readFileSync(join(ROOT, 'src/warehouse/migrate.ts')));
+  hash.update(readFileSync(join(ROOT, 'src/warehouse/driver/migrate.ts')));
   // A dump is only loadable by the PGlite build that wrote it.
   hash.update(readFileSync(join(ROOT, 'node_modules/@electric-sql/pglite/package.json')));
   cachedKey = hash.digest('hex').slice(0, 16);

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { redactText, redactUrl } from '../../src/log.ts';
-import { describeWarehouse } from '../../src/warehouse/open.ts';
+import { describeWarehouse } from '../../src/warehouse/driver/open.ts';
 import { fragments, PASSWORDS } from '../helpers/database-url-passwords.ts';
 
 describe('database URL passwords', () => {

@@ -32,7 +32,7 @@ function importedFolders(file: string): string[] {
  * The warehouse modules of the alert module: every statement on `alerts` and `alert_sinks`
  * (the one home of SQL is src/warehouse).
  */
-const ALERT_TABLE_MODULES = ['warehouse/alert-outbox.ts', 'warehouse/alert-sinks.ts'];
+const ALERT_TABLE_MODULES = ['alerts/outbox-rows.ts', 'alerts/sink-rows.ts'];
 
 function importsOf(folder: string): Map<string, string[]> {
   return new Map(

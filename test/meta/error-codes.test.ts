@@ -9,7 +9,7 @@ import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { API_ERROR_CODES } from '../../src/api/errors.ts';
 import { ListingsSyncError } from '../../src/errors.ts';
-import { WAREHOUSE_COPY_ERROR_CODES } from '../../src/warehouse/copy.ts';
+import { WAREHOUSE_COPY_ERROR_CODES } from '../../src/warehouse/driver/copy.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const SRC = join(ROOT, 'src');

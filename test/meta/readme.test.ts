@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
-import { runDemo } from '../../src/demo.ts';
+import { runDemo } from '../../src/demo/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import { attachWarehouse, type Finished, type Running, runCli } from '../helpers/cli.ts';
 import { createTestWarehouse } from '../helpers/database.ts';

@@ -15,7 +15,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { listingSchema } from '../../src/api/listings.ts';
 import { silentLogger } from '../../src/log.ts';
 import { decompressBody } from '../../src/raw/body.ts';
-import { replay } from '../../src/sync/replay.ts';
+import { replay } from '../../src/replay/replay.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { createCommandWarehouse, runCli } from '../helpers/cli.ts';
 import { type TestBackend, type TestWarehouse, testBackends } from '../helpers/database.ts';

@@ -9,7 +9,7 @@
 import type { Kysely } from 'kysely';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/log.ts';
-import { replay } from '../../src/sync/replay.ts';
+import { replay } from '../../src/replay/replay.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { testBackends } from '../helpers/database.ts';
 import { nightOf, sync, worldPerTest } from '../sync/harness.ts';

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { archiveBusiness, listBusinesses } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { decompressBody } from '../../src/raw/body.ts';
-import { ReplayCoverageError, replay } from '../../src/sync/replay.ts';
+import { ReplayCoverageError, replay } from '../../src/replay/replay.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { testBackends } from '../helpers/database.ts';
 import { nightOf, sync, type WorldShape, worldPerTest, worldTruth } from '../sync/harness.ts';

@@ -13,7 +13,7 @@ import { readRawStats, renderRawStats } from '../../src/cli/commands/raw-show.ts
 import { silentLogger } from '../../src/log.ts';
 import { BODY_ENCODING, compressBody } from '../../src/raw/body.ts';
 import { pruneRawZone } from '../../src/raw/retention.ts';
-import { replay } from '../../src/sync/replay.ts';
+import { replay } from '../../src/replay/replay.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { nightOf, sync, type WorldShape, worldPerTest } from '../sync/harness.ts';

@@ -13,8 +13,8 @@
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.ts';
-import { replay } from '../../src/sync/replay.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
+import { replay } from '../../src/replay/replay.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { type SyncCommandFixture, spawnCli as start, startSyncFixture } from '../helpers/cli.ts';
 import { testBackends } from '../helpers/database.ts';
 import { type SandboxRequests, sandboxRequests } from '../helpers/sandbox-requests.ts';

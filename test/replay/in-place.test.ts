@@ -9,7 +9,7 @@ import { type Kysely, sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { archiveBusiness, listBusinesses } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
-import { ReplayLockedError, replayInPlace, scratchSchema } from '../../src/sync/replay-in-place.ts';
+import { ReplayLockedError, replayInPlace, scratchSchema } from '../../src/replay/in-place.ts';
 import { NIGHTLY_LOCK_KEY } from '../../src/sync/run.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';

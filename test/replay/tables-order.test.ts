@@ -1,14 +1,14 @@
 /**
- * `REPLAY_TABLES` (src/warehouse/replay-tables.ts) is assembled from the writers' own
+ * `REPLAY_TABLES` (src/replay/tables.ts) is assembled from the writers' own
  * entries (each `StreamWriter`'s `replay`, in `STREAM_WRITERS` order) and the tables no
  * stream writes. Its order is the order the scratch schema is seeded in and the reverse of
  * the order the merge deletes in (docs/replay.md, "Replay in place"): parents before their
  * children, for their foreign keys. The list below is the order the in-place replay had
- * when every entry was written out in replay-tables.ts; a writer added or moved changes it
+ * when every entry was written out in replay/tables.ts; a writer added or moved changes it
  * on purpose, here too.
  */
 import { describe, expect, it } from 'vitest';
-import { REPLAY_TABLES } from '../../src/warehouse/replay-tables.ts';
+import { REPLAY_TABLES } from '../../src/replay/tables.ts';
 import { WRITE_ORDER } from '../../src/warehouse/stream-writers.ts';
 
 const ORDER = [

@@ -15,7 +15,7 @@ import type { ReportData } from '../../src/report/report-data.ts';
 import { hoursText } from '../../src/report/report-html.ts';
 import { siteLabel } from '../../src/report/site-names.ts';
 import { writeReport } from '../../src/report/write-report.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { testBackends } from '../helpers/database.ts';
 import { type SimulatedDemo, simulatedDemo } from '../helpers/demo-world.ts';
 

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
-import { runDemo } from '../../src/demo.ts';
+import { runDemo } from '../../src/demo/demo.ts';
 import { silentLogger } from '../../src/log.ts';
 import {
   accuracyChart,
@@ -29,7 +29,7 @@ import {
 } from '../../src/report/charts.ts';
 import { REPORT_CSS } from '../../src/report/report-html.ts';
 import { siteLabel } from '../../src/report/site-names.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { findChromium } from '../helpers/chromium.ts';
 import { type CommandWarehouse, createCommandWarehouse, runCli } from '../helpers/cli.ts';
 import { type ExpectedScore, expectedScorecard } from './scorecard-expected.ts';

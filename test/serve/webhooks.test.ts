@@ -9,7 +9,7 @@ import { createApiClient } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { type RunningServe, startServe } from '../../src/serve/server.ts';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
 import {
   createTestWarehouse,
   type TestWarehouse,

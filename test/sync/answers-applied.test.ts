@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { addKeyword } from '../../src/api/index.ts';
 import { renderSyncSummary } from '../../src/sync/summary.ts';
-import { APPLIED_BY } from '../../src/warehouse/business-answers.ts';
+import { APPLIED_BY } from '../../src/warehouse/applied-answers.ts';
 import { testBackends } from '../helpers/database.ts';
 import { count, nightOf, rowsWritten, sync, worldPerTest } from './harness.ts';
 

@@ -21,7 +21,7 @@ import {
 } from '../../src/sandbox/server.ts';
 import { createWorld, listBusinesses as worldBusinesses } from '../../src/sandbox/world.ts';
 import { runSync, type SyncOptions, type SyncResult } from '../../src/sync/run.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { CONTRACT_TABLES } from '../helpers/contract-tables.ts';
 import { createTestWarehouse, type TestBackend, type TestWarehouse } from '../helpers/database.ts';
 import { scannableText } from '../helpers/secret-scan.ts';

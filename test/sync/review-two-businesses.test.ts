@@ -21,7 +21,7 @@ import type { SyncResult } from '../../src/sync/run.ts';
 import {
   type BusinessSnapshot,
   writeBusinessSnapshotIsolating,
-} from '../../src/warehouse/business-snapshot.ts';
+} from '../../src/warehouse/snapshot.ts';
 import { skipOnPglite, testBackends } from '../helpers/database.ts';
 import { nightOf, sync, worldPerTest } from './harness.ts';
 

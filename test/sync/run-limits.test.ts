@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { Credential } from '../../src/api/types.ts';
 import { loadConfig } from '../../src/config/index.ts';
-import { poolOf } from '../../src/warehouse/connection.ts';
-import { openConfiguredWarehouse } from '../../src/warehouse/open.ts';
+import { poolOf } from '../../src/warehouse/driver/connection.ts';
+import { openConfiguredWarehouse } from '../../src/warehouse/driver/open.ts';
 import { testBackends } from '../helpers/database.ts';
 import { count, sandboxSuite, sync } from './harness.ts';
 

@@ -1,7 +1,7 @@
 /**
  * The rules that read a run's outcome, each in the module that owns it: the run's status
  * from its counts (src/sync/stats.ts) and which database errors end a run
- * (src/warehouse/outage.ts).
+ * (src/warehouse/driver/outage.ts).
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -12,7 +12,7 @@ import {
   recordFailure,
   summariseFailures,
 } from '../../src/sync/stats.ts';
-import { isWarehouseGone, WarehouseGoneError } from '../../src/warehouse/outage.ts';
+import { isWarehouseGone, WarehouseGoneError } from '../../src/warehouse/driver/outage.ts';
 
 function statsWith(change: (stats: RunStats) => void): RunStats {
   const stats = emptyStats();

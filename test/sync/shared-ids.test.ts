@@ -15,7 +15,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { listBusinesses, listKeywords } from '../../src/api/index.ts';
 import type { Credential } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
-import { replayInPlace } from '../../src/sync/replay-in-place.ts';
+import { replayInPlace } from '../../src/replay/in-place.ts';
 import { renderSyncSummary } from '../../src/sync/summary.ts';
 import { testBackends } from '../helpers/database.ts';
 import { memoryLogger } from '../helpers/memory-logger.ts';

@@ -12,7 +12,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/api/index.ts';
 import type { RunningSandbox } from '../../src/sandbox/server.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import {
   runCli as run,
   type Spawned,

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { spawnCli, waitForStderr } from '../helpers/cli.ts';
 import {
   createPgliteDataDir,

@@ -7,7 +7,7 @@
  *
  * So each stamp is pinned to the outputs it was given for, newest last. When the write
  * path's output changes on purpose (`WRITE_PATH_SNAPSHOT=record`), either raise
- * `APPLIED_BY` in src/warehouse/business-answers.ts and append the new stamp here with the
+ * `APPLIED_BY` in src/warehouse/applied-answers.ts and append the new stamp here with the
  * digest this test prints, or, when the same bodies still write the same rows (a new read
  * model its migration fills from the stored rows), add the digest to the current stamp's
  * outputs with the reason. Never edit an earlier entry: a stamp is what a deployed
@@ -17,7 +17,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { APPLIED_BY } from '../../src/warehouse/business-answers.ts';
+import { APPLIED_BY } from '../../src/warehouse/applied-answers.ts';
 
 interface WritePath {
   stamp: string;
@@ -66,7 +66,7 @@ describe('the answers stamp', () => {
     expect(
       { stamp: APPLIED_BY, given: current?.outputs.some((o) => o.digest === digest) },
       `the write path's output is ${digest}; if it changed on purpose, raise APPLIED_BY in ` +
-        'src/warehouse/business-answers.ts and append {stamp, outputs: [{digest}]} to ' +
+        'src/warehouse/applied-answers.ts and append {stamp, outputs: [{digest}]} to ' +
         'WRITE_PATHS here (or, if the same bodies still write the same rows, add the digest ' +
         'to the current stamp with the reason)',
     ).toEqual({ stamp: current?.stamp, given: true });

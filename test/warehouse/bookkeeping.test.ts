@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { markAccountSynced, upsertAccount } from '../../src/warehouse/accounts.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { quarantineRecords } from '../../src/warehouse/quarantine.ts';
 import { writeReferenceData } from '../../src/warehouse/reference-data.ts';
 import { emptySyncRunStats, finishSyncRun, startSyncRun } from '../../src/warehouse/sync-runs.ts';

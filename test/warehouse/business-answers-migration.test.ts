@@ -5,8 +5,8 @@
  */
 import { type Kysely, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { APPLIED_BY, readAppliedAnswers } from '../../src/warehouse/business-answers.ts';
-import { migrateTo, migrateToLatest } from '../../src/warehouse/migrate.ts';
+import { APPLIED_BY, readAppliedAnswers } from '../../src/warehouse/applied-answers.ts';
+import { migrateTo, migrateToLatest } from '../../src/warehouse/driver/migrate.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 
 const BEFORE = '0021_review_backlog';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 import {
   ACCOUNT,

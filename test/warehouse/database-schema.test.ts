@@ -13,9 +13,9 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readAgainLines } from '../../src/demo.ts';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
-import { migrateTo } from '../../src/warehouse/migrate.ts';
+import { readAgainLines } from '../../src/demo/demo.ts';
+import { openWarehouse } from '../../src/warehouse/driver/connection.ts';
+import { migrateTo } from '../../src/warehouse/driver/migrate.ts';
 import { runCli } from '../helpers/cli.ts';
 import {
   createPgliteDataDir,

@@ -24,7 +24,7 @@ import {
   openWarehouse,
   queryTimeoutMs,
   type Warehouse,
-} from '../../src/warehouse/connection.ts';
+} from '../../src/warehouse/driver/connection.ts';
 import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
 import { startCli } from '../helpers/cli.ts';
 import {

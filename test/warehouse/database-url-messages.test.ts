@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { UNREADABLE_DATABASE_URL } from '../../src/log.ts';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
+import { openWarehouse } from '../../src/warehouse/driver/connection.ts';
 import { runCli } from '../helpers/cli.ts';
 import { testBackends } from '../helpers/database.ts';
 import { fragments } from '../helpers/database-url-passwords.ts';

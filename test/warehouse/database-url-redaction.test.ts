@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { redactSecrets } from '../../src/log.ts';
-import { openConfiguredWarehouse } from '../../src/warehouse/open.ts';
+import { openConfiguredWarehouse } from '../../src/warehouse/driver/open.ts';
 import { runCli } from '../helpers/cli.ts';
 import { createTestWarehouse, testBackends } from '../helpers/database.ts';
 import { fragments, PASSWORDS } from '../helpers/database-url-passwords.ts';

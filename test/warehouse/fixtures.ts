@@ -9,7 +9,7 @@ import type {
   Review,
 } from '../../src/api/types.ts';
 import { RECORD_STREAMS, type StreamRecords } from '../../src/streams/index.ts';
-import type { BusinessSnapshot, WriteContext } from '../../src/warehouse/business-snapshot.ts';
+import type { BusinessSnapshot, WriteContext } from '../../src/warehouse/snapshot.ts';
 
 export const ACCOUNT = 'agency-east';
 export const BUSINESS_ID = 1204;

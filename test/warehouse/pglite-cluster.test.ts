@@ -1,6 +1,6 @@
 /**
  * A new embedded data directory starts from the cluster kept in the repository, not from
- * initdb in the process (src/warehouse/pglite-options.ts, `pgliteCluster`): what that
+ * initdb in the process (src/warehouse/driver/pglite-options.ts, `pgliteCluster`): what that
  * saves is measured by `npm run bench:memory` (docs/benchmarks.md, "Memory on PGlite").
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,13 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
 import {
   pgliteCluster,
   pgliteClusterPath,
   pgliteRelease,
   pgliteStartOptions,
-} from '../../src/warehouse/pglite-options.ts';
+} from '../../src/warehouse/driver/pglite-options.ts';
 
 const opened: Warehouse[] = [];
 const dirs: string[] = [];
@@ -38,7 +38,7 @@ async function systemIdentifier(warehouse: Warehouse): Promise<string> {
 }
 
 describe('a new embedded data directory starts from the kept cluster', () => {
-  it('the installed PGlite has its cluster (after an upgrade: node src/warehouse/pglite-options.ts)', () => {
+  it('the installed PGlite has its cluster (after an upgrade: node src/warehouse/driver/pglite-options.ts)', () => {
     expect(existsSync(pgliteClusterPath()), pgliteClusterPath()).toBe(true);
     expect(pgliteClusterPath()).toContain(`pglite-cluster-${pgliteRelease()}.tar.gz`);
   });

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openWarehouse } from '../../src/warehouse/connection.ts';
+import { openWarehouse } from '../../src/warehouse/driver/connection.ts';
 
 const CONTENDER = join(import.meta.dirname, 'pglite-lock-contender.ts');
 

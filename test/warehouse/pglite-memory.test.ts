@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { pgliteEmptyTemplate } from '../helpers/warehouse-template.ts';
 
 const opened: Warehouse[] = [];

@@ -1,6 +1,6 @@
 /**
  * PostgreSQL runs a parameterised statement it has seen before as a named prepared
- * statement on each connection (src/warehouse/connection.ts), so it parses and plans it
+ * statement on each connection (src/warehouse/driver/connection.ts), so it parses and plans it
  * once per connection instead of on every business; statements without parameters
  * (DDL, scripts of several statements) are never prepared.
  *
@@ -9,7 +9,7 @@
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { upsertRows } from '../../src/warehouse/bulk-write.ts';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/connection.ts';
+import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
 import {
   createTestWarehouse,
   skipOnPglite,

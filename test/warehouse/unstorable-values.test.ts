@@ -20,16 +20,16 @@ import {
 } from '../../src/api/reviews.ts';
 import { parseRecords } from '../../src/api/schemas.ts';
 import { LISTING_STATUSES, LISTING_SYNC_STATUSES } from '../../src/api/types.ts';
-import {
-  type BusinessSnapshot,
-  writeBusinessSnapshotIsolating,
-} from '../../src/warehouse/business-snapshot.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { writeReferenceData } from '../../src/warehouse/reference-data.ts';
 import {
   recordResponseRequest,
   recordResponseStatus,
 } from '../../src/warehouse/review-response-requests.ts';
+import {
+  type BusinessSnapshot,
+  writeBusinessSnapshotIsolating,
+} from '../../src/warehouse/snapshot.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 import {
   ACCOUNT,

@@ -10,7 +10,7 @@ import { createApiClient } from '../../src/api/index.ts';
 import type { Credential } from '../../src/api/types.ts';
 import type { CliServices } from '../../src/command/io.ts';
 import { silentLogger } from '../../src/log.ts';
-import type { Warehouse } from '../../src/warehouse/connection.ts';
+import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { runCli } from '../helpers/cli.ts';
 
 export interface CommandRun {

@@ -14,7 +14,7 @@ import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { UsageError } from '../../command/usage-error.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { ConfigError } from '../../config/index.ts';
-import { requireCurrentSchema } from '../../warehouse/open.ts';
+import { requireCurrentSchema } from '../../warehouse/driver/open.ts';
 import { dateOption, integerOption } from '../options.ts';
 
 const NO_SINK =

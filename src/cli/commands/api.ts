@@ -42,7 +42,7 @@ import type { CliIo } from '../../command/io.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
 import type { Config } from '../../config/index.ts';
 import { storedBusinessAccount } from '../../warehouse/business-account.ts';
-import type { Warehouse } from '../../warehouse/connection.ts';
+import type { Warehouse } from '../../warehouse/driver/connection.ts';
 import { businessOfStoredKeyword } from '../../warehouse/keywords.ts';
 import { needsReferenceNames, prepareBusinessInput } from '../../workflows/business-input.ts';
 import {

@@ -12,8 +12,8 @@ import { renderTable } from '../../command/table.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { type Config, ConfigError } from '../../config/index.ts';
 import { redactText, redactUrl, silentLogger } from '../../log.ts';
-import { pendingMigrations } from '../../warehouse/migrate.ts';
-import { resolveWarehouse } from '../../warehouse/open.ts';
+import { pendingMigrations } from '../../warehouse/driver/migrate.ts';
+import { resolveWarehouse } from '../../warehouse/driver/open.ts';
 
 export interface CheckRow {
   check: string;

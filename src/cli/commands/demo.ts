@@ -1,4 +1,4 @@
-/** `listings-sync demo` (`npm start`): the whole product on this machine (src/demo.ts). */
+/** `listings-sync demo` (`npm start`): the whole product on this machine (src/demo/demo.ts). */
 import type { Command } from 'commander';
 import { EXIT } from '../../command/exit-codes.ts';
 import type { CliIo } from '../../command/io.ts';
@@ -9,7 +9,7 @@ import {
   DEMO_DAYS,
   MAX_DEMO_BUSINESSES_PER_ACCOUNT,
   MAX_DEMO_DAYS,
-} from '../../demo-size.ts';
+} from '../../demo/size.ts';
 import { integerOption } from '../options.ts';
 
 export function registerDemoCommand(program: Command, io: CliIo): void {
@@ -31,7 +31,7 @@ export function registerDemoCommand(program: Command, io: CliIo): void {
     .action(async (options: { days?: number; businesses?: number }) => {
       const config = loadCommandConfig(io, 'demo');
       const logger = createCommandLogger(io, config);
-      const { DEMO_DATA_DIR, runDemo } = await import('../../demo.ts');
+      const { DEMO_DATA_DIR, runDemo } = await import('../../demo/demo.ts');
       // A test running the command in-process hands it the warehouse of the demo's directory.
       const given = config.databaseUrl
         ? undefined
@@ -45,7 +45,7 @@ export function registerDemoCommand(program: Command, io: CliIo): void {
         ...(options.days === undefined ? {} : { days: options.days }),
         ...(options.businesses === undefined ? {} : { businessesPerAccount: options.businesses }),
         // Its clock, not today's date: the demo ends on the last whole day before it
-        // (src/demo.ts), so nothing it stores is dated after the clock.
+        // (src/demo/demo.ts), so nothing it stores is dated after the clock.
         clock: () => io.now(),
         write: (line) => io.stdout(`${line}\n`),
         signal: io.signal,

@@ -4,7 +4,7 @@ import type { CliIo } from '../../command/io.ts';
 import { createCommandLogger } from '../../command/logger.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
-import { describeWarehouse } from '../../warehouse/open.ts';
+import { describeWarehouse } from '../../warehouse/driver/open.ts';
 
 export function registerMigrateCommand(program: Command, io: CliIo): void {
   program
@@ -13,7 +13,7 @@ export function registerMigrateCommand(program: Command, io: CliIo): void {
     .action(async () => {
       const config = loadCommandConfig(io, 'migrate');
       const logger = createCommandLogger(io, config);
-      const { migrateToLatest } = await import('../../warehouse/migrate.ts');
+      const { migrateToLatest } = await import('../../warehouse/driver/migrate.ts');
       // A migration may rewrite a year of history (0005): no statement timeout here. The
       // connect and lock timeouts still hold.
       // DATABASE_SCHEMA is created when missing (docs/configuration.md, DATABASE_SCHEMA).

@@ -4,7 +4,6 @@
  */
 import type { Kysely } from 'kysely';
 import { decompressBody } from '../../raw/body.ts';
-import type { Database } from '../../warehouse/database.ts';
 import {
   latestReadOf,
   operationsOfBusinessDay,
@@ -12,7 +11,8 @@ import {
   readRawZoneTotals,
   readRebuildableNights,
   readsOfBusinessDay,
-} from '../../warehouse/raw-inspect.ts';
+} from '../../raw/inspect.ts';
+import type { Database } from '../../warehouse/database.ts';
 
 export interface RawShowOptions {
   businessId: number;

@@ -9,7 +9,7 @@ import { UsageError } from '../../command/usage-error.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { ConfigError } from '../../config/index.ts';
 import { OPERATIONS } from '../../operations.ts';
-import { requireCurrentSchema } from '../../warehouse/open.ts';
+import { requireCurrentSchema } from '../../warehouse/driver/open.ts';
 import { dateOption, integerOption } from '../options.ts';
 
 interface ShowOptions {

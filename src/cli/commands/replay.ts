@@ -14,10 +14,10 @@ import { openCommandWarehouse } from '../../command/warehouse.ts';
 import type { Config } from '../../config/index.ts';
 import { EXIT } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
-import { type NotRebuilt, replay } from '../../sync/replay.ts';
-import { type InPlaceResult, replayInPlace } from '../../sync/replay-in-place.ts';
-import { requireCurrentSchema } from '../../warehouse/open.ts';
-import type { KeptWholeReason } from '../../warehouse/replay-merge.ts';
+import { type InPlaceResult, replayInPlace } from '../../replay/in-place.ts';
+import type { KeptWholeReason } from '../../replay/merge.ts';
+import { type NotRebuilt, replay } from '../../replay/replay.ts';
+import { requireCurrentSchema } from '../../warehouse/driver/open.ts';
 import { dateOption, integerOption } from '../options.ts';
 
 export interface ReplayCommandOptions {

@@ -7,7 +7,7 @@ import { EXIT } from '../../command/exit-codes.ts';
 import type { CliIo } from '../../command/io.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
-import { requireCurrentSchema } from '../../warehouse/open.ts';
+import { requireCurrentSchema } from '../../warehouse/driver/open.ts';
 import { integerOption } from '../options.ts';
 
 export interface ReportCommandOptions {
@@ -40,7 +40,7 @@ export function registerReportCommand(program: Command, io: CliIo): void {
 async function runReportCommand(io: CliIo, options: ReportCommandOptions): Promise<number> {
   const config = loadCommandConfig(io, 'report');
   const { writeReport } = await import('../../report/write-report.ts');
-  const { warehouseIsEmpty } = await import('../../warehouse/report-window.ts');
+  const { warehouseIsEmpty } = await import('../../report/queries/window.ts');
   const warehouse = await openCommandWarehouse(io, config, 'read');
   try {
     await requireCurrentSchema(warehouse);

@@ -3,7 +3,7 @@ import { type Command, Option } from 'commander';
 import type { CliIo } from '../../command/io.ts';
 import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
-import { requireCurrentSchema } from '../../warehouse/open.ts';
+import { requireCurrentSchema } from '../../warehouse/driver/open.ts';
 import { integerOption } from '../options.ts';
 
 export function registerRunsCommand(program: Command, io: CliIo): void {

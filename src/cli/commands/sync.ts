@@ -12,7 +12,7 @@ import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { type Credential, requireCredentials } from '../../config/index.ts';
 import { STREAMS } from '../../streams/index.ts';
 import { syncOptionsFromConfig } from '../../sync/options.ts';
-import { requireCurrentSchema } from '../../warehouse/open.ts';
+import { requireCurrentSchema } from '../../warehouse/driver/open.ts';
 import { shardOption } from '../options.ts';
 
 // The sync modules load only when the command runs: `--help` stays quick.

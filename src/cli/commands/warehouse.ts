@@ -1,7 +1,7 @@
 /**
  * `listings-sync warehouse copy [--from <pglite-dir>] [--to <postgres-url>] [--replace]`:
  * copies an embedded PGlite warehouse into PostgreSQL, every table, and verifies it table
- * by table (src/warehouse/copy.ts; docs/backup-restore.md, "Moving from PGlite to
+ * by table (src/warehouse/driver/copy.ts; docs/backup-restore.md, "Moving from PGlite to
  * PostgreSQL"). The source is only read; the target is migrated, then written in one
  * transaction that commits only once the counts and content hashes match.
  */
@@ -14,14 +14,14 @@ import { renderTable } from '../../command/table.ts';
 import { UsageError } from '../../command/usage-error.ts';
 import type { Config } from '../../config/index.ts';
 import { redactDatabaseUrlIn } from '../../log.ts';
-import { describeDatabaseError } from '../../warehouse/connection.ts';
-import type { CopyProgress, TableComparison } from '../../warehouse/copy.ts';
+import { describeDatabaseError } from '../../warehouse/driver/connection.ts';
+import type { CopyProgress, TableComparison } from '../../warehouse/driver/copy.ts';
 import {
   describeWarehouse,
   openConfiguredWarehouse,
   pgliteDatabaseExists,
   WarehouseUnavailableError,
-} from '../../warehouse/open.ts';
+} from '../../warehouse/driver/open.ts';
 
 /** Seconds between progress lines within one long table: often enough to see a stall. */
 const PROGRESS_INTERVAL_MS = 10_000;
@@ -102,8 +102,8 @@ async function runWarehouseCopy(io: CliIo, options: CopyOptions): Promise<number
     );
   }
 
-  const { copyWarehouse, WarehouseCopyError } = await import('../../warehouse/copy.ts');
-  const { migrateToLatest, pendingMigrations } = await import('../../warehouse/migrate.ts');
+  const { copyWarehouse, WarehouseCopyError } = await import('../../warehouse/driver/copy.ts');
+  const { migrateToLatest, pendingMigrations } = await import('../../warehouse/driver/migrate.ts');
   const sourceWarehouse = await openConfiguredWarehouse(sourceConfig, 'inspect');
   try {
     const pending = await pendingMigrations(sourceWarehouse.db);

@@ -24,8 +24,8 @@ import {
   up as readModelsWithoutKeys,
   down as revertReadModelsWithoutKeys,
 } from '../../../migrations/0031_read_models_without_fk_checks.ts';
-import type { Warehouse } from '../../../src/warehouse/connection.ts';
-import { migrateTo, migrateToLatest } from '../../../src/warehouse/migrate.ts';
+import type { Warehouse } from '../../../src/warehouse/driver/connection.ts';
+import { migrateTo, migrateToLatest } from '../../../src/warehouse/driver/migrate.ts';
 import { createTestWarehouse, testBackends } from '../../helpers/database.ts';
 import { BI_VIEWS, LOCAL_SEO_VIEWS, viewOutputs } from './view-outputs.ts';
 

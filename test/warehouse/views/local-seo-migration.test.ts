@@ -7,7 +7,7 @@
  */
 import { type Kysely, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { migrateTo, migrateToLatest } from '../../../src/warehouse/migrate.ts';
+import { migrateTo, migrateToLatest } from '../../../src/warehouse/driver/migrate.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../../helpers/database.ts';
 import { BI_VIEWS, viewOutputs } from './view-outputs.ts';
 

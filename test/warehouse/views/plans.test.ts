@@ -7,8 +7,8 @@
  */
 import { sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Warehouse } from '../../../src/warehouse/connection.ts';
 import type { Database } from '../../../src/warehouse/database.ts';
+import type { Warehouse } from '../../../src/warehouse/driver/connection.ts';
 import { createTestWarehouse, testBackends } from '../../helpers/database.ts';
 
 async function plan(trx: Transaction<Database>, query: string): Promise<string> {

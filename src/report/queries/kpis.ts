@@ -5,8 +5,8 @@
  * live keywords counted from their tables.
  */
 import { sql } from 'kysely';
-import type { Db } from './database.ts';
-import { type ReportWindow, reportScope, windowBounds } from './report-window.ts';
+import type { Db } from '../../warehouse/database.ts';
+import { type ReportWindow, reportScope, windowBounds } from './window.ts';
 
 export interface KpiFigures {
   accounts: number;

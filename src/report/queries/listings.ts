@@ -4,8 +4,8 @@
  * "v_listing_accuracy_daily" and "v_newly_inaccurate"; docs/running.md, "The report").
  */
 import { sql } from 'kysely';
-import type { Db } from './database.ts';
-import { type ReportWindow, reportScope, windowBounds } from './report-window.ts';
+import type { Db } from '../../warehouse/database.ts';
+import { type ReportWindow, reportScope, windowBounds } from './window.ts';
 
 export interface AccuracyDay {
   day: string;

@@ -3,11 +3,11 @@
  * (docs/replay.md, "Replay into a fresh schema"): the kept runs and reads of `raw_reads`
  * with their `sync_runs` rows, the kept bodies of `raw_bodies`, the `accounts` they were
  * read for, the schema the replay builds into, and the `quarantine` rows a replay recovers.
- * Rebuilding from them is src/sync/replay.ts's. `raw` is the live schema's connection
+ * Rebuilding from them is src/replay/replay.ts's. `raw` is the live schema's connection
  * (`withSchema(source)`).
  */
 import { type Kysely, sql } from 'kysely';
-import type { Database } from './database.ts';
+import type { Database } from '../warehouse/database.ts';
 
 /** A run with kept reads in the range and filters asked for. */
 export interface KeptRun {

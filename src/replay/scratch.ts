@@ -1,15 +1,13 @@
 /**
  * The scratch schema of `replay --in-place` (docs/replay.md, "Replay in place"): built
  * beside the live one, seeded with each rebuilt business as it stood before its window
- * (each table as its entry in src/warehouse/replay-tables.ts says), replayed into, and
+ * (each table as its entry in src/replay/tables.ts says), replayed into, and
  * dropped whatever the outcome. The live schema is only read here.
  */
-import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
-import type { Database } from './database.ts';
-import type { ReplayTable, WoundBack } from './replay-table.ts';
-import { REPLAY_TABLES } from './replay-tables.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
+import { type RawBuilder, sql } from 'kysely';
+import type { Db } from '../warehouse/database.ts';
+import type { ReplayTable, WoundBack } from '../warehouse/replay-table.ts';
+import { REPLAY_TABLES } from './tables.ts';
 
 /** Drops the scratch schema and all it holds; nothing when there is none. */
 export async function dropScratch(db: Db, scratch: string): Promise<void> {
@@ -168,7 +166,7 @@ async function seedWoundBack(
  * state (the profile of its last version, each listing's status fields of its last
  * history row, each review's content of its last version). Row content no history keeps
  * (a listing's name, a keyword) is seeded as it is now, with a content hash that makes the
- * first night of the window write it again. Each table as src/warehouse/replay-tables.ts
+ * first night of the window write it again. Each table as src/replay/tables.ts
  * says, in its order.
  */
 export async function seedScratch(

@@ -2,21 +2,19 @@
  * The SQL of `replay --in-place` (docs/replay.md, "Replay in place"): which businesses
  * the raw zone can rebuild and from when (their window), and the merge of the rebuilt
  * rows into the live tables in one transaction, each table as its entry in
- * src/warehouse/replay-tables.ts says. The scratch schema they come from is
- * src/warehouse/replay-scratch.ts.
+ * src/replay/tables.ts says. The scratch schema they come from is
+ * src/replay/scratch.ts.
  *
  * The live tables are never dropped, renamed or truncated: rows are deleted, inserted and
  * updated by primary key, so grants, comments, the operator's views and a reader's snapshot
  * all stay as PostgreSQL keeps them for any write. Rows older than a business's window,
  * and every row of a business the raw zone cannot rebuild, are left exactly as they are.
  */
-import { type Kysely, type RawBuilder, sql, type Transaction } from 'kysely';
-import type { Database } from './database.ts';
-import { type ColumnInfo, columnsOf, idsPastLive, windowsTable } from './replay-scratch.ts';
-import type { Merge, Owner, ReplayTable } from './replay-table.ts';
-import { REPLAY_TABLES } from './replay-tables.ts';
-
-type Db = Kysely<Database> | Transaction<Database>;
+import { type RawBuilder, sql, type Transaction } from 'kysely';
+import type { Database, Db } from '../warehouse/database.ts';
+import type { Merge, Owner, ReplayTable } from '../warehouse/replay-table.ts';
+import { type ColumnInfo, columnsOf, idsPastLive, windowsTable } from './scratch.ts';
+import { REPLAY_TABLES } from './tables.ts';
 
 /** Why a business with kept reads is not rebuilt: its rows stay as they are. */
 export type KeptWholeReason =
@@ -238,7 +236,7 @@ async function writtenColumns(
 
 /**
  * Writes the rebuilt rows into the live tables (inside the caller's transaction), each
- * table as its entry in src/warehouse/replay-tables.ts says: for each business of the
+ * table as its entry in src/replay/tables.ts says: for each business of the
  * merge, rows the rebuild has are inserted or updated, rows it lacks are deleted
  * (children first); its quarantine rows of the replayed runs are replaced; reference data
  * is upserted; alerts the live warehouse lacks are added, closed undelivered (old news is

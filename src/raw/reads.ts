@@ -5,8 +5,8 @@
  * statement's text is built once (src/warehouse/bulk-write.ts).
  */
 import { CompiledQuery } from 'kysely';
-import { arrayLiteral, type ColumnTypes, insertRows } from './bulk-write.ts';
-import type { Db } from './database.ts';
+import { arrayLiteral, type ColumnTypes, insertRows } from '../warehouse/bulk-write.ts';
+import type { Db } from '../warehouse/database.ts';
 
 /** One distinct body to keep, compressed. */
 export interface RawBodyToInsert {

@@ -5,7 +5,7 @@
  * schema the demo loads into.
  */
 import { sql } from 'kysely';
-import type { Db } from './database.ts';
+import type { Db } from '../warehouse/database.ts';
 
 /** Creates the schema when it is missing; an existing one is left as it is. */
 export async function createSchemaIfMissing(db: Db, schema: string): Promise<void> {

@@ -17,29 +17,29 @@
 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { LISTING_INACCURATE } from './alerts/kinds.ts';
-import { digestMessages } from './alerts/messages.ts';
-import { alertsOfRuns } from './alerts/outbox.ts';
-import { createConfiguredApiClient } from './api/client.ts';
-import { addDays, daysBetween } from './calendar-day.ts';
-import { type Config, DEMO_PGLITE_DATA_DIR } from './config/index.ts';
-import { DEMO_ACCOUNTS, DEMO_BUSINESSES_PER_ACCOUNT, DEMO_DAYS } from './demo-size.ts';
-import { type Logger, redactUrl } from './log.ts';
-import { writeReport } from './report/write-report.ts';
-import { startSandbox } from './sandbox/server.ts';
-import { startTerminalBar } from './sync/progress.ts';
-import { runSync, type SyncProgress, type SyncResult } from './sync/run.ts';
-import { openWarehouse, type Warehouse } from './warehouse/connection.ts';
-import type { Database } from './warehouse/database.ts';
-import { createSchemaIfMissing, readDemoRunDays } from './warehouse/demo-progress.ts';
+import { LISTING_INACCURATE } from '../alerts/kinds.ts';
+import { digestMessages } from '../alerts/messages.ts';
+import { alertsOfRuns } from '../alerts/outbox.ts';
+import { createConfiguredApiClient } from '../api/client.ts';
+import { addDays, daysBetween } from '../calendar-day.ts';
+import { type Config, DEMO_PGLITE_DATA_DIR } from '../config/index.ts';
+import { type Logger, redactUrl } from '../log.ts';
+import { writeReport } from '../report/write-report.ts';
+import { startSandbox } from '../sandbox/server.ts';
+import { startTerminalBar } from '../sync/progress.ts';
+import { runSync, type SyncProgress, type SyncResult } from '../sync/run.ts';
+import type { Database } from '../warehouse/database.ts';
+import { openWarehouse, type Warehouse } from '../warehouse/driver/connection.ts';
+import { migrateToLatest } from '../warehouse/driver/migrate.ts';
+import { createSchemaIfMissing, readDemoRunDays } from './progress.ts';
+import { DEMO_ACCOUNTS, DEMO_BUSINESSES_PER_ACCOUNT, DEMO_DAYS } from './size.ts';
 import {
   type AlertExample,
   type DemoCounts,
   readDemoCounts,
   readLatestInaccurateExamples,
   readListingStatusCounts,
-} from './warehouse/demo-summary.ts';
-import { migrateToLatest } from './warehouse/migrate.ts';
+} from './summary.ts';
 
 const DEMO_SEED = 7;
 /**

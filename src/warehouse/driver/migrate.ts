@@ -13,9 +13,9 @@
 import { readdir } from 'node:fs/promises';
 import { type Kysely, sql } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
-import type { Database } from './database.ts';
+import type { Database } from '../database.ts';
 
-const MIGRATIONS_DIR = new URL('../../migrations/', import.meta.url);
+const MIGRATIONS_DIR = new URL('../../../migrations/', import.meta.url);
 /** `0001_initial.ts`: four digits, an underscore, a name. */
 const MIGRATION_FILE = /^\d{4}_[a-z0-9_-]+\.ts$/;
 

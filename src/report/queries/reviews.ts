@@ -6,8 +6,8 @@
  * (docs/running.md, "The report").
  */
 import { sql } from 'kysely';
-import type { Db } from './database.ts';
-import { type ReportScope, type ReportWindow, reportScope, windowBounds } from './report-window.ts';
+import type { Db } from '../../warehouse/database.ts';
+import { type ReportScope, type ReportWindow, reportScope, windowBounds } from './window.ts';
 
 export interface ReviewDay {
   day: string;

@@ -21,9 +21,12 @@ import { ListingsSyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { businessIdOfPath, decompressBody, requestKey, SECRET_PARAMS } from '../raw/body.ts';
 import { replayRule } from '../streams/index.ts';
-import { openWarehouse, type Warehouse } from '../warehouse/connection.ts';
+import { runSync, STREAMS, type Stream } from '../sync/run.ts';
+import { parseShard } from '../sync/shard.ts';
+import { errorText } from '../sync/stats.ts';
 import type { Database } from '../warehouse/database.ts';
-import { migrateToLatest } from '../warehouse/migrate.ts';
+import { openWarehouse, type Warehouse } from '../warehouse/driver/connection.ts';
+import { migrateToLatest } from '../warehouse/driver/migrate.ts';
 import {
   accountReadsOfRun,
   accountsOfRun,
@@ -41,10 +44,7 @@ import {
   keptRuns,
   setSearchPath,
   tablesInSchema,
-} from '../warehouse/replay-reads.ts';
-import { runSync, STREAMS, type Stream } from './run.ts';
-import { parseShard } from './shard.ts';
-import { errorText } from './stats.ts';
+} from './reads.ts';
 
 export interface ReplayOptions {
   /** The live warehouse: its raw zone is read, nothing in it is written. */
@@ -208,7 +208,7 @@ export async function replay(options: ReplayOptions): Promise<ReplayResult> {
   return { runs: runs.length, reads, recovered, seconds, runIds, notRebuilt };
 }
 
-// Replay in place (src/sync/replay-in-place.ts) names the live schema with it too.
+// Replay in place (src/replay/in-place.ts) names the live schema with it too.
 export { currentSchema };
 
 function dayStart(day: string): Date {

@@ -15,10 +15,15 @@ import { PGlite } from '@electric-sql/pglite';
 import { type Driver, Kysely, PGliteDialect, PGliteDriver, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { DEFAULTS } from '../config/index.ts';
-import { ListingsSyncError } from '../errors.ts';
-import { isUnreadableUrl, redactUrl, UNREADABLE_DATABASE_URL, withoutDatabaseUrl } from '../log.ts';
-import type { Database } from './database.ts';
+import { DEFAULTS } from '../../config/index.ts';
+import { ListingsSyncError } from '../../errors.ts';
+import {
+  isUnreadableUrl,
+  redactUrl,
+  UNREADABLE_DATABASE_URL,
+  withoutDatabaseUrl,
+} from '../../log.ts';
+import type { Database } from '../database.ts';
 import { lockDataDir } from './pglite-lock.ts';
 import { pgliteStartOptions } from './pglite-options.ts';
 
@@ -126,7 +131,7 @@ export function describeDatabaseError(error: unknown, timeouts?: DatabaseTimeout
 /**
  * A PostgreSQL warehouse that did not answer when opened. `message` names the database
  * (`redactUrl`: the password alone replaced) and the reason; `reason` is the reason alone,
- * with the fix, for a caller that names the database itself (src/warehouse/open.ts).
+ * with the fix, for a caller that names the database itself (src/warehouse/driver/open.ts).
  */
 export class DatabaseUnreachableError extends ListingsSyncError {
   readonly code = 'DATABASE_UNREACHABLE';
@@ -300,7 +305,7 @@ class PreparingClient extends pg.Client {
    * One `COPY … FROM STDIN` through pg-copy-streams: the statement, then (once the server
    * answers CopyInResponse) the whole payload as one CopyData message and CopyDone. It
    * settles at ReadyForQuery, or with the server's error (a unique violation, 23505, that
-   * the caller answers by writing its business again without COPY: business-snapshot.ts).
+   * the caller answers by writing its business again without COPY: warehouse/snapshot.ts).
    * pg's `query_timeout` covers it as any query: the stream offers the callback that pg
    * wraps with its timer, and fails with pg's "Query read timeout".
    */

@@ -1,6 +1,6 @@
 /**
  * The demo's size (`listings-sync demo`, `npm start`): what it simulates by default and
- * the most its `--days` and `--businesses` options take. Apart from src/demo.ts so that
+ * the most its `--days` and `--businesses` options take. Apart from src/demo/demo.ts so that
  * the command's options are read without loading the demo itself.
  */
 

@@ -5,7 +5,7 @@
  * header states the rules); these statements carry them out.
  */
 import { sql } from 'kysely';
-import type { Db } from './database.ts';
+import type { Db } from '../warehouse/database.ts';
 
 /**
  * Deletes the reads past retention on each account's own clock and marks `aged_out` those

@@ -2,7 +2,7 @@
  * How the embedded PostgreSQL (PGlite) is started: its memory settings, and the cluster
  * a new data directory starts from (docs/sizing.md, "Embedded (PGlite)").
  *
- * `node src/warehouse/pglite-options.ts` rebuilds that cluster for the installed PGlite
+ * `node src/warehouse/driver/pglite-options.ts` rebuilds that cluster for the installed PGlite
  * (after upgrading it, or changing `PGLITE_SETTINGS`): see `pgliteCluster`.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';

@@ -5,8 +5,8 @@
  * "v_rank_daily"). The report adds each row's health parts (docs/running.md, "The report").
  */
 import { sql } from 'kysely';
-import type { Db } from './database.ts';
-import { type ReportWindow, reportScope } from './report-window.ts';
+import type { Db } from '../../warehouse/database.ts';
+import { type ReportWindow, reportScope } from './window.ts';
 
 /** Not ranked sorts below every rank: a ranking that dropped out of the results is down. */
 const NOT_RANKED = 2_147_483_647;

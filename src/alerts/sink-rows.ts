@@ -5,7 +5,7 @@
  * (src/alerts/outbox.ts, `recordSinksSeen`).
  */
 import type { Kysely } from 'kysely';
-import type { AlertSinksTable, Database, Db } from './database.ts';
+import type { AlertSinksTable, Database, Db } from '../warehouse/database.ts';
 
 type Backlog = AlertSinksTable['backlog'];
 

@@ -4,10 +4,10 @@
  * Under the sync lock (no sync runs meanwhile):
  *
  * 1. each business's window: from its first read in a run whose business list is kept
- *    (src/warehouse/replay-merge.ts, `replayWindow`); a business the raw zone cannot
+ *    (src/replay/merge.ts, `replayWindow`); a business the raw zone cannot
  *    rebuild whole is kept as it is, and named;
- * 2. a scratch schema beside the live one, `<live>_rebuild` (src/warehouse/replay-scratch.ts,
- *    each table as src/warehouse/replay-tables.ts says), seeded with each rebuilt
+ * 2. a scratch schema beside the live one, `<live>_rebuild` (src/replay/scratch.ts,
+ *    each table as src/replay/tables.ts says), seeded with each rebuilt
  *    business as it stood before its window (its older history, its rows wound back to
  *    the last kept state), so that the first night of the window compares with the last
  *    night kept, not with nothing; every kept run is replayed into it, with the settings
@@ -27,22 +27,16 @@
 import type { AlertRules } from '../alerts/rules.ts';
 import { ListingsSyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import type { Warehouse } from '../warehouse/connection.ts';
+import { NIGHTLY_LOCK_KEY } from '../sync/run.ts';
+import type { Warehouse } from '../warehouse/driver/connection.ts';
+import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
 import {
   type KeptWholeReason,
   lockMergedTables,
   mergeRebuild,
   replayWindow,
   type TableChange,
-} from '../warehouse/replay-merge.ts';
-import {
-  dropFromMerge,
-  dropScratch,
-  incompleteRebuilds,
-  pointRunIdsBack,
-  seedScratch,
-} from '../warehouse/replay-scratch.ts';
-import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
+} from './merge.ts';
 import {
   currentSchema,
   type ReplayProgress,
@@ -50,7 +44,13 @@ import {
   replay,
   SCHEMA_NAME,
 } from './replay.ts';
-import { NIGHTLY_LOCK_KEY } from './run.ts';
+import {
+  dropFromMerge,
+  dropScratch,
+  incompleteRebuilds,
+  pointRunIdsBack,
+  seedScratch,
+} from './scratch.ts';
 
 export interface InPlaceOptions {
   warehouse: Warehouse;

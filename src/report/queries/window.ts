@@ -3,11 +3,11 @@
  * share, the days of collected history (mostly from the read models `rank_latest` and
  * `listing_accuracy_days`: docs/warehouse.md, "Rank history" and "Read models"), the
  * business asked for (`businesses`), and the scope every report-* module filters by. The report's other queries are grouped by what
- * they read: report-kpis.ts, report-scorecard.ts, report-ranks.ts, report-listings.ts and
- * report-reviews.ts.
+ * they read: report/queries/kpis.ts, report/queries/scorecard.ts, report/queries/ranks.ts, report/queries/listings.ts and
+ * report/queries/reviews.ts.
  */
 import { type Kysely, type RawBuilder, sql } from 'kysely';
-import type { Database, Db } from './database.ts';
+import type { Database, Db } from '../../warehouse/database.ts';
 
 /** The UTC days a report shows, and the business it is about (none: the whole warehouse). */
 export interface ReportWindow {

@@ -5,7 +5,7 @@
  * `v_newly_inaccurate` (docs/warehouse.md, "v_newly_inaccurate").
  */
 import { sql } from 'kysely';
-import type { Db } from './database.ts';
+import type { Db } from '../warehouse/database.ts';
 
 export interface DemoCounts {
   accounts: number;
@@ -19,7 +19,7 @@ export interface DemoCounts {
   alerts: number;
   /**
    * Of those, what the report's "turned Inaccurate" figure counts (src/warehouse/
-   * report-listings.ts): the listings of live businesses (each once), their turns, and the
+   * report/queries/listings.ts): the listings of live businesses (each once), their turns, and the
    * alerts of archived businesses, which the report leaves out.
    */
   turnedListings: number;

@@ -1,8 +1,8 @@
 /**
  * What `replay --in-place` does with each table (docs/replay.md, "Replay in place"), one
  * entry per table (`ReplayTable`, replay-table.ts): how the scratch schema is seeded and
- * how the rebuilt rows are merged. Seeding (src/warehouse/replay-scratch.ts) and the merge
- * (src/warehouse/replay-merge.ts) read nothing else. A table with no entry is neither
+ * how the rebuilt rows are merged. Seeding (src/replay/scratch.ts) and the merge
+ * (src/replay/merge.ts) read nothing else. A table with no entry is neither
  * seeded nor merged: runs, the raw zone, webhook events and the rest no replay rebuilds.
  *
  * The tables a stream writes have their entries beside their writer (`StreamWriter.replay`,
@@ -18,8 +18,8 @@ import {
   type ReplayTable,
   setBefore,
   time,
-} from './replay-table.ts';
-import { WRITE_ORDER } from './stream-writers.ts';
+} from '../warehouse/replay-table.ts';
+import { WRITE_ORDER } from '../warehouse/stream-writers.ts';
 
 /** Reference data, upserted by key; a live row keeps its `updated_at`. */
 const REFERENCE: Merge = { kind: 'upsert', leaveOut: ['updated_at'] };

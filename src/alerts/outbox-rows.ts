@@ -8,8 +8,8 @@
  * it at the same time.
  */
 import { type Kysely, sql } from 'kysely';
-import { insertRows } from './bulk-write.ts';
-import type { Database, Db, JsonValue } from './database.ts';
+import { insertRows } from '../warehouse/bulk-write.ts';
+import type { Database, Db, JsonValue } from '../warehouse/database.ts';
 
 /** An alert to insert. `details` holds what changed, for messages (ranks, a rating, a run). */
 export interface AlertToInsert {

@@ -3,7 +3,7 @@
  * unreachable), as opposed to one statement failing. A sync stops at the first of them:
  * every business after it would fail the same way.
  */
-import { ListingsSyncError } from '../errors.ts';
+import { ListingsSyncError } from '../../errors.ts';
 import { type DatabaseTimeouts, describeDatabaseError, isDatabaseTimeout } from './connection.ts';
 
 /** PostgreSQL and socket errors meaning the warehouse itself is gone: the run cannot go on. */

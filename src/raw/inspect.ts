@@ -4,7 +4,7 @@
  * the raw zone"). Read only.
  */
 import { sql } from 'kysely';
-import type { Db } from './database.ts';
+import type { Db } from '../warehouse/database.ts';
 
 /** When the business was last read (its latest read's `observed_at`); undefined with none. */
 export async function latestReadOf(db: Db, businessId: number): Promise<Date | undefined> {

@@ -23,10 +23,10 @@
  *   `BATCH_CHARS` characters of row text, one batch in flight at a time.
  */
 import { type Kysely, sql, type Transaction } from 'kysely';
-import { ListingsSyncError } from '../errors.ts';
-import type { Database } from './database.ts';
+import { ListingsSyncError } from '../../errors.ts';
+import type { Database, Db } from '../database.ts';
 
-/** The migrator's bookkeeping (src/warehouse/migrate.ts): its own, never copied. */
+/** The migrator's bookkeeping (src/warehouse/driver/migrate.ts): its own, never copied. */
 const BOOKKEEPING = ['kysely_migration', 'kysely_migration_lock'];
 
 /**
@@ -110,8 +110,6 @@ export interface CopyResult {
   /** Names of the target's tables that held rows and were emptied (`replace`). */
   replaced: string[];
 }
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 interface Column {
   name: string;

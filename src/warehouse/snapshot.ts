@@ -27,7 +27,7 @@ import {
   type AnswerRead,
   type AppliedAnswers,
   recordAppliedAnswers,
-} from './business-answers.ts';
+} from './applied-answers.ts';
 import { lockBusiness, writeBusiness } from './businesses.ts';
 import type { Change, ChangeHandler } from './changes.ts';
 import type { Database } from './database.ts';
@@ -64,7 +64,7 @@ export interface BusinessSnapshot {
   rejected: RejectedInSnapshot[];
   /**
    * The bodies of this run's reads and what was recorded as applied before they were
-   * fetched: the streams written in full record their bodies (business-answers.ts).
+   * fetched: the streams written in full record their bodies (warehouse/applied-answers.ts).
    */
   answers?: { before: AppliedAnswers; seen: AnswerHashes };
 }

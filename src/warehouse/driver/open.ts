@@ -8,9 +8,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { type Config, DEMO_PGLITE_DATA_DIR } from '../config/index.ts';
-import { ListingsSyncError } from '../errors.ts';
-import { redactDatabaseUrlIn, redactUrl, withoutDatabaseUrl } from '../log.ts';
+import { type Config, DEMO_PGLITE_DATA_DIR } from '../../config/index.ts';
+import { ListingsSyncError } from '../../errors.ts';
+import { redactDatabaseUrlIn, redactUrl, withoutDatabaseUrl } from '../../log.ts';
 import {
   type DatabaseTimeouts,
   describeDatabaseError,
@@ -111,7 +111,7 @@ export function resolveWarehouse(config: Config, access: WarehouseAccess): Wareh
 export interface OpenOptions {
   /**
    * The command holding an embedded database (`serve`): recorded beside its lock, so a
-   * command refused the directory names it (src/warehouse/pglite-lock.ts).
+   * command refused the directory names it (src/warehouse/driver/pglite-lock.ts).
    */
   command?: string;
   /**

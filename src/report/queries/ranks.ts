@@ -5,8 +5,8 @@
  * "v_rank_latest"; docs/running.md, "The report"). Live businesses only, as the scorecard.
  */
 import { sql } from 'kysely';
-import type { Db } from './database.ts';
-import { type ReportWindow, reportScope, windowBounds } from './report-window.ts';
+import type { Db } from '../../warehouse/database.ts';
+import { type ReportWindow, reportScope, windowBounds } from './window.ts';
 
 /** A business's visibility on one site and day, or every business's together. */
 export interface VisibilityPoint {
