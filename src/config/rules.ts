@@ -106,8 +106,12 @@ export function optionalUrl(defaultText?: string): RuleParts<string | undefined>
   };
 }
 
-/** A postgres:// URL, or undefined when unset. */
-export function postgresUrl(defaultText: string): RuleParts<string | undefined> {
+/** A text that must match `pattern` (else `message(name)`), or undefined when unset. */
+function optionalMatching(
+  defaultText: string,
+  pattern: RegExp,
+  message: (name: string) => string,
+): RuleParts<string | undefined> {
   return {
     default: undefined,
     defaultText,
@@ -116,10 +120,17 @@ export function postgresUrl(defaultText: string): RuleParts<string | undefined> 
         .string()
         .optional()
         .transform(trimmed)
-        .refine((value) => value === undefined || /^postgres(ql)?:\/\//.test(value), {
-          message: `${name} must start with postgres:// or postgresql://`,
-        }),
+        .refine((value) => value === undefined || pattern.test(value), { message: message(name) }),
   };
+}
+
+/** A postgres:// URL, or undefined when unset. */
+export function postgresUrl(defaultText: string): RuleParts<string | undefined> {
+  return optionalMatching(
+    defaultText,
+    /^postgres(ql)?:\/\//,
+    (name) => `${name} must start with postgres:// or postgresql://`,
+  );
 }
 
 /**
@@ -127,18 +138,12 @@ export function postgresUrl(defaultText: string): RuleParts<string | undefined> 
  * unquoted, so nothing is folded or needs quoting), or undefined when unset.
  */
 export function schemaName(defaultText: string): RuleParts<string | undefined> {
-  return {
-    default: undefined,
+  return optionalMatching(
     defaultText,
-    rule: (name) =>
-      z
-        .string()
-        .optional()
-        .transform(trimmed)
-        .refine((value) => value === undefined || /^[a-z_][a-z0-9_]{0,62}$/.test(value), {
-          message: `${name} must be a plain schema name: lowercase letters, digits and _, starting with a letter or _, at most 63 characters (such as listings_demo)`,
-        }),
-  };
+    /^[a-z_][a-z0-9_]{0,62}$/,
+    (name) =>
+      `${name} must be a plain schema name: lowercase letters, digits and _, starting with a letter or _, at most 63 characters (such as listings_demo)`,
+  );
 }
 
 /** Comma-separated values (blank ones dropped); empty when unset. */
