@@ -21,7 +21,7 @@ import type { Warehouse } from '../../../src/warehouse/driver/connection.ts';
 import { migrateTo, migrateToLatest } from '../../../src/warehouse/driver/migrate.ts';
 import { recomputeLatest } from '../../../src/warehouse/rankings.ts';
 import { CLICKS_PER_1000, UNRANKED_POSITION } from '../../../src/warehouse/visibility.ts';
-import { createTestWarehouse, testBackends } from '../../helpers/database.ts';
+import { createTestWarehouse, type TestBackend, testBackends } from '../../helpers/database.ts';
 import { ACCOUNT, ctx, rank, snapshot, summary } from '../fixtures.ts';
 import { write } from '../helpers.ts';
 import { BI_VIEWS, LOCAL_SEO_VIEWS } from './view-outputs.ts';
@@ -168,23 +168,31 @@ async function outputs(db: Kysely<any>, every: boolean): Promise<Record<string, 
   return out;
 }
 
+/**
+ * A warehouse at 0022 holding `history`'s day rows, read through every view (`before`),
+ * with a copy of the day rows (to move again as an interrupted move would), then migrated
+ * to the latest.
+ */
+async function prepared(backend: TestBackend) {
+  const served = history(random(30));
+  const wh = await createTestWarehouse(backend, { migrate: false });
+  await migrateTo(wh.db, BEFORE);
+  await loadBusinesses(wh.db);
+  await loadDayRows(wh.db, served);
+  const before = await outputs(wh.db, true);
+  await sql`create table rank_history_copy as select * from rank_history`.execute(wh.db);
+  await migrateToLatest(wh.db);
+  return { wh, served, before };
+}
+
 describe.each(testBackends)('rank history packed by month (%s)', (backend) => {
   let wh: Warehouse;
-  let served: Served;
   let before: Record<string, string[]>;
   let afterMigration: Record<string, string[]>;
   let packed: { months: number; days: number; longest: number };
 
   beforeAll(async () => {
-    served = history(random(30));
-    wh = await createTestWarehouse(backend, { migrate: false });
-    await migrateTo(wh.db, BEFORE);
-    await loadBusinesses(wh.db);
-    await loadDayRows(wh.db, served);
-    before = await outputs(wh.db, true);
-    // A copy of the day rows, to move again as an interrupted move would.
-    await sql`create table rank_history_copy as select * from rank_history`.execute(wh.db);
-    await migrateToLatest(wh.db);
+    ({ wh, before } = await prepared(backend));
     afterMigration = await outputs(wh.db, true);
     const { rows } = await sql<{ months: number; days: number; longest: number }>`
       select count(*)::int as months,
@@ -222,6 +230,16 @@ describe.each(testBackends)('rank history packed by month (%s)', (backend) => {
   });
 
   it('nights written into the month rows read as the day rows would, and down() restores them', async () => {
+    // A warehouse of its own: this test writes nights and migrates down.
+    const own = await prepared(backend);
+    try {
+      await nightsAndDown(own);
+    } finally {
+      await own.wh.close();
+    }
+  });
+
+  async function nightsAndDown({ wh, served, before }: Awaited<ReturnType<typeof prepared>>) {
     const next = random(31);
     const night = (d: number, hour = 3) =>
       new Date(Date.parse(`${addDays(FIRST_DAY, HISTORY_DAYS + d)}T0${hour}:00:00Z`));
@@ -284,5 +302,5 @@ describe.each(testBackends)('rank history packed by month (%s)', (backend) => {
     } finally {
       await oracle.close();
     }
-  });
+  }
 });
