@@ -100,7 +100,7 @@ export interface ReviewResponsesTable {
 
 /**
  * Migration 0021: per business, its reviews waiting for an answer, whatever their age
- * (docs/warehouse.md, "Read models: review_backlog"), kept by this writer.
+ * (docs/warehouse.md, "Read models", review_backlog), kept by this writer.
  */
 export interface ReviewBacklogTable {
   business_id: number;
@@ -568,8 +568,8 @@ function wroteAny(stats: WriteStats, table: string): boolean {
 }
 
 /**
- * The business's `review_backlog` row (migration 0021; docs/warehouse.md, "Read models:
- * review_backlog"): its live reviews the API can answer with no response, upstream or
+ * The business's `review_backlog` row (migration 0021; docs/warehouse.md, "Read models",
+ * review_backlog): its live reviews the API can answer with no response, upstream or
  * stored, whatever their age, as `v_location_scorecard` shows them. Counted again from the
  * rows just written, in the business's transaction, whenever its reviews or responses
  * changed: `reviews_waiting_idx` holds only the waiting reviews, so the count reads those
