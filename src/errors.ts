@@ -14,3 +14,16 @@ export abstract class ListingsSyncError extends Error {
   /** What a command that fails with this error exits with; fatal unless a class says. */
   readonly exitCode: ExitCode = EXIT.fatal;
 }
+
+/**
+ * The first `code` (a SQLSTATE, an errno name) on an error or along its `cause` chain that
+ * `wanted` accepts: drivers and Kysely wrap the database's error in their own.
+ */
+export function codeInChain(error: unknown, wanted: (code: string) => boolean): string | undefined {
+  for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 8; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && wanted(code)) return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

@@ -7,7 +7,7 @@
  * first, then each table in the writers' order, each table's rows in id order:
  * src/warehouse/bulk-write.ts), so two syncs' transactions rarely meet this at all.
  */
-import { ListingsSyncError } from '../errors.ts';
+import { codeInChain, ListingsSyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 
 /** Attempts a business's transaction gets in all: the first and two more. */
@@ -21,12 +21,7 @@ const ABORTS: Readonly<Record<string, string>> = {
 
 /** The retryable abort an error is, if it is one (its SQLSTATE, on the error or its cause). */
 export function transactionAbort(error: unknown): string | undefined {
-  for (let e: unknown = error, depth = 0; e && depth < 4; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && code in ABORTS) return code;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
+  return codeInChain(error, (code) => code in ABORTS);
 }
 
 /** A business's transaction aborted on every attempt: the business fails, the run goes on. */

@@ -13,6 +13,7 @@
 import { readdir } from 'node:fs/promises';
 import { type Kysely, sql } from 'kysely';
 import { type Migration, type MigrationProvider, Migrator } from 'kysely/migration';
+import { codeInChain } from '../../errors.ts';
 import type { Database } from '../database.ts';
 
 const MIGRATIONS_DIR = new URL('../../../migrations/', import.meta.url);
@@ -53,12 +54,7 @@ async function migratorFor(db: Kysely<Database>): Promise<Migrator> {
 const SCAN_ATTEMPTS = 3;
 
 function isVanishedSchema(error: unknown): boolean {
-  let e: unknown = error;
-  while (e && typeof e === 'object') {
-    if ((e as { code?: unknown }).code === '3F000') return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
+  return codeInChain(error, (code) => code === '3F000') !== undefined;
 }
 
 /** Applies every pending migration; returns the names applied (none when up to date). */
