@@ -4,8 +4,7 @@
  * owner rule's cases (docs/warehouse.md, "Ids under two businesses"). Everything else is
  * the sandbox's own answer over real HTTP, its `Date` header included.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type Forward, startRewritingProxy } from './rewriting-proxy.ts';
 
 /** `to`'s reviews (category `review`) and keywords answers also carry `from`'s first ones. */
 export interface Share {
@@ -44,10 +43,6 @@ type Item = { id: string | number } & Record<string, unknown>;
 const LIST = /^\/api\/v2\/businesses\/(\d+)\/(reviews|keywords)\.json(\?.*)?$/;
 
 export async function startSharingProxy(upstream: string, state: SharingState) {
-  const forward = async (url: string) => {
-    const answer = await fetch(new URL(url, upstream));
-    return { answer, text: await answer.text() };
-  };
   /** The items of an answer, and a way to put them back: reviews by site, keywords as a list. */
   const itemsOf = (json: { result: unknown }) => {
     if (Array.isArray(json.result)) {
@@ -76,9 +71,8 @@ export async function startSharingProxy(upstream: string, state: SharingState) {
       },
     };
   };
-  const server: Server = createServer(async (request, response) => {
-    const url = request.url ?? '/';
-    let { answer, text } = await forward(url);
+  return startRewritingProxy(upstream, async (url, answer, served, forward: Forward) => {
+    let text = served;
     const list = LIST.exec(url);
     const reviewCategory = list?.[2] === 'reviews' && /\bcategory=review\b/.test(url);
     if (list && answer.ok && (list[2] === 'keywords' || reviewCategory)) {
@@ -107,20 +101,6 @@ export async function startSharingProxy(upstream: string, state: SharingState) {
     }
     const hold = state.hold;
     if (hold && list?.[2] === 'reviews' && Number(list[1]) === hold.business) await hold.until;
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    const date = answer.headers.get('date');
-    if (date) headers['date'] = date;
-    response.writeHead(answer.status, headers);
-    response.end(text);
+    return text;
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }

@@ -11,8 +11,6 @@
  * social item of business A, on the wire; everything else is the sandbox's own answer over
  * real HTTP.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { listBusinesses, listReviews } from '../../src/api/index.ts';
@@ -23,6 +21,7 @@ import {
   writeBusinessSnapshotIsolating,
 } from '../../src/warehouse/snapshot.ts';
 import { skipOnPglite, testBackends } from '../helpers/database.ts';
+import { startRewritingProxy } from '../helpers/rewriting-proxy.ts';
 import { nightOf, sync, worldPerTest } from './harness.ts';
 
 const WORLD = { seed: 7, accounts: 1, businessesPerAccount: 2, startDate: '2026-06-01' };
@@ -50,13 +49,8 @@ type ServedReview = { id: string; responses: { id: string }[] } & Record<string,
  * first review of `carry.to` gains the first response of `carry.from`.
  */
 async function startCarryingProxy(upstream: string, state: { carry: Carry | null }) {
-  const forward = async (url: string) => {
-    const answer = await fetch(new URL(url, upstream));
-    return { answer, text: await answer.text() };
-  };
-  const server: Server = createServer(async (request, response) => {
-    const url = request.url ?? '/';
-    let { answer, text } = await forward(url);
+  return startRewritingProxy(upstream, async (url, answer, served, forward) => {
+    let text = served;
     const reviews =
       /^\/api\/v2\/businesses\/(\d+)\/reviews\.json\?.*\bcategory=(review|social)\b/.exec(url);
     const carry = state.carry;
@@ -85,18 +79,8 @@ async function startCarryingProxy(upstream: string, state: { carry: Carry | null
         text = JSON.stringify(json);
       }
     }
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    const date = answer.headers.get('date');
-    if (date) headers['date'] = date;
-    response.writeHead(answer.status, headers);
-    response.end(text);
+    return text;
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
 }
 
 describe.each(testBackends)('a review id served under two businesses (%s)', (backend) => {
