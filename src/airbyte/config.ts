@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { parseCredentialList } from '../config/credentials.ts';
 import type { Credential } from '../config/index.ts';
 import {
+  ANSWER_BOUND_SETTINGS,
   type Config,
   ConfigError,
   type ConfigVariable,
@@ -18,18 +19,14 @@ import {
 import type { JsonSchema } from './protocol.ts';
 import { STREAM_NAMES, type StreamName } from './streams.ts';
 
-/** The settings a source reads: what bounds and paces the upstream, nothing of a database. */
+/** The settings a source reads: what bounds and paces the upstream (every answer bound), nothing of a database. */
 const LIMITS = [
   'SYNC_CONCURRENCY',
   'SYNC_ACCOUNT_CONCURRENCY',
   'SYNC_REQUESTS_PER_SECOND',
   'LISTINGS_REQUEST_TIMEOUT_SECONDS',
   'LISTINGS_MAX_BODY_BYTES',
-  'LISTINGS_MAX_KEYWORDS_PER_BUSINESS',
-  'LISTINGS_MAX_SITES_PER_KEYWORD',
-  'LISTINGS_MAX_RANK_SERIES_PER_BUSINESS',
-  'LISTINGS_MAX_REVIEWS_PER_ANSWER',
-  'LISTINGS_MAX_LISTINGS_PER_ANSWER',
+  ...Object.values(ANSWER_BOUND_SETTINGS),
 ] as const satisfies readonly ConfigVariable[];
 
 const keyOf = (name: ConfigVariable) => name.toLowerCase();

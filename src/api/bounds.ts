@@ -11,47 +11,39 @@
  * and the stored row stays as it was (docs/upstream.md, "Quirks").
  */
 import type { z } from 'zod';
+import {
+  ANSWER_BOUND_SETTINGS,
+  type AnswerBoundSettings,
+  DEFAULTS,
+  SETTINGS,
+  type SettingValues,
+} from '../config/index.ts';
 import { describeIssues, scrubPayload } from './schemas.ts';
 import type { ListResult, RejectedRecord } from './types.ts';
 
-export interface AnswerBounds {
-  /** Keywords in one rankings or keywords answer (LISTINGS_MAX_KEYWORDS_PER_BUSINESS). */
-  keywordsPerBusiness: number;
-  /** Search sites under one keyword of a rankings answer (LISTINGS_MAX_SITES_PER_KEYWORD). */
-  sitesPerKeyword: number;
-  /**
-   * Keyword × site pairs in one rankings answer, what it expands into
-   * (LISTINGS_MAX_RANK_SERIES_PER_BUSINESS): each bound above may hold while their product
-   * does not.
-   */
-  rankSeriesPerBusiness: number;
-  /** Reviews, over all sites, in one reviews answer (LISTINGS_MAX_REVIEWS_PER_ANSWER). */
-  reviewsPerAnswer: number;
-  /** Listings in one listings answer (LISTINGS_MAX_LISTINGS_PER_ANSWER). */
-  listingsPerAnswer: number;
-}
-
 /**
- * Generous for real accounts: a business tracks tens of keywords on a handful of search
- * sites, is listed on a few hundred directories, and has hundreds of reviews; a few
- * thousand of each is already far past that, and still parses in a few MB of heap.
+ * Each bound, by name, as a number. The names, their settings and defaults are the
+ * settings table's (src/config/settings.ts, the entries with an `answerBound`): a new
+ * bound is an entry there and its `checkBound` in the operation that reads the answer.
  */
-export const DEFAULT_ANSWER_BOUNDS: Readonly<AnswerBounds> = Object.freeze({
-  keywordsPerBusiness: 2_000,
-  sitesPerKeyword: 50,
-  rankSeriesPerBusiness: 10_000,
-  reviewsPerAnswer: 20_000,
-  listingsPerAnswer: 2_000,
-});
+export type AnswerBounds = Record<keyof AnswerBoundSettings, number>;
 
 /** The setting behind each bound, for messages. */
-export const BOUND_SETTINGS: Readonly<Record<keyof AnswerBounds, string>> = Object.freeze({
-  keywordsPerBusiness: 'LISTINGS_MAX_KEYWORDS_PER_BUSINESS',
-  sitesPerKeyword: 'LISTINGS_MAX_SITES_PER_KEYWORD',
-  rankSeriesPerBusiness: 'LISTINGS_MAX_RANK_SERIES_PER_BUSINESS',
-  reviewsPerAnswer: 'LISTINGS_MAX_REVIEWS_PER_ANSWER',
-  listingsPerAnswer: 'LISTINGS_MAX_LISTINGS_PER_ANSWER',
-});
+export const BOUND_SETTINGS: AnswerBoundSettings = ANSWER_BOUND_SETTINGS;
+
+/** Each bound's value in parsed settings (a `Config`, or `DEFAULTS`). */
+export function answerBoundsOf(values: Readonly<SettingValues>): AnswerBounds {
+  const bounds: Record<string, number> = {};
+  for (const [bound, name] of Object.entries(BOUND_SETTINGS)) {
+    bounds[bound] = values[SETTINGS[name].field] as number;
+  }
+  return bounds as AnswerBounds;
+}
+
+/** The settings' defaults, which the table explains. */
+export const DEFAULT_ANSWER_BOUNDS: Readonly<AnswerBounds> = Object.freeze(
+  answerBoundsOf(DEFAULTS),
+);
 
 export function resolveAnswerBounds(overrides: Partial<AnswerBounds> = {}): Readonly<AnswerBounds> {
   const bounds = { ...DEFAULT_ANSWER_BOUNDS, ...overrides };

@@ -17,7 +17,7 @@ import type { ProxySettings } from '../config/index.ts';
 import { type Config, DEFAULTS } from '../config/index.ts';
 import { type Logger, silentLogger } from '../log.ts';
 import { AnswerUnchanged } from './answer-unchanged.ts';
-import { type AnswerBounds, resolveAnswerBounds } from './bounds.ts';
+import { type AnswerBounds, answerBoundsOf, resolveAnswerBounds } from './bounds.ts';
 import {
   type ApiClient,
   type CallOptions,
@@ -111,13 +111,7 @@ export function createConfiguredApiClient(config: Config, logger: Logger): ApiCl
     requestsPerSecond: config.syncRequestsPerSecond,
     maxBodyBytes: config.upstreamMaxBodyBytes,
     requestTimeoutMs: config.upstreamRequestTimeoutMs,
-    bounds: {
-      keywordsPerBusiness: config.upstreamMaxKeywordsPerBusiness,
-      sitesPerKeyword: config.upstreamMaxSitesPerKeyword,
-      rankSeriesPerBusiness: config.upstreamMaxRankSeriesPerBusiness,
-      reviewsPerAnswer: config.upstreamMaxReviewsPerAnswer,
-      listingsPerAnswer: config.upstreamMaxListingsPerAnswer,
-    },
+    bounds: answerBoundsOf(config),
     logger,
     proxy: config.proxy,
   });

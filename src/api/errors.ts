@@ -37,8 +37,8 @@ export const API_ERROR_CODES = [
   /** A response body over the configured limit (LISTINGS_MAX_BODY_BYTES). */
   'RESPONSE_TOO_LARGE',
   /**
-   * An answer with more records than a bound allows (LISTINGS_MAX_KEYWORDS_PER_BUSINESS and
-   * its siblings); refused whole before it is validated. `rejected` holds a summary for
+   * An answer with more records than a bound allows (src/api/bounds.ts, a setting of its
+   * own each); refused whole before it is validated. `rejected` holds a summary for
    * quarantine.
    */
   'TOO_MANY_RECORDS',

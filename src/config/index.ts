@@ -31,6 +31,8 @@ export {
   variablesHelp,
 } from './render.ts';
 export {
+  ANSWER_BOUND_SETTINGS,
+  type AnswerBoundSettings,
   COMMANDS,
   CONFIG_VARIABLES,
   type CommandName,
@@ -40,4 +42,5 @@ export {
   DEFAULTS,
   SETTINGS,
   type Setting,
+  type SettingValues,
 } from './settings.ts';

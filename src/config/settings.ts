@@ -67,6 +67,11 @@ export interface Setting {
   show?: (value: never) => string;
   /** A whole number's range (src/config/rules.ts, `integer`). */
   bounds?: { min: number; max: number };
+  /**
+   * The setting bounds what one answer may bring: this is the bound's name in the client's
+   * `bounds` (src/api/bounds.ts, `AnswerBounds`, which derives from these names).
+   */
+  answerBound?: string;
 }
 
 /** Everything that opens the configured warehouse (src/warehouse/driver/open.ts). */
@@ -272,12 +277,14 @@ export const SETTINGS = {
   LISTINGS_MAX_KEYWORDS_PER_BUSINESS: {
     ...integer({ default: 2_000, min: 1, max: 1_000_000 }),
     field: 'upstreamMaxKeywordsPerBusiness',
+    answerBound: 'keywordsPerBusiness',
     meaning: 'most keywords one rankings or keywords answer may bring; see "Limits"',
     commands: SYNCS,
   },
   LISTINGS_MAX_SITES_PER_KEYWORD: {
     ...integer({ default: 50, min: 1, max: 10_000 }),
     field: 'upstreamMaxSitesPerKeyword',
+    answerBound: 'sitesPerKeyword',
     meaning: 'most search sites one keyword of a rankings answer may bring; see "Limits"',
     commands: SYNCS,
   },
@@ -287,18 +294,21 @@ export const SETTINGS = {
     // peaked at 364 MB RSS; 10,000 keeps a sync under its heap (`npm run bench:answer-shape`).
     ...integer({ default: 10_000, min: 1, max: 1_000_000 }),
     field: 'upstreamMaxRankSeriesPerBusiness',
+    answerBound: 'rankSeriesPerBusiness',
     meaning: 'most keyword × site pairs one rankings answer may bring; see "Limits"',
     commands: SYNCS,
   },
   LISTINGS_MAX_REVIEWS_PER_ANSWER: {
     ...integer({ default: 20_000, min: 1, max: 1_000_000 }),
     field: 'upstreamMaxReviewsPerAnswer',
+    answerBound: 'reviewsPerAnswer',
     meaning: 'most reviews one reviews answer may bring; see "Limits"',
     commands: SYNCS,
   },
   LISTINGS_MAX_LISTINGS_PER_ANSWER: {
     ...integer({ default: 2_000, min: 1, max: 1_000_000 }),
     field: 'upstreamMaxListingsPerAnswer',
+    answerBound: 'listingsPerAnswer',
     meaning: 'most listings one listings answer may bring; see "Limits"',
     commands: SYNCS,
   },
@@ -499,6 +509,20 @@ export type SettingValues = {
   >;
 };
 
+type AnswerBoundOf<K extends ConfigVariable> = Settings[K] extends {
+  answerBound: infer B extends string;
+}
+  ? B
+  : never;
+
+/**
+ * Each bound on one answer, by its name in the client's `bounds`, and the setting that sets
+ * it, in table order: the entries with an `answerBound`.
+ */
+export type AnswerBoundSettings = {
+  readonly [K in ConfigVariable as AnswerBoundOf<K>]: K;
+};
+
 /** The setting's entry, typed loosely: for code that walks the table. */
 export function setting(name: ConfigVariable): Setting {
   return SETTINGS[name];
@@ -517,6 +541,16 @@ export const DEFAULTS: Readonly<SettingValues> = Object.freeze(
     }),
   ),
 ) as SettingValues;
+
+/** The settings that bound one answer (src/api/bounds.ts), by bound. */
+export const ANSWER_BOUND_SETTINGS: AnswerBoundSettings = Object.freeze(
+  Object.fromEntries(
+    CONFIG_VARIABLES.flatMap((name) => {
+      const bound = setting(name).answerBound;
+      return bound === undefined ? [] : [[bound, name]];
+    }),
+  ),
+) as AnswerBoundSettings;
 
 /** The variables `command` reads, in table order (`config`: every one). */
 export function commandVariables(command: string): ConfigVariable[] {

@@ -20,7 +20,7 @@
  */
 import type { z } from 'zod';
 import type { ApiClient, CallOptions, Credential, OperationName } from '../api/index.ts';
-import type { ConfigVariable } from '../config/index.ts';
+import type { AnswerBoundSettings } from '../config/index.ts';
 
 /** One upstream read of a business: the answer `business_answers` keeps a body hash of. */
 export interface BusinessRead<Read extends string = string, Value = unknown> {
@@ -95,8 +95,11 @@ export interface StreamDescriptor<
    * element of `rank_months`): its body counts as applied only on the day it was written for.
    */
   daily: boolean;
-  /** The settings that bound one of its answers (docs/configuration.md, "Limits"). */
-  bounds: readonly ConfigVariable[];
+  /**
+   * The settings that bound one of its answers (docs/configuration.md, "Limits"): only
+   * the settings table's answer bounds type-check here.
+   */
+  bounds: readonly AnswerBoundSettings[keyof AnswerBoundSettings][];
   /**
    * A record stream's records of one business from its reads' records, by read name, when
    * every read succeeded; absent: the one read's records. The sync builds the stream's

@@ -8,7 +8,11 @@
  * for stays at its headers, so only the client's own limit can end the call.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { ApiClientOptions } from '../../src/api/client.ts';
+import {
+  type ApiClientOptions,
+  answerSettings,
+  createConfiguredApiClient,
+} from '../../src/api/client.ts';
 import {
   apiStats,
   createApiClient,
@@ -396,6 +400,33 @@ describe('the settings', () => {
     expect(() => loadConfig({ LISTINGS_REQUEST_TIMEOUT_SECONDS: '0' })).toThrow(
       'LISTINGS_REQUEST_TIMEOUT_SECONDS must be a whole number from 1 to 3600 (got "0")',
     );
+  });
+
+  it('reach the configured client, each bound from its own variable', () => {
+    const bounds = (env: Record<string, string>) =>
+      answerSettings(createConfiguredApiClient(loadConfig(env), silentLogger())).bounds;
+    expect(bounds({})).toEqual({
+      keywordsPerBusiness: 2000,
+      sitesPerKeyword: 50,
+      rankSeriesPerBusiness: 10_000,
+      reviewsPerAnswer: 20_000,
+      listingsPerAnswer: 2000,
+    });
+    expect(
+      bounds({
+        LISTINGS_MAX_KEYWORDS_PER_BUSINESS: '11',
+        LISTINGS_MAX_SITES_PER_KEYWORD: '12',
+        LISTINGS_MAX_RANK_SERIES_PER_BUSINESS: '13',
+        LISTINGS_MAX_REVIEWS_PER_ANSWER: '14',
+        LISTINGS_MAX_LISTINGS_PER_ANSWER: '15',
+      }),
+    ).toEqual({
+      keywordsPerBusiness: 11,
+      sitesPerKeyword: 12,
+      rankSeriesPerBusiness: 13,
+      reviewsPerAnswer: 14,
+      listingsPerAnswer: 15,
+    });
   });
 
   it('refuse bad client options', () => {
