@@ -34,9 +34,9 @@ import {
   type DeliveryAttempt,
   recordDeliveryAttempts,
   recordSinksSeen,
-  releaseClaims,
   undeliveredAlertsAfter,
 } from './outbox.ts';
+import { releaseClaims } from './outbox-rows.ts';
 import { type AlertSink, DEFAULT_SINK_TIMEOUT_MS } from './sinks.ts';
 
 export interface Backoff {

@@ -17,7 +17,8 @@ import { ALERT_RULE_KINDS, type AlertRuleKind, type AlertRules } from '../config
 import type { Change } from '../warehouse/changes.ts';
 import type { Database, Db } from '../warehouse/database.ts';
 import type { SlackMessage } from './message-text.ts';
-import type { AlertForDelivery, NewAlert } from './outbox.ts';
+import type { AlertForDelivery } from './outbox.ts';
+import type { NewAlert } from './outbox-rows.ts';
 import type { SyncHealthCheck } from './sync-health.ts';
 
 export type AlertKind = AlertRuleKind;

@@ -10,7 +10,8 @@ import type { ListingTurnedInaccurate } from '../warehouse/changes.ts';
 import type { Db } from '../warehouse/database.ts';
 import { type AlertKindEntry, LISTING_BROKEN_AGAIN, listingBrokenAgainKey } from './kinds.ts';
 import { detail } from './message-text.ts';
-import { type AlertForDelivery, type NewAlert, raise } from './outbox.ts';
+import type { AlertForDelivery } from './outbox.ts';
+import { type NewAlert, raise } from './outbox-rows.ts';
 import type { AlertRules } from './rules.ts';
 
 const DAY_MS = 86_400_000;

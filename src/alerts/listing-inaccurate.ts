@@ -18,7 +18,8 @@ import {
   slackEscape,
   wrongFields,
 } from './message-text.ts';
-import { type AlertForDelivery, listingsAlertedSince, raise } from './outbox.ts';
+import type { AlertForDelivery } from './outbox.ts';
+import { listingsWithAlertSince, raise } from './outbox-rows.ts';
 import type { AlertRules } from './rules.ts';
 
 /** Raises the alerts the rule allows for these transitions of one business; returns how many. */
@@ -32,12 +33,12 @@ export async function raiseListingInaccurate(
   if (!rule.enabled || !first) return 0;
   let damped = new Set<number>();
   if (rule.flapWindowMs > 0) {
-    damped = await listingsAlertedSince(
-      db,
-      first.businessId,
-      turned.map((t) => t.listingId),
-      new Date(first.detectedAt.getTime() - rule.flapWindowMs),
-    );
+    damped = await listingsWithAlertSince(db, {
+      kind: LISTING_INACCURATE,
+      businessId: first.businessId,
+      listingIds: turned.map((t) => t.listingId),
+      since: new Date(first.detectedAt.getTime() - rule.flapWindowMs),
+    });
   }
   return raise(
     db,

@@ -8,7 +8,8 @@ import type { NewReview } from '../warehouse/changes.ts';
 import type { Db } from '../warehouse/database.ts';
 import { type AlertKindEntry, eachChange, LOW_RATING_REVIEW, lowRatingReviewKey } from './kinds.ts';
 import { detail } from './message-text.ts';
-import { type AlertForDelivery, raise } from './outbox.ts';
+import type { AlertForDelivery } from './outbox.ts';
+import { raise } from './outbox-rows.ts';
 import type { AlertRules } from './rules.ts';
 
 export async function raiseLowRatingReviews(

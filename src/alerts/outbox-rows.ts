@@ -1,7 +1,9 @@
 /**
  * `alerts`, the alert outbox (docs/warehouse.md, "alerts"; docs/alerts.md, "Delivery"):
- * every SQL statement on the table. Rows in, rows out: which alert to raise, what a message
- * says and when to try again are src/alerts' (src/alerts/outbox.ts), which calls these.
+ * every SQL statement on the table, and its one way in, `raise`, called by every rule
+ * inside the writer's own transaction (a reader never sees a change without its alert, nor
+ * an alert without its change). What an alert is to a message, claims with their lease,
+ * attempts and the sinks' backlog are src/alerts/outbox.ts's, which calls the rest of these.
  *
  * Claims are leases in `next_attempt_at`: a claimed alert is not due again until the
  * lease ends, so two dispatchers (two `serve` replicas, or `sync` and `serve`) never send
@@ -10,10 +12,11 @@
 import { type Kysely, sql } from 'kysely';
 import { insertRows } from '../warehouse/bulk-write.ts';
 import type { Database, Db, JsonValue } from '../warehouse/database.ts';
+import type { AlertKind } from './kinds.ts';
 
-/** An alert to insert. `details` holds what changed, for messages (ranks, a rating, a run). */
-export interface AlertToInsert {
-  kind: string;
+/** An alert to raise. `details` holds what changed, for messages (ranks, a rating, a run). */
+export interface NewAlert {
+  kind: AlertKind;
   dedupeKey: string;
   accountName: string | null;
   businessId: number | null;
@@ -31,9 +34,9 @@ export interface AlertToInsert {
 
 /**
  * Appends alerts in one statement, skipping any whose dedupe_key exists (the same event
- * re-applied); returns how many were inserted.
+ * re-applied); returns how many were raised.
  */
-export async function insertAlerts(db: Db, alerts: readonly AlertToInsert[]): Promise<number> {
+export async function raise(db: Db, alerts: readonly NewAlert[]): Promise<number> {
   if (alerts.length === 0) return 0;
   return insertRows(
     db,
@@ -77,7 +80,7 @@ export async function insertAlerts(db: Db, alerts: readonly AlertToInsert[]): Pr
 /** Of these listings of one business, those with an alert of `kind` detected after `since`. */
 export async function listingsWithAlertSince(
   db: Db,
-  options: { kind: string; businessId: number; listingIds: readonly number[]; since: Date },
+  options: { kind: AlertKind; businessId: number; listingIds: readonly number[]; since: Date },
 ): Promise<Set<number>> {
   if (options.listingIds.length === 0) return new Set();
   const rows = await db
@@ -318,10 +321,14 @@ export async function alertIdsOfRuns(
   return ids.map((row) => Number(row.alert_id));
 }
 
+/** `last_error` of an alert closed because every configured sink skipped it. */
+const SKIPPED_NOTE =
+  'not sent: raised before its sink was configured (ALERT_BACKLOG=skip; `listings-sync alerts send-backlog` sends it)';
+
 /**
  * Marks every open alert `sink` has not taken as skipped for it, except those of
- * `exceptRunId`; closes, with `note` as its `last_error`, each one no sink of `configured`
- * is left to take. Returns how many it marked.
+ * `exceptRunId`; closes, with SKIPPED_NOTE as its `last_error`, each one no sink of
+ * `configured` is left to take. Returns how many it marked.
  */
 export async function markSkipped(
   db: Db,
@@ -329,7 +336,6 @@ export async function markSkipped(
     sink: string;
     configured: readonly string[];
     at: Date;
-    note: string;
     exceptRunId?: string;
   },
 ): Promise<number> {
@@ -347,7 +353,7 @@ export async function markSkipped(
           then null else a.next_attempt_at end,
         last_error = case
           when (a.delivered_sinks || a.skipped_sinks || me.sink) @> ${configured}::jsonb
-          then ${options.note}::text else a.last_error end
+          then ${SKIPPED_NOTE}::text else a.last_error end
       from me
       where a.delivered_at is null
         and not (a.delivered_sinks || a.skipped_sinks) @> me.sink
@@ -369,13 +375,13 @@ export async function countSkippedBySink(db: Kysely<Database>): Promise<Record<s
 }
 
 /**
- * Takes these sinks out of `skipped_sinks` and opens those alerts for delivery again;
- * a `last_error` equal to `note` (closed as skipped) is cleared. Those detected before
- * `since` stay skipped. Returns how many alerts it opened.
+ * Makes alerts skipped for these sinks due for them again (`alerts send-backlog`): the sinks
+ * leave `skipped_sinks`, and an alert closed as not sent (SKIPPED_NOTE) opens again. Those
+ * detected before `since` stay skipped. Returns how many alerts it opened for delivery.
  */
 export async function reopenSkipped(
   db: Kysely<Database>,
-  options: { sinks: readonly string[]; note: string; since?: Date },
+  options: { sinks: readonly string[]; since?: Date },
 ): Promise<number> {
   if (options.sinks.length === 0) return 0;
   const sinks = [...options.sinks];
@@ -384,7 +390,7 @@ export async function reopenSkipped(
       skipped_sinks = a.skipped_sinks - ${sinks}::text[],
       delivered_at = null,
       next_attempt_at = null,
-      last_error = case when a.last_error = ${options.note}::text then null else a.last_error end
+      last_error = case when a.last_error = ${SKIPPED_NOTE}::text then null else a.last_error end
     where exists (
         select 1 from jsonb_array_elements_text(a.skipped_sinks) s(sink)
         where s.sink = any(${sinks}::text[]))

@@ -1,13 +1,8 @@
 /**
- * The alert outbox as src/alerts uses it: one way in, `raise`, called by every writer
- * inside the writer's own transaction (a reader never sees a change without its alert, nor
- * an alert without its change); and what the dispatcher, the metrics and `listings-sync
- * alerts` read and record with. The statements are src/alerts/outbox-rows.ts's and
- * src/alerts/sink-rows.ts's; here, what an alert is to a message, and the rules.
- *
- * Claims are leases in `next_attempt_at`: a claimed alert is not due again until the
- * lease ends, so two dispatchers (two `serve` replicas, or `sync` and `serve`) never send
- * it at the same time. The caller sizes the lease to cover all the work it claims.
+ * What the dispatcher and `listings-sync alerts` read and record with, over the outbox's
+ * statements (src/alerts/outbox-rows.ts, where alerts are raised and claims are leases, and
+ * src/alerts/sink-rows.ts): what an alert is to a message, a claim sized by its caller,
+ * attempts with their errors redacted, and the sinks' backlog.
  *
  * A sink's backlog (docs/alerts.md, "A sink added later"): the first time a dispatcher runs
  * with a sink, `recordSinksSeen` writes its `alert_sinks` row and, under ALERT_BACKLOG=skip,
@@ -15,66 +10,21 @@
  */
 import type { Kysely } from 'kysely';
 import { redactText } from '../log.ts';
-import type { AlertSinksTable, Database, Db, JsonValue } from '../warehouse/database.ts';
-import { type AlertKind, LISTING_INACCURATE } from './kinds.ts';
+import type { AlertSinksTable, Database, JsonValue } from '../warehouse/database.ts';
 import {
   type AlertReadRow,
-  type AlertToInsert,
   alertIdsOfRuns,
   claimDueAlertIds,
-  insertAlerts,
-  listingsWithAlertSince,
   markSkipped,
   readAlertRows,
   recentAlertRows,
   recordAttempts,
-  reopenSkipped as reopenSkippedRows,
   undeliveredAlertIdsAfter,
 } from './outbox-rows.ts';
 import { insertNewSinks, setSinkSkipped } from './sink-rows.ts';
 
-// Statements that need nothing of the alert logic: the metrics and the `alerts` command
-// keep importing them from here.
-export {
-  countAlertsByKind,
-  countPendingBySink,
-  countSkippedBySink,
-  releaseClaims,
-} from './outbox-rows.ts';
-export { sinksSeen } from './sink-rows.ts';
-
 /** What a sink does with the alerts raised before it was first configured (ALERT_BACKLOG). */
 export type BacklogPolicy = AlertSinksTable['backlog'];
-
-/** `last_error` of an alert closed because every configured sink skipped it. */
-const SKIPPED_NOTE =
-  'not sent: raised before its sink was configured (ALERT_BACKLOG=skip; `listings-sync alerts send-backlog` sends it)';
-
-/** An alert to raise. `details` holds what changed, for messages (ranks, a rating, a run). */
-export interface NewAlert extends AlertToInsert {
-  kind: AlertKind;
-}
-
-/**
- * Appends alerts in one statement, skipping any whose dedupe_key exists (the same event
- * re-applied); returns how many were raised.
- */
-export async function raise(db: Db, alerts: readonly NewAlert[]): Promise<number> {
-  return insertAlerts(db, alerts);
-}
-
-/**
- * Of these listings of one business, those with a `listing_inaccurate` alert detected
- * after `since`: flap damping raises nothing for them.
- */
-export async function listingsAlertedSince(
-  db: Db,
-  businessId: number,
-  listingIds: readonly number[],
-  since: Date,
-): Promise<Set<number>> {
-  return listingsWithAlertSince(db, { kind: LISTING_INACCURATE, businessId, listingIds, since });
-}
 
 /** One alert with what a message needs. */
 export interface AlertForDelivery {
@@ -312,7 +262,7 @@ export interface SinkFirstSeen {
  * later"). A new one under `skip` is marked as skipping every alert still open that it has
  * not taken, except those of `exceptRunId` (the run `sync` is delivering: it ran with the
  * sink configured); an alert that then has no configured sink left to take it is closed,
- * not sent (`delivered_at` set, `last_error` SKIPPED_NOTE), so no pass claims it again.
+ * not sent (`delivered_at` set, `last_error` outbox-rows.ts's SKIPPED_NOTE), so no pass claims it again.
  * Under `send` nothing is marked: the open alerts go to it like new ones.
  *
  * One transaction: a second dispatcher that starts meanwhile waits on the `alert_sinks`
@@ -337,7 +287,6 @@ export async function recordSinksSeen(
         sink: row.sink,
         configured: options.sinks.map((sink) => sink.name),
         at: options.at,
-        note: SKIPPED_NOTE,
         ...(options.exceptRunId ? { exceptRunId: options.exceptRunId } : {}),
       });
       await setSinkSkipped(trx, row.sink, skipped);
@@ -364,21 +313,8 @@ export async function skipPending(
         sink,
         configured: options.configured,
         at: options.at,
-        note: SKIPPED_NOTE,
       });
     }
     return marked;
   });
-}
-
-/**
- * Makes alerts skipped for these sinks due for them again (`alerts send-backlog`): the sinks
- * leave `skipped_sinks`, and an alert closed as not sent opens again. Those detected before
- * `since` stay skipped. Returns how many alerts it opened for delivery.
- */
-export async function reopenSkipped(
-  db: Kysely<Database>,
-  options: { sinks: readonly string[]; since?: Date },
-): Promise<number> {
-  return reopenSkippedRows(db, { ...options, note: SKIPPED_NOTE });
 }

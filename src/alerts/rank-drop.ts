@@ -17,7 +17,8 @@ import type { Db, JsonValue } from '../warehouse/database.ts';
 import { daysOfWindow } from '../warehouse/rankings.ts';
 import { type AlertKindEntry, type ChangeOf, eachChange, RANK_DROP, rankDropKey } from './kinds.ts';
 import { detail } from './message-text.ts';
-import { type AlertForDelivery, type NewAlert, raise } from './outbox.ts';
+import type { AlertForDelivery } from './outbox.ts';
+import { type NewAlert, raise } from './outbox-rows.ts';
 import type { AlertRules } from './rules.ts';
 
 export interface RankSeriesDay {

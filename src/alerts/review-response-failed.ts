@@ -13,7 +13,8 @@ import {
   type SlackMessage,
   slackEscape,
 } from './message-text.ts';
-import { type AlertForDelivery, raise } from './outbox.ts';
+import type { AlertForDelivery } from './outbox.ts';
+import { raise } from './outbox-rows.ts';
 import type { AlertRules } from './rules.ts';
 
 /** Returns true when the alert was raised now (false: the rule is off, or it exists). */

@@ -23,7 +23,7 @@ import {
   syncStaleKey,
 } from './kinds.ts';
 import { detail, oneLine } from './message-text.ts';
-import { type NewAlert, raise } from './outbox.ts';
+import { type NewAlert, raise } from './outbox-rows.ts';
 import type { AlertRules } from './rules.ts';
 
 export interface SyncHealthCheck {

@@ -17,7 +17,7 @@ import type { Change } from '../warehouse/changes.ts';
 import type { Db } from '../warehouse/database.ts';
 import type { BusinessListHeld, RemovalLimit } from '../warehouse/held-removals.ts';
 import { VOLUME_DROP, volumeDropKey, volumeDropListKey } from './kinds.ts';
-import { raise } from './outbox.ts';
+import { raise } from './outbox-rows.ts';
 import type { AlertRules } from './rules.ts';
 
 type RemovalsHeldChange = Extract<Change, { type: 'removals_held' }>;

@@ -11,7 +11,7 @@
  */
 import type { Kysely } from 'kysely';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import { countAlertsByKind, countPendingBySink } from '../alerts/outbox.ts';
+import { countAlertsByKind, countPendingBySink } from '../alerts/outbox-rows.ts';
 import { type ApiClient, apiStats } from '../api/index.ts';
 import type { SyncResult } from '../sync/run.ts';
 import type { Database } from '../warehouse/database.ts';

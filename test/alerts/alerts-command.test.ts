@@ -4,7 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LISTING_INACCURATE, SYNC_STALE } from '../../src/alerts/kinds.ts';
-import { raise, recordDeliveryAttempts } from '../../src/alerts/outbox.ts';
+import { recordDeliveryAttempts } from '../../src/alerts/outbox.ts';
+import { raise } from '../../src/alerts/outbox-rows.ts';
 import { type CommandWarehouse, createCommandWarehouse, runCli } from '../helpers/cli.ts';
 import { testBackends } from '../helpers/database.ts';
 import { ctx, snapshot } from '../warehouse/fixtures.ts';

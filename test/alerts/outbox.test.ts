@@ -8,15 +8,17 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LISTING_INACCURATE, RANK_DROP } from '../../src/alerts/kinds.ts';
 import {
   claimDueAlerts,
+  recentAlerts,
+  recordDeliveryAttempts,
+  undeliveredAlertsAfter,
+} from '../../src/alerts/outbox.ts';
+import {
   countAlertsByKind,
   countPendingBySink,
   type NewAlert,
   raise,
-  recentAlerts,
-  recordDeliveryAttempts,
   releaseClaims,
-  undeliveredAlertsAfter,
-} from '../../src/alerts/outbox.ts';
+} from '../../src/alerts/outbox-rows.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 

@@ -34,9 +34,9 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
     .action(async (options: { pending?: boolean; limit: number }) => {
       const config = loadCommandConfig(io, 'alerts');
       const { configuredSinkNames, renderAlerts } = await import('./alert-list.ts');
-      const { countSkippedBySink, recentAlerts, sinksSeen } = await import(
-        '../../alerts/outbox.ts'
-      );
+      const { recentAlerts } = await import('../../alerts/outbox.ts');
+      const { countSkippedBySink } = await import('../../alerts/outbox-rows.ts');
+      const { sinksSeen } = await import('../../alerts/sink-rows.ts');
       // Only reads: a missing embedded database is an error, never created by looking.
       const warehouse = await openCommandWarehouse(io, config, 'read');
       try {
@@ -90,7 +90,7 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
       const logger = createCommandLogger(io, config);
       const { alertSinksFromConfig } = await import('../../alerts/configured-sinks.ts');
       const { createAlertDispatcher } = await import('../../alerts/dispatcher.ts');
-      const { reopenSkipped } = await import('../../alerts/outbox.ts');
+      const { reopenSkipped } = await import('../../alerts/outbox-rows.ts');
       const configured = alertSinksFromConfig(config);
       const sinks = chosenSinks(configured, options.sink);
       const warehouse = await openCommandWarehouse(io, config);
