@@ -40,12 +40,11 @@ export function jsonWebhookSink(
     const body = testWebhookBody(at);
     return post(JSON.stringify(body), String(body['dedupe_key']), signal);
   };
+  const sink = { name: 'webhook' as const, ...backlog, sendTest };
   if (options.mode === 'batch') {
     return {
-      name: 'webhook',
+      ...sink,
       grouping: 'group',
-      ...backlog,
-      sendTest,
       async send(alerts, signal) {
         const keys = alerts.map((alert) => alert.dedupeKey).sort();
         const key = `batch:${createHash('sha256').update(keys.join('\n')).digest('hex')}`;
@@ -54,10 +53,8 @@ export function jsonWebhookSink(
     };
   }
   return {
-    name: 'webhook',
+    ...sink,
     grouping: 'each',
-    ...backlog,
-    sendTest,
     async send(alerts, signal) {
       for (const alert of alerts) {
         await post(JSON.stringify(alertWebhookBody(alert)), alert.dedupeKey, signal);

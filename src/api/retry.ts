@@ -3,6 +3,7 @@
  * retried; the client decides that, this module only answers "is this failure worth
  * another attempt, and after how long".
  */
+import { sleep } from '../sleep.ts';
 
 export interface RetryPolicy {
   /** HTTP statuses worth another attempt. */
@@ -95,23 +96,6 @@ export function parseRetryAfter(
   const at = Date.parse(text);
   if (Number.isNaN(at)) return undefined;
   return Math.max(0, at - now);
-}
-
-/** Resolve after `ms`, or reject with the signal's reason as soon as it aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  if (ms <= 0) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /**

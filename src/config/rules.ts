@@ -182,62 +182,59 @@ export function oneOf<const V extends readonly [string, ...string[]]>(
   };
 }
 
+/**
+ * Text that `valid` accepts (else `message(name)`), once `normalise`d; `fallback` when
+ * unset or blank.
+ */
+function checkedText(
+  fallback: string,
+  valid: (value: string) => boolean,
+  message: (name: string) => string,
+  normalise: (value: string) => string = (value) => value,
+): RuleParts<string> {
+  const parts = text(fallback);
+  return {
+    ...parts,
+    rule: (name) =>
+      parts
+        .rule(name)
+        .transform(normalise)
+        .refine(valid, { message: message(name) }),
+  };
+}
+
 /** A cron expression of 5 or 6 fields, or `off`. */
 export function cron(fallback: string): RuleParts<string> {
-  return {
-    default: fallback,
-    defaultText: fallback,
-    rule: (name) =>
-      z
-        .string()
-        .optional()
-        .transform((value) => trimmed(value) ?? fallback)
-        .transform((value) => (value.toLowerCase() === 'off' ? 'off' : value))
-        .refine(
-          (value) => value === 'off' || (/^(\S+\s+){4,5}\S+$/.test(value) && isValidCron(value)),
-          {
-            message: `${name} must be a cron expression of 5 or 6 fields, such as "0 3 * * *", or "off"`,
-          },
-        ),
-  };
+  return checkedText(
+    fallback,
+    (value) => value === 'off' || (/^(\S+\s+){4,5}\S+$/.test(value) && isValidCron(value)),
+    (name) => `${name} must be a cron expression of 5 or 6 fields, such as "0 3 * * *", or "off"`,
+    (value) => (value.toLowerCase() === 'off' ? 'off' : value),
+  );
 }
 
 /** An IANA time zone. */
 export function timeZone(fallback: string): RuleParts<string> {
-  return {
-    default: fallback,
-    defaultText: fallback,
-    rule: (name) =>
-      z
-        .string()
-        .optional()
-        .transform((value) => trimmed(value) ?? fallback)
-        .refine(
-          (value) => {
-            try {
-              new Intl.DateTimeFormat('en-US', { timeZone: value });
-              return true;
-            } catch {
-              return false;
-            }
-          },
-          { message: `${name} must be an IANA time zone such as "UTC" or "Europe/Berlin"` },
-        ),
-  };
+  return checkedText(
+    fallback,
+    (value) => {
+      try {
+        new Intl.DateTimeFormat('en-US', { timeZone: value });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    (name) => `${name} must be an IANA time zone such as "UTC" or "Europe/Berlin"`,
+  );
 }
 
 /** An address to listen on: an IPv4 or IPv6 literal (`0.0.0.0`, `127.0.0.1`, `::`). */
 export function listenAddress(fallback: string): RuleParts<string> {
-  return {
-    default: fallback,
-    defaultText: fallback,
-    rule: (name) =>
-      z
-        .string()
-        .optional()
-        .transform((value) => trimmed(value) ?? fallback)
-        .refine((value) => isIP(value) !== 0, {
-          message: `${name} must be an IP address to listen on, such as 0.0.0.0 (every interface) or 127.0.0.1 (this machine only)`,
-        }),
-  };
+  return checkedText(
+    fallback,
+    (value) => isIP(value) !== 0,
+    (name) =>
+      `${name} must be an IP address to listen on, such as 0.0.0.0 (every interface) or 127.0.0.1 (this machine only)`,
+  );
 }

@@ -24,8 +24,7 @@ import {
   type MoverRow,
   readKeywordLosses,
   readKeywordRankPoints,
-  readRankDeclines,
-  readRankGains,
+  readRankMovers,
   readVisibilityPoints,
   type VisibilityPoint,
 } from './queries/ranks.ts';
@@ -287,8 +286,8 @@ async function readOnConnection(db: Kysely<Database>, options: ReportOptions): P
   const awaitingCounts = await readAwaitingCounts(db, window);
   kpis.unansweredAnswerable = awaitingCounts?.answerable ?? 0;
 
-  const declines = await readRankDeclines(db, window, MOVER_ROWS);
-  const gains = await readRankGains(db, window, MOVER_ROWS);
+  const declines = await readRankMovers(db, window, 'declines', MOVER_ROWS);
+  const gains = await readRankMovers(db, window, 'gains', MOVER_ROWS);
 
   return {
     generatedAt: new Date(),

@@ -10,6 +10,7 @@
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { type Logger, silentLogger } from '../log.ts';
+import { sleep } from '../sleep.ts';
 import { reshapeAnswer } from './answer-faults.ts';
 import { createBodyCache } from './body-cache.ts';
 import {
@@ -79,22 +80,7 @@ export interface SandboxClock {
 /** The real time: what the sandbox always waited on, a timer per wait. */
 export const wallClock: SandboxClock = Object.freeze({
   now: () => Date.now(),
-  sleep: (ms: number, signal?: AbortSignal) =>
-    new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(signal.reason);
-        return;
-      }
-      const onAbort = () => {
-        clearTimeout(timer);
-        reject(signal?.reason);
-      };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    }),
+  sleep,
 });
 
 export interface SandboxCredential {

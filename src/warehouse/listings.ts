@@ -182,18 +182,7 @@ interface StatusChange {
 function storedListings(db: Db, businessId: number) {
   return db
     .selectFrom('listings')
-    .select([
-      'listing_id',
-      'status',
-      'sync_status',
-      'name_valid',
-      'phone_valid',
-      'address_valid',
-      'claimed',
-      'status_changed_at',
-      'content_hash',
-      'removed_at',
-    ])
+    .select(['listing_id', ...TRACKED, 'status_changed_at', 'content_hash', 'removed_at'])
     .where('business_id', '=', businessId)
     .execute();
 }

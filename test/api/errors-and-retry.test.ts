@@ -11,8 +11,8 @@ import {
   DEFAULT_RETRY_POLICY,
   parseRetryAfter,
   resolveRetryPolicy,
-  sleep,
 } from '../../src/api/retry.ts';
+import { sleep } from '../../src/sleep.ts';
 
 describe('codeForMessage', () => {
   it.each([

@@ -101,53 +101,44 @@ export interface MoverRow {
 }
 
 /**
- * Movers, from the latest observation of each series in the window. A rank change is
- * `rank - earlier rank`: positive is a loss (a larger rank number).
+ * The two lists of movers: which series each keeps, and its order before the tie-break.
+ * A rank change is `rank - earlier rank`: positive is a loss (a larger rank number).
  */
-function moverParts(window: ReportWindow) {
+const MOVERS = {
+  /** Worst first: left the top 3/10, then the largest 7- and 30-day rank losses. */
+  declines: {
+    keep: sql`l.left_top3 or l.left_top10 or l.rank_change_7d > 0 or l.rank_change_30d > 0`,
+    order: sql`coalesce(l.left_top3, false) desc, coalesce(l.left_top10, false) desc,
+      greatest(coalesce(l.rank_change_7d, 0), coalesce(l.rank_change_30d, 0)) desc`,
+  },
+  /** Best first: the largest 7- and 30-day rank gains. */
+  gains: {
+    keep: sql`l.rank_change_7d < 0 or l.rank_change_30d < 0`,
+    order: sql`least(coalesce(l.rank_change_7d, 0), coalesce(l.rank_change_30d, 0)) asc,
+      l.rank asc nulls last`,
+  },
+};
+
+/** Movers of one list, from the latest observation of each series in the window; `limit` rows at most. */
+export async function readRankMovers(
+  db: Db,
+  window: ReportWindow,
+  list: keyof typeof MOVERS,
+  limit: number,
+): Promise<MoverRow[]> {
   const scope = reportScope(window.businessId);
   const { windowStart, windowEnd } = windowBounds(window);
-  const moverColumns = sql`
-    l.business_id as "businessId", b.name as "businessName", l.keyword, l.site,
-    to_char(l.observed_on, 'YYYY-MM-DD') as "observedOn", l.rank, l.previous_rank as "previousRank",
-    l.rank_7d_ago as "rank7dAgo", l.rank_30d_ago as "rank30dAgo",
-    l.rank_change_7d as "rankChange7d", l.rank_change_30d as "rankChange30d",
-    coalesce(l.left_top3, false) as "leftTop3", coalesce(l.left_top10, false) as "leftTop10"`;
-  const moverScope = sql`
+  const { keep, order } = MOVERS[list];
+  const { rows } = await sql<MoverRow>`
+    select l.business_id as "businessId", b.name as "businessName", l.keyword, l.site,
+      to_char(l.observed_on, 'YYYY-MM-DD') as "observedOn", l.rank, l.previous_rank as "previousRank",
+      l.rank_7d_ago as "rank7dAgo", l.rank_30d_ago as "rank30dAgo",
+      l.rank_change_7d as "rankChange7d", l.rank_change_30d as "rankChange30d",
+      coalesce(l.left_top3, false) as "leftTop3", coalesce(l.left_top10, false) as "leftTop10"
     from v_rank_latest l join businesses b on b.business_id = l.business_id and b.archived_at is null
-    where l.observed_on between ${windowStart} and ${windowEnd} and ${scope('l.business_id')}`;
-  return { moverColumns, moverScope };
-}
-
-/** Worst first: left the top 3/10, then the largest 7- and 30-day rank losses; `limit` rows at most. */
-export async function readRankDeclines(
-  db: Db,
-  window: ReportWindow,
-  limit: number,
-): Promise<MoverRow[]> {
-  const { moverColumns, moverScope } = moverParts(window);
-  const { rows } = await sql<MoverRow>`
-      select ${moverColumns} ${moverScope}
-        and (l.left_top3 or l.left_top10 or l.rank_change_7d > 0 or l.rank_change_30d > 0)
-      order by coalesce(l.left_top3, false) desc, coalesce(l.left_top10, false) desc,
-        greatest(coalesce(l.rank_change_7d, 0), coalesce(l.rank_change_30d, 0)) desc,
-        l.business_id, l.keyword, l.site
-      limit ${limit}`.execute(db);
-  return rows;
-}
-
-/** Best first: the largest 7- and 30-day rank gains; `limit` rows at most. */
-export async function readRankGains(
-  db: Db,
-  window: ReportWindow,
-  limit: number,
-): Promise<MoverRow[]> {
-  const { moverColumns, moverScope } = moverParts(window);
-  const { rows } = await sql<MoverRow>`
-      select ${moverColumns} ${moverScope}
-        and (l.rank_change_7d < 0 or l.rank_change_30d < 0)
-      order by least(coalesce(l.rank_change_7d, 0), coalesce(l.rank_change_30d, 0)) asc,
-        l.rank asc nulls last, l.business_id, l.keyword, l.site
-      limit ${limit}`.execute(db);
+    where l.observed_on between ${windowStart} and ${windowEnd} and ${scope('l.business_id')}
+      and (${keep})
+    order by ${order}, l.business_id, l.keyword, l.site
+    limit ${limit}`.execute(db);
   return rows;
 }
