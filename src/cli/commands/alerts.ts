@@ -6,6 +6,7 @@
  * now (src/cli/commands/alert-list.ts; docs/alerts.md, "A sink added later").
  */
 import { type Command, Option } from 'commander';
+import type { AlertDispatcher } from '../../alerts/dispatcher.ts';
 import type { AlertSink } from '../../alerts/sinks.ts';
 import { EXIT } from '../../command/exit-codes.ts';
 import type { CliIo } from '../../command/io.ts';
@@ -14,6 +15,7 @@ import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { UsageError } from '../../command/usage-error.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { ConfigError } from '../../config/index.ts';
+import type { Warehouse } from '../../warehouse/driver/connection.ts';
 import { requireCurrentSchema } from '../../warehouse/driver/open.ts';
 import { dateOption, integerOption } from '../options.ts';
 
@@ -86,25 +88,8 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
       ),
     )
     .action(async (options: { sink?: string; since?: string }) => {
-      const config = loadCommandConfig(io, 'alerts');
-      const logger = createCommandLogger(io, config);
-      const { alertSinksFromConfig } = await import('../../alerts/configured-sinks.ts');
-      const { createAlertDispatcher } = await import('../../alerts/dispatcher.ts');
       const { reopenSkipped } = await import('../../alerts/outbox-rows.ts');
-      const configured = alertSinksFromConfig(config);
-      const sinks = chosenSinks(configured, options.sink);
-      const warehouse = await openCommandWarehouse(io, config);
-      try {
-        await requireCurrentSchema(warehouse);
-        const dispatcher = createAlertDispatcher({
-          db: warehouse.db,
-          sinks: configured,
-          logger,
-          sinkTimeoutMs: config.alertSinkTimeoutMs,
-          now: () => io.now(),
-        });
-        // First: a sink never seen would otherwise skip, at its first pass, what this opens.
-        await dispatcher.recordSinks();
+      await withBacklogSinks(io, options.sink, async ({ warehouse, sinks, dispatcher }) => {
         const reopened = await reopenSkipped(warehouse.db, {
           sinks: sinks.map((sink) => sink.name),
           ...(options.since ? { since: new Date(`${options.since}T00:00:00Z`) } : {}),
@@ -127,9 +112,7 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
             '.\n',
         );
         io.exitCode = result.failed + result.released > 0 ? EXIT.partial : EXIT.ok;
-      } finally {
-        await warehouse.close();
-      }
+      });
     });
 
   alerts
@@ -140,22 +123,8 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
     )
     .option('--sink <name>', 'only this configured sink (slack or webhook)')
     .action(async (options: { sink?: string }) => {
-      const config = loadCommandConfig(io, 'alerts');
-      const logger = createCommandLogger(io, config);
-      const { alertSinksFromConfig } = await import('../../alerts/configured-sinks.ts');
-      const { createAlertDispatcher } = await import('../../alerts/dispatcher.ts');
       const { skipPending } = await import('../../alerts/outbox.ts');
-      const configured = alertSinksFromConfig(config);
-      const sinks = chosenSinks(configured, options.sink);
-      const warehouse = await openCommandWarehouse(io, config);
-      try {
-        await requireCurrentSchema(warehouse);
-        await createAlertDispatcher({
-          db: warehouse.db,
-          sinks: configured,
-          logger,
-          now: () => io.now(),
-        }).recordSinks();
+      await withBacklogSinks(io, options.sink, async ({ warehouse, configured, sinks }) => {
         const marked = await skipPending(warehouse.db, {
           sinks: sinks.map((sink) => sink.name),
           configured: configured.map((sink) => sink.name),
@@ -167,10 +136,46 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
           );
         }
         io.exitCode = EXIT.ok;
-      } finally {
-        await warehouse.close();
-      }
+      });
     });
+}
+
+/**
+ * What `send-backlog` and `skip-backlog` run in: the configured sinks and those `--sink`
+ * names, the warehouse, and a dispatcher that has recorded the sinks first (a sink never
+ * seen would otherwise decide its backlog, at its first pass, over what the command did).
+ */
+async function withBacklogSinks(
+  io: CliIo,
+  sinkName: string | undefined,
+  work: (context: {
+    warehouse: Warehouse;
+    configured: readonly AlertSink[];
+    sinks: readonly AlertSink[];
+    dispatcher: AlertDispatcher;
+  }) => Promise<void>,
+): Promise<void> {
+  const config = loadCommandConfig(io, 'alerts');
+  const logger = createCommandLogger(io, config);
+  const { alertSinksFromConfig } = await import('../../alerts/configured-sinks.ts');
+  const { createAlertDispatcher } = await import('../../alerts/dispatcher.ts');
+  const configured = alertSinksFromConfig(config);
+  const sinks = chosenSinks(configured, sinkName);
+  const warehouse = await openCommandWarehouse(io, config);
+  try {
+    await requireCurrentSchema(warehouse);
+    const dispatcher = createAlertDispatcher({
+      db: warehouse.db,
+      sinks: configured,
+      logger,
+      sinkTimeoutMs: config.alertSinkTimeoutMs,
+      now: () => io.now(),
+    });
+    await dispatcher.recordSinks();
+    await work({ warehouse, configured, sinks, dispatcher });
+  } finally {
+    await warehouse.close();
+  }
 }
 
 /** The configured sinks `--sink` names, or all of them; a usage error for any other name. */
