@@ -261,116 +261,125 @@ export function accuracyChart(days: AccuracyDay[], first: string, last: string):
     barMaxWidth: 18,
     data: days.map((d) => [d.day, pick(d)]),
   });
-  const legend = legendHtml([
-    { label: 'Accurate', color: COLORS.accurate, mark: 'bar' },
-    { label: 'Inaccurate', color: COLORS.inaccurate, mark: 'bar' },
-    { label: 'Not Present', color: COLORS.notPresent, mark: 'bar' },
-    { label: 'Accuracy score', color: COLORS.score, mark: 'line' },
-  ]);
-  const svg = renderChart(
-    {
-      grid: WIDE_GRID,
-      xAxis: dayAxis(first, last, WIDE_WIDTH - WIDE_GRID.left - WIDE_GRID.right),
-      yAxis: [
-        { type: 'value', name: 'listings', nameTextStyle: { fontSize: 10 }, minInterval: 1 },
-        {
-          type: 'value',
-          name: 'accuracy',
-          nameTextStyle: { fontSize: 10 },
-          min: range.min,
-          max: range.max,
-          axisLabel: { formatter: '{value}%' },
-          splitLine: { show: false },
-        },
-      ],
-      series: [
-        bar('Accurate', COLORS.accurate, (d) => d.accurate),
-        bar('Inaccurate', COLORS.inaccurate, (d) => d.inaccurate),
-        bar('Not Present', COLORS.notPresent, (d) => d.notPresent),
-        {
-          name: 'Accuracy score',
-          type: 'line',
-          yAxisIndex: 1,
-          color: COLORS.score,
-          showSymbol: false,
-          lineStyle: { width: 2.5 },
-          data: days.map((d) => [
-            d.day,
-            d.accuracyScore === null ? null : Math.round(d.accuracyScore * 1000) / 10,
-          ]),
-        },
-      ],
+  return countsAndLineChart(first, last, {
+    legend: [
+      { label: 'Accurate', color: COLORS.accurate, mark: 'bar' },
+      { label: 'Inaccurate', color: COLORS.inaccurate, mark: 'bar' },
+      { label: 'Not Present', color: COLORS.notPresent, mark: 'bar' },
+      { label: 'Accuracy score', color: COLORS.score, mark: 'line' },
+    ],
+    countAxis: 'listings',
+    lineAxis: {
+      name: 'accuracy',
+      min: range.min,
+      max: range.max,
+      axisLabel: { formatter: '{value}%' },
     },
-    WIDE_WIDTH,
-    WIDE_HEIGHT,
-    days
+    series: [
+      bar('Accurate', COLORS.accurate, (d) => d.accurate),
+      bar('Inaccurate', COLORS.inaccurate, (d) => d.inaccurate),
+      bar('Not Present', COLORS.notPresent, (d) => d.notPresent),
+      {
+        name: 'Accuracy score',
+        type: 'line',
+        yAxisIndex: 1,
+        color: COLORS.score,
+        showSymbol: false,
+        lineStyle: { width: 2.5 },
+        data: days.map((d) => [
+          d.day,
+          d.accuracyScore === null ? null : Math.round(d.accuracyScore * 1000) / 10,
+        ]),
+      },
+    ],
+    hover: days
       .filter((d) => d.accuracyScore !== null)
       .map((d) => ({
         seriesIndex: 3,
         value: [d.day, Math.round((d.accuracyScore as number) * 1000) / 10] as [string, number],
         title: `${d.day}: accuracy ${(Math.round((d.accuracyScore as number) * 1000) / 10).toFixed(1)}% (${d.accurate} Accurate, ${d.inaccurate} Inaccurate, ${d.notPresent} Not Present)`,
       })),
-  );
-  return legend + svg;
+  });
 }
 
 /** New reviews and responses per day (bars) and the day's average rating (line, right axis). */
 export function reviewChart(days: ReviewDay[], first: string, last: string): string {
-  const legend = legendHtml([
-    { label: 'New reviews', color: COLORS.reviews, mark: 'bar' },
-    { label: 'Responses', color: COLORS.responses, mark: 'bar' },
-    { label: 'Average rating', color: COLORS.rating, mark: 'line' },
-  ]);
+  return countsAndLineChart(first, last, {
+    legend: [
+      { label: 'New reviews', color: COLORS.reviews, mark: 'bar' },
+      { label: 'Responses', color: COLORS.responses, mark: 'bar' },
+      { label: 'Average rating', color: COLORS.rating, mark: 'line' },
+    ],
+    countAxis: 'per day',
+    lineAxis: { name: 'rating', min: 1, max: 5 },
+    series: [
+      {
+        name: 'New reviews',
+        type: 'bar',
+        color: COLORS.reviews,
+        barMaxWidth: 14,
+        data: days.map((d) => [d.day, d.newReviews]),
+      },
+      {
+        name: 'Responses',
+        type: 'bar',
+        color: COLORS.responses,
+        barMaxWidth: 14,
+        data: days.map((d) => [d.day, d.responses]),
+      },
+      {
+        name: 'Average rating',
+        type: 'line',
+        yAxisIndex: 1,
+        color: COLORS.rating,
+        symbolSize: 5,
+        connectNulls: false,
+        data: days.map((d) => [d.day, d.averageRating]),
+      },
+    ],
+    hover: days.map((d) => ({
+      seriesIndex: 0,
+      value: [d.day, d.newReviews] as [string, number],
+      title: `${d.day}: ${counted(d.newReviews, 'new review')}, ${counted(d.responses, 'response')}${d.averageRating === null ? '' : `, average rating ${d.averageRating}`}`,
+    })),
+  });
+}
+
+/**
+ * A wide chart over the window's days: counts per day on the left axis (bars), and one
+ * line on its own axis to the right (`lineAxis`: its name and range), under its legend.
+ */
+function countsAndLineChart(
+  first: string,
+  last: string,
+  chart: {
+    legend: readonly LegendItem[];
+    countAxis: string;
+    lineAxis: { name: string; min: number; max: number; axisLabel?: { formatter: string } };
+    series: unknown[];
+    hover: HoverPoint[];
+  },
+): string {
   const svg = renderChart(
     {
       grid: WIDE_GRID,
       xAxis: dayAxis(first, last, WIDE_WIDTH - WIDE_GRID.left - WIDE_GRID.right),
       yAxis: [
-        { type: 'value', name: 'per day', nameTextStyle: { fontSize: 10 }, minInterval: 1 },
+        { type: 'value', name: chart.countAxis, nameTextStyle: { fontSize: 10 }, minInterval: 1 },
         {
           type: 'value',
-          name: 'rating',
           nameTextStyle: { fontSize: 10 },
-          min: 1,
-          max: 5,
+          ...chart.lineAxis,
           splitLine: { show: false },
         },
       ],
-      series: [
-        {
-          name: 'New reviews',
-          type: 'bar',
-          color: COLORS.reviews,
-          barMaxWidth: 14,
-          data: days.map((d) => [d.day, d.newReviews]),
-        },
-        {
-          name: 'Responses',
-          type: 'bar',
-          color: COLORS.responses,
-          barMaxWidth: 14,
-          data: days.map((d) => [d.day, d.responses]),
-        },
-        {
-          name: 'Average rating',
-          type: 'line',
-          yAxisIndex: 1,
-          color: COLORS.rating,
-          symbolSize: 5,
-          connectNulls: false,
-          data: days.map((d) => [d.day, d.averageRating]),
-        },
-      ],
+      series: chart.series,
     },
     WIDE_WIDTH,
     WIDE_HEIGHT,
-    days.map((d) => ({
-      seriesIndex: 0,
-      value: [d.day, d.newReviews] as [string, number],
-      title: `${d.day}: ${counted(d.newReviews, 'new review')}, ${counted(d.responses, 'response')}${d.averageRating === null ? '' : `, average rating ${d.averageRating}`}`,
-    })),
+    chart.hover,
   );
-  return legend + svg;
+  return legendHtml(chart.legend) + svg;
 }
 
 /**

@@ -322,38 +322,29 @@ export async function writeBusiness(
 }
 
 /**
- * Stores the category operation 4 answered (`sub_category_name`). The reads never serve
- * a category (docs/upstream.md, Fields), so this is the only way in and `writeBusiness`
- * leaves the column alone. False when the business is not stored yet.
+ * Stores a business's category, `sub_category_name`: the name operation 4 answered, or,
+ * after operation 5 changed its `sub_category_id` (whose answer names no category), that
+ * id's name in the `sub_categories` reference table, null when it is not known there rather
+ * than keeping a category the business no longer has. The reads never serve a category
+ * (docs/upstream.md, Fields), so this is the only way in and `writeBusiness` leaves the
+ * column alone. False when the business is not stored yet.
  */
 export async function recordBusinessCategory(
   db: Db,
   businessId: number,
-  subCategoryName: string | null,
-): Promise<boolean> {
-  const result = await db
-    .updateTable('businesses')
-    .set({ sub_category_name: subCategoryName })
-    .where('business_id', '=', businessId)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
-}
-
-/**
- * After operation 5 changed a business's `sub_category_id` (whose answer names no
- * category): the name from the `sub_categories` reference table, or null when that id is
- * not known there, rather than keeping a category the business no longer has.
- */
-export async function recordBusinessCategoryId(
-  db: Db,
-  businessId: number,
-  subCategoryId: number,
+  category: { name: string | null } | { subCategoryId: number },
 ): Promise<boolean> {
   const result = await db
     .updateTable('businesses')
     .set({
-      sub_category_name: (eb) =>
-        eb.selectFrom('sub_categories').select('name').where('sub_category_id', '=', subCategoryId),
+      sub_category_name:
+        'name' in category
+          ? category.name
+          : (eb) =>
+              eb
+                .selectFrom('sub_categories')
+                .select('name')
+                .where('sub_category_id', '=', category.subCategoryId),
     })
     .where('business_id', '=', businessId)
     .executeTakeFirst();

@@ -12,11 +12,7 @@
 import { BUSINESS_STREAMS } from '../streams/index.ts';
 import { syncOptionsFromConfig } from '../sync/options.ts';
 import { runSync, SyncLockedError } from '../sync/run.ts';
-import {
-  markBusinessMissing,
-  recordBusinessCategory,
-  recordBusinessCategoryId,
-} from '../warehouse/businesses.ts';
+import { markBusinessMissing, recordBusinessCategory } from '../warehouse/businesses.ts';
 import { describeWarehouse } from '../warehouse/driver/open.ts';
 import type { Session, WorkflowIo } from './command-context.ts';
 
@@ -91,10 +87,7 @@ export async function storeCategory(
 ): Promise<boolean> {
   try {
     const warehouse = await session.warehouse();
-    const stored =
-      'name' in category
-        ? await recordBusinessCategory(warehouse.db, businessId, category.name)
-        : await recordBusinessCategoryId(warehouse.db, businessId, category.subCategoryId);
+    const stored = await recordBusinessCategory(warehouse.db, businessId, category);
     if (stored) return true;
     io.stderr(
       `listings-sync: warning: business ${businessId} is not in the warehouse yet, so its category was not stored; the upstream names it only in the answer to create.\n`,

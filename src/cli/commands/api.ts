@@ -217,6 +217,24 @@ async function businessBody(
   return prepared.input;
 }
 
+/** A read of one business's records (its listings, rankings or keywords), printed as a list. */
+function businessListAction<T>(
+  io: WorkflowIo,
+  lookup: LookupWarehouse,
+  fetch: (
+    api: Session['api'],
+    credential: Session['credential'],
+    businessId: number,
+  ) => Promise<ListResult<T>>,
+) {
+  return read(io, async (session, format, id: string) => {
+    const businessId = parseId('business-id', id);
+    return forBusiness(io, session, businessId, lookupFor(lookup, session), async () =>
+      printList(io, await fetch(session.api, session.credential, businessId), format),
+    );
+  });
+}
+
 function registerBusinesses(api: Command, io: WorkflowIo, lookup: LookupWarehouse): void {
   const businesses = api.command('businesses').description('Businesses (operations 1 to 6).');
 
@@ -492,14 +510,7 @@ function registerKeywordOperations(api: Command, io: WorkflowIo, lookup: LookupW
 
   common(
     keywords.command('list').argument('<business-id>').description('A business’s keywords.'),
-  ).action(
-    read(io, async (session, format, id: string) => {
-      const businessId = parseId('business-id', id);
-      return forBusiness(io, session, businessId, lookupFor(lookup, session), async () =>
-        printList(io, await listKeywords(session.api, session.credential, businessId), format),
-      );
-    }),
-  );
+  ).action(businessListAction(io, lookup, listKeywords));
 
   common(
     keywords
@@ -604,28 +615,14 @@ export function registerApiCommand(program: Command, cliIo: CliIo): Command {
       .command('listings')
       .description('Listings of a business (operation 7).')
       .argument('<business-id>'),
-  ).action(
-    read(io, async (session, format, id: string) => {
-      const businessId = parseId('business-id', id);
-      return forBusiness(io, session, businessId, lookupFor(lookup, session), async () =>
-        printList(io, await listListings(session.api, session.credential, businessId), format),
-      );
-    }),
-  );
+  ).action(businessListAction(io, lookup, listListings));
   registerReviews(api, io, lookup);
   common(
     api
       .command('rankings')
       .description('Keyword rankings of a business (operation 11).')
       .argument('<business-id>'),
-  ).action(
-    read(io, async (session, format, id: string) => {
-      const businessId = parseId('business-id', id);
-      return forBusiness(io, session, businessId, lookupFor(lookup, session), async () =>
-        printList(io, await getRankings(session.api, session.credential, businessId), format),
-      );
-    }),
-  );
+  ).action(businessListAction(io, lookup, getRankings));
   registerKeywordOperations(api, io, lookup);
   registerReference(api, io);
   return api;
