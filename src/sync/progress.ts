@@ -5,7 +5,7 @@
  */
 import cliProgress from 'cli-progress';
 import { type Logger, routeTerminalLines } from '../log.ts';
-import type { SyncProgress } from './run.ts';
+import type { SyncProgress } from './options.ts';
 
 export interface ProgressReporter {
   update(progress: SyncProgress): void;

@@ -24,7 +24,7 @@ import {
 import {
   DEFAULT_BUSINESS_CONCURRENCY,
   DEFAULT_OVERALL_BUSINESS_CONCURRENCY,
-} from '../../src/sync/run.ts';
+} from '../../src/sync/options.ts';
 import { DEFAULT_DATABASE_TIMEOUTS } from '../../src/warehouse/driver/connection.ts';
 
 describe('the table of settings', () => {

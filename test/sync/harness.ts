@@ -20,7 +20,8 @@ import {
   startSandbox,
 } from '../../src/sandbox/server.ts';
 import { createWorld, listBusinesses as worldBusinesses } from '../../src/sandbox/world.ts';
-import { runSync, type SyncOptions, type SyncResult } from '../../src/sync/run.ts';
+import type { SyncOptions } from '../../src/sync/options.ts';
+import { runSync, type SyncResult } from '../../src/sync/run.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { CONTRACT_TABLES } from '../helpers/contract-tables.ts';
 import { createTestWarehouse, type TestBackend, type TestWarehouse } from '../helpers/database.ts';
