@@ -36,15 +36,18 @@ const figures = (f: (column: string) => string) => sql.raw(FIGURES.map(f).join('
 /**
  * The days of `visibility_months`: the view that replaces the table `visibility_days`.
  * A day comes from the calendar `rank_days`, so a filter on `day` is a filter on a table's
- * key, carried to the month rows by `(business_id, month, site)` or `(month)`.
+ * key, carried to the month rows by `(business_id, month, site)` or `(month)`. The day's
+ * elements are read in a subquery the planner keeps apart (`offset 0`), so that the month
+ * rows are looked up by the month alone: the days of one month share one look-up (a
+ * Memoize node), where a lookup keyed by the day too read a month's rows once per day.
  */
 const VISIBILITY_DAYS_VIEW = sql`
   create view visibility_days as
-  select m.business_id, d.observed_on as day, m.site,
-    ${figures((c) => `m.${c}[d.day] as ${c}`)}
+  select m.business_id, d.observed_on as day, m.site, ${figures((c) => `x.${c}`)}
   from rank_days d
   join visibility_months m on m.month = d.month
-  where m.keywords_tracked[d.day] is not null`;
+  cross join lateral (select ${figures((c) => `m.${c}[d.day] as ${c}`)} offset 0) x
+  where x.keywords_tracked is not null`;
 
 /** 0031's cascade from `businesses`, over the table that holds visibility. */
 function cascadeFunction(visibility: 'visibility_months' | 'visibility_days') {
