@@ -95,14 +95,58 @@ async function dependentViews(db: Kysely<unknown>): Promise<DependentView[]> {
   return rows;
 }
 
-/** Replaces `visibility_days` (`replace` drops it and creates what stands in its place). */
+/** What an operator may have set on a relation that a drop would lose: grants, a comment. */
+interface Kept {
+  grants: { privilege: string; grantee: string; grantable: boolean }[];
+  comment: string | null;
+}
+
+async function keptOf(db: Kysely<unknown>, relation: string): Promise<Kept> {
+  const { rows: grants } = await sql<Kept['grants'][number]>`
+    select a.privilege_type as privilege,
+      case when a.grantee = 0 then 'public' else quote_ident(r.rolname) end as grantee,
+      a.is_grantable as grantable
+    from pg_class c
+    cross join lateral aclexplode(c.relacl) a
+    left join pg_roles r on r.oid = a.grantee
+    where c.oid = ${relation}::regclass and a.grantee <> c.relowner
+      and a.privilege_type in ('SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE',
+        'REFERENCES', 'TRIGGER')`.execute(db);
+  const { rows } = await sql<{ comment: string | null }>`
+    select obj_description(${relation}::regclass, 'pg_class') as comment`.execute(db);
+  return { grants, comment: rows[0]?.comment ?? null };
+}
+
+async function restore(db: Kysely<unknown>, relation: string, kept: Kept): Promise<void> {
+  for (const g of kept.grants) {
+    await sql`grant ${sql.raw(g.privilege)} on ${sql.table(relation)} to ${sql.raw(g.grantee)}
+      ${sql.raw(g.grantable ? 'with grant option' : '')}`.execute(db);
+  }
+  if (kept.comment !== null) {
+    const { rows } = await sql<{ kind: string }>`
+      select relkind as kind from pg_class where oid = ${relation}::regclass`.execute(db);
+    const kind = sql.raw(rows[0]?.kind === 'v' ? 'view' : 'table');
+    await sql`comment on ${kind} ${sql.table(relation)} is ${sql.lit(kept.comment)}`.execute(db);
+  }
+}
+
+/**
+ * Replaces `visibility_days` (`replace` drops it and creates what stands in its place),
+ * and the views over it. Each keeps the grants and comment it had, so a BI role that read
+ * them still does.
+ */
 async function replaceUnderViews(db: Kysely<unknown>, replace: () => Promise<void>): Promise<void> {
   const views = await dependentViews(db);
+  const kept = new Map<string, Kept>();
+  for (const name of ['visibility_days', ...views.map((v) => v.name)]) {
+    kept.set(name, await keptOf(db, name));
+  }
   for (const view of views) await sql`drop view ${sql.id(view.name)}`.execute(db);
   await replace();
   for (const view of [...views].reverse()) {
     await sql`create view ${sql.id(view.name)} as ${sql.raw(view.definition)}`.execute(db);
   }
+  for (const [name, k] of kept) await restore(db, name, k);
 }
 
 /**

@@ -79,6 +79,11 @@ async function prepared(backend: TestBackend) {
   const served = history(random(33));
   const wh = await dayRows(backend, served);
   await migrateTo(wh.db, BEFORE);
+  // What an operator set on the relations the migration replaces, which it must keep.
+  await sql`grant select on visibility_days, v_location_scorecard to public`.execute(wh.db);
+  await sql`comment on view v_visibility_daily is 'visibility for the agency dashboard'`.execute(
+    wh.db,
+  );
   const before = await outputs(wh.db, true);
   await sql`create table visibility_days_copy as select * from visibility_days`.execute(wh.db);
   await migrateToLatest(wh.db);
@@ -92,6 +97,30 @@ async function kindOfVisibilityDays(wh: Warehouse): Promise<string | undefined> 
     where table_schema = current_schema() and table_name = 'visibility_days'`.execute(wh.db);
   return rows[0]?.kind;
 }
+
+/** The grants to PUBLIC and the comments `prepared` set, as they read now. */
+async function operatorSettings(wh: Warehouse): Promise<unknown[]> {
+  const { rows } = await sql`
+    select c.relname as relation,
+      (select string_agg(a.privilege_type, ',') from aclexplode(c.relacl) a
+        where a.grantee = 0) as public_grants,
+      obj_description(c.oid, 'pg_class') as comment
+    from pg_class c
+    where c.relnamespace = current_schema()::regnamespace
+      and c.relname in ('visibility_days', 'v_visibility_daily', 'v_location_scorecard')
+    order by 1`.execute(wh.db);
+  return rows;
+}
+
+const OPERATOR_SETTINGS = [
+  { relation: 'v_location_scorecard', public_grants: 'SELECT', comment: null },
+  {
+    relation: 'v_visibility_daily',
+    public_grants: null,
+    comment: 'visibility for the agency dashboard',
+  },
+  { relation: 'visibility_days', public_grants: 'SELECT', comment: null },
+];
 
 /** The scorecard's visibility (the rest of the row reads the business's profile and reviews). */
 async function scorecardVisibility(wh: Warehouse): Promise<unknown[]> {
@@ -122,6 +151,7 @@ describe.each(testBackends)('visibility packed by month (%s)', (backend) => {
       expect(afterMigration[name], name).toEqual(rows);
     }
     expect(await kindOfVisibilityDays(wh)).toBe('VIEW');
+    expect(await operatorSettings(wh)).toEqual(OPERATOR_SETTINGS);
     // One row per business, month and site, each at most a month long, holding every day.
     const { rows } = await sql<{
       months: number;
@@ -231,6 +261,7 @@ describe.each(testBackends)('visibility packed by month (%s)', (backend) => {
 
       await migrateTo(wh.db, BEFORE);
       expect(await kindOfVisibilityDays(wh)).toBe('BASE TABLE');
+      expect(await operatorSettings(wh)).toEqual(OPERATOR_SETTINGS);
       const down = await outputs(wh.db, false);
       for (const [name, rows] of Object.entries(down)) {
         expect(rows, name).toEqual(expected[name]);
