@@ -20,7 +20,7 @@
  *
  * The set-based nights also store about one new review a night for one business in two
  * (most answered within 60 hours) with their `review_backlog` counts, the day's
- * `visibility_days` rows and the Inaccurate
+ * visibility (the day's element of each `visibility_months` row) and the Inaccurate
  * episodes the listing flips open and close, as the writers would.
  *
  * Nights 1, 2, 30 and the last go through the writers. The nights between are built by
@@ -49,7 +49,11 @@ import { openWarehouse, type Warehouse } from '../src/warehouse/driver/connectio
 import { migrateToLatest } from '../src/warehouse/driver/migrate.ts';
 import { listingContentHash, listingToRow } from '../src/warehouse/listings.ts';
 import { type BusinessSnapshot, writeBusinessSnapshot } from '../src/warehouse/snapshot.ts';
-import { CLICKS_PER_1000, UNRANKED_POSITION } from '../src/warehouse/visibility.ts';
+import {
+  CLICKS_PER_1000,
+  UNRANKED_POSITION,
+  VISIBILITY_FIGURES,
+} from '../src/warehouse/visibility.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -316,17 +320,29 @@ async function bulkNight(
         count(address_valid), count(*) filter (where address_valid)
       from listings where removed_at is null
       group by business_id order by business_id`.execute(trx);
-    // The day's visibility per business and site, as the rankings writer stores it.
+    // The day's visibility per business and site, as the rankings writer stores it: the
+    // day's element of each figure of the business's month row per site.
+    const figures = (f: (column: string) => string) =>
+      sql.raw(VISIBILITY_FIGURES.map(f).join(', '));
     await sql`
-      insert into visibility_days (business_id, day, site, keywords_tracked, keywords_ranked,
-        position_sum, top3, top10, clicks_per_1000)
-      select s.business_id, ${day}::date, s.site, count(*), count(h.rank),
-        sum(coalesce(h.rank, ${UNRANKED_POSITION})), count(*) filter (where h.rank <= 3),
-        count(*) filter (where h.rank <= 10),
-        coalesce(sum((${sql.raw(`'{${CLICKS_PER_1000.join(',')}}'::int[]`)})[h.rank]), 0)
-      from unnest(${ids}::int[], ${values}::smallint[]) as h(series_id, rank)
-      join rank_series s on s.series_id = h.series_id
-      group by s.business_id, s.site order by s.business_id, s.site`.execute(trx);
+      insert into visibility_months (business_id, month, site, ${figures((c) => c)})
+      select s.business_id, ${month}::date, s.site,
+        ${figures((c) => `array_fill(null::int, array[${index - 1}]) || ${c}`)}
+      from (
+        select s.business_id, s.site, count(*)::int as keywords_tracked,
+          count(h.rank)::int as keywords_ranked,
+          sum(coalesce(h.rank, ${UNRANKED_POSITION}))::int as position_sum,
+          (count(*) filter (where h.rank <= 3))::int as top3,
+          (count(*) filter (where h.rank <= 10))::int as top10,
+          coalesce(sum((${sql.raw(`'{${CLICKS_PER_1000.join(',')}}'::int[]`)})[h.rank]), 0)::int
+            as clicks_per_1000
+        from unnest(${ids}::int[], ${values}::smallint[]) as h(series_id, rank)
+        join rank_series s on s.series_id = h.series_id
+        group by s.business_id, s.site
+      ) s
+      order by s.business_id, s.site
+      on conflict (business_id, month, site) do update set
+        ${figures((c) => `${c}[${index}] = excluded.${c}[${index}]`)}`.execute(trx);
     // Inaccurate episodes the flips open and close, as the listings writer stores them.
     const turned = flipped.map((i, n) => ({
       business: businessId(Math.floor(i / LISTINGS)),
@@ -394,7 +410,7 @@ async function bulkNight(
 
 /** What autovacuum does between two nights a day apart; the set-based nights come seconds apart. */
 async function vacuumUpdated(wh: Warehouse): Promise<void> {
-  await sql`vacuum rank_latest, rank_months, listings`.execute(wh.db);
+  await sql`vacuum rank_latest, rank_months, visibility_months, listings`.execute(wh.db);
 }
 
 /**
@@ -639,7 +655,7 @@ async function main(): Promise<void> {
       select c.relname as relation, pg_relation_size(c.oid)::bigint as bytes
       from pg_class c join pg_namespace n on n.oid = c.relnamespace
       where n.nspname = current_schema() and c.relkind = 'i'
-        and (c.relname like 'rank%' or c.relname like 'visibility_days%')
+        and (c.relname like 'rank%' or c.relname like 'visibility_months%')
       order by bytes desc`.execute(wh.db);
     const allBytes = await warehouseBytes(wh);
 

@@ -51,7 +51,7 @@ export const rankings = defineStream({
   ],
   writer: {
     module: 'src/warehouse/rankings.ts',
-    tables: ['rank_series', 'rank_months', 'rank_days', 'rank_latest', 'visibility_days'],
+    tables: ['rank_series', 'rank_months', 'rank_days', 'rank_latest', 'visibility_months'],
   },
   // A rank missing from a read is not a rank removed: the series stays, the day has no row.
   removals: 'none',

@@ -4,7 +4,7 @@
  * ranks packed in an array (NULL: not collected; -1: searched, not ranked, which the
  * `rank_history` view shows as a NULL rank), and `rank_latest` is the read model
  * `v_rank_latest` shows, written here in the business's transaction, as is the day's
- * `visibility_days` row per site (visibility.ts). A night sets today's element of each
+ * visibility per site (`visibility_months`, visibility.ts). A night sets today's element of each
  * series' current month row, the only row it rewrites; a second run on the same day
  * rewrites only the ranks that changed.
  *
@@ -21,14 +21,26 @@ import { addDays, daysBetween, utcDay } from '../calendar-day.ts';
 import { arrayLiteral } from './bulk-write.ts';
 import type { Change } from './changes.ts';
 import type { Db } from './database.ts';
-import { day, history, type Owner, PER_BUSINESS, type ReplayTable } from './replay-table.ts';
-import { sumBySite, writeVisibilityDay, writeVisibilitySites } from './visibility.ts';
+import {
+  day,
+  history,
+  OF_BUSINESS,
+  type Owner,
+  PER_BUSINESS,
+  type ReplayTable,
+} from './replay-table.ts';
+import {
+  sumBySite,
+  VISIBILITY_FIGURES,
+  writeVisibilityDay,
+  writeVisibilitySites,
+} from './visibility.ts';
 import type { BusinessWriteContext, StreamWriter } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
 /*
  * The tables this writer writes, as Kysely sees them (`Database` in database.ts lists
- * them). `visibility_days` is written in SQL only (visibility.ts) and has no type.
+ * them). `visibility_months` is written in SQL only (visibility.ts) and has no type.
  */
 
 /**
@@ -309,7 +321,7 @@ export async function writeRankings(
 }
 
 /**
- * The business's `visibility_days` rows of `day` after this write. The day's rank of every
+ * The business's visibility of `day` after this write. The day's rank of every
  * series is known without reading history: what this write sent, else the series' stored
  * `rank_latest` row (its latest day, or its 31-day window for an earlier day). Only a day
  * older than some series' window is summed from `rank_history`.
@@ -388,7 +400,17 @@ const RANKINGS_REPLAY: readonly ReplayTable[] = [
     },
     merge: PER_BUSINESS,
   },
-  history('visibility_days', ['business_id', 'day', 'site'], day('day')),
+  // Visibility's month rows likewise: the window's month keeps only its days before it.
+  {
+    ...history('visibility_months', ['business_id', 'month', 'site'], day('month')),
+    seed: {
+      before: day('month'),
+      parent: OF_BUSINESS,
+      overrides: Object.fromEntries(
+        VISIBILITY_FIGURES.map((c) => [c, `t.${c}[1:(w.window_day - t.month)]`]),
+      ),
+    },
+  },
 ];
 
 /** The rankings stream's entry in `STREAM_WRITERS` (stream-writers.ts). */

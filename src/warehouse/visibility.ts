@@ -1,14 +1,17 @@
 /**
- * `visibility_days`, the read model behind `v_visibility_daily` and the scorecard's
- * visibility (docs/warehouse.md, "v_visibility_daily"): per business, site and UTC day, the
- * day's ranks summed (one per series observed that day). Written by the rankings writer in
- * the business's transaction whenever it writes a rank of the day, so a second run on the
- * same day, or a run dated before a stored day, leaves the day's rows what the history
- * says. The writer knows the day's ranks without reading history (what it sent, and each
- * series' `rank_latest` window of 31 days: `writeVisibilitySites`); only a day more than
- * 31 days before a series' latest is summed from its month rows (`writeVisibilityDay`).
+ * The visibility read model behind `v_visibility_daily` and the scorecard's visibility
+ * (docs/warehouse.md, "visibility_days"): per business, site and UTC day, the day's ranks
+ * summed (one per series observed that day), stored in `visibility_months`, one row per
+ * business, month and site whose arrays hold a figure per day of the month (NULL: not
+ * collected); `visibility_days` is the view that shows them a row per day. Written by the
+ * rankings writer in the business's transaction whenever it writes a rank of the day, so a
+ * second run on the same day, or a run dated before a stored day, leaves the day what the
+ * history says; a night sets only today's element of the current month's rows. The writer
+ * knows the day's ranks without reading history (what it sent, and each series'
+ * `rank_latest` window of 31 days: `writeVisibilitySites`); only a day more than 31 days
+ * before a series' latest is summed from its month rows (`writeVisibilityDay`).
  */
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Db } from './database.ts';
 
 /**
@@ -33,40 +36,73 @@ export function clicksAt(rank: number | null): number {
 
 const CURVE = sql.raw(`'{${CLICKS_PER_1000.join(',')}}'::int[]`);
 
+/** The figures of a day, in `visibility_months`' (and `visibility_days`') column order. */
+export const VISIBILITY_FIGURES = [
+  'keywords_tracked',
+  'keywords_ranked',
+  'position_sum',
+  'top3',
+  'top10',
+  'clicks_per_1000',
+] as const;
+
+const figures = (f: (column: string) => string) => sql.raw(VISIBILITY_FIGURES.map(f).join(', '));
+
+/** Day d of a `YYYY-MM-DD` day's month: its element in the month rows. */
+const dayOfMonth = (day: string) => Number(day.slice(8, 10));
+/** The first day of a `YYYY-MM-DD` day's month: its month rows' `month`. */
+const monthOf = (day: string) => `${day.slice(0, 8)}01`;
+
 /**
- * Stores the business's `visibility_days` rows of `day` from that day's element of each
- * series' month row (`rank_months`), in
- * one statement; rewrites only rows that differ. Returns the number of rows written.
+ * Sets element d (the day of the month) of each figure of the business's month row per
+ * site, from `sums` (rows of the site and the six figures, in `VISIBILITY_FIGURES` order). A new month
+ * row starts with NULLs (not collected) before d; a stored one has its element d set
+ * (PostgreSQL extends an array with NULLs past its end), and only when a figure of that
+ * day differs, so a second run that finds the same ranks rewrites nothing. Returns the
+ * number of rows written.
  */
-export async function writeVisibilityDay(db: Db, businessId: number, day: string): Promise<number> {
+async function upsertDay(
+  db: Db,
+  businessId: number,
+  day: string,
+  sums: RawBuilder<unknown>,
+): Promise<number> {
+  const d = dayOfMonth(day);
   const result = await sql`
-    insert into visibility_days (business_id, day, site, keywords_tracked, keywords_ranked,
-      position_sum, top3, top10, clicks_per_1000)
-    select s.business_id, ${day}::date, s.site, count(*), count(h.rank),
-      sum(coalesce(h.rank, ${UNRANKED_POSITION})), count(*) filter (where h.rank <= 3),
-      count(*) filter (where h.rank <= 10), coalesce(sum((${CURVE})[h.rank]), 0)
-    from rank_series s
-    join rank_months m on m.series_id = s.series_id
-      and m.month = date_trunc('month', ${day}::date)::date
-    cross join lateral (select nullif(m.ranks[extract(day from ${day}::date)::int], -1::smallint)
-      as rank, m.ranks[extract(day from ${day}::date)::int] is not null as collected) h
-    where s.business_id = ${businessId} and h.collected
-    group by s.business_id, s.site
-    ${CONFLICT}`.execute(db);
+    insert into visibility_months (business_id, month, site, ${figures((c) => c)})
+    select ${businessId}::bigint, ${monthOf(day)}::date, t.site,
+      ${figures((c) => `array_fill(null::int, array[${d - 1}]) || t.${c}`)}
+    from (${sums}) as t(site, ${figures((c) => c)})
+    on conflict (business_id, month, site) do update set
+      ${figures((c) => `${c}[${d}] = excluded.${c}[${d}]`)}
+    where (${figures((c) => `visibility_months.${c}[${d}]`)})
+      is distinct from (${figures((c) => `excluded.${c}[${d}]`)})`.execute(db);
   return Number(result.numAffectedRows ?? 0);
 }
 
-/** A stored day's row is rewritten only when a figure differs. */
-const CONFLICT = sql`
-    on conflict (business_id, day, site) do update set
-      keywords_tracked = excluded.keywords_tracked, keywords_ranked = excluded.keywords_ranked,
-      position_sum = excluded.position_sum, top3 = excluded.top3, top10 = excluded.top10,
-      clicks_per_1000 = excluded.clicks_per_1000
-    where (visibility_days.keywords_tracked, visibility_days.keywords_ranked,
-        visibility_days.position_sum, visibility_days.top3, visibility_days.top10,
-        visibility_days.clicks_per_1000)
-      is distinct from (excluded.keywords_tracked, excluded.keywords_ranked,
-        excluded.position_sum, excluded.top3, excluded.top10, excluded.clicks_per_1000)`;
+/**
+ * Stores the business's visibility of `day` from that day's element of each series' month
+ * row (`rank_months`), in one statement; rewrites only sites whose day differs. Returns
+ * the number of rows written.
+ */
+export async function writeVisibilityDay(db: Db, businessId: number, day: string): Promise<number> {
+  const d = dayOfMonth(day);
+  return upsertDay(
+    db,
+    businessId,
+    day,
+    sql`
+    select s.site, count(*)::int, count(h.rank)::int,
+      sum(coalesce(h.rank, ${sql.lit(UNRANKED_POSITION)}))::int,
+      (count(*) filter (where h.rank <= 3))::int, (count(*) filter (where h.rank <= 10))::int,
+      coalesce(sum((${CURVE})[h.rank]), 0)::int
+    from rank_series s
+    join rank_months m on m.series_id = s.series_id and m.month = ${monthOf(day)}::date
+    cross join lateral (select nullif(m.ranks[${sql.lit(d)}], -1::smallint) as rank) h
+    where s.business_id = ${businessId} and m.ranks[${sql.lit(d)}] is not null
+    group by s.site`,
+  );
+}
 
 /** One site's ranks of a day, summed as `visibility_days` stores them. */
 export interface SiteDay {
@@ -105,7 +141,10 @@ export function sumBySite(ranks: Iterable<{ site: string; rank: number | null }>
   return [...sites.values()];
 }
 
-/** Stores the business's `visibility_days` rows of `day`, in one statement; rewrites only rows that differ. */
+/**
+ * Stores the business's visibility of `day`, per site, in one statement; rewrites only
+ * sites whose day differs. Returns the number of rows written.
+ */
 export async function writeVisibilitySites(
   db: Db,
   businessId: number,
@@ -114,14 +153,12 @@ export async function writeVisibilitySites(
 ): Promise<number> {
   if (sites.length === 0) return 0;
   const column = <K extends keyof SiteDay>(key: K) => sites.map((s) => s[key]);
-  const result = await sql`
-    insert into visibility_days (business_id, day, site, keywords_tracked, keywords_ranked,
-      position_sum, top3, top10, clicks_per_1000)
-    select ${businessId}::bigint, ${day}::date, t.*
-    from unnest(${column('site')}::text[], ${column('keywordsTracked')}::int[],
+  return upsertDay(
+    db,
+    businessId,
+    day,
+    sql`select * from unnest(${column('site')}::text[], ${column('keywordsTracked')}::int[],
       ${column('keywordsRanked')}::int[], ${column('positionSum')}::int[], ${column('top3')}::int[],
-      ${column('top10')}::int[], ${column('clicksPer1000')}::int[])
-      as t(site, keywords_tracked, keywords_ranked, position_sum, top3, top10, clicks_per_1000)
-    ${CONFLICT}`.execute(db);
-  return Number(result.numAffectedRows ?? 0);
+      ${column('top10')}::int[], ${column('clicksPer1000')}::int[])`,
+  );
 }

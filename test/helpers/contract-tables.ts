@@ -1,7 +1,8 @@
 /**
  * The warehouse's public tables (docs/warehouse.md), in dependency order.
  * `rank_observations` is a view over `rank_series` and the history since migration 0005, and
- * `rank_history` a view over `rank_months` since migration 0030.
+ * `rank_history` a view over `rank_months` since migration 0030, `visibility_days` one over
+ * `visibility_months` since 0033.
  * Only tests and bench/raw-zone.ts read the list, so it lives here; it imports nothing,
  * so a benchmark can import it without the test framework.
  */
@@ -19,7 +20,7 @@ export const CONTRACT_TABLES = [
   'rank_latest',
   'listing_accuracy_days',
   'listing_fixes',
-  'visibility_days',
+  'visibility_months',
   'review_backlog',
   'keywords',
   'countries',

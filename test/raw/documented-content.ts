@@ -31,12 +31,15 @@ const LEFT_OUT = new Set([
   'average_unanswered_age_hours',
 ]);
 
-// `rank_months` (migration 0030) is read as BI reads it: through the view `rank_history`,
-// the table it packs, so the content compares with what was stored before it.
+// `rank_months` (migration 0030) and `visibility_months` (0033) are read as BI reads them:
+// through the views `rank_history` and `visibility_days`, the tables they pack, so the
+// content compares with what was stored before them.
+const PACKED: Readonly<Record<string, string>> = {
+  rank_months: 'rank_history',
+  visibility_months: 'visibility_days',
+};
 const RELATIONS = [
-  ...CONTRACT_TABLES.filter((t) => t !== 'sync_runs').map((t) =>
-    t === 'rank_months' ? 'rank_history' : t,
-  ),
+  ...CONTRACT_TABLES.filter((t) => t !== 'sync_runs').map((t) => PACKED[t] ?? t),
   'rank_observations',
   ...BI_VIEWS,
 ];

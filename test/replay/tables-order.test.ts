@@ -34,7 +34,7 @@ const ORDER = [
   'rank_days',
   'rank_months',
   'rank_latest',
-  'visibility_days',
+  'visibility_months',
   'business_answers',
   'quarantine',
 ];

@@ -12,54 +12,33 @@
  * migration: a month boundary, second runs the same day, a run dated back into the
  * previous month and one into a month the series has no row for.
  */
-import { type Kysely, sql } from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { moveRankHistory } from '../../../migrations/0030_rank_months.ts';
 import type { RankObservation } from '../../../src/api/types.ts';
 import { addDays } from '../../../src/calendar-day.ts';
 import type { Warehouse } from '../../../src/warehouse/driver/connection.ts';
 import { migrateTo, migrateToLatest } from '../../../src/warehouse/driver/migrate.ts';
-import { recomputeLatest } from '../../../src/warehouse/rankings.ts';
-import { CLICKS_PER_1000, UNRANKED_POSITION } from '../../../src/warehouse/visibility.ts';
 import { createTestWarehouse, type TestBackend, testBackends } from '../../helpers/database.ts';
-import { ACCOUNT, ctx, rank, snapshot, summary } from '../fixtures.ts';
+import { ctx, rank, snapshot, summary } from '../fixtures.ts';
 import { write } from '../helpers.ts';
-import { BI_VIEWS, LOCAL_SEO_VIEWS } from './view-outputs.ts';
+import {
+  DAY_ROWS_SCHEMA as BEFORE,
+  loadBusinesses,
+  loadDayRows,
+  outputs,
+  RANK_RELATIONS,
+  random,
+  type Served,
+  serve,
+} from './day-rows.ts';
 
-const BEFORE = '0022_business_answer_reads';
 const BUSINESSES = [701, 702, 703];
 const KEYWORDS = ['dentist', 'dentist near me'];
 const SITES = ['Google', 'Bing', 'Google_new.local'];
 const FIRST_DAY = '2026-01-15';
 const HISTORY_DAYS = 100;
 const NIGHTS = 40;
-
-/** What the upstream served, last run of the day winning: `business|keyword|site` → day → rank. */
-type Served = Map<string, Map<string, number | null>>;
-
-/** A small deterministic generator (mulberry32), so a failure replays. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const seriesKey = (businessId: number, keyword: string, site: string) =>
-  `${businessId}|${keyword}|${site}`;
-
-function serve(served: Served, businessId: number, day: string, ranks: RankObservation[]) {
-  for (const r of ranks) {
-    const key = seriesKey(businessId, r.keyword, r.site);
-    const days = served.get(key) ?? new Map<string, number | null>();
-    days.set(day, r.rank);
-    served.set(key, days);
-  }
-}
 
 /** The history before the migration, day by day. */
 function history(next: () => number): Served {
@@ -83,91 +62,6 @@ function history(next: () => number): Served {
   return served;
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: the 0022 schema has no Database type here
-async function loadBusinesses(db: Kysely<any>): Promise<void> {
-  await sql`insert into accounts (name, user_email, base_url)
-    values (${ACCOUNT}, 'ops@example.com', 'https://upstream.example')`.execute(db);
-  await sql`insert into businesses (business_id, account_name, name, content_hash,
-      first_seen_at, last_seen_at, profile_changed_at)
-    select b, ${ACCOUNT}, 'Business ' || b, 'h', now(), now(), now()
-    from unnest(${`{${BUSINESSES.join(',')}}`}::bigint[]) b`.execute(db);
-}
-
-/**
- * The observations as the release before 0030 stored them: a `rank_history` row per
- * series and day with its previous observation, `rank_latest` and `visibility_days`
- * computed from those rows.
- */
-// biome-ignore lint/suspicious/noExplicitAny: the 0022 schema has no Database type here
-async function loadDayRows(db: Kysely<any>, served: Served): Promise<void> {
-  const keys = [...served.keys()].sort();
-  await sql`insert into rank_series (business_id, keyword, site)
-    select split_part(k, '|', 1)::bigint, split_part(k, '|', 2), split_part(k, '|', 3)
-    from unnest(${`{${keys.map((k) => JSON.stringify(k)).join(',')}}`}::text[]) k`.execute(db);
-  const rows = keys.flatMap((key) =>
-    [...(served.get(key) ?? [])].map(([day, value]) => ({ key, day, value })),
-  );
-  const literal = (values: readonly (string | number | null)[]) =>
-    `{${values.map((v) => (v === null ? 'NULL' : JSON.stringify(String(v)))).join(',')}}`;
-  await sql`
-    insert into rank_history (series_id, observed_on, rank, previous_rank, days_since_previous)
-    select s.series_id, t.day, t.rank, lag(t.rank) over w, t.day - lag(t.day) over w
-    from unnest(${literal(rows.map((r) => r.key))}::text[], ${literal(rows.map((r) => r.day))}::date[],
-      ${literal(rows.map((r) => r.value))}::smallint[]) as t(key, day, rank)
-    join rank_series s on s.business_id = split_part(t.key, '|', 1)::bigint
-      and s.keyword = split_part(t.key, '|', 2) and s.site = split_part(t.key, '|', 3)
-    window w as (partition by s.series_id order by t.day)
-    order by t.day, s.series_id`.execute(db);
-  const { rows: ids } = await sql<{ id: number }>`
-    select series_id as id from rank_series`.execute(db);
-  await recomputeLatest(
-    db,
-    ids.map((r) => r.id),
-  );
-  await sql`
-    insert into visibility_days (business_id, day, site, keywords_tracked, keywords_ranked,
-      position_sum, top3, top10, clicks_per_1000)
-    select s.business_id, h.observed_on, s.site, count(*), count(h.rank),
-      sum(coalesce(h.rank, ${UNRANKED_POSITION})), count(*) filter (where h.rank <= 3),
-      count(*) filter (where h.rank <= 10),
-      coalesce(sum((${`{${CLICKS_PER_1000.join(',')}}`}::int[])[h.rank]), 0)
-    from rank_history h
-    join rank_series s on s.series_id = h.series_id
-    group by s.business_id, h.observed_on, s.site`.execute(db);
-}
-
-/** Every relation that shows rank history, keyed by what BI sees (no series ids). */
-const RANK_RELATIONS = {
-  rank_history: `select s.business_id, s.keyword, s.site, h.observed_on, h.rank,
-      h.previous_rank, h.days_since_previous
-    from rank_history h join rank_series s on s.series_id = h.series_id`,
-  rank_observations: 'select * from rank_observations',
-  v_rank_daily: 'select * from v_rank_daily',
-  v_rank_latest: 'select * from v_rank_latest',
-  v_visibility_daily: 'select * from v_visibility_daily',
-} as const;
-
-/** Columns that run to now() (the SLA view's ages): not a property of the stored rows. */
-const CLOCK_COLUMNS = ['oldest_unanswered_age_hours', 'average_unanswered_age_hours'];
-
-// biome-ignore lint/suspicious/noExplicitAny: either schema will do
-async function outputs(db: Kysely<any>, every: boolean): Promise<Record<string, string[]>> {
-  const out: Record<string, string[]> = {};
-  const queries: [string, string][] = Object.entries(RANK_RELATIONS);
-  if (every) {
-    for (const view of [...BI_VIEWS, ...LOCAL_SEO_VIEWS]) {
-      queries.push([view, `select * from ${view}`]);
-    }
-  }
-  for (const [name, query] of queries) {
-    const { rows } = await sql<{ row: string }>`
-      select (to_jsonb(t) - ${`{${CLOCK_COLUMNS.join(',')}}`}::text[])::text as row
-      from (${sql.raw(query)}) t order by 1`.execute(db);
-    out[name] = rows.map((r) => r.row);
-  }
-  return out;
-}
-
 /**
  * A warehouse at 0022 holding `history`'s day rows, read through every view (`before`),
  * with a copy of the day rows (to move again as an interrupted move would), then migrated
@@ -177,7 +71,7 @@ async function prepared(backend: TestBackend) {
   const served = history(random(30));
   const wh = await createTestWarehouse(backend, { migrate: false });
   await migrateTo(wh.db, BEFORE);
-  await loadBusinesses(wh.db);
+  await loadBusinesses(wh.db, BUSINESSES);
   await loadDayRows(wh.db, served);
   const before = await outputs(wh.db, true);
   await sql`create table rank_history_copy as select * from rank_history`.execute(wh.db);
@@ -282,7 +176,7 @@ describe.each(testBackends)('rank history packed by month (%s)', (backend) => {
     const oracle = await createTestWarehouse(backend, { migrate: false });
     try {
       await migrateTo(oracle.db, BEFORE);
-      await loadBusinesses(oracle.db);
+      await loadBusinesses(oracle.db, BUSINESSES);
       await loadDayRows(oracle.db, served);
       const expected = await outputs(oracle.db, false);
       expect(expected['rank_history']?.length).toBeGreaterThan(
