@@ -15,6 +15,8 @@ export interface RawBodyToInsert {
   /** The body's length in UTF-8 bytes, before compression. */
   size: number;
   bytes: Uint8Array;
+  /** A delta's base (a body kept whole, migration 0032); null for a body kept whole. */
+  base_hash: string | null;
 }
 
 /** One read to keep, in `raw_reads`' column names. */
@@ -24,7 +26,6 @@ export interface RawReadToInsert {
   business_id: number | null;
   operation: string;
   request: string;
-  params: Record<string, string>;
   attempt: number;
   status: number;
   observed_at: Date;
@@ -38,6 +39,47 @@ export async function knownBodyHashes(db: Db, hashes: readonly string[]): Promis
     CompiledQuery.raw(KNOWN_BODIES, [arrayLiteral(hashes)]),
   );
   return new Set(rows.map((row) => row.body_hash));
+}
+
+/** A new body's candidate base: which read of the batch it is for, and the base as stored. */
+export interface BodyBase {
+  /** 1-based position in the `wanted` list given to `bodyBases`. */
+  i: number;
+  base_hash: string;
+  encoding: string;
+  bytes: Uint8Array;
+}
+
+/** What a new body is: the read it came with (its business, account, operation, request). */
+export interface WantedBase {
+  businessId: number | null;
+  accountName: string;
+  operation: string;
+  request: string;
+}
+
+/**
+ * For each new body, the base of the latest body kept since `since` of a read of the same
+ * business (or, for a read tied to no business, the same account's) and operation, the
+ * same request first: that body itself when it is kept whole, else its own base. A base is
+ * always a body kept whole, so a delta decodes from two rows at most.
+ */
+export async function bodyBases(
+  db: Db,
+  wanted: readonly WantedBase[],
+  since: Date,
+): Promise<BodyBase[]> {
+  if (wanted.length === 0) return [];
+  const { rows } = await db.executeQuery<BodyBase>(
+    CompiledQuery.raw(BODY_BASES, [
+      arrayLiteral(wanted.map((w) => w.businessId)),
+      arrayLiteral(wanted.map((w) => w.accountName)),
+      arrayLiteral(wanted.map((w) => w.operation)),
+      arrayLiteral(wanted.map((w) => w.request)),
+      since.toISOString(),
+    ]),
+  );
+  return rows.map((row) => ({ ...row, i: Number(row.i) }));
 }
 
 /**
@@ -59,13 +101,31 @@ export async function insertRawReads(db: Db, reads: readonly RawReadToInsert[]):
 }
 
 const KNOWN_BODIES = 'select body_hash from raw_bodies where body_hash = any($1::text[])';
+// Each lateral probes raw_reads_business_idx (business_id, observed_at) for the window
+// since `$5` (a few nights of one business's reads; for the account's own reads, its
+// reads tied to no business), preferring the same request, then the latest.
+const BODY_BASES = `
+  select n.i, base.body_hash as base_hash, base.encoding, base.bytes
+    from unnest($1::bigint[], $2::text[], $3::text[], $4::text[])
+           with ordinality as n(business_id, account_name, operation, request, i)
+    cross join lateral (
+      select r.body_hash
+        from raw_reads r
+       where r.observed_at >= $5::timestamptz
+         and r.operation = n.operation and r.account_name = n.account_name
+         and (case when n.business_id is null then r.business_id is null
+                   else r.business_id = n.business_id end)
+       order by r.request = n.request desc, r.observed_at desc, r.read_id desc
+       limit 1) prev
+    join raw_bodies p on p.body_hash = prev.body_hash
+    join raw_bodies base on base.body_hash = coalesce(p.base_hash, p.body_hash)`;
+
 const READ_COLUMNS: ColumnTypes<'raw_reads'> = {
   run_id: 'uuid',
   account_name: 'text',
   business_id: 'bigint',
   operation: 'text',
   request: 'text',
-  params: 'jsonb',
   attempt: 'integer',
   status: 'integer',
   observed_at: 'timestamptz',
