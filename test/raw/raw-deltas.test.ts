@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
+import { renderRawShow } from '../../src/cli/commands/raw-show.ts';
 import {
   BODY_ENCODING,
   compressBody,
@@ -99,6 +100,10 @@ describe.each(testBackends)('raw zone deltas (%s)', (backend) => {
     const texts = new Map((await keptBodyTexts(db)).map((b) => [b.body_hash, b.text]));
     expect(texts.get(sha(night2))).toBe(night2);
     expect(texts.get(sha(night3))).toBe(night3);
+    // `raw show` prints a delta's night byte for byte.
+    expect(await renderRawShow(db, { businessId: 1, date: '2026-05-05', raw: true })).toBe(
+      `${night2}\n`,
+    );
 
     // Only night 3's read left: its base stays though no read names it.
     await sql`delete from raw_reads where observed_at < ${dayAfter(NIGHT, 2)}`.execute(db);
