@@ -131,7 +131,7 @@ describe.each(testBackends)('raw zone deltas (%s)', (backend) => {
   });
 
   it('migration 0032 drops params and its down() keeps every body whole again, in batches', {
-    timeout: 120_000,
+    timeout: 300_000,
   }, async () => {
     wh = await createTestWarehouse(backend, { migrate: false });
     // biome-ignore lint/suspicious/noExplicitAny: the old schema has no Database type here
