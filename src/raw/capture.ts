@@ -20,13 +20,7 @@ import {
   requestKey,
   SECRET_PARAMS,
 } from './body.ts';
-import {
-  bodyBases,
-  insertRawBodies,
-  insertRawReads,
-  knownBodyHashes,
-  type RawBodyToInsert,
-} from './reads.ts';
+import { bodiesKept, insertRawBodies, insertRawReads, type RawBodyToInsert } from './reads.ts';
 
 /** One read as the raw zone keeps it, before it is written. */
 export interface KeptRead {
@@ -139,10 +133,8 @@ export async function writeRawReads(
   const firstRead = new Map<string, KeptRead>();
   for (const read of reads) if (!firstRead.has(read.hash)) firstRead.set(read.hash, read);
   const hashes = [...firstRead.keys()].sort();
-  const known = await knownBodyHashes(db, hashes);
-  const fresh = hashes.filter((hash) => !known.has(hash));
   // Only the bodies raw_bodies lacks are compressed and inserted, in hash order.
-  await insertRawBodies(db, await bodiesToInsert(db, fresh, firstRead));
+  await insertRawBodies(db, await bodiesToInsert(db, hashes, firstRead));
   await insertRawReads(
     db,
     reads.map((read) => ({
@@ -176,42 +168,46 @@ const DELTA_SHARE = 0.5;
  */
 async function bodiesToInsert(
   db: Kysely<Database> | Transaction<Database>,
-  fresh: readonly string[],
+  hashes: readonly string[],
   firstRead: ReadonlyMap<string, KeptRead>,
 ): Promise<RawBodyToInsert[]> {
-  if (fresh.length === 0) return [];
-  const reads = fresh.map((hash) => firstRead.get(hash) as KeptRead);
+  const reads = hashes.map((hash) => firstRead.get(hash) as KeptRead);
   let since = reads[0]?.observedAt.getTime() ?? 0;
   for (const read of reads) since = Math.min(since, read.observedAt.getTime());
-  const bases = await bodyBases(db, reads, new Date(since - BASE_WINDOW_MS));
-  const baseOf = new Map(bases.map((base) => [base.i - 1, base]));
+  // One statement: which bodies are kept already, and each new one's base.
+  const kept = await bodiesKept(db, reads, new Date(since - BASE_WINDOW_MS));
+  const byIndex = new Map(kept.map((row) => [row.i - 1, row]));
   const baseTexts = new Map<string, string>();
-  return reads.map((read, i) => {
+  const out: RawBodyToInsert[] = [];
+  reads.forEach((read, i) => {
+    const row = byIndex.get(i);
+    if (row?.known) return;
     const size = Buffer.byteLength(read.text, 'utf8');
-    const base = baseOf.get(i);
-    if (base) {
-      let baseText = baseTexts.get(base.base_hash);
+    if (row?.base_hash && row.encoding && row.bytes) {
+      let baseText = baseTexts.get(row.base_hash);
       if (baseText === undefined) {
-        baseText = decompressBody(base.encoding, base.bytes);
-        baseTexts.set(base.base_hash, baseText);
+        baseText = decompressBody(row.encoding, row.bytes);
+        baseTexts.set(row.base_hash, baseText);
       }
       const delta = compressDelta(read.text, baseText);
-      if (delta.byteLength < base.bytes.byteLength * DELTA_SHARE) {
-        return {
+      if (delta.byteLength < row.bytes.byteLength * DELTA_SHARE) {
+        out.push({
           body_hash: read.hash,
           encoding: DELTA_ENCODING,
           size,
           bytes: delta,
-          base_hash: base.base_hash,
-        };
+          base_hash: row.base_hash,
+        });
+        return;
       }
     }
-    return {
+    out.push({
       body_hash: read.hash,
       encoding: BODY_ENCODING,
       size,
       bytes: compressBody(read.text),
       base_hash: null,
-    };
+    });
   });
+  return out;
 }

@@ -33,49 +33,45 @@ export interface RawReadToInsert {
   uncommitted: boolean;
 }
 
-/** Of these body hashes, those `raw_bodies` holds already. */
-export async function knownBodyHashes(db: Db, hashes: readonly string[]): Promise<Set<string>> {
-  const { rows } = await db.executeQuery<{ body_hash: string }>(
-    CompiledQuery.raw(KNOWN_BODIES, [arrayLiteral(hashes)]),
-  );
-  return new Set(rows.map((row) => row.body_hash));
-}
-
-/** A new body's candidate base: which read of the batch it is for, and the base as stored. */
-export interface BodyBase {
-  /** 1-based position in the `wanted` list given to `bodyBases`. */
-  i: number;
-  base_hash: string;
-  encoding: string;
-  bytes: Uint8Array;
-}
-
-/** What a new body is: the read it came with (its business, account, operation, request). */
-export interface WantedBase {
+/** A body of the batch: its hash and the read it came with (business, account, operation, request). */
+export interface BodyOfRead {
+  hash: string;
   businessId: number | null;
   accountName: string;
   operation: string;
   request: string;
 }
 
+/** What `raw_bodies` holds for a body of the batch: whether it is kept, else its candidate base. */
+export interface BodyBase {
+  /** 1-based position in the list given to `bodiesKept`. */
+  i: number;
+  known: boolean;
+  /** The base, as stored (null: kept already, or no previous body). */
+  base_hash: string | null;
+  encoding: string | null;
+  bytes: Uint8Array | null;
+}
+
 /**
- * For each new body, the base of the latest body kept since `since` of a read of the same
- * business (or, for a read tied to no business, the same account's) and operation, the
- * same request first: that body itself when it is kept whole, else its own base. A base is
- * always a body kept whole, so a delta decodes from two rows at most.
+ * In one statement, for each body: whether `raw_bodies` holds it already and, when it does
+ * not, the base of the latest body kept since `since` of a read of the same business (or,
+ * for a read tied to no business, the same account's) and operation, the same request
+ * first: that body itself when it is kept whole, else its own base. A base is always a
+ * body kept whole, so a delta decodes from two rows at most.
  */
-export async function bodyBases(
+export async function bodiesKept(
   db: Db,
-  wanted: readonly WantedBase[],
+  bodies: readonly BodyOfRead[],
   since: Date,
 ): Promise<BodyBase[]> {
-  if (wanted.length === 0) return [];
   const { rows } = await db.executeQuery<BodyBase>(
-    CompiledQuery.raw(BODY_BASES, [
-      arrayLiteral(wanted.map((w) => w.businessId)),
-      arrayLiteral(wanted.map((w) => w.accountName)),
-      arrayLiteral(wanted.map((w) => w.operation)),
-      arrayLiteral(wanted.map((w) => w.request)),
+    CompiledQuery.raw(BODIES_KEPT, [
+      arrayLiteral(bodies.map((b) => b.hash)),
+      arrayLiteral(bodies.map((b) => b.businessId)),
+      arrayLiteral(bodies.map((b) => b.accountName)),
+      arrayLiteral(bodies.map((b) => b.operation)),
+      arrayLiteral(bodies.map((b) => b.request)),
       since.toISOString(),
     ]),
   );
@@ -100,25 +96,29 @@ export async function insertRawReads(db: Db, reads: readonly RawReadToInsert[]):
   await insertRows(db, 'raw_reads', READ_COLUMNS, reads);
 }
 
-const KNOWN_BODIES = 'select body_hash from raw_bodies where body_hash = any($1::text[])';
-// Each lateral probes raw_reads_business_idx (business_id, observed_at) for the window
-// since `$5` (a few nights of one business's reads; for the account's own reads, its
-// reads tied to no business), preferring the same request, then the latest.
-const BODY_BASES = `
-  select n.i, base.body_hash as base_hash, base.encoding, base.bytes
-    from unnest($1::bigint[], $2::text[], $3::text[], $4::text[])
-           with ordinality as n(business_id, account_name, operation, request, i)
-    cross join lateral (
+// A body kept already is a primary-key probe and nothing more: its lateral's first
+// condition is false before any scan. A new body's lateral probes raw_reads_business_idx
+// (business_id, observed_at) for the window since `$6` (a few nights of one business's
+// reads; for the account's own reads, its reads tied to no business), preferring the same
+// request, then the latest.
+const BODIES_KEPT = `
+  select n.i, k.body_hash is not null as known, base.body_hash as base_hash, base.encoding,
+         base.bytes
+    from unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])
+           with ordinality as n(hash, business_id, account_name, operation, request, i)
+    left join raw_bodies k on k.body_hash = n.hash
+    left join lateral (
       select r.body_hash
         from raw_reads r
-       where r.observed_at >= $5::timestamptz
+       where k.body_hash is null
+         and r.observed_at >= $6::timestamptz
          and r.operation = n.operation and r.account_name = n.account_name
          and (case when n.business_id is null then r.business_id is null
                    else r.business_id = n.business_id end)
        order by r.request = n.request desc, r.observed_at desc, r.read_id desc
-       limit 1) prev
-    join raw_bodies p on p.body_hash = prev.body_hash
-    join raw_bodies base on base.body_hash = coalesce(p.base_hash, p.body_hash)`;
+       limit 1) prev on true
+    left join raw_bodies p on p.body_hash = prev.body_hash
+    left join raw_bodies base on base.body_hash = coalesce(p.base_hash, p.body_hash)`;
 
 const READ_COLUMNS: ColumnTypes<'raw_reads'> = {
   run_id: 'uuid',
