@@ -60,11 +60,12 @@ export interface RawZoneFigures {
     reads: number;
     businesses: number;
     rowBytes: number;
-    paramsBytes: number;
     bodyHashBytes: number;
     requestBytes: number;
     indexBytesPerRead: number;
   };
+  /** The month's bodies: kept whole, and kept as deltas against a base (migration 0032). */
+  bodies: { whole: number; wholeBytes: number; deltas: number; deltaBytes: number };
   /** The same three, counted as rows' bytes (no page rounding, no indexes). */
   rows: { firstRaw: number; unchangedRaw: number; monthRaw: number; monthTables: number };
   replay: { liveSecondsPerNight: number; replaySecondsPerNight: number; speedup: number };
@@ -124,19 +125,33 @@ async function sizes(warehouse: Warehouse): Promise<Sizes> {
   };
 }
 
+/** The bodies kept whole and those kept as deltas, how many and their stored bytes. */
+async function bodyKinds(warehouse: Warehouse): Promise<RawZoneFigures['bodies']> {
+  const { rows } = await sql<{ delta: boolean; n: number; bytes: number }>`
+    select base_hash is not null as delta, count(*)::int as n,
+           sum(octet_length(bytes))::float8 as bytes
+      from raw_bodies group by 1`.execute(warehouse.db);
+  const whole = rows.find((r) => !r.delta);
+  const deltas = rows.find((r) => r.delta);
+  return {
+    whole: whole?.n ?? 0,
+    wholeBytes: whole?.bytes ?? 0,
+    deltas: deltas?.n ?? 0,
+    deltaBytes: deltas?.bytes ?? 0,
+  };
+}
+
 /** The latest run's reads (the unchanged night, when called right after it). */
 async function unchangedReadRow(warehouse: Warehouse): Promise<RawZoneFigures['readRow']> {
   const { rows } = await sql<{
     reads: number;
     businesses: number;
     row_bytes: number;
-    params_bytes: number;
     hash_bytes: number;
     request_bytes: number;
   }>`
     select count(*)::int as reads, count(distinct business_id)::int as businesses,
            avg(pg_column_size(r.*))::float8 as row_bytes,
-           avg(pg_column_size(r.params))::float8 as params_bytes,
            avg(pg_column_size(r.body_hash))::float8 as hash_bytes,
            avg(pg_column_size(r.request))::float8 as request_bytes
       from raw_reads r
@@ -152,7 +167,6 @@ async function unchangedReadRow(warehouse: Warehouse): Promise<RawZoneFigures['r
     reads: r.reads,
     businesses: r.businesses,
     rowBytes: r.row_bytes,
-    paramsBytes: r.params_bytes,
     bodyHashBytes: r.hash_bytes,
     requestBytes: r.request_bytes,
     indexBytesPerRead: (index[0]?.bytes ?? 0) / Math.max(1, index[0]?.reads ?? 1),
@@ -215,6 +229,7 @@ export async function runRawZoneBench(
       liveSeconds += await night();
     }
     const month = await sizes(warehouse);
+    const bodies = await bodyKinds(warehouse);
     const replayed = await replay({
       warehouse,
       ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
@@ -236,6 +251,7 @@ export async function runRawZoneBench(
         tableBytes: unchanged.tables - first.tables,
         shareOfFirst: unchangedRaw / firstRaw,
       },
+      bodies,
       month: {
         rawBytes: month.raw - empty.raw,
         tableBytes: month.tables - empty.tables,
@@ -273,7 +289,8 @@ export function renderRawZoneFigures(f: RawZoneFigures): string {
     `  first night: raw ${kib(f.firstNight.rawBytes)}, tables grew ${kib(f.firstNight.tableBytes)} (raw = ${pct(f.firstNight.rawBytes / f.firstNight.tableBytes)})`,
     `  unchanged night: raw ${kib(f.unchangedNight.rawBytes)} = ${pct(f.unchangedNight.shareOfFirst)} of the first (target ≤ 5 %); tables grew ${kib(f.unchangedNight.tableBytes)}`,
     `  the month: raw ${kib(f.month.rawBytes)}, tables grew ${kib(f.month.tableBytes)}: ${pct(f.month.share)} (target ≤ 25 %)`,
-    `  unchanged night's reads: ${f.readRow.reads} for ${f.readRow.businesses} businesses; a read row ${f.readRow.rowBytes.toFixed(0)} B (params ${f.readRow.paramsBytes.toFixed(0)}, body_hash ${f.readRow.bodyHashBytes.toFixed(0)}, request ${f.readRow.requestBytes.toFixed(0)}) + ${f.readRow.indexBytesPerRead.toFixed(0)} B of indexes`,
+    `  the month's bodies: ${f.bodies.whole} kept whole, ${kib(f.bodies.wholeBytes)}; ${f.bodies.deltas} kept as deltas, ${kib(f.bodies.deltaBytes)}`,
+    `  unchanged night's reads: ${f.readRow.reads} for ${f.readRow.businesses} businesses; a read row ${f.readRow.rowBytes.toFixed(0)} B (body_hash ${f.readRow.bodyHashBytes.toFixed(0)}, request ${f.readRow.requestBytes.toFixed(0)}) + ${f.readRow.indexBytesPerRead.toFixed(0)} B of indexes`,
     `  as rows' bytes (pg_column_size, no pages or indexes): first night raw ${kib(f.rows.firstRaw)}, unchanged ${kib(f.rows.unchangedRaw)} = ${pct(f.rows.unchangedRaw / f.rows.firstRaw)}, the month raw ${kib(f.rows.monthRaw)} of tables' ${kib(f.rows.monthTables)}: ${pct(f.rows.monthRaw / f.rows.monthTables)}`,
     `  replay: ${f.replay.replaySecondsPerNight.toFixed(2)} s a night against ${f.replay.liveSecondsPerNight.toFixed(2)} s live (sandbox latency ${f.latencyMs} ms): ${f.replay.speedup.toFixed(1)}× (target ≥ 5×)`,
     '',

@@ -43,8 +43,10 @@ import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import pLimit from 'p-limit';
 import pg from 'pg';
+import type { ObservedResponse } from '../src/api/transport.ts';
 import type { Keyword, Listing, ListingStatus, RankObservation } from '../src/api/types.ts';
 import { renderTable } from '../src/command/table.ts';
+import { type KeptRead, keptRead, writeRawReads } from '../src/raw/capture.ts';
 import { openWarehouse, type Warehouse } from '../src/warehouse/driver/connection.ts';
 import { migrateToLatest } from '../src/warehouse/driver/migrate.ts';
 import { listingContentHash, listingToRow } from '../src/warehouse/listings.ts';
@@ -225,7 +227,9 @@ async function writerNight(wh: Warehouse, at: Date): Promise<number> {
       ),
     ),
   );
-  return (performance.now() - started) / 1000;
+  const seconds = (performance.now() - started) / 1000;
+  await rawNight(wh, at, ranks);
+  return seconds;
 }
 
 /** A night stored set-based: the rows the writers would store, in one transaction. */
@@ -406,6 +410,161 @@ async function bulkNight(
         reviewed_at + make_interval(hours => (answered * 60)::int), 'instant', 'h', ${at}, ${at}
       from fresh where answered < 0.7`.execute(trx);
   });
+  await rawNight(wh, at, ranks);
+}
+
+/** The bench's credential, as the raw zone's capture sees it (its secrets are kept out). */
+const CREDENTIAL = {
+  name: ACCOUNT,
+  baseUrl: 'https://upstream.example',
+  authToken: 'bench-token',
+  userEmail: 'bench@example.com',
+};
+
+/** The upstream's answer envelope (docs/upstream.md, Operations). */
+const answer = (result: unknown) => `{"success":true,"result":${JSON.stringify(result)}}`;
+
+/** A listing as operation 6 answers it (docs/upstream.md, Fields). */
+function listingBody(b: number, l: number): Record<string, unknown> {
+  const listing = listingOf(b, l);
+  return {
+    id: businessId(b) * 100 + l,
+    site_username: null,
+    site_password: null,
+    sync_status: listing.syncStatus,
+    name: listing.name,
+    name_valid: listing.nameValid,
+    phone: listing.phone,
+    phone_valid: listing.phoneValid,
+    street: listing.street,
+    city: listing.city,
+    state: listing.state,
+    postal_code: listing.postalCode,
+    address_valid: listing.addressValid,
+    live_link: listing.liveLink,
+    claimed: listing.claimed,
+    site_name: listing.siteName,
+    status: listing.status,
+  };
+}
+
+/** Operation 7's answer: per keyword, each site's rank (`-`: not ranked), Google_new split. */
+function rankingsBody(b: number, ranks: Int16Array): string {
+  const result: Record<string, Record<string, unknown>> = {};
+  for (let k = 0; k < KEYWORDS; k++) {
+    const row: Record<string, unknown> = {};
+    const nested: Record<string, unknown> = {};
+    for (let s = 0; s < SITES.length; s++) {
+      const rank = ranks[b * SERIES_PER_BUSINESS + k * SITES.length + s] || '-';
+      const site = SITES[s] ?? 'Google';
+      if (site.startsWith('Google_new.')) nested[site.slice('Google_new.'.length)] = rank;
+      else row[site] = rank;
+    }
+    row['Google_new'] = nested;
+    result[keywordText(k)] = row;
+  }
+  return answer(result);
+}
+
+/** The reads a sync makes of one business that change with what the bench stores. */
+function businessAnswers(
+  b: number,
+  ranks: Int16Array,
+): [ObservedResponse['operation'], string, Record<string, string>, string][] {
+  const id = businessId(b);
+  return [
+    [
+      'get_business_full',
+      `/businesses/${id}.json`,
+      { type: 'all' },
+      answer({
+        id,
+        name: `Business ${b}`,
+        street: '12 Pier Rd',
+        city: 'Portland',
+        state_name: 'Maine',
+        postal_code: '04101',
+        phone: '207-555-0143',
+      }),
+    ],
+    [
+      'list_listings',
+      `/businesses/${id}/listings.json`,
+      {},
+      answer(Array.from({ length: LISTINGS }, (_, l) => listingBody(b, l))),
+    ],
+    ['get_rankings', `/businesses/${id}/rankings.json`, {}, rankingsBody(b, ranks)],
+    [
+      'list_keywords',
+      `/businesses/${id}/keywords.json`,
+      {},
+      answer(
+        Array.from({ length: KEYWORDS }, (_, k) => ({
+          id: id * 100 + k,
+          keyword: keywordText(k),
+          city: 'Portland',
+          state: 'ME',
+          primary: k === 0,
+          location_id: id,
+          archived: false,
+        })),
+      ),
+    ],
+  ];
+}
+
+/**
+ * The raw zone of one night: what the sync would have kept of its reads (the business list,
+ * then each business's full read, listings, rankings and keywords as the upstream sends
+ * them), through the raw zone's own capture (src/raw/capture.ts: secrets kept out, bodies
+ * stored once, a changed one as a delta on its request's base), one run a night. The
+ * reviews read is left out with the reviews tables (warehouseBytes).
+ */
+async function rawNight(wh: Warehouse, at: Date, ranks: Int16Array): Promise<void> {
+  const observed = (
+    operation: ObservedResponse['operation'],
+    path: string,
+    query: Record<string, string>,
+    text: string,
+  ): KeptRead =>
+    keptRead(
+      {
+        credential: CREDENTIAL,
+        operation,
+        method: 'GET',
+        path,
+        query,
+        attempt: 1,
+        status: 200,
+        text,
+      },
+      at,
+    ) as KeptRead;
+  const runId = crypto.randomUUID();
+  const list = observed(
+    'list_businesses',
+    '/businesses.json',
+    {},
+    answer(
+      Array.from({ length: BUSINESSES }, (_, b) => ({ id: businessId(b), name: `Business ${b}` })),
+    ),
+  );
+  await writeRawReads(wh.db, { runId }, [list]);
+  // A business's reads in one write, as the sync writes them with its rows.
+  const limit = pLimit(WRITERS);
+  await Promise.all(
+    Array.from({ length: BUSINESSES }, (_, b) =>
+      limit(() =>
+        writeRawReads(
+          wh.db,
+          { runId, observedAt: at },
+          businessAnswers(b, ranks).map(([operation, path, query, text]) =>
+            observed(operation, path, query, text),
+          ),
+        ),
+      ),
+    ),
+  );
 }
 
 /** What autovacuum does between two nights a day apart; the set-based nights come seconds apart. */
@@ -658,6 +817,9 @@ async function main(): Promise<void> {
         and (c.relname like 'rank%' or c.relname like 'visibility_months%')
       order by bytes desc`.execute(wh.db);
     const allBytes = await warehouseBytes(wh);
+    const rawBytes = sizes
+      .filter((s) => s.relation === 'raw_reads' || s.relation === 'raw_bodies')
+      .reduce((sum, s) => sum + Number(s.bytes), 0);
 
     out('');
     out(
@@ -666,8 +828,12 @@ async function main(): Promise<void> {
         [
           ['rank observations stored', String(observations)],
           [
-            'bytes per rank observation, all tables and indexes (target ≤ 64)',
+            'bytes per rank observation, all tables and indexes, raw zone included (target ≤ 64)',
             (bytesLast / observations).toFixed(1),
+          ],
+          [
+            '  of which the raw zone (raw_reads, raw_bodies), bytes per observation · share',
+            `${(rawBytes / observations).toFixed(1)} · ${((100 * rawBytes) / allBytes).toFixed(0)} %`,
           ],
           [
             `  … at night 30 (${observations30} observations)`,

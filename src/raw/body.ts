@@ -12,7 +12,13 @@
  * they are replaced too.
  */
 import { createHash } from 'node:crypto';
-import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
+import {
+  brotliCompressSync,
+  brotliDecompressSync,
+  constants,
+  zstdCompressSync,
+  zstdDecompressSync,
+} from 'node:zlib';
 
 /** What a directory credential's string value becomes in the raw zone. Non-blank on purpose. */
 const KEPT_OUT_MARKER = '[kept out of the raw zone]';
@@ -24,8 +30,15 @@ const KEPT_OUT_MARKER = '[kept out of the raw zone]';
  */
 const KEPT_OUT_VALUE: readonly string[] = Object.freeze([KEPT_OUT_MARKER]);
 
-/** The codec of raw_bodies.bytes. */
+/** The codec of a body kept whole in raw_bodies.bytes: brotli. */
 export const BODY_ENCODING = 'br';
+
+/**
+ * The codec of a body kept as what changed since its base (migration 0032): zstd with the
+ * text of `raw_bodies.base_hash`, a body kept whole, as its dictionary. A base is never
+ * itself a delta, so a body decodes from at most two rows.
+ */
+export const DELTA_ENCODING = 'zstd-dict';
 
 /** Keys whose values are directory credentials, as they read once parsed. */
 const DIRECTORY_CREDENTIALS: ReadonlySet<string> = new Set(['site_username', 'site_password']);
@@ -260,13 +273,49 @@ export function compressBody(text: string): Uint8Array {
   });
 }
 
-export function decompressBody(encoding: string, bytes: Uint8Array): string {
-  if (encoding !== BODY_ENCODING) {
-    throw new Error(
-      `A raw body is stored with encoding "${encoding}", which this version cannot read.`,
-    );
+// Level 6: on a reviews body against the previous night's it keeps 444 bytes where brotli
+// quality 5 keeps 947 of the whole, in 0.26 ms against 1.8 ms (level 9: 343 bytes, 1.7 ms).
+const ZSTD_LEVEL = 6;
+
+/** The text compressed with `base` (a body kept whole) as its zstd dictionary. */
+export function compressDelta(text: string, base: string): Uint8Array {
+  return zstdCompressSync(Buffer.from(text, 'utf8'), {
+    dictionary: Buffer.from(base, 'utf8'),
+    params: { [constants.ZSTD_c_compressionLevel]: ZSTD_LEVEL },
+  });
+}
+
+/**
+ * A kept body's text. A delta (DELTA_ENCODING) needs its base's text; a body kept whole
+ * (`br`) needs nothing else.
+ */
+export function decompressBody(encoding: string, bytes: Uint8Array, base?: string): string {
+  if (encoding === BODY_ENCODING) return brotliDecompressSync(bytes).toString('utf8');
+  if (encoding === DELTA_ENCODING) {
+    if (base === undefined)
+      throw new Error('A raw body kept as a delta was read without its base.');
+    return zstdDecompressSync(bytes, { dictionary: Buffer.from(base, 'utf8') }).toString('utf8');
   }
-  return brotliDecompressSync(bytes).toString('utf8');
+  throw new Error(
+    `A raw body is stored with encoding "${encoding}", which this version cannot read.`,
+  );
+}
+
+/** A kept body as stored, with its base's row when it is a delta. */
+export interface StoredBody {
+  encoding: string;
+  bytes: Uint8Array;
+  base_encoding?: string | null;
+  base_bytes?: Uint8Array | null;
+}
+
+/** The text of a stored body read with its base's columns (`base_encoding`, `base_bytes`). */
+export function storedBodyText(row: StoredBody): string {
+  if (row.encoding !== DELTA_ENCODING) return decompressBody(row.encoding, row.bytes);
+  if (!row.base_encoding || !row.base_bytes) {
+    throw new Error('A raw body kept as a delta has lost its base.');
+  }
+  return decompressBody(row.encoding, row.bytes, decompressBody(row.base_encoding, row.base_bytes));
 }
 
 /**

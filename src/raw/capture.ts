@@ -13,11 +13,14 @@ import {
   BODY_ENCODING,
   businessIdOfPath,
   compressBody,
+  compressDelta,
+  DELTA_ENCODING,
+  decompressBody,
   keptBody,
   requestKey,
   SECRET_PARAMS,
 } from './body.ts';
-import { insertRawBodies, insertRawReads, knownBodyHashes } from './reads.ts';
+import { bodiesKept, insertRawBodies, insertRawReads, type RawBodyToInsert } from './reads.ts';
 
 /** One read as the raw zone keeps it, before it is written. */
 export interface KeptRead {
@@ -25,7 +28,6 @@ export interface KeptRead {
   businessId: number | null;
   operation: string;
   request: string;
-  params: Record<string, string>;
   attempt: number;
   status: number;
   /** The body with secrets replaced, and its sha256. */
@@ -58,7 +60,6 @@ export function keptRead(response: ObservedResponse, observedAt: Date): KeptRead
     businessId: businessIdOfPath(response.path),
     operation: response.operation,
     request: requestKey(response.path, params),
-    params,
     attempt: response.attempt,
     status: response.status,
     text,
@@ -129,25 +130,11 @@ export async function writeRawReads(
   reads: readonly KeptRead[],
 ): Promise<void> {
   if (reads.length === 0) return;
-  const texts = new Map<string, string>();
-  for (const read of reads) texts.set(read.hash, read.text);
-  const hashes = [...texts.keys()].sort();
-  const known = await knownBodyHashes(db, hashes);
+  const firstRead = new Map<string, KeptRead>();
+  for (const read of reads) if (!firstRead.has(read.hash)) firstRead.set(read.hash, read);
+  const hashes = [...firstRead.keys()].sort();
   // Only the bodies raw_bodies lacks are compressed and inserted, in hash order.
-  await insertRawBodies(
-    db,
-    hashes
-      .filter((hash) => !known.has(hash))
-      .map((hash) => {
-        const text = texts.get(hash) as string;
-        return {
-          body_hash: hash,
-          encoding: BODY_ENCODING,
-          size: Buffer.byteLength(text, 'utf8'),
-          bytes: compressBody(text),
-        };
-      }),
-  );
+  await insertRawBodies(db, await bodiesToInsert(db, hashes, firstRead));
   await insertRawReads(
     db,
     reads.map((read) => ({
@@ -156,7 +143,6 @@ export async function writeRawReads(
       business_id: read.businessId,
       operation: read.operation,
       request: read.request,
-      params: read.params,
       attempt: read.attempt,
       status: read.status,
       observed_at: header.observedAt ?? read.observedAt,
@@ -164,4 +150,64 @@ export async function writeRawReads(
       uncommitted: read.uncommitted === true,
     })),
   );
+}
+
+/** How far back a new body looks for the previous body of its request: a few nights. */
+const BASE_WINDOW_MS = 8 * 86_400_000;
+
+/**
+ * A delta is kept when it is under this share of its base's stored bytes; past it, the
+ * body is kept whole and becomes the base of the next ones, so deltas never grow without end.
+ */
+const DELTA_SHARE = 0.5;
+
+/**
+ * The new bodies as kept: each as a delta against the base of the previous body of its
+ * request (docs/warehouse.md, "Raw zone"), or whole when there is none or the delta would
+ * not be small.
+ */
+async function bodiesToInsert(
+  db: Kysely<Database> | Transaction<Database>,
+  hashes: readonly string[],
+  firstRead: ReadonlyMap<string, KeptRead>,
+): Promise<RawBodyToInsert[]> {
+  const reads = hashes.map((hash) => firstRead.get(hash) as KeptRead);
+  let since = reads[0]?.observedAt.getTime() ?? 0;
+  for (const read of reads) since = Math.min(since, read.observedAt.getTime());
+  // One statement: which bodies are kept already, and each new one's base.
+  const kept = await bodiesKept(db, reads, new Date(since - BASE_WINDOW_MS));
+  const byIndex = new Map(kept.map((row) => [row.i - 1, row]));
+  const baseTexts = new Map<string, string>();
+  const out: RawBodyToInsert[] = [];
+  reads.forEach((read, i) => {
+    const row = byIndex.get(i);
+    if (row?.known) return;
+    const size = Buffer.byteLength(read.text, 'utf8');
+    if (row?.base_hash && row.encoding && row.bytes) {
+      let baseText = baseTexts.get(row.base_hash);
+      if (baseText === undefined) {
+        baseText = decompressBody(row.encoding, row.bytes);
+        baseTexts.set(row.base_hash, baseText);
+      }
+      const delta = compressDelta(read.text, baseText);
+      if (delta.byteLength < row.bytes.byteLength * DELTA_SHARE) {
+        out.push({
+          body_hash: read.hash,
+          encoding: DELTA_ENCODING,
+          size,
+          bytes: delta,
+          base_hash: row.base_hash,
+        });
+        return;
+      }
+    }
+    out.push({
+      body_hash: read.hash,
+      encoding: BODY_ENCODING,
+      size,
+      bytes: compressBody(read.text),
+      base_hash: null,
+    });
+  });
+  return out;
 }

@@ -5,6 +5,7 @@
  */
 import { sql } from 'kysely';
 import type { Db } from '../warehouse/database.ts';
+import { storedBodyText } from './body.ts';
 
 /** When the business was last read (its latest read's `observed_at`); undefined with none. */
 export async function latestReadOf(db: Db, businessId: number): Promise<Date | undefined> {
@@ -24,9 +25,11 @@ export interface RawReadWithBody {
   attempt: number;
   status: number;
   observed_at: Date;
-  /** The body as kept: `bytes` compressed with `encoding`. */
+  /** The body as kept: `bytes` compressed with `encoding`, with its base's when a delta. */
   encoding: string;
   bytes: Uint8Array;
+  base_encoding: string | null;
+  base_bytes: Uint8Array | null;
 }
 
 /**
@@ -42,6 +45,7 @@ export async function readsOfBusinessDay(
   return db
     .selectFrom('raw_reads as r')
     .innerJoin('raw_bodies as b', 'b.body_hash', 'r.body_hash')
+    .leftJoin('raw_bodies as base', 'base.body_hash', 'b.base_hash')
     .select([
       'r.run_id',
       'r.account_name',
@@ -52,6 +56,8 @@ export async function readsOfBusinessDay(
       'r.observed_at',
       'b.encoding',
       'b.bytes',
+      'base.encoding as base_encoding',
+      'base.bytes as base_bytes',
     ])
     .where('r.business_id', '=', businessId)
     .where('r.observed_at', '>=', from)
@@ -60,6 +66,23 @@ export async function readsOfBusinessDay(
     .orderBy('r.observed_at')
     .orderBy('r.read_id')
     .execute();
+}
+
+/** Every kept body's text, deltas read with their base (migration 0032), in hash order. */
+export async function keptBodyTexts(db: Db): Promise<{ body_hash: string; text: string }[]> {
+  const rows = await db
+    .selectFrom('raw_bodies as b')
+    .leftJoin('raw_bodies as base', 'base.body_hash', 'b.base_hash')
+    .select([
+      'b.body_hash',
+      'b.encoding',
+      'b.bytes',
+      'base.encoding as base_encoding',
+      'base.bytes as base_bytes',
+    ])
+    .orderBy('b.body_hash')
+    .execute();
+  return rows.map((row) => ({ body_hash: row.body_hash, text: storedBodyText(row) }));
 }
 
 /** The operations the raw zone holds reads of, for one business on one night, by name. */

@@ -94,21 +94,40 @@ export async function pruneRawReads(
   return { deleted: counts?.deleted ?? 0, agedOut: counts?.marked ?? 0 };
 }
 
-/** Deletes the bodies no read refers to any more; returns how many. */
+/**
+ * Deletes the bodies no read refers to any more and no delta names as its base; returns how
+ * many. A base whose last delta goes in the first pass goes in the second (a base is never
+ * a delta itself, migration 0032, so two passes leave nothing unread behind).
+ */
 export async function deleteUnreadBodies(db: Db): Promise<number> {
-  // One anti-join over the reads (no index on body_hash: migration 0011 says why; nor a
-  // foreign key to check per body deleted since migration 0017).
-  const bodies = await db
-    .deleteFrom('raw_bodies')
-    .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('raw_reads')
-            .select('read_id')
-            .whereRef('raw_reads.body_hash', '=', 'raw_bodies.body_hash'),
+  let deleted = 0;
+  for (let pass = 0; pass < 2; pass++) {
+    // One anti-join over the reads (no index on body_hash: migration 0011 says why; nor a
+    // foreign key to check per body deleted since migration 0017), and one over the bodies.
+    const bodies = await db
+      .deleteFrom('raw_bodies')
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('raw_reads')
+              .select('read_id')
+              .whereRef('raw_reads.body_hash', '=', 'raw_bodies.body_hash'),
+          ),
         ),
-      ),
-    )
-    .executeTakeFirst();
-  return Number(bodies.numDeletedRows);
+      )
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('raw_bodies as delta')
+              .select('delta.body_hash')
+              .whereRef('delta.base_hash', '=', 'raw_bodies.body_hash'),
+          ),
+        ),
+      )
+      .executeTakeFirst();
+    const count = Number(bodies.numDeletedRows);
+    deleted += count;
+    if (count === 0) break;
+  }
+  return deleted;
 }

@@ -15,6 +15,8 @@ export interface RawBodyToInsert {
   /** The body's length in UTF-8 bytes, before compression. */
   size: number;
   bytes: Uint8Array;
+  /** A delta's base (a body kept whole, migration 0032); null for a body kept whole. */
+  base_hash: string | null;
 }
 
 /** One read to keep, in `raw_reads`' column names. */
@@ -24,7 +26,6 @@ export interface RawReadToInsert {
   business_id: number | null;
   operation: string;
   request: string;
-  params: Record<string, string>;
   attempt: number;
   status: number;
   observed_at: Date;
@@ -32,12 +33,49 @@ export interface RawReadToInsert {
   uncommitted: boolean;
 }
 
-/** Of these body hashes, those `raw_bodies` holds already. */
-export async function knownBodyHashes(db: Db, hashes: readonly string[]): Promise<Set<string>> {
-  const { rows } = await db.executeQuery<{ body_hash: string }>(
-    CompiledQuery.raw(KNOWN_BODIES, [arrayLiteral(hashes)]),
+/** A body of the batch: its hash and the read it came with (business, account, operation, request). */
+export interface BodyOfRead {
+  hash: string;
+  businessId: number | null;
+  accountName: string;
+  operation: string;
+  request: string;
+}
+
+/** What `raw_bodies` holds for a body of the batch: whether it is kept, else its candidate base. */
+export interface BodyBase {
+  /** 1-based position in the list given to `bodiesKept`. */
+  i: number;
+  known: boolean;
+  /** The base, as stored (null: kept already, or no previous body). */
+  base_hash: string | null;
+  encoding: string | null;
+  bytes: Uint8Array | null;
+}
+
+/**
+ * In one statement, for each body: whether `raw_bodies` holds it already and, when it does
+ * not, the base of the latest body kept since `since` of a read of the same business (or,
+ * for a read tied to no business, the same account's) and operation, the same request
+ * first: that body itself when it is kept whole, else its own base. A base is always a
+ * body kept whole, so a delta decodes from two rows at most.
+ */
+export async function bodiesKept(
+  db: Db,
+  bodies: readonly BodyOfRead[],
+  since: Date,
+): Promise<BodyBase[]> {
+  const { rows } = await db.executeQuery<BodyBase>(
+    CompiledQuery.raw(BODIES_KEPT, [
+      arrayLiteral(bodies.map((b) => b.hash)),
+      arrayLiteral(bodies.map((b) => b.businessId)),
+      arrayLiteral(bodies.map((b) => b.accountName)),
+      arrayLiteral(bodies.map((b) => b.operation)),
+      arrayLiteral(bodies.map((b) => b.request)),
+      since.toISOString(),
+    ]),
   );
-  return new Set(rows.map((row) => row.body_hash));
+  return rows.map((row) => ({ ...row, i: Number(row.i) }));
 }
 
 /**
@@ -58,14 +96,36 @@ export async function insertRawReads(db: Db, reads: readonly RawReadToInsert[]):
   await insertRows(db, 'raw_reads', READ_COLUMNS, reads);
 }
 
-const KNOWN_BODIES = 'select body_hash from raw_bodies where body_hash = any($1::text[])';
+// A body kept already is a primary-key probe and nothing more: its lateral's first
+// condition is false before any scan. A new body's lateral probes raw_reads_business_idx
+// (business_id, observed_at) for the window since `$6` (a few nights of one business's
+// reads; for the account's own reads, its reads tied to no business), preferring the same
+// request, then the latest.
+const BODIES_KEPT = `
+  select n.i, k.body_hash is not null as known, base.body_hash as base_hash, base.encoding,
+         base.bytes
+    from unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])
+           with ordinality as n(hash, business_id, account_name, operation, request, i)
+    left join raw_bodies k on k.body_hash = n.hash
+    left join lateral (
+      select r.body_hash
+        from raw_reads r
+       where k.body_hash is null
+         and r.observed_at >= $6::timestamptz
+         and r.operation = n.operation and r.account_name = n.account_name
+         and (case when n.business_id is null then r.business_id is null
+                   else r.business_id = n.business_id end)
+       order by r.request = n.request desc, r.observed_at desc, r.read_id desc
+       limit 1) prev on true
+    left join raw_bodies p on p.body_hash = prev.body_hash
+    left join raw_bodies base on base.body_hash = coalesce(p.base_hash, p.body_hash)`;
+
 const READ_COLUMNS: ColumnTypes<'raw_reads'> = {
   run_id: 'uuid',
   account_name: 'text',
   business_id: 'bigint',
   operation: 'text',
   request: 'text',
-  params: 'jsonb',
   attempt: 'integer',
   status: 'integer',
   observed_at: 'timestamptz',

@@ -210,14 +210,17 @@ export async function businessReadsOfRun(
     .execute();
 }
 
-/** One kept body, compressed as stored; throws when the raw zone lacks it. */
+/**
+ * One kept body, compressed as stored, with the hash of its base when it is a delta
+ * (migration 0032); throws when the raw zone lacks it.
+ */
 export async function keptBody(
   raw: Kysely<Database>,
   hash: string,
-): Promise<{ encoding: string; bytes: Uint8Array }> {
+): Promise<{ encoding: string; bytes: Uint8Array; base_hash: string | null }> {
   return raw
     .selectFrom('raw_bodies')
-    .select(['encoding', 'bytes'])
+    .select(['encoding', 'bytes', 'base_hash'])
     .where('body_hash', '=', hash)
     .executeTakeFirstOrThrow();
 }

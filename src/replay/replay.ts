@@ -302,15 +302,18 @@ const BODY_CACHE_ENTRIES = 64;
  */
 function keptBodies(raw: Kysely<Database>): (hash: string) => Promise<string> {
   const cache = new Map<string, string>();
-  return async (hash) => {
+  const textOf = async (hash: string): Promise<string> => {
     const hit = cache.get(hash);
     if (hit !== undefined) return hit;
     const row = await keptBody(raw, hash);
-    const text = decompressBody(row.encoding, row.bytes);
+    // A delta's base is a body kept whole (migration 0032): one step, cached like any body.
+    const base = row.base_hash === null ? undefined : await textOf(row.base_hash);
+    const text = decompressBody(row.encoding, row.bytes, base);
     if (cache.size >= BODY_CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
     cache.set(hash, text);
     return text;
   };
+  return textOf;
 }
 
 /** The bounds and body limit a run recorded (migration 0015); the defaults before it. */

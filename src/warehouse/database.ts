@@ -264,6 +264,8 @@ export interface RawBodiesTable {
   size: number;
   bytes: Uint8Array;
   first_seen_at: ColumnType<Date, Date | undefined, never>;
+  /** Migration 0032: a delta's base (a body kept whole); null for a body kept whole. */
+  base_hash: string | null;
 }
 
 /** One upstream read of a sync: what was asked, when, the status, and its body's hash. */
@@ -274,7 +276,6 @@ export interface RawReadsTable {
   business_id: number | null;
   operation: string;
   request: string;
-  params: ColumnType<Record<string, string>, string, string>;
   attempt: number;
   status: number;
   observed_at: Date;

@@ -14,7 +14,7 @@ import { type Kysely, sql } from 'kysely';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { listingSchema } from '../../src/api/listings.ts';
 import { silentLogger } from '../../src/log.ts';
-import { decompressBody } from '../../src/raw/body.ts';
+import { keptBodyTexts } from '../../src/raw/inspect.ts';
 import { replay } from '../../src/replay/replay.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { createCommandWarehouse, runCli } from '../helpers/cli.ts';
@@ -226,8 +226,7 @@ async function everythingStored(db: Kysely<Database>): Promise<string> {
 }
 
 async function keptBodies(db: Kysely<Database>): Promise<string[]> {
-  const bodies = await db.selectFrom('raw_bodies').select(['encoding', 'bytes']).execute();
-  return bodies.map((b) => decompressBody(b.encoding, b.bytes));
+  return (await keptBodyTexts(db)).map((b) => b.text);
 }
 
 async function credentialFlags(db: Kysely<Database>): Promise<Map<string, boolean>> {

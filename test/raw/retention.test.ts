@@ -219,6 +219,7 @@ describe.each(testBackends)('raw zone retention (%s)', (backend) => {
             encoding: BODY_ENCODING,
             size: text.length,
             bytes: compressBody(text),
+            base_hash: null,
           })),
         )
         .onConflict((oc) => oc.column('body_hash').doNothing())
@@ -233,7 +234,6 @@ describe.each(testBackends)('raw zone retention (%s)', (backend) => {
             operation: r.business === null ? 'list_businesses' : 'list_listings',
             request:
               r.business === null ? '/businesses.json' : `/businesses/${r.business}/listings.json`,
-            params: '{}',
             attempt: 1,
             status: 200,
             observed_at: r.at,

@@ -12,6 +12,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { archiveBusiness, createApiClient, listBusinesses } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
+import { deleteUnreadBodies } from '../../src/raw/prune.ts';
 import { replayInPlace } from '../../src/replay/in-place.ts';
 import { replay } from '../../src/replay/replay.ts';
 import type { Database } from '../../src/warehouse/database.ts';
@@ -73,14 +74,14 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
     }
   }
 
-  /** What retention does to nights before `day`: their reads and unreferenced bodies go. */
+  /** What retention does to nights before `day`: their reads go, and the bodies nothing needs. */
   async function forgetBefore(day: string): Promise<void> {
     const db = world.warehouse.db;
     await sql`delete from raw_reads where observed_at < ${new Date(`${day}T00:00:00Z`)}`.execute(
       db,
     );
-    await sql`delete from raw_bodies b
-      where not exists (select 1 from raw_reads r where r.body_hash = b.body_hash)`.execute(db);
+    // Retention's own rule for bodies: a delta's base stays while a delta needs it.
+    await deleteUnreadBodies(db);
   }
 
   it('keeps history older than the raw zone exactly, and the window continues it', {

@@ -3,7 +3,7 @@
  * (docs/replay.md). Read only.
  */
 import type { Kysely } from 'kysely';
-import { decompressBody } from '../../raw/body.ts';
+import { storedBodyText } from '../../raw/body.ts';
 import {
   latestReadOf,
   operationsOfBusinessDay,
@@ -43,7 +43,7 @@ export async function renderRawShow(
     return { held: await operationsOfBusinessDay(db, options.businessId, from) };
   const out: string[] = [];
   for (const row of rows) {
-    const text = decompressBody(row.encoding, row.bytes);
+    const text = storedBodyText(row);
     if (options.raw) {
       out.push(text);
       continue;
