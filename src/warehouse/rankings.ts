@@ -229,7 +229,7 @@ export async function writeRankings(
   const missing = [...latest.values()].filter((r) => !byKey.has(rankKey(r.keyword, r.site)));
   // Series created by this write: their ids are new, so no month or latest row has them.
   const created = new Set<number>();
-  for (const series of await createSeries(db, ctx.businessId, missing)) {
+  for (const series of await createSeries(db, ctx.businessId, missing, ctx.newBusiness === true)) {
     byKey.set(rankKey(series.keyword, series.site), series);
     created.add(series.series_id);
   }
@@ -435,10 +435,16 @@ async function storedSeries(db: Db, businessId: number): Promise<StoredSeries[]>
   return rows;
 }
 
+/**
+ * The business's series not stored yet, created; a series another transaction created
+ * meanwhile is left out (the caller then finds none for it). A new business
+ * (`newBusiness`) has none stored: a plain insert, no conflict looked for.
+ */
 async function createSeries(
   db: Db,
   businessId: number,
   ranks: readonly RankObservation[],
+  newBusiness: boolean,
 ): Promise<StoredSeries[]> {
   if (ranks.length === 0) return [];
   const { rows } = await sql<StoredSeries>`
@@ -451,7 +457,7 @@ async function createSeries(
       where business_id = ${businessId} and deleted_at is null
       group by keyword
     ) k on k.keyword = t.keyword
-    on conflict (business_id, keyword, site) do nothing
+    ${newBusiness ? sql`` : sql`on conflict (business_id, keyword, site) do nothing`}
     returning series_id, keyword, site, keyword_id, null::jsonb as latest`.execute(db);
   return rows;
 }
