@@ -370,7 +370,8 @@ export const listingsWriter: StreamWriter<'listings'> = {
 /**
  * One `listing_status_history` row per changed listing, copied from the listing row just
  * upserted in this transaction, so the listing's fields are not sent a second time: only
- * its id and previous status travel.
+ * its id and previous status travel. A business stored for the first time has no listing,
+ * so no history row to collide with: a plain insert, without the conflict check per row.
  */
 async function appendStatusHistory(
   db: Db,
@@ -388,6 +389,8 @@ async function appendStatusHistory(
     from unnest(${changes.map((c) => c.listingId)}::bigint[],
       ${changes.map((c) => c.previousStatus)}::text[]) as changed(listing_id, previous_status)
     join listings l on l.business_id = ${ctx.businessId} and l.listing_id = changed.listing_id
-    on conflict (business_id, listing_id, observed_at) do nothing`.execute(db);
+    ${ctx.newBusiness ? sql`` : sql`on conflict (business_id, listing_id, observed_at) do nothing`}`.execute(
+    db,
+  );
   return Number(result.numAffectedRows ?? 0);
 }

@@ -239,8 +239,11 @@ export async function writeRankings(
   const stored = ctx.newBusiness ? [] : await storedSeries(db, ctx.businessId);
   const byKey = new Map(stored.map((s) => [rankKey(s.keyword, s.site), s]));
   const missing = [...latest.values()].filter((r) => !byKey.has(rankKey(r.keyword, r.site)));
-  for (const created of await createSeries(db, ctx.businessId, missing)) {
-    byKey.set(rankKey(created.keyword, created.site), created);
+  // Series created by this write: their ids are new, so no month or latest row has them.
+  const created = new Set<number>();
+  for (const series of await createSeries(db, ctx.businessId, missing, ctx.newBusiness === true)) {
+    byKey.set(rankKey(series.keyword, series.site), series);
+    created.add(series.series_id);
   }
   if (stored.some((s) => s.keyword_id === null)) await resolveKeywordIds(db, ctx.businessId);
 
@@ -275,13 +278,16 @@ export async function writeRankings(
 
   const written = { inserted: 0, updated: 0 };
   if (forward.length > 0) {
-    const result = await writeForwardDay(db, day, forward);
+    // Every series new (a business's first ranks): plain inserts, no conflict to look for.
+    const fresh = forward.every((f) => created.has(f.seriesId));
+    const result = await writeForwardDay(db, day, forward, fresh);
     written.inserted += result.inserted;
     written.updated += result.updated;
     await upsertLatest(
       db,
       forward.map((f) => f.seriesId),
       forward.map((f) => f.next),
+      fresh,
     );
   }
   if (backdated.length > 0) {
@@ -451,10 +457,16 @@ async function storedSeries(db: Db, businessId: number): Promise<StoredSeries[]>
   return rows;
 }
 
+/**
+ * The business's series not stored yet, created; a series another transaction created
+ * meanwhile is left out (the caller then finds none for it). A new business
+ * (`newBusiness`) has none stored: a plain insert, no conflict looked for.
+ */
 async function createSeries(
   db: Db,
   businessId: number,
   ranks: readonly RankObservation[],
+  newBusiness: boolean,
 ): Promise<StoredSeries[]> {
   if (ranks.length === 0) return [];
   const { rows } = await sql<StoredSeries>`
@@ -467,7 +479,7 @@ async function createSeries(
       where business_id = ${businessId} and deleted_at is null
       group by keyword
     ) k on k.keyword = t.keyword
-    on conflict (business_id, keyword, site) do nothing
+    ${newBusiness ? sql`` : sql`on conflict (business_id, keyword, site) do nothing`}
     returning series_id, keyword, site, keyword_id, null::jsonb as latest`.execute(db);
   return rows;
 }
@@ -524,6 +536,8 @@ async function writeForwardDay(
   db: Db,
   day: string,
   rows: readonly { seriesId: number; rank: number | null; stored: LatestState | null }[],
+  /** Every series was created by this write: no month row can exist, none is looked for. */
+  fresh: boolean,
 ): Promise<{ inserted: number; updated: number }> {
   const { month, index } = monthOf(day);
   // Before the month: what a new month row starts from (a stored day inside the month
@@ -540,18 +554,26 @@ async function writeForwardDay(
       ${arrayLiteral(rows.map((r) => carried(r.stored)?.observed_on ?? null))}::date[],
       ${arrayLiteral(rows.map((r) => carried(r.stored)?.rank ?? null))}::smallint[])
       as t(series_id, rank, previous_on, previous_rank)
-    on conflict (series_id, month) do update set ranks[${index}::int] = excluded.ranks[${index}::int]
-      where m.ranks[${index}::int] is distinct from excluded.ranks[${index}::int]`.execute(db);
+    ${
+      fresh
+        ? sql``
+        : sql`on conflict (series_id, month) do update set ranks[${index}::int] = excluded.ranks[${index}::int]
+      where m.ranks[${index}::int] is distinct from excluded.ranks[${index}::int]`
+    }`.execute(db);
   // The caller sends only ranks new for the day or different from the stored one.
   const updated = rows.filter((r) => r.stored?.observed_on === day).length;
   return { inserted: rows.length - updated, updated };
 }
 
-/** The computed `rank_latest` rows, in one statement. */
+/**
+ * The computed `rank_latest` rows, in one statement: an upsert, or a plain insert when
+ * every series is new (`fresh`: created by this write, so no latest row can exist).
+ */
 async function upsertLatest(
   db: Db,
   seriesIds: readonly number[],
   rows: readonly LatestState[],
+  fresh: boolean,
 ): Promise<void> {
   const column = <K extends keyof LatestState>(key: K) => rows.map((r) => r[key]);
   // Each window travels as an array literal: unnest would flatten an array of arrays.
@@ -578,7 +600,7 @@ async function upsertLatest(
         rank_7d_ago, compared_30d_on, rank_30d_ago, best_rank_30d, worst_rank_30d,
         observations_30d, unranked_days_30d, window_collected, window_ranks,
         before_window_on, before_window_rank)
-    ${LATEST_CONFLICT}`.execute(db);
+    ${fresh ? sql`` : LATEST_CONFLICT}`.execute(db);
 }
 
 /** A stored `rank_latest` row is rewritten only when a column differs. */

@@ -398,7 +398,10 @@ export async function writeReviews(
   // The upsert counted them unchanged: they are quarantined instead.
   addCounts(stats, 'reviews', { unchanged: -quarantined.length });
   const ownReviewIds = changedIds.filter((id) => ownerOf(latest.get(id) as Review) === undefined);
-  const versionsInserted = await appendReviewVersions(db, ctx, ownReviewIds);
+  // Reviews this business had never stored (its first reviews read, above all) have no
+  // version yet: a new review's row was just inserted, and a version goes with its review.
+  const fresh = ownReviewIds.every((id) => !reviewState.has(id));
+  const versionsInserted = await appendReviewVersions(db, ctx, ownReviewIds, fresh);
   addCounts(stats, 'review_versions', { inserted: versionsInserted });
 
   // The first reviews read is the baseline: a business's whole history is not "new".
@@ -591,11 +594,14 @@ async function countReviewsWaiting(db: Db, businessId: number): Promise<void> {
 /**
  * One `review_versions` row per review whose content hash changed, copied from the review
  * row just upserted in this transaction, so the review's text is not sent a second time.
+ * `fresh`: every review is new to the warehouse, so no version of it exists and none is
+ * looked for (a plain insert, without the conflict check per row).
  */
 async function appendReviewVersions(
   db: Db,
   ctx: BusinessWriteContext,
   reviewIds: readonly string[],
+  fresh: boolean,
 ): Promise<number> {
   if (reviewIds.length === 0) return 0;
   const result = await sql`
@@ -604,6 +610,6 @@ async function appendReviewVersions(
     select review_id, ${ctx.observedAt}::timestamptz, content_hash, rating, title, content,
       likes_count, likes_change, response_count, ${ctx.runId}::uuid
     from reviews where review_id = any(${reviewIds}::uuid[])
-    on conflict (review_id, observed_at) do nothing`.execute(db);
+    ${fresh ? sql`` : sql`on conflict (review_id, observed_at) do nothing`}`.execute(db);
   return Number(result.numAffectedRows ?? 0);
 }

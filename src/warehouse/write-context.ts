@@ -28,8 +28,9 @@ export interface BusinessWriteContext {
   copyNewRows?: boolean | undefined;
   /**
    * No row of the business was stored before this transaction: no child table holds one
-   * of its rows (each references the business, on delete cascade), so the writers take
-   * their stored rows as none instead of reading them.
+   * of its rows (each goes with the business, by a foreign key's cascade or a delete
+   * trigger), so the writers take their stored rows as none instead of reading them, and
+   * insert their derived rows without looking for a conflict.
    */
   newBusiness?: boolean | undefined;
   /**

@@ -1,6 +1,7 @@
 /**
- * Migration 0013 dropped the foreign keys of the rows the sync derives (business, listing
- * and review versions, rank history and latest); deleting a parent still deletes them,
+ * Migrations 0013, 0031 and 0034 dropped the foreign keys of the rows the sync derives
+ * (business, listing and review versions, rank history and latest, the read models, rank
+ * series, accuracy days, answers applied); deleting a parent still deletes them,
  * through the parents' delete triggers, also when the parent goes by cascade.
  */
 import { type Kysely, sql } from 'kysely';
@@ -20,6 +21,9 @@ const DERIVED = [
   'visibility_days',
   'listing_fixes',
   'review_backlog',
+  'rank_series',
+  'listing_accuracy_days',
+  'business_answers',
 ] as const;
 
 /** Rows of each derived table that belong to `businessId`, and to the others. */
@@ -56,7 +60,19 @@ async function derivedCounts(db: Kysely<Database>, businessId: number) {
     union all
     select 'review_backlog', count(*) filter (where business_id = ${businessId})::int,
            count(*) filter (where business_id <> ${businessId})::int
-      from review_backlog`.execute(db);
+      from review_backlog
+    union all
+    select 'rank_series', count(*) filter (where business_id = ${businessId})::int,
+           count(*) filter (where business_id <> ${businessId})::int
+      from rank_series
+    union all
+    select 'listing_accuracy_days', count(*) filter (where business_id = ${businessId})::int,
+           count(*) filter (where business_id <> ${businessId})::int
+      from listing_accuracy_days
+    union all
+    select 'business_answers', count(*) filter (where business_id = ${businessId})::int,
+           count(*) filter (where business_id <> ${businessId})::int
+      from business_answers`.execute(db);
   return Object.fromEntries(rows.map((r) => [r.relation, { mine: r.mine, others: r.others }]));
 }
 
