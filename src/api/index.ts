@@ -41,8 +41,26 @@ export {
   type OperationName,
 } from './errors.ts';
 export { addKeyword, deleteKeyword, type Keyword, listKeywords } from './keywords.ts';
-export { type Listing, listListings } from './listings.ts';
+export { type Listing, listingShape, listListings } from './listings.ts';
 export { getRankings, type RankObservation } from './rankings.ts';
+export {
+  type AnyShape,
+  type Column,
+  type ColumnsOf,
+  column,
+  columns,
+  columnTypesOf,
+  derivedColumn,
+  type RecordOf,
+  type RecordShape,
+  type RowOf,
+  type RowSqlOf,
+  recordOf,
+  recordSchemaOf,
+  recordShape,
+  rowOf,
+  type SqlType,
+} from './record-shape.ts';
 export {
   type Country,
   listCountries,

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { checkBound, parseUniqueRecords, SAMPLE_SIZE } from './bounds.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import { columns as c, column, recordShape } from './record-shape.ts';
 import { flag, id, indexedString, liveLink, text } from './schemas.ts';
 import {
   type Credential,
@@ -64,6 +65,34 @@ export const listingSchema = z.compile(
 );
 /** A listing. The directory login and password are dropped: only whether any are set survives. */
 export type Listing = z.output<typeof listingSchema>;
+
+/** A listing's columns (src/api/record-shape.ts): `listings` and the Airbyte record. */
+export const listingShape = recordShape<Listing>()({
+  id: c.id.as('listing_id'),
+  siteName: c.text,
+  status: c.oneOf(LISTING_STATUSES),
+  syncStatus: c.maybeOneOf(LISTING_SYNC_STATUSES),
+  orderStatus: c.maybeText,
+  name: c.maybeText,
+  nameValid: c.flag,
+  phone: c.maybeText,
+  phoneValid: c.flag,
+  street: c.maybeText,
+  city: c.maybeText,
+  state: c.maybeText,
+  postalCode: c.maybeText,
+  addressValid: c.flag,
+  liveLink: c.maybeText,
+  claimed: c.flag,
+  hasSiteCredentials: column(
+    'boolean',
+    z
+      .boolean()
+      .describe(
+        'whether the directory login is set; the login and password never leave the client',
+      ),
+  ),
+});
 
 const listingList = z.array(z.unknown());
 

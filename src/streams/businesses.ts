@@ -75,10 +75,6 @@ export const businesses = defineStream({
   ],
   daily: false,
   bounds: [],
-  writer: {
-    module: 'src/warehouse/businesses.ts',
-    tables: ['businesses', 'business_versions'],
-  },
   // Archiving (a business that leaves the list) is the list's, guarded per account
   // (src/warehouse/held-removals.ts, `holdsBusinessList`), not a removal of this read.
   removals: 'none',

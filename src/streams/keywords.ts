@@ -43,7 +43,6 @@ export const keywords = defineStream({
   ],
   daily: false,
   bounds: ['LISTINGS_MAX_KEYWORDS_PER_BUSINESS'],
-  writer: { module: 'src/warehouse/keywords.ts', tables: ['keywords'] },
   removals: 'held-on-volume-drop',
   replay: 'business-reads',
   catalog: [

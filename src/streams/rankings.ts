@@ -49,10 +49,6 @@ export const rankings = defineStream({
     'LISTINGS_MAX_SITES_PER_KEYWORD',
     'LISTINGS_MAX_RANK_SERIES_PER_BUSINESS',
   ],
-  writer: {
-    module: 'src/warehouse/rankings.ts',
-    tables: ['rank_series', 'rank_months', 'rank_days', 'rank_latest', 'visibility_days'],
-  },
   // A rank missing from a read is not a rank removed: the series stays, the day has no row.
   removals: 'none',
   replay: 'business-reads',

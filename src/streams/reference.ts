@@ -30,10 +30,6 @@ export const reference = defineStream({
   runOperations: ['list_countries', 'list_states', 'list_sub_categories'],
   daily: false,
   bounds: [],
-  writer: {
-    module: 'src/warehouse/reference-data.ts',
-    tables: ['countries', 'states', 'sub_categories'],
-  },
   removals: 'none',
   // Replayed only when the kept run read it: a run of `--streams listings` did not.
   replay: 'run-reads',

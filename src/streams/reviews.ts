@@ -121,10 +121,6 @@ export const reviews = defineStream({
     mergeReviews(byRead.reviews, byRead.socials),
   daily: false,
   bounds: ['LISTINGS_MAX_REVIEWS_PER_ANSWER'],
-  writer: {
-    module: 'src/warehouse/reviews.ts',
-    tables: ['reviews', 'review_versions', 'review_responses'],
-  },
   // Responses go with their reviews.
   removals: 'held-on-volume-drop',
   replay: 'business-reads',

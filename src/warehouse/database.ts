@@ -17,6 +17,7 @@
  * documented in docs/warehouse.md.
  */
 import type { ColumnType, Generated, Kysely, Selectable, Transaction } from 'kysely';
+import type { AnyShape, RowOf, RowSqlOf } from '../api/index.ts';
 import type { BusinessesTable, BusinessVersionsTable } from './businesses.ts';
 import type { KeywordsTable } from './keywords.ts';
 import type {
@@ -56,6 +57,25 @@ export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 export type TimestampWithDefault = ColumnType<Date, Date | string | undefined, Date | string>;
 /** A numeric column, read as a JS number. */
 export type Numeric = ColumnType<number, number | string, number | string>;
+
+/**
+ * The columns of a table a record's shape fills (src/api/record-shape.ts), as Kysely sees
+ * them: timestamptz as `Timestamp`, numeric as `Numeric`, jsonb as `JsonWithDefault`, text
+ * as `string` (a field's list of values is the schema's to check, not the table's), the
+ * rest as the row holds them. A writer's table type extends it with the columns it adds.
+ */
+export type TableColumns<S extends AnyShape> = {
+  [K in keyof RowOf<S>]: ColumnOf<RowSqlOf<S>[K], RowOf<S>[K]>;
+};
+type ColumnOf<Q, V> = Q extends 'timestamptz'
+  ? Timestamp | Extract<V, null>
+  : Q extends 'numeric'
+    ? Numeric | Extract<V, null>
+    : Q extends 'jsonb'
+      ? JsonWithDefault
+      : Q extends 'text'
+        ? string | Extract<V, null>
+        : V;
 
 export interface AccountsTable {
   name: string;
