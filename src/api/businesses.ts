@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { parseUniqueRecords } from './bounds.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import { columns as c, derivedColumn, recordShape } from './record-shape.ts';
 import { coordinate, flag, id, storableString, text } from './schemas.ts';
 import type { Credential, ListResult } from './types.ts';
 
@@ -35,6 +36,20 @@ export const businessSummarySchema = z.compile(
 );
 export type BusinessSummary = z.output<typeof businessSummarySchema>;
 
+/**
+ * A summary's columns (src/api/record-shape.ts): the list refreshes these of a stored
+ * profile when the full read failed. The business's id is the row's key, set by the writer.
+ */
+export const businessSummaryShape = recordShape<BusinessSummary>()({
+  id: c.id.recordOnly(),
+  name: c.text,
+  street: c.maybeText,
+  city: c.maybeText,
+  stateName: c.maybeText,
+  postalCode: c.maybeText,
+  phone: c.maybeText,
+});
+
 export const businessBasicSchema = z
   .object({ ...summaryShape, biz_url: text, hide_address: flag })
   .transform((raw) => ({
@@ -53,6 +68,13 @@ const businessHoursEntrySchema = z
     endTime: raw.end_time,
   }));
 export type BusinessHoursEntry = z.output<typeof businessHoursEntrySchema>;
+
+/** A day's hours as `businesses.business_hours` and the Airbyte record hold them. */
+const businessHoursShape = recordShape<BusinessHoursEntry>()({
+  day: c.text,
+  startTime: c.maybeText,
+  endTime: c.maybeText,
+});
 
 export const businessFullSchema = z.compile(
   z
@@ -96,6 +118,29 @@ export const businessFullSchema = z.compile(
     })),
 );
 export type BusinessFull = z.output<typeof businessFullSchema>;
+
+/** A profile's columns (src/api/record-shape.ts): `businesses` and the Airbyte record. */
+export const businessShape = recordShape<BusinessFull>()({
+  ...businessSummaryShape.columns,
+  latitude: c.maybeNumber,
+  longitude: c.maybeNumber,
+  bizUrl: c.maybeText,
+  ownerFirstName: c.maybeText,
+  ownerLastName: c.maybeText,
+  facebookUrl: c.maybeText,
+  twitterUrl: c.maybeText,
+  description: c.maybeText,
+  tagline: c.maybeText,
+  storecode: c.maybeText,
+  additionalCategories: derivedColumn(
+    'jsonb',
+    z.array(z.string()),
+    (categories: string[]) => [...categories],
+    (categories: string[]) => categories,
+  ),
+  businessHours: c.listOf(businessHoursShape),
+  hideAddress: c.flag,
+});
 
 export const businessCreatedSchema = z
   .object({ ...summaryShape, sub_category_name: text, biz_url: text, hide_address: flag })

@@ -40,7 +40,13 @@ export {
   OPERATIONS,
   type OperationName,
 } from './errors.ts';
-export { addKeyword, deleteKeyword, type Keyword, listKeywords } from './keywords.ts';
+export {
+  addKeyword,
+  deleteKeyword,
+  type Keyword,
+  keywordShape,
+  listKeywords,
+} from './keywords.ts';
 export { type Listing, listingShape, listListings } from './listings.ts';
 export { getRankings, type RankObservation } from './rankings.ts';
 export {
@@ -63,11 +69,14 @@ export {
 } from './record-shape.ts';
 export {
   type Country,
+  countryShape,
   listCountries,
   listStates,
   listSubCategories,
   type State,
   type SubCategory,
+  stateShape,
+  subCategoryShape,
 } from './reference.ts';
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.ts';
 export {
@@ -77,6 +86,8 @@ export {
   type Review,
   type ReviewResponse,
   respondToReview,
+  reviewResponseShape,
+  reviewShape,
 } from './reviews.ts';
 export type * from './types.ts';
 export {

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { checkBound, SAMPLE_SIZE } from './bounds.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import { columns as c, recordShape } from './record-shape.ts';
 import { flag, id, indexedString, parseRecords, text } from './schemas.ts';
 import type { Credential, ListResult } from './types.ts';
 
@@ -30,6 +31,20 @@ export const keywordSchema = z.compile(
     })),
 );
 export type Keyword = z.output<typeof keywordSchema>;
+
+/**
+ * A keyword's columns (src/api/record-shape.ts): `keywords` and the Airbyte record. Its
+ * business is the record's; the row's `business_id` is the writing business's.
+ */
+export const keywordShape = recordShape<Keyword>()({
+  id: c.id.as('keyword_id'),
+  businessId: c.id.recordOnly(),
+  keyword: c.text,
+  city: c.maybeText,
+  state: c.maybeText,
+  primary: c.flag.as('is_primary'),
+  archived: c.boolean,
+});
 
 /** Operation 14's answer: a confirmation sentence under `result`. */
 export const deleteConfirmationSchema = z.string();

@@ -131,6 +131,14 @@ export const columns = {
     column('text', z.enum(values)),
   maybeOneOf: <const T extends readonly [string, ...string[]]>(values: T) =>
     column('text', z.enum(values).nullable()),
+  /** A list of records of another shape, as one jsonb value (a business's hours). */
+  listOf: <S extends AnyShape>(shape: S) =>
+    derivedColumn(
+      'jsonb',
+      z.array(recordSchemaOf(shape, {})),
+      (values: ValueOf<S>[]) => values.map((value) => rowOf(shape, value)),
+      (values: ValueOf<S>[]) => values.map((value) => recordOf(shape, value)),
+    ),
 } as const;
 
 /** Every field of `T`, each with its column. */

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import { columns as c, recordShape } from './record-shape.ts';
 import { id, parseRecords, storableString, text } from './schemas.ts';
 import type { Credential, ListResult } from './types.ts';
 
@@ -12,16 +13,30 @@ export const countrySchema = z
   .object({ id, name: storableString.min(1) })
   .transform((raw) => ({ id: raw.id, name: raw.name }));
 export type Country = z.output<typeof countrySchema>;
+/** A country's columns (src/api/record-shape.ts): `countries` and the Airbyte record. */
+export const countryShape = recordShape<Country>()({ id: c.id.as('country_id'), name: c.text });
 
 export const stateSchema = z
   .object({ id, name: storableString.min(1), iso: text, country_id: id })
   .transform((raw) => ({ id: raw.id, name: raw.name, iso: raw.iso, countryId: raw.country_id }));
 export type State = z.output<typeof stateSchema>;
+/** A state's columns (src/api/record-shape.ts): `states` and the Airbyte record. */
+export const stateShape = recordShape<State>()({
+  id: c.id.as('state_id'),
+  name: c.text,
+  iso: c.maybeText,
+  countryId: c.id,
+});
 
 export const subCategorySchema = z
   .object({ id, name: storableString.min(1) })
   .transform((raw) => ({ id: raw.id, name: raw.name }));
 export type SubCategory = z.output<typeof subCategorySchema>;
+/** A sub category's columns (src/api/record-shape.ts): `sub_categories` and the Airbyte record. */
+export const subCategoryShape = recordShape<SubCategory>()({
+  id: c.id.as('sub_category_id'),
+  name: c.text,
+});
 
 const referenceList = z.array(z.unknown());
 

@@ -15,6 +15,7 @@ import {
   idSegment,
   textSegment,
 } from './client.ts';
+import { columns as c, column, derivedColumn, recordShape } from './record-shape.ts';
 import {
   count,
   describeIssues,
@@ -55,6 +56,17 @@ export const reviewResponseSchema = z
     respondedAtPrecision: raw.date.precision,
   }));
 export type ReviewResponse = z.output<typeof reviewResponseSchema>;
+
+/** A response's columns (src/api/record-shape.ts): `review_responses` and the Airbyte record. */
+export const reviewResponseShape = recordShape<ReviewResponse>()({
+  id: c.uuid.as('response_id'),
+  title: c.maybeText,
+  content: c.maybeText,
+  authorName: c.maybeText,
+  authorAvatar: c.maybeText,
+  respondedAt: c.instant,
+  respondedAtPrecision: c.precision,
+});
 
 export const reviewSchema = z.compile(
   z
@@ -109,6 +121,32 @@ export interface Review extends ReviewFields {
   siteName: string;
   category: ReviewCategory;
 }
+
+/** A review's columns (src/api/record-shape.ts): `reviews` and the Airbyte record. */
+export const reviewShape = recordShape<Review>()({
+  id: c.uuid.as('review_id'),
+  siteName: c.text,
+  category: c.oneOf(['review', 'social']),
+  type: c.text,
+  title: c.maybeText,
+  content: c.text,
+  authorName: c.maybeText,
+  authorAvatar: c.maybeText,
+  rating: column('numeric', z.number().nullable()),
+  reviewedAt: c.instant,
+  reviewedAtPrecision: c.precision,
+  permalink: c.maybeText,
+  likesCount: c.count,
+  likesChange: c.count,
+  canRespond: c.boolean,
+  // The row and the record keep how many; the responses are review_responses' rows.
+  responses: derivedColumn(
+    'integer',
+    z.int().describe('how many responses the review has (see review_responses)'),
+    (responses: ReviewResponse[]) => responses.length,
+    (responses: ReviewResponse[]) => responses.length,
+  ).as('response_count'),
+});
 
 /** Operation 9's answer. */
 export const responseSubmittedSchema = z

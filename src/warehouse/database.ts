@@ -32,6 +32,7 @@ import type {
   RankObservationsView,
   RankSeriesTable,
 } from './rankings.ts';
+import type { CountriesTable, StatesTable, SubCategoriesTable } from './reference-data.ts';
 import type {
   ReviewBacklogTable,
   ReviewResponsesTable,
@@ -89,26 +90,6 @@ export interface AccountsTable {
    * entry shape, `businessListKey` in held-removals.ts); null when none is held.
    */
   removals_held: ColumnType<JsonValue | null, string | null | undefined, string | null>;
-}
-
-export interface CountriesTable {
-  country_id: number;
-  name: string;
-  updated_at: TimestampWithDefault;
-}
-
-export interface StatesTable {
-  state_id: number;
-  name: string;
-  iso: string | null;
-  country_id: number;
-  updated_at: TimestampWithDefault;
-}
-
-export interface SubCategoriesTable {
-  sub_category_id: number;
-  name: string;
-  updated_at: TimestampWithDefault;
 }
 
 export interface WebhookEventsTable {
