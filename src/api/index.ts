@@ -13,6 +13,8 @@ export {
   type BusinessInput,
   type BusinessSummary,
   type BusinessUpdated,
+  businessShape,
+  businessSummaryShape,
   createBusiness,
   getBusiness,
   getBusinessFull,
@@ -48,7 +50,7 @@ export {
   listKeywords,
 } from './keywords.ts';
 export { type Listing, listingShape, listListings } from './listings.ts';
-export { getRankings, type RankObservation } from './rankings.ts';
+export { getRankings, type RankObservation, rankObservationShape } from './rankings.ts';
 export {
   type AnyShape,
   type Column,

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { type AnswerBounds, checkBound, DEFAULT_ANSWER_BOUNDS, SAMPLE_SIZE } from './bounds.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import { columns as c, column, recordShape } from './record-shape.ts';
 import {
   describeIssues,
   INDEXED_TEXT_MAX,
@@ -22,6 +23,20 @@ export interface RankObservation {
   /** null where the upstream says `-`. */
   rank: number | null;
 }
+
+/**
+ * A rank observation's columns (src/api/record-shape.ts): `rank_series` stores the keyword
+ * and site (a series); the rank goes to the day's element of `rank_months`, which the writer
+ * fills itself. The Airbyte record shows all three, with the day (docs/airbyte.md).
+ */
+export const rankObservationShape = recordShape<RankObservation>()({
+  keyword: c.text,
+  site: c.text,
+  rank: column(
+    'integer',
+    z.int().nullable().describe('null where the upstream says "-" (searched, not ranked)'),
+  ).recordOnly(),
+});
 
 /**
  * One keyword's entry: site name → rank, where an object value (`Google_new`) holds

@@ -135,7 +135,7 @@ export const columns = {
   listOf: <S extends AnyShape>(shape: S) =>
     derivedColumn(
       'jsonb',
-      z.array(recordSchemaOf(shape, {})),
+      z.array(recordSchemaOf(shape, {})) as unknown as z.ZodType<RecordOf<S>[]>,
       (values: ValueOf<S>[]) => values.map((value) => rowOf(shape, value)),
       (values: ValueOf<S>[]) => values.map((value) => recordOf(shape, value)),
     ),
