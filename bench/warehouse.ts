@@ -43,7 +43,7 @@ import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import pLimit from 'p-limit';
 import pg from 'pg';
-import type { Keyword, Listing, ListingStatus, RankObservation } from '../src/api/types.ts';
+import type { Keyword, Listing, ListingStatus, RankObservation } from '../src/api/index.ts';
 import { renderTable } from '../src/command/table.ts';
 import { openWarehouse, type Warehouse } from '../src/warehouse/driver/connection.ts';
 import { migrateToLatest } from '../src/warehouse/driver/migrate.ts';

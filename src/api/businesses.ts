@@ -1,11 +1,12 @@
 /** Businesses: operations 1 to 6 of docs/upstream.md. */
 
 import { z } from 'zod';
+import type { Credential } from '../config/index.ts';
 import { parseUniqueRecords } from './bounds.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
 import { columns as c, derivedColumn, recordShape } from './record-shape.ts';
 import { coordinate, flag, id, storableString, text } from './schemas.ts';
-import type { Credential, ListResult } from './types.ts';
+import type { ListResult } from './types.ts';
 
 const summaryShape = {
   id,

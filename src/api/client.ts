@@ -13,7 +13,7 @@
  */
 import pLimit from 'p-limit';
 import type { Dispatcher } from 'undici';
-import type { ProxySettings } from '../config/index.ts';
+import type { Credential, ProxySettings } from '../config/index.ts';
 import { type Config, DEFAULTS } from '../config/index.ts';
 import { type Logger, silentLogger } from '../log.ts';
 import { AnswerUnchanged } from './answer-unchanged.ts';
@@ -37,7 +37,6 @@ import {
   DEFAULT_TIMEOUTS,
   type ResponseObserver,
 } from './transport.ts';
-import type { Credential } from './types.ts';
 
 export { type ProxySettings, proxyFromEnvironment } from '../config/index.ts';
 export { AnswerUnchanged } from './answer-unchanged.ts';

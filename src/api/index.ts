@@ -3,6 +3,8 @@
  * operation module exports its functions and its records' types (the schema's output),
  * one line here each; `types.ts` carries what several modules share.
  */
+
+export type { Credential } from '../config/index.ts';
 export {
   archiveBusiness,
   type BusinessBasic,

@@ -1,10 +1,11 @@
 /** Keywords: operations 12, 13 and 14 of docs/upstream.md. */
 import { z } from 'zod';
+import type { Credential } from '../config/index.ts';
 import { checkBound, SAMPLE_SIZE } from './bounds.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
 import { columns as c, recordShape } from './record-shape.ts';
 import { flag, id, indexedString, parseRecords, text } from './schemas.ts';
-import type { Credential, ListResult } from './types.ts';
+import type { ListResult } from './types.ts';
 
 export const keywordSchema = z.compile(
   z

@@ -1,15 +1,11 @@
 /** Listings: operation 7 of docs/upstream.md. */
 import { z } from 'zod';
+import type { Credential } from '../config/index.ts';
 import { checkBound, parseUniqueRecords, SAMPLE_SIZE } from './bounds.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
 import { columns as c, column, recordShape } from './record-shape.ts';
 import { flag, id, indexedString, liveLink, text } from './schemas.ts';
-import {
-  type Credential,
-  LISTING_STATUSES,
-  LISTING_SYNC_STATUSES,
-  type ListResult,
-} from './types.ts';
+import { LISTING_STATUSES, LISTING_SYNC_STATUSES, type ListResult } from './types.ts';
 
 function isNonEmptyString(value: unknown): boolean {
   return typeof value === 'string' && value.trim() !== '';

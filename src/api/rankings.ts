@@ -1,5 +1,6 @@
 /** Keyword rankings: operation 11 of docs/upstream.md. */
 import { z } from 'zod';
+import type { Credential } from '../config/index.ts';
 import { type AnswerBounds, checkBound, DEFAULT_ANSWER_BOUNDS, SAMPLE_SIZE } from './bounds.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
 import { columns as c, column, recordShape } from './record-shape.ts';
@@ -11,7 +12,7 @@ import {
   scrubPayload,
   unstorableTextReason,
 } from './schemas.ts';
-import type { Credential, ListResult, RejectedRecord } from './types.ts';
+import type { ListResult, RejectedRecord } from './types.ts';
 
 /**
  * One keyword's rank on one search site: the rankings' record (`Google_new` is two sites,

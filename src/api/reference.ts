@@ -4,10 +4,11 @@
  * code: `countryByIsoCode` finds one by its ISO 3166 code through the code's English name.
  */
 import { z } from 'zod';
+import type { Credential } from '../config/index.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
 import { columns as c, recordShape } from './record-shape.ts';
 import { id, parseRecords, storableString, text } from './schemas.ts';
-import type { Credential, ListResult } from './types.ts';
+import type { ListResult } from './types.ts';
 
 export const countrySchema = z
   .object({ id, name: storableString.min(1) })

@@ -1,5 +1,6 @@
 /** Reviews and review responses: operations 8, 9 and 10 of docs/upstream.md. */
 import { z } from 'zod';
+import type { Credential } from '../config/index.ts';
 import {
   type AnswerBounds,
   checkBound,
@@ -28,13 +29,7 @@ import {
   text,
   unstorableTextReason,
 } from './schemas.ts';
-import type {
-  Credential,
-  ListResult,
-  RejectedRecord,
-  ResponseRequestStatus,
-  ReviewCategory,
-} from './types.ts';
+import type { ListResult, RejectedRecord, ResponseRequestStatus, ReviewCategory } from './types.ts';
 
 export const reviewResponseSchema = z
   .object({

@@ -7,7 +7,7 @@ import type {
   Listing,
   RankObservation,
   Review,
-} from '../../src/api/types.ts';
+} from '../../src/api/index.ts';
 import { RECORD_STREAMS, type StreamRecords } from '../../src/streams/index.ts';
 import type { BusinessSnapshot, WriteContext } from '../../src/warehouse/snapshot.ts';
 
