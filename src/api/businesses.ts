@@ -3,7 +3,14 @@
 import { z } from 'zod';
 import type { Credential } from '../config/index.ts';
 import { parseUniqueRecords } from './bounds.ts';
-import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import {
+  type ApiClient,
+  type BusinessRead,
+  businessRead,
+  type CallOptions,
+  callUpstream,
+  idSegment,
+} from './client.ts';
 import { columns as c, derivedColumn, recordShape } from './record-shape.ts';
 import { coordinate, flag, id, storableString, text } from './schemas.ts';
 import type { ListResult } from './types.ts';
@@ -256,47 +263,17 @@ export function listBusinesses(
 }
 
 /** Operation 2: the basic read. */
-export function getBusiness(
-  api: ApiClient,
-  cred: Credential,
-  businessId: number,
-  opts?: CallOptions,
-): Promise<BusinessBasic> {
-  return callUpstream(
-    api,
-    cred,
-    {
-      operation: 'get_business',
-      method: 'GET',
-      path: `/businesses/${idSegment('businessId', businessId)}.json`,
-      subject: `for business ${businessId}`,
-      parse: (result) => businessBasicSchema.parse(result),
-    },
-    opts,
-  );
-}
+export const getBusiness: BusinessRead<BusinessBasic> = businessRead('get_business', '', (result) =>
+  businessBasicSchema.parse(result),
+);
 
 /** Operation 3: the full read (`type=all`). */
-export function getBusinessFull(
-  api: ApiClient,
-  cred: Credential,
-  businessId: number,
-  opts?: CallOptions,
-): Promise<BusinessFull> {
-  return callUpstream(
-    api,
-    cred,
-    {
-      operation: 'get_business_full',
-      method: 'GET',
-      path: `/businesses/${idSegment('businessId', businessId)}.json`,
-      query: { type: 'all' },
-      subject: `for business ${businessId}`,
-      parse: (result) => businessFullSchema.parse(result),
-    },
-    opts,
-  );
-}
+export const getBusinessFull: BusinessRead<BusinessFull> = businessRead(
+  'get_business_full',
+  '',
+  (result) => businessFullSchema.parse(result),
+  { query: { type: 'all' } },
+);
 
 /** Operation 4. Never retried: a repeat could create the business twice. */
 export function createBusiness(

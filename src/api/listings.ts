@@ -1,8 +1,7 @@
 /** Listings: operation 7 of docs/upstream.md. */
 import { z } from 'zod';
-import type { Credential } from '../config/index.ts';
 import { checkBound, parseUniqueRecords, SAMPLE_SIZE } from './bounds.ts';
-import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import { type BusinessRead, businessRead } from './client.ts';
 import { columns as c, column, recordShape } from './record-shape.ts';
 import { flag, id, indexedString, liveLink, text } from './schemas.ts';
 import { LISTING_STATUSES, LISTING_SYNC_STATUSES, type ListResult } from './types.ts';
@@ -98,28 +97,14 @@ const listingList = z.array(z.unknown());
  * `listingsPerAnswer` refuses the answer (TOO_MANY_RECORDS); the same listing id twice
  * collapses when the copies agree and is refused when they do not.
  */
-export function listListings(
-  api: ApiClient,
-  cred: Credential,
-  businessId: number,
-  opts?: CallOptions,
-): Promise<ListResult<Listing>> {
-  return callUpstream(
-    api,
-    cred,
-    {
-      operation: 'list_listings',
-      method: 'GET',
-      path: `/businesses/${idSegment('businessId', businessId)}/listings.json`,
-      subject: `for business ${businessId}`,
-      parse: (result, _body, bounds) => {
-        const items = listingList.parse(result);
-        checkBound(bounds, 'listingsPerAnswer', items.length, 'listings', 'listings', () =>
-          items.slice(0, SAMPLE_SIZE),
-        );
-        return parseUniqueRecords(listingSchema, items, (i) => `[${i}]`, 'listing');
-      },
-    },
-    opts,
-  );
-}
+export const listListings: BusinessRead<ListResult<Listing>> = businessRead(
+  'list_listings',
+  '/listings',
+  (result, _body, bounds) => {
+    const items = listingList.parse(result);
+    checkBound(bounds, 'listingsPerAnswer', items.length, 'listings', 'listings', () =>
+      items.slice(0, SAMPLE_SIZE),
+    );
+    return parseUniqueRecords(listingSchema, items, (i) => `[${i}]`, 'listing');
+  },
+);

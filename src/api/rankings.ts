@@ -1,8 +1,7 @@
 /** Keyword rankings: operation 11 of docs/upstream.md. */
 import { z } from 'zod';
-import type { Credential } from '../config/index.ts';
 import { type AnswerBounds, checkBound, DEFAULT_ANSWER_BOUNDS, SAMPLE_SIZE } from './bounds.ts';
-import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import { type BusinessRead, businessRead } from './client.ts';
 import { columns as c, column, recordShape } from './record-shape.ts';
 import {
   describeIssues,
@@ -150,25 +149,11 @@ export function rankingsFromResult(
 }
 
 /** Operation 11: every keyword's rank on every search site; `-` becomes null. */
-export function getRankings(
-  api: ApiClient,
-  cred: Credential,
-  businessId: number,
-  opts?: CallOptions,
-): Promise<ListResult<RankObservation>> {
-  return callUpstream(
-    api,
-    cred,
-    {
-      operation: 'get_rankings',
-      method: 'GET',
-      path: `/businesses/${idSegment('businessId', businessId)}/rankings.json`,
-      subject: `for business ${businessId}`,
-      parse: (result, _body, bounds) => rankingsFromResult(result, bounds),
-    },
-    opts,
-  );
-}
+export const getRankings: BusinessRead<ListResult<RankObservation>> = businessRead(
+  'get_rankings',
+  '/rankings',
+  (result, _body, bounds) => rankingsFromResult(result, bounds),
+);
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { Credential } from '../config/index.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import type { OperationName } from './errors.ts';
 import { columns as c, recordShape } from './record-shape.ts';
 import { id, parseRecords, storableString, text } from './schemas.ts';
 import type { ListResult } from './types.ts';
@@ -41,22 +42,38 @@ export const subCategoryShape = recordShape<SubCategory>()({
 
 const referenceList = z.array(z.unknown());
 
+/** A reference list (`{success, result: […]}` or a bare array), each record validated on its own. */
+function readReferenceList<T>(
+  api: ApiClient,
+  cred: Credential,
+  call: { operation: OperationName; path: string; subject?: string },
+  schema: z.ZodType<T>,
+  opts?: CallOptions,
+): Promise<ListResult<T>> {
+  return callUpstream(
+    api,
+    cred,
+    {
+      ...call,
+      method: 'GET',
+      envelope: { bareArray: true },
+      parse: (result) => parseRecords(schema, referenceList.parse(result), (i) => `[${i}]`),
+    },
+    opts,
+  );
+}
+
 /** Operation 16. */
 export function listCountries(
   api: ApiClient,
   cred: Credential,
   opts?: CallOptions,
 ): Promise<ListResult<Country>> {
-  return callUpstream(
+  return readReferenceList(
     api,
     cred,
-    {
-      operation: 'list_countries',
-      method: 'GET',
-      path: '/countries.json',
-      envelope: { bareArray: true },
-      parse: (result) => parseRecords(countrySchema, referenceList.parse(result), (i) => `[${i}]`),
-    },
+    { operation: 'list_countries', path: '/countries.json' },
+    countrySchema,
     opts,
   );
 }
@@ -68,17 +85,15 @@ export function listStates(
   countryId: number,
   opts?: CallOptions,
 ): Promise<ListResult<State>> {
-  return callUpstream(
+  return readReferenceList(
     api,
     cred,
     {
       operation: 'list_states',
-      method: 'GET',
       path: `/countries/${idSegment('countryId', countryId)}/states.json`,
       subject: `for country ${countryId}`,
-      envelope: { bareArray: true },
-      parse: (result) => parseRecords(stateSchema, referenceList.parse(result), (i) => `[${i}]`),
     },
+    stateSchema,
     opts,
   );
 }
@@ -89,17 +104,11 @@ export function listSubCategories(
   cred: Credential,
   opts?: CallOptions,
 ): Promise<ListResult<SubCategory>> {
-  return callUpstream(
+  return readReferenceList(
     api,
     cred,
-    {
-      operation: 'list_sub_categories',
-      method: 'GET',
-      path: '/sub_categories.json',
-      envelope: { bareArray: true },
-      parse: (result) =>
-        parseRecords(subCategorySchema, referenceList.parse(result), (i) => `[${i}]`),
-    },
+    { operation: 'list_sub_categories', path: '/sub_categories.json' },
+    subCategorySchema,
     opts,
   );
 }

@@ -11,6 +11,7 @@ import {
 } from './bounds.ts';
 import {
   type ApiClient,
+  businessRead,
   type CallOptions,
   callUpstream,
   idSegment,
@@ -234,19 +235,12 @@ export function listReviews(
   category: ReviewCategory,
   opts?: CallOptions,
 ): Promise<ListResult<Review>> {
-  return callUpstream(
-    api,
-    cred,
-    {
-      operation: 'list_reviews',
-      method: 'GET',
-      path: `/businesses/${idSegment('businessId', businessId)}/reviews.json`,
-      query: { category },
-      subject: `for business ${businessId} (${category})`,
-      parse: (result, _body, bounds) => reviewsFromResult(result, category, bounds),
-    },
-    opts,
-  );
+  return businessRead(
+    'list_reviews',
+    '/reviews',
+    (result, _body, bounds) => reviewsFromResult(result, category, bounds),
+    { query: { category }, aside: category },
+  )(api, cred, businessId, opts);
 }
 
 /**
