@@ -50,15 +50,15 @@ import type {
 } from '../../src/warehouse/reference-data.ts';
 import type { ReviewResponsesTable, ReviewsTable } from '../../src/warehouse/reviews.ts';
 
-// A copy of the listing schema with one more field, as a contributor adds `site_category`.
+// A copy of the listing schema with one more field, as a contributor adds `site_language`.
 const listingWithCategorySchema = z.unknown().transform((input) => ({
   ...listingSchema.parse(input),
-  siteCategory: z.object({ site_category: text }).parse(input).site_category,
+  siteLanguage: z.object({ site_language: text }).parse(input).site_language,
 }));
 type ListingWithCategory = z.output<typeof listingWithCategorySchema>;
 const listingWithCategoryShape = recordShape<ListingWithCategory>()({
   ...listingShape.columns,
-  siteCategory: columns.maybeText,
+  siteLanguage: columns.maybeText,
 });
 
 const upstreamListing = {
@@ -69,7 +69,7 @@ const upstreamListing = {
   name: 'Cafe',
   name_valid: true,
   site_username: 'login',
-  site_category: 'Restaurants',
+  site_language: 'fr',
 };
 
 describe('a column added to a record', () => {
@@ -78,8 +78,8 @@ describe('a column added to a record', () => {
   it('is in the row, after the columns it had, under its snake_case name', () => {
     const row = rowOf(listingWithCategoryShape, listing);
     const before = rowOf(listingShape, listingSchema.parse(upstreamListing));
-    expect(row).toEqual({ ...before, site_category: 'Restaurants' });
-    expect(Object.keys(row)).toEqual([...Object.keys(before), 'site_category']);
+    expect(row).toEqual({ ...before, site_language: 'fr' });
+    expect(Object.keys(row)).toEqual([...Object.keys(before), 'site_language']);
     expect(row.listing_id).toBe(7);
     expect(row.has_site_credentials).toBe(true);
     expect(row).not.toHaveProperty('site_username');
@@ -87,8 +87,8 @@ describe('a column added to a record', () => {
 
   it("is in the table's column list with its SQL type", () => {
     const types = columnTypesOf(listingWithCategoryShape);
-    expect(types).toEqual({ ...columnTypesOf(listingShape), site_category: 'text' });
-    expect(columnTypesOf(listingShape)).not.toHaveProperty('site_category');
+    expect(types).toEqual({ ...columnTypesOf(listingShape), site_language: 'text' });
+    expect(columnTypesOf(listingShape)).not.toHaveProperty('site_language');
   });
 
   it("is in the Airbyte record and its JSON schema, typed as the column's kind", () => {
@@ -98,18 +98,18 @@ describe('a column added to a record', () => {
       properties: Record<string, unknown>;
       required: string[];
     };
-    expect(json.properties['site_category']).toEqual({ type: ['string', 'null'] });
-    expect(json.required).toContain('site_category');
+    expect(json.properties['site_language']).toEqual({ type: ['string', 'null'] });
+    expect(json.required).toContain('site_language');
     const before = z.toJSONSchema(listingRecord) as { properties: Record<string, unknown> };
     // The same JSON schema as the listing's other optional text, `order_status`.
-    expect(json.properties['site_category']).toEqual(before.properties['order_status']);
+    expect(json.properties['site_language']).toEqual(before.properties['order_status']);
     expect(Object.keys(json.properties)).toEqual([
       ...Object.keys(before.properties),
-      'site_category',
+      'site_language',
     ]);
     const record = { account: 'a', business_id: 1, ...recordOf(listingWithCategoryShape, listing) };
     expect(schema.parse(record)).toEqual(record);
-    expect(record.site_category).toBe('Restaurants');
+    expect(record.site_language).toBe('fr');
     expect(record.id).toBe(7);
   });
 });
@@ -144,17 +144,17 @@ describe('the Airbyte catalog', () => {
 
 describe('the type checker', () => {
   it('refuses a shape that misses a field, has one more, or types one differently', () => {
-    // @ts-expect-error: `siteCategory` has no column.
+    // @ts-expect-error: `siteLanguage` has no column.
     recordShape<ListingWithCategory>()(listingShape.columns);
     recordShape<ListingWithCategory>()({
       ...listingShape.columns,
       // @ts-expect-error: text for a field that may be null.
-      siteCategory: columns.text,
+      siteLanguage: columns.text,
     });
     recordShape<Listing>()({
       ...listingShape.columns,
       // @ts-expect-error: a column for a field `Listing` lacks.
-      siteCategory: columns.maybeText,
+      siteLanguage: columns.maybeText,
     });
     recordShape<Listing>()({
       ...listingShape.columns,
