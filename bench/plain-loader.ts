@@ -19,7 +19,7 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { Pool } from 'undici';
-import type { Credential } from '../src/api/types.ts';
+import type { Credential } from '../src/api/index.ts';
 import { openWarehouse } from '../src/warehouse/driver/connection.ts';
 import { migrateToLatest } from '../src/warehouse/driver/migrate.ts';
 

@@ -10,7 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { createApiClient } from '../src/api/client.ts';
-import type { Credential } from '../src/api/types.ts';
+import type { Credential } from '../src/api/index.ts';
 import { DEFAULTS } from '../src/config/index.ts';
 import { silentLogger } from '../src/log.ts';
 import { runSync } from '../src/sync/run.ts';

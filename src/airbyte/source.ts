@@ -12,6 +12,7 @@
  */
 import pLimit from 'p-limit';
 import { observeResponses } from '../api/client.ts';
+import type { BusinessSummary, Credential, RejectedRecord } from '../api/index.ts';
 import {
   type ApiClient,
   ApiError,
@@ -20,7 +21,6 @@ import {
   listStates,
   listSubCategories,
 } from '../api/index.ts';
-import type { BusinessSummary, Credential, RejectedRecord } from '../api/types.ts';
 import { utcDay } from '../calendar-day.ts';
 import { ConfigError } from '../config/index.ts';
 import type { Logger } from '../log.ts';

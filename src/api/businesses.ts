@@ -1,10 +1,19 @@
 /** Businesses: operations 1 to 6 of docs/upstream.md. */
 
 import { z } from 'zod';
+import type { Credential } from '../config/index.ts';
 import { parseUniqueRecords } from './bounds.ts';
-import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import {
+  type ApiClient,
+  type BusinessRead,
+  businessRead,
+  type CallOptions,
+  callUpstream,
+  idSegment,
+} from './client.ts';
+import { columns as c, derivedColumn, recordShape } from './record-shape.ts';
 import { coordinate, flag, id, storableString, text } from './schemas.ts';
-import type { Credential, ListResult } from './types.ts';
+import type { ListResult } from './types.ts';
 
 const summaryShape = {
   id,
@@ -35,6 +44,20 @@ export const businessSummarySchema = z.compile(
 );
 export type BusinessSummary = z.output<typeof businessSummarySchema>;
 
+/**
+ * A summary's columns (src/api/record-shape.ts): the list refreshes these of a stored
+ * profile when the full read failed. The business's id is the row's key, set by the writer.
+ */
+export const businessSummaryShape = recordShape<BusinessSummary>()({
+  id: c.id.recordOnly(),
+  name: c.text,
+  street: c.maybeText,
+  city: c.maybeText,
+  stateName: c.maybeText,
+  postalCode: c.maybeText,
+  phone: c.maybeText,
+});
+
 export const businessBasicSchema = z
   .object({ ...summaryShape, biz_url: text, hide_address: flag })
   .transform((raw) => ({
@@ -53,6 +76,13 @@ const businessHoursEntrySchema = z
     endTime: raw.end_time,
   }));
 export type BusinessHoursEntry = z.output<typeof businessHoursEntrySchema>;
+
+/** A day's hours as `businesses.business_hours` and the Airbyte record hold them. */
+const businessHoursShape = recordShape<BusinessHoursEntry>()({
+  day: c.text,
+  startTime: c.maybeText,
+  endTime: c.maybeText,
+});
 
 export const businessFullSchema = z.compile(
   z
@@ -96,6 +126,29 @@ export const businessFullSchema = z.compile(
     })),
 );
 export type BusinessFull = z.output<typeof businessFullSchema>;
+
+/** A profile's columns (src/api/record-shape.ts): `businesses` and the Airbyte record. */
+export const businessShape = recordShape<BusinessFull>()({
+  ...businessSummaryShape.columns,
+  latitude: c.maybeNumber,
+  longitude: c.maybeNumber,
+  bizUrl: c.maybeText,
+  ownerFirstName: c.maybeText,
+  ownerLastName: c.maybeText,
+  facebookUrl: c.maybeText,
+  twitterUrl: c.maybeText,
+  description: c.maybeText,
+  tagline: c.maybeText,
+  storecode: c.maybeText,
+  additionalCategories: derivedColumn(
+    'jsonb',
+    z.array(z.string()),
+    (categories: string[]) => [...categories],
+    (categories: string[]) => categories,
+  ),
+  businessHours: c.listOf(businessHoursShape),
+  hideAddress: c.flag,
+});
 
 export const businessCreatedSchema = z
   .object({ ...summaryShape, sub_category_name: text, biz_url: text, hide_address: flag })
@@ -210,47 +263,17 @@ export function listBusinesses(
 }
 
 /** Operation 2: the basic read. */
-export function getBusiness(
-  api: ApiClient,
-  cred: Credential,
-  businessId: number,
-  opts?: CallOptions,
-): Promise<BusinessBasic> {
-  return callUpstream(
-    api,
-    cred,
-    {
-      operation: 'get_business',
-      method: 'GET',
-      path: `/businesses/${idSegment('businessId', businessId)}.json`,
-      subject: `for business ${businessId}`,
-      parse: (result) => businessBasicSchema.parse(result),
-    },
-    opts,
-  );
-}
+export const getBusiness: BusinessRead<BusinessBasic> = businessRead('get_business', '', (result) =>
+  businessBasicSchema.parse(result),
+);
 
 /** Operation 3: the full read (`type=all`). */
-export function getBusinessFull(
-  api: ApiClient,
-  cred: Credential,
-  businessId: number,
-  opts?: CallOptions,
-): Promise<BusinessFull> {
-  return callUpstream(
-    api,
-    cred,
-    {
-      operation: 'get_business_full',
-      method: 'GET',
-      path: `/businesses/${idSegment('businessId', businessId)}.json`,
-      query: { type: 'all' },
-      subject: `for business ${businessId}`,
-      parse: (result) => businessFullSchema.parse(result),
-    },
-    opts,
-  );
-}
+export const getBusinessFull: BusinessRead<BusinessFull> = businessRead(
+  'get_business_full',
+  '',
+  (result) => businessFullSchema.parse(result),
+  { query: { type: 'all' } },
+);
 
 /** Operation 4. Never retried: a repeat could create the business twice. */
 export function createBusiness(

@@ -13,7 +13,7 @@
  */
 import pLimit from 'p-limit';
 import type { Dispatcher } from 'undici';
-import type { ProxySettings } from '../config/index.ts';
+import type { Credential, ProxySettings } from '../config/index.ts';
 import { type Config, DEFAULTS } from '../config/index.ts';
 import { type Logger, silentLogger } from '../log.ts';
 import { AnswerUnchanged } from './answer-unchanged.ts';
@@ -26,8 +26,9 @@ import {
   stateOf,
   type UpstreamCall,
 } from './client-state.ts';
-import { ApiError } from './errors.ts';
+import { ApiError, type OperationName } from './errors.ts';
 import { accountFor } from './limits.ts';
+import { idSegment } from './path-segments.ts';
 import { type Clock, type RetryPolicy, resolveRetryPolicy, systemClock } from './retry.ts';
 import { runWithRetries } from './retry-loop.ts';
 import { type ApiStats, countOutcome, emptyStats, snapshotStats } from './stats.ts';
@@ -37,7 +38,6 @@ import {
   DEFAULT_TIMEOUTS,
   type ResponseObserver,
 } from './transport.ts';
-import type { Credential } from './types.ts';
 
 export { type ProxySettings, proxyFromEnvironment } from '../config/index.ts';
 export { AnswerUnchanged } from './answer-unchanged.ts';
@@ -231,4 +231,39 @@ export async function callUpstream<T>(
   } finally {
     countOutcome(state.stats, call.operation, outcome);
   }
+}
+
+/** A read of one business, as the stream descriptors' `fetch` and the commands call it. */
+export type BusinessRead<T> = (
+  client: ApiClient,
+  credential: Credential,
+  businessId: number,
+  options?: CallOptions,
+) => Promise<T>;
+
+/**
+ * An operation that reads one business: `GET /businesses/{id}<rest>.json` (with `query`),
+ * about `for business {id}` (and `aside`, in parentheses), its answer parsed by `parse`: the
+ * shape of every per-business read of docs/upstream.md.
+ */
+export function businessRead<T>(
+  operation: OperationName,
+  rest: string,
+  parse: UpstreamCall<T>['parse'],
+  { query, aside }: { query?: Record<string, string>; aside?: string } = {},
+): BusinessRead<T> {
+  return (client, credential, businessId, options) =>
+    callUpstream(
+      client,
+      credential,
+      {
+        operation,
+        method: 'GET',
+        path: `/businesses/${idSegment('businessId', businessId)}${rest}.json`,
+        ...(query && { query }),
+        subject: `for business ${businessId}${aside ? ` (${aside})` : ''}`,
+        parse,
+      },
+      options,
+    );
 }

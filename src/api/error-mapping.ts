@@ -6,6 +6,7 @@
  * put into an error is scrubbed (`redaction.ts`).
  */
 import { ZodError } from 'zod';
+import type { Credential } from '../config/index.ts';
 import { AnswerOverBound } from './bounds.ts';
 import type { ClientState, UpstreamCall } from './client-state.ts';
 import { ApiError, type ApiErrorCode, codeForMessage, isPermanentMessageCode } from './errors.ts';
@@ -18,7 +19,7 @@ import {
 } from './retry.ts';
 import { describeIssues, readEnvelope } from './schemas.ts';
 import { BODY_TOO_LARGE, type Exchange, errorCodeOf, TOTAL_TIMEOUT } from './transport.ts';
-import type { Credential, RejectedRecord } from './types.ts';
+import type { RejectedRecord } from './types.ts';
 
 /** A failure of one attempt, and whether another attempt may help. */
 export interface AttemptFailure {

@@ -3,6 +3,8 @@
  * operation module exports its functions and its records' types (the schema's output),
  * one line here each; `types.ts` carries what several modules share.
  */
+
+export type { Credential } from '../config/index.ts';
 export {
   archiveBusiness,
   type BusinessBasic,
@@ -13,6 +15,8 @@ export {
   type BusinessInput,
   type BusinessSummary,
   type BusinessUpdated,
+  businessShape,
+  businessSummaryShape,
   createBusiness,
   getBusiness,
   getBusinessFull,
@@ -40,16 +44,43 @@ export {
   OPERATIONS,
   type OperationName,
 } from './errors.ts';
-export { addKeyword, deleteKeyword, type Keyword, listKeywords } from './keywords.ts';
-export { type Listing, listListings } from './listings.ts';
-export { getRankings, type RankObservation } from './rankings.ts';
+export {
+  addKeyword,
+  deleteKeyword,
+  type Keyword,
+  keywordShape,
+  listKeywords,
+} from './keywords.ts';
+export { type Listing, listingShape, listListings } from './listings.ts';
+export { getRankings, type RankObservation, rankObservationShape } from './rankings.ts';
+export {
+  type AnyShape,
+  type Column,
+  type ColumnsOf,
+  column,
+  columns,
+  columnTypesOf,
+  derivedColumn,
+  type RecordOf,
+  type RecordShape,
+  type RowOf,
+  type RowSqlOf,
+  recordOf,
+  recordSchemaOf,
+  recordShape,
+  rowOf,
+  type SqlType,
+} from './record-shape.ts';
 export {
   type Country,
+  countryShape,
   listCountries,
   listStates,
   listSubCategories,
   type State,
   type SubCategory,
+  stateShape,
+  subCategoryShape,
 } from './reference.ts';
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.ts';
 export {
@@ -59,6 +90,8 @@ export {
   type Review,
   type ReviewResponse,
   respondToReview,
+  reviewResponseShape,
+  reviewShape,
 } from './reviews.ts';
 export type * from './types.ts';
 export {

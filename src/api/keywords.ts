@@ -1,9 +1,18 @@
 /** Keywords: operations 12, 13 and 14 of docs/upstream.md. */
 import { z } from 'zod';
+import type { Credential } from '../config/index.ts';
 import { checkBound, SAMPLE_SIZE } from './bounds.ts';
-import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import {
+  type ApiClient,
+  type BusinessRead,
+  businessRead,
+  type CallOptions,
+  callUpstream,
+  idSegment,
+} from './client.ts';
+import { columns as c, recordShape } from './record-shape.ts';
 import { flag, id, indexedString, parseRecords, text } from './schemas.ts';
-import type { Credential, ListResult } from './types.ts';
+import type { ListResult } from './types.ts';
 
 export const keywordSchema = z.compile(
   z
@@ -31,37 +40,37 @@ export const keywordSchema = z.compile(
 );
 export type Keyword = z.output<typeof keywordSchema>;
 
+/**
+ * A keyword's columns (src/api/record-shape.ts): `keywords` and the Airbyte record. Its
+ * business is the record's; the row's `business_id` is the writing business's.
+ */
+export const keywordShape = recordShape<Keyword>()({
+  id: c.id.as('keyword_id'),
+  businessId: c.id.recordOnly(),
+  keyword: c.text,
+  city: c.maybeText,
+  state: c.maybeText,
+  primary: c.flag.as('is_primary'),
+  archived: c.boolean,
+});
+
 /** Operation 14's answer: a confirmation sentence under `result`. */
 export const deleteConfirmationSchema = z.string();
 
 const keywordList = z.array(z.unknown());
 
 /** Operation 12: a business's keywords, each validated on its own. */
-export function listKeywords(
-  api: ApiClient,
-  cred: Credential,
-  businessId: number,
-  opts?: CallOptions,
-): Promise<ListResult<Keyword>> {
-  return callUpstream(
-    api,
-    cred,
-    {
-      operation: 'list_keywords',
-      method: 'GET',
-      path: `/businesses/${idSegment('businessId', businessId)}/keywords.json`,
-      subject: `for business ${businessId}`,
-      parse: (result, _body, bounds) => {
-        const items = keywordList.parse(result);
-        checkBound(bounds, 'keywordsPerBusiness', items.length, 'keywords', 'keywords', () =>
-          items.slice(0, SAMPLE_SIZE),
-        );
-        return parseRecords(keywordSchema, items, (i) => `[${i}]`);
-      },
-    },
-    opts,
-  );
-}
+export const listKeywords: BusinessRead<ListResult<Keyword>> = businessRead(
+  'list_keywords',
+  '/keywords',
+  (result, _body, bounds) => {
+    const items = keywordList.parse(result);
+    checkBound(bounds, 'keywordsPerBusiness', items.length, 'keywords', 'keywords', () =>
+      items.slice(0, SAMPLE_SIZE),
+    );
+    return parseRecords(keywordSchema, items, (i) => `[${i}]`);
+  },
+);
 
 /** Operation 13: add a keyword (sent as JSON, as the upstream's own sample does). Never retried. */
 export function addKeyword(

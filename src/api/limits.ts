@@ -7,11 +7,11 @@
  * credential's next requests keep.
  */
 import pLimit, { type LimitFunction } from 'p-limit';
+import type { Credential } from '../config/index.ts';
 import type { ClientState, UpstreamCall } from './client-state.ts';
 import type { AttemptFailure } from './error-mapping.ts';
 import { ApiError } from './errors.ts';
 import { backoffDelayMs } from './retry.ts';
-import type { Credential } from './types.ts';
 
 export interface AccountState {
   limit: LimitFunction;

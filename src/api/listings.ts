@@ -1,14 +1,10 @@
 /** Listings: operation 7 of docs/upstream.md. */
 import { z } from 'zod';
 import { checkBound, parseUniqueRecords, SAMPLE_SIZE } from './bounds.ts';
-import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import { type BusinessRead, businessRead } from './client.ts';
+import { columns as c, column, recordShape } from './record-shape.ts';
 import { flag, id, indexedString, liveLink, text } from './schemas.ts';
-import {
-  type Credential,
-  LISTING_STATUSES,
-  LISTING_SYNC_STATUSES,
-  type ListResult,
-} from './types.ts';
+import { LISTING_STATUSES, LISTING_SYNC_STATUSES, type ListResult } from './types.ts';
 
 function isNonEmptyString(value: unknown): boolean {
   return typeof value === 'string' && value.trim() !== '';
@@ -65,6 +61,34 @@ export const listingSchema = z.compile(
 /** A listing. The directory login and password are dropped: only whether any are set survives. */
 export type Listing = z.output<typeof listingSchema>;
 
+/** A listing's columns (src/api/record-shape.ts): `listings` and the Airbyte record. */
+export const listingShape = recordShape<Listing>()({
+  id: c.id.as('listing_id'),
+  siteName: c.text,
+  status: c.oneOf(LISTING_STATUSES),
+  syncStatus: c.maybeOneOf(LISTING_SYNC_STATUSES),
+  orderStatus: c.maybeText,
+  name: c.maybeText,
+  nameValid: c.flag,
+  phone: c.maybeText,
+  phoneValid: c.flag,
+  street: c.maybeText,
+  city: c.maybeText,
+  state: c.maybeText,
+  postalCode: c.maybeText,
+  addressValid: c.flag,
+  liveLink: c.maybeText,
+  claimed: c.flag,
+  hasSiteCredentials: column(
+    'boolean',
+    z
+      .boolean()
+      .describe(
+        'whether the directory login is set; the login and password never leave the client',
+      ),
+  ),
+});
+
 const listingList = z.array(z.unknown());
 
 /**
@@ -73,28 +97,14 @@ const listingList = z.array(z.unknown());
  * `listingsPerAnswer` refuses the answer (TOO_MANY_RECORDS); the same listing id twice
  * collapses when the copies agree and is refused when they do not.
  */
-export function listListings(
-  api: ApiClient,
-  cred: Credential,
-  businessId: number,
-  opts?: CallOptions,
-): Promise<ListResult<Listing>> {
-  return callUpstream(
-    api,
-    cred,
-    {
-      operation: 'list_listings',
-      method: 'GET',
-      path: `/businesses/${idSegment('businessId', businessId)}/listings.json`,
-      subject: `for business ${businessId}`,
-      parse: (result, _body, bounds) => {
-        const items = listingList.parse(result);
-        checkBound(bounds, 'listingsPerAnswer', items.length, 'listings', 'listings', () =>
-          items.slice(0, SAMPLE_SIZE),
-        );
-        return parseUniqueRecords(listingSchema, items, (i) => `[${i}]`, 'listing');
-      },
-    },
-    opts,
-  );
-}
+export const listListings: BusinessRead<ListResult<Listing>> = businessRead(
+  'list_listings',
+  '/listings',
+  (result, _body, bounds) => {
+    const items = listingList.parse(result);
+    checkBound(bounds, 'listingsPerAnswer', items.length, 'listings', 'listings', () =>
+      items.slice(0, SAMPLE_SIZE),
+    );
+    return parseUniqueRecords(listingSchema, items, (i) => `[${i}]`, 'listing');
+  },
+);

@@ -1,7 +1,8 @@
 /** Keyword rankings: operation 11 of docs/upstream.md. */
 import { z } from 'zod';
 import { type AnswerBounds, checkBound, DEFAULT_ANSWER_BOUNDS, SAMPLE_SIZE } from './bounds.ts';
-import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import { type BusinessRead, businessRead } from './client.ts';
+import { columns as c, column, recordShape } from './record-shape.ts';
 import {
   describeIssues,
   INDEXED_TEXT_MAX,
@@ -10,7 +11,7 @@ import {
   scrubPayload,
   unstorableTextReason,
 } from './schemas.ts';
-import type { Credential, ListResult, RejectedRecord } from './types.ts';
+import type { ListResult, RejectedRecord } from './types.ts';
 
 /**
  * One keyword's rank on one search site: the rankings' record (`Google_new` is two sites,
@@ -22,6 +23,20 @@ export interface RankObservation {
   /** null where the upstream says `-`. */
   rank: number | null;
 }
+
+/**
+ * A rank observation's columns (src/api/record-shape.ts): `rank_series` stores the keyword
+ * and site (a series); the rank goes to the day's element of `rank_months`, which the writer
+ * fills itself. The Airbyte record shows all three, with the day (docs/airbyte.md).
+ */
+export const rankObservationShape = recordShape<RankObservation>()({
+  keyword: c.text,
+  site: c.text,
+  rank: column(
+    'integer',
+    z.int().nullable().describe('null where the upstream says "-" (searched, not ranked)'),
+  ).recordOnly(),
+});
 
 /**
  * One keyword's entry: site name → rank, where an object value (`Google_new`) holds
@@ -134,25 +149,11 @@ export function rankingsFromResult(
 }
 
 /** Operation 11: every keyword's rank on every search site; `-` becomes null. */
-export function getRankings(
-  api: ApiClient,
-  cred: Credential,
-  businessId: number,
-  opts?: CallOptions,
-): Promise<ListResult<RankObservation>> {
-  return callUpstream(
-    api,
-    cred,
-    {
-      operation: 'get_rankings',
-      method: 'GET',
-      path: `/businesses/${idSegment('businessId', businessId)}/rankings.json`,
-      subject: `for business ${businessId}`,
-      parse: (result, _body, bounds) => rankingsFromResult(result, bounds),
-    },
-    opts,
-  );
-}
+export const getRankings: BusinessRead<ListResult<RankObservation>> = businessRead(
+  'get_rankings',
+  '/rankings',
+  (result, _body, bounds) => rankingsFromResult(result, bounds),
+);
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -5,9 +5,10 @@
  * short. A value is replaced where it stands whole, never inside a longer word
  * (`replaceWhole`).
  */
+
+import type { Credential } from '../config/index.ts';
 import { redactText, replaceWhole } from '../log.ts';
 import { errorCodeOf } from './transport.ts';
-import type { Credential } from './types.ts';
 
 /** Upstream body text quoted in errors is cut to this length. */
 const SNIPPET_CHARS = 200;

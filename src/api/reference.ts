@@ -4,26 +4,64 @@
  * code: `countryByIsoCode` finds one by its ISO 3166 code through the code's English name.
  */
 import { z } from 'zod';
+import type { Credential } from '../config/index.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
+import type { OperationName } from './errors.ts';
+import { columns as c, recordShape } from './record-shape.ts';
 import { id, parseRecords, storableString, text } from './schemas.ts';
-import type { Credential, ListResult } from './types.ts';
+import type { ListResult } from './types.ts';
 
 export const countrySchema = z
   .object({ id, name: storableString.min(1) })
   .transform((raw) => ({ id: raw.id, name: raw.name }));
 export type Country = z.output<typeof countrySchema>;
+/** A country's columns (src/api/record-shape.ts): `countries` and the Airbyte record. */
+export const countryShape = recordShape<Country>()({ id: c.id.as('country_id'), name: c.text });
 
 export const stateSchema = z
   .object({ id, name: storableString.min(1), iso: text, country_id: id })
   .transform((raw) => ({ id: raw.id, name: raw.name, iso: raw.iso, countryId: raw.country_id }));
 export type State = z.output<typeof stateSchema>;
+/** A state's columns (src/api/record-shape.ts): `states` and the Airbyte record. */
+export const stateShape = recordShape<State>()({
+  id: c.id.as('state_id'),
+  name: c.text,
+  iso: c.maybeText,
+  countryId: c.id,
+});
 
 export const subCategorySchema = z
   .object({ id, name: storableString.min(1) })
   .transform((raw) => ({ id: raw.id, name: raw.name }));
 export type SubCategory = z.output<typeof subCategorySchema>;
+/** A sub category's columns (src/api/record-shape.ts): `sub_categories` and the Airbyte record. */
+export const subCategoryShape = recordShape<SubCategory>()({
+  id: c.id.as('sub_category_id'),
+  name: c.text,
+});
 
 const referenceList = z.array(z.unknown());
+
+/** A reference list (`{success, result: […]}` or a bare array), each record validated on its own. */
+function readReferenceList<T>(
+  api: ApiClient,
+  cred: Credential,
+  call: { operation: OperationName; path: string; subject?: string },
+  schema: z.ZodType<T>,
+  opts?: CallOptions,
+): Promise<ListResult<T>> {
+  return callUpstream(
+    api,
+    cred,
+    {
+      ...call,
+      method: 'GET',
+      envelope: { bareArray: true },
+      parse: (result) => parseRecords(schema, referenceList.parse(result), (i) => `[${i}]`),
+    },
+    opts,
+  );
+}
 
 /** Operation 16. */
 export function listCountries(
@@ -31,16 +69,11 @@ export function listCountries(
   cred: Credential,
   opts?: CallOptions,
 ): Promise<ListResult<Country>> {
-  return callUpstream(
+  return readReferenceList(
     api,
     cred,
-    {
-      operation: 'list_countries',
-      method: 'GET',
-      path: '/countries.json',
-      envelope: { bareArray: true },
-      parse: (result) => parseRecords(countrySchema, referenceList.parse(result), (i) => `[${i}]`),
-    },
+    { operation: 'list_countries', path: '/countries.json' },
+    countrySchema,
     opts,
   );
 }
@@ -52,17 +85,15 @@ export function listStates(
   countryId: number,
   opts?: CallOptions,
 ): Promise<ListResult<State>> {
-  return callUpstream(
+  return readReferenceList(
     api,
     cred,
     {
       operation: 'list_states',
-      method: 'GET',
       path: `/countries/${idSegment('countryId', countryId)}/states.json`,
       subject: `for country ${countryId}`,
-      envelope: { bareArray: true },
-      parse: (result) => parseRecords(stateSchema, referenceList.parse(result), (i) => `[${i}]`),
     },
+    stateSchema,
     opts,
   );
 }
@@ -73,17 +104,11 @@ export function listSubCategories(
   cred: Credential,
   opts?: CallOptions,
 ): Promise<ListResult<SubCategory>> {
-  return callUpstream(
+  return readReferenceList(
     api,
     cred,
-    {
-      operation: 'list_sub_categories',
-      method: 'GET',
-      path: '/sub_categories.json',
-      envelope: { bareArray: true },
-      parse: (result) =>
-        parseRecords(subCategorySchema, referenceList.parse(result), (i) => `[${i}]`),
-    },
+    { operation: 'list_sub_categories', path: '/sub_categories.json' },
+    subCategorySchema,
     opts,
   );
 }

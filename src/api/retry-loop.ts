@@ -3,13 +3,14 @@
  * and read (`error-mapping.ts`); a read that fails transiently is tried again after the
  * policy's backoff or the upstream's Retry-After (`retry.ts`). Writes are tried once.
  */
+
+import type { Credential } from '../config/index.ts';
 import { AnswerUnchanged } from './answer-unchanged.ts';
 import type { CallOptions, ClientState, UpstreamCall } from './client-state.ts';
 import { interpret } from './error-mapping.ts';
 import { accountFor, noteRateLimit, pauseTooLong, relaxSpacing, withinLimits } from './limits.ts';
 import { backoffDelayMs } from './retry.ts';
 import { sendAttempt } from './transport.ts';
-import type { Credential } from './types.ts';
 
 /**
  * The call's value, or its last attempt's ApiError; an AnswerUnchanged when

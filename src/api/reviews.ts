@@ -1,5 +1,6 @@
 /** Reviews and review responses: operations 8, 9 and 10 of docs/upstream.md. */
 import { z } from 'zod';
+import type { Credential } from '../config/index.ts';
 import {
   type AnswerBounds,
   checkBound,
@@ -10,11 +11,13 @@ import {
 } from './bounds.ts';
 import {
   type ApiClient,
+  businessRead,
   type CallOptions,
   callUpstream,
   idSegment,
   textSegment,
 } from './client.ts';
+import { columns as c, column, derivedColumn, recordShape } from './record-shape.ts';
 import {
   count,
   describeIssues,
@@ -27,13 +30,7 @@ import {
   text,
   unstorableTextReason,
 } from './schemas.ts';
-import type {
-  Credential,
-  ListResult,
-  RejectedRecord,
-  ResponseRequestStatus,
-  ReviewCategory,
-} from './types.ts';
+import type { ListResult, RejectedRecord, ResponseRequestStatus, ReviewCategory } from './types.ts';
 
 export const reviewResponseSchema = z
   .object({
@@ -55,6 +52,17 @@ export const reviewResponseSchema = z
     respondedAtPrecision: raw.date.precision,
   }));
 export type ReviewResponse = z.output<typeof reviewResponseSchema>;
+
+/** A response's columns (src/api/record-shape.ts): `review_responses` and the Airbyte record. */
+export const reviewResponseShape = recordShape<ReviewResponse>()({
+  id: c.uuid.as('response_id'),
+  title: c.maybeText,
+  content: c.maybeText,
+  authorName: c.maybeText,
+  authorAvatar: c.maybeText,
+  respondedAt: c.instant,
+  respondedAtPrecision: c.precision,
+});
 
 export const reviewSchema = z.compile(
   z
@@ -109,6 +117,32 @@ export interface Review extends ReviewFields {
   siteName: string;
   category: ReviewCategory;
 }
+
+/** A review's columns (src/api/record-shape.ts): `reviews` and the Airbyte record. */
+export const reviewShape = recordShape<Review>()({
+  id: c.uuid.as('review_id'),
+  siteName: c.text,
+  category: c.oneOf(['review', 'social']),
+  type: c.text,
+  title: c.maybeText,
+  content: c.text,
+  authorName: c.maybeText,
+  authorAvatar: c.maybeText,
+  rating: column('numeric', z.number().nullable()),
+  reviewedAt: c.instant,
+  reviewedAtPrecision: c.precision,
+  permalink: c.maybeText,
+  likesCount: c.count,
+  likesChange: c.count,
+  canRespond: c.boolean,
+  // The row and the record keep how many; the responses are review_responses' rows.
+  responses: derivedColumn(
+    'integer',
+    z.int().describe('how many responses the review has (see review_responses)'),
+    (responses: ReviewResponse[]) => responses.length,
+    (responses: ReviewResponse[]) => responses.length,
+  ).as('response_count'),
+});
 
 /** Operation 9's answer. */
 export const responseSubmittedSchema = z
@@ -201,19 +235,12 @@ export function listReviews(
   category: ReviewCategory,
   opts?: CallOptions,
 ): Promise<ListResult<Review>> {
-  return callUpstream(
-    api,
-    cred,
-    {
-      operation: 'list_reviews',
-      method: 'GET',
-      path: `/businesses/${idSegment('businessId', businessId)}/reviews.json`,
-      query: { category },
-      subject: `for business ${businessId} (${category})`,
-      parse: (result, _body, bounds) => reviewsFromResult(result, category, bounds),
-    },
-    opts,
-  );
+  return businessRead(
+    'list_reviews',
+    '/reviews',
+    (result, _body, bounds) => reviewsFromResult(result, category, bounds),
+    { query: { category }, aside: category },
+  )(api, cred, businessId, opts);
 }
 
 /**

@@ -3,8 +3,9 @@
  * module, beside the function that reads it (`listingSchema` in `listings.ts`,
  * `keywordSchema` in `keywords.ts`, …): its input is the raw payload, its output the
  * normalised domain value, and the record's type (`Listing`, `Keyword`, …) is that output,
- * declared there and re-exported by `types.ts`. A field the upstream adds is one edit in
- * its stream's module (docs/contributing.md, "Adding a column"). Here are the field-level
+ * declared there with its columns (`listingShape`, …, `record-shape.ts`) and exported by
+ * `index.ts`. A field the upstream adds is one edit in its stream's module
+ * (docs/contributing.md, "Adding a column"). Here are the field-level
  * building blocks they share, the envelope every answer comes in, and the record-level
  * validation that keeps one bad record from failing its siblings. Nothing past src/api
  * sees a raw shape. This file imports no operation module: they import it.

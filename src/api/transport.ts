@@ -8,13 +8,13 @@
  * nothing this module logs contains a URL with its query or the credential's values.
  */
 import { readFileSync } from 'node:fs';
+import type { Credential } from '../config/index.ts';
 import { DEFAULTS } from '../config/index.ts';
 import { inSpan } from '../tracing.ts';
 import type { ClientState, UpstreamCall } from './client-state.ts';
 import type { OperationName } from './errors.ts';
 import { accountFor } from './limits.ts';
 import { poolFor } from './pools.ts';
-import type { Credential } from './types.ts';
 
 /**
  * One upstream answer as received, for the raw zone (src/raw/capture.ts): the operation,

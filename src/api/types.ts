@@ -2,11 +2,10 @@
  * The normalised domain values that the API client returns, after the zod schemas have
  * absorbed every quirk of the upstream. Everything past the client (sync, warehouse) sees
  * only these shapes. A record's type is its schema's output, declared beside the schema in
- * its operation's module (`Listing` in `listings.ts`, `Keyword` in `keywords.ts`, …) and
- * re-exported here for the importers outside src/api, so a field is added in one place.
- * Those re-exports are type-only, erased at run time: the operation modules import this
- * file's constants without an import cycle. What is declared here is shared: the list
- * result and its rejected records, a date's precision, the review categories and the
+ * its operation's module (`Listing` in `listings.ts`, `Keyword` in `keywords.ts`, …), with
+ * its columns (`listingShape`, …, src/api/record-shape.ts); importers outside src/api take
+ * both from `index.ts`. What is declared here is shared by several operation modules: the
+ * list result and its rejected records, a date's precision, the review categories and the
  * status lists.
  *
  * Glossary
@@ -21,21 +20,6 @@
  * - rejected record: an element of a list payload that failed its schema; kept with its
  *   reason so the sync can quarantine it while its siblings load.
  */
-export type { Credential } from '../config/index.ts';
-export type {
-  BusinessBasic,
-  BusinessCreated,
-  BusinessFull,
-  BusinessHoursEntry,
-  BusinessSummary,
-  BusinessUpdated,
-} from './businesses.ts';
-export type { Keyword } from './keywords.ts';
-export type { Listing } from './listings.ts';
-export type { RankObservation } from './rankings.ts';
-export type { Country, State, SubCategory } from './reference.ts';
-export type { ResponseSubmitted, Review, ReviewResponse } from './reviews.ts';
-
 export const LISTING_STATUSES = ['Accurate', 'Inaccurate', 'Not Present'] as const;
 export type ListingStatus = (typeof LISTING_STATUSES)[number];
 

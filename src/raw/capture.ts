@@ -7,7 +7,7 @@
  */
 import type { Kysely, Transaction } from 'kysely';
 import { type ApiClient, type ObservedResponse, observeResponses } from '../api/client.ts';
-import type { Credential } from '../api/types.ts';
+import type { Credential } from '../api/index.ts';
 import type { Database } from '../warehouse/database.ts';
 import {
   BODY_ENCODING,

@@ -16,7 +16,7 @@ import type { Kysely } from 'kysely';
 import { MockAgent } from 'undici';
 import type { AlertRules } from '../alerts/rules.ts';
 import { type AnswerSettings, createApiClient } from '../api/client.ts';
-import type { Credential } from '../api/types.ts';
+import type { Credential } from '../api/index.ts';
 import { ListingsSyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { businessIdOfPath, decompressBody, requestKey, SECRET_PARAMS } from '../raw/body.ts';

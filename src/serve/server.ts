@@ -18,8 +18,7 @@ import { alertSinksFromConfig } from '../alerts/configured-sinks.ts';
 import { type AlertDispatcher, type Backoff, createAlertDispatcher } from '../alerts/dispatcher.ts';
 import type { AlertSink } from '../alerts/sinks.ts';
 import { raiseSyncHealthAlerts } from '../alerts/sync-health.ts';
-import type { ApiClient } from '../api/index.ts';
-import type { Credential } from '../api/types.ts';
+import type { ApiClient, Credential } from '../api/index.ts';
 import {
   type Config,
   ConfigError,

@@ -106,13 +106,6 @@ export interface StreamDescriptor<
    * records with it (src/sync/business.ts), and the writer writes them.
    */
   records?: (byRead: never) => readonly unknown[];
-  /**
-   * Where its rows are written: the writer module and its tables. The writers are the
-   * warehouse's (src/warehouse imports this folder, so this folder cannot import them): a
-   * record stream's writer is its entry in `STREAM_WRITERS` (src/warehouse/stream-writers.ts),
-   * which the type check asks for.
-   */
-  writer: { module: string; tables: readonly string[] };
   removals: RemovalPolicy;
   replay: ReplayRule;
   catalog: Catalog;

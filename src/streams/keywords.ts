@@ -1,33 +1,21 @@
 /** `keywords`: the keywords each business tracks (operation 12). */
-import { z } from 'zod';
-import { type Keyword, type ListResult, listKeywords } from '../api/index.ts';
+import type { z } from 'zod';
+import {
+  type Keyword,
+  keywordShape,
+  type ListResult,
+  listKeywords,
+  recordOf,
+  recordSchemaOf,
+} from '../api/index.ts';
 import { defineStream } from './descriptor.ts';
-import { account, maybeText, text } from './record-fields.ts';
+import { account } from './record-fields.ts';
 
-export const keywordRecord = z
-  .object({
-    account,
-    id: z.int(),
-    business_id: z.int(),
-    keyword: text,
-    city: maybeText,
-    state: maybeText,
-    primary: z.boolean().nullable(),
-    archived: z.boolean(),
-  })
-  .strict();
+/** The Airbyte record: the keyword's shape (`keywordShape`) under its account. */
+export const keywordRecord = recordSchemaOf(keywordShape, { account });
 
 export function keywordRecordOf(name: string, k: Keyword): z.infer<typeof keywordRecord> {
-  return {
-    account: name,
-    id: k.id,
-    business_id: k.businessId,
-    keyword: k.keyword,
-    city: k.city,
-    state: k.state,
-    primary: k.primary,
-    archived: k.archived,
-  };
+  return { account: name, ...recordOf(keywordShape, k) };
 }
 
 export const keywords = defineStream({
@@ -43,7 +31,6 @@ export const keywords = defineStream({
   ],
   daily: false,
   bounds: ['LISTINGS_MAX_KEYWORDS_PER_BUSINESS'],
-  writer: { module: 'src/warehouse/keywords.ts', tables: ['keywords'] },
   removals: 'held-on-volume-drop',
   replay: 'business-reads',
   catalog: [

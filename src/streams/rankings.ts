@@ -1,19 +1,21 @@
 /** `rankings`: each business's keyword ranks per search site (operation 11), a row per UTC day. */
 import { z } from 'zod';
-import { getRankings, type RankObservation } from '../api/index.ts';
+import {
+  getRankings,
+  type RankObservation,
+  rankObservationShape,
+  recordOf,
+  recordSchemaOf,
+} from '../api/index.ts';
 import { defineStream } from './descriptor.ts';
-import { account, text } from './record-fields.ts';
+import { account } from './record-fields.ts';
 
-export const rankingRecord = z
-  .object({
-    account,
-    business_id: z.int(),
-    keyword: text,
-    site: text,
-    day: z.iso.date().describe("the upstream's UTC day the rank was read on (docs/warehouse.md)"),
-    rank: z.int().nullable().describe('null where the upstream says "-" (searched, not ranked)'),
-  })
-  .strict();
+/** The Airbyte record: an observation's shape (`rankObservationShape`) and the day it was read on. */
+export const rankingRecord = recordSchemaOf(
+  rankObservationShape,
+  { account, business_id: z.int() },
+  { day: z.iso.date().describe("the upstream's UTC day the rank was read on (docs/warehouse.md)") },
+);
 
 export function rankingRecordOf(
   name: string,
@@ -21,14 +23,7 @@ export function rankingRecordOf(
   day: string,
   o: RankObservation,
 ): z.infer<typeof rankingRecord> {
-  return {
-    account: name,
-    business_id: businessId,
-    keyword: o.keyword,
-    site: o.site,
-    day,
-    rank: o.rank,
-  };
+  return { account: name, business_id: businessId, ...recordOf(rankObservationShape, o), day };
 }
 
 export const rankings = defineStream({
@@ -49,10 +44,6 @@ export const rankings = defineStream({
     'LISTINGS_MAX_SITES_PER_KEYWORD',
     'LISTINGS_MAX_RANK_SERIES_PER_BUSINESS',
   ],
-  writer: {
-    module: 'src/warehouse/rankings.ts',
-    tables: ['rank_series', 'rank_months', 'rank_days', 'rank_latest', 'visibility_months'],
-  },
   // A rank missing from a read is not a rank removed: the series stays, the day has no row.
   removals: 'none',
   replay: 'business-reads',

@@ -1,25 +1,32 @@
 /** `reference`: countries, their states and the sub categories, read once per run. */
-import { z } from 'zod';
-import type { Country, State, SubCategory } from '../api/index.ts';
+import type { z } from 'zod';
+import {
+  type Country,
+  countryShape,
+  recordOf,
+  recordSchemaOf,
+  type State,
+  type SubCategory,
+  stateShape,
+  subCategoryShape,
+} from '../api/index.ts';
 import { defineStream } from './descriptor.ts';
-import { maybeText, text } from './record-fields.ts';
 
-export const countryRecord = z.object({ id: z.int(), name: text }).strict();
-export const stateRecord = z
-  .object({ id: z.int(), name: text, iso: maybeText, country_id: z.int() })
-  .strict();
-export const subCategoryRecord = z.object({ id: z.int(), name: text }).strict();
+/** The Airbyte records: each is its record's shape (src/api/reference.ts). */
+export const countryRecord = recordSchemaOf(countryShape, {});
+export const stateRecord = recordSchemaOf(stateShape, {});
+export const subCategoryRecord = recordSchemaOf(subCategoryShape, {});
 
 export function countryRecordOf(c: Country): z.infer<typeof countryRecord> {
-  return { id: c.id, name: c.name };
+  return recordOf(countryShape, c);
 }
 
 export function stateRecordOf(s: State): z.infer<typeof stateRecord> {
-  return { id: s.id, name: s.name, iso: s.iso, country_id: s.countryId };
+  return recordOf(stateShape, s);
 }
 
 export function subCategoryRecordOf(s: SubCategory): z.infer<typeof subCategoryRecord> {
-  return { id: s.id, name: s.name };
+  return recordOf(subCategoryShape, s);
 }
 
 export const reference = defineStream({
@@ -30,10 +37,6 @@ export const reference = defineStream({
   runOperations: ['list_countries', 'list_states', 'list_sub_categories'],
   daily: false,
   bounds: [],
-  writer: {
-    module: 'src/warehouse/reference-data.ts',
-    tables: ['countries', 'states', 'sub_categories'],
-  },
   removals: 'none',
   // Replayed only when the kept run read it: a run of `--streams listings` did not.
   replay: 'run-reads',

@@ -3,73 +3,34 @@
  * written as one stream with their responses.
  */
 import { z } from 'zod';
-import { listReviews, type Review, type ReviewResponse } from '../api/index.ts';
+import {
+  listReviews,
+  type Review,
+  type ReviewResponse,
+  recordOf,
+  recordSchemaOf,
+  reviewResponseShape,
+  reviewShape,
+} from '../api/index.ts';
 import { defineStream } from './descriptor.ts';
-import { account, instant, maybeText, precision, text } from './record-fields.ts';
+import { account } from './record-fields.ts';
 
-export const reviewRecord = z
-  .object({
-    account,
-    business_id: z.int(),
-    id: text,
-    site_name: text,
-    category: z.enum(['review', 'social']),
-    type: text,
-    title: maybeText,
-    content: text,
-    author_name: maybeText,
-    author_avatar: maybeText,
-    rating: z.number().nullable(),
-    reviewed_at: instant,
-    reviewed_at_precision: precision,
-    permalink: maybeText,
-    likes_count: z.int().nullable(),
-    likes_change: z.int().nullable(),
-    can_respond: z.boolean(),
-    responses: z.int().describe('how many responses the review has (see review_responses)'),
-  })
-  .strict();
+/** The Airbyte record: the review's shape (`reviewShape`) under its account and business. */
+export const reviewRecord = recordSchemaOf(reviewShape, { account, business_id: z.int() });
 
-export const reviewResponseRecord = z
-  .object({
-    account,
-    business_id: z.int(),
-    review_id: text,
-    id: text,
-    title: maybeText,
-    content: maybeText,
-    author_name: maybeText,
-    author_avatar: maybeText,
-    responded_at: instant,
-    responded_at_precision: precision,
-  })
-  .strict();
+/** The Airbyte record of a response (`reviewResponseShape`), under its review. */
+export const reviewResponseRecord = recordSchemaOf(reviewResponseShape, {
+  account,
+  business_id: z.int(),
+  review_id: z.string(),
+});
 
 export function reviewRecordOf(
   name: string,
   businessId: number,
   r: Review,
 ): z.infer<typeof reviewRecord> {
-  return {
-    account: name,
-    business_id: businessId,
-    id: r.id,
-    site_name: r.siteName,
-    category: r.category,
-    type: r.type,
-    title: r.title,
-    content: r.content,
-    author_name: r.authorName,
-    author_avatar: r.authorAvatar,
-    rating: r.rating,
-    reviewed_at: r.reviewedAt?.toISOString() ?? null,
-    reviewed_at_precision: r.reviewedAtPrecision,
-    permalink: r.permalink,
-    likes_count: r.likesCount,
-    likes_change: r.likesChange,
-    can_respond: r.canRespond,
-    responses: r.responses.length,
-  };
+  return { account: name, business_id: businessId, ...recordOf(reviewShape, r) };
 }
 
 export function reviewResponseRecordOf(
@@ -82,13 +43,7 @@ export function reviewResponseRecordOf(
     account: name,
     business_id: businessId,
     review_id: reviewId,
-    id: response.id,
-    title: response.title,
-    content: response.content,
-    author_name: response.authorName,
-    author_avatar: response.authorAvatar,
-    responded_at: response.respondedAt?.toISOString() ?? null,
-    responded_at_precision: response.respondedAtPrecision,
+    ...recordOf(reviewResponseShape, response),
   };
 }
 
@@ -121,10 +76,6 @@ export const reviews = defineStream({
     mergeReviews(byRead.reviews, byRead.socials),
   daily: false,
   bounds: ['LISTINGS_MAX_REVIEWS_PER_ANSWER'],
-  writer: {
-    module: 'src/warehouse/reviews.ts',
-    tables: ['reviews', 'review_versions', 'review_responses'],
-  },
   // Responses go with their reviews.
   removals: 'held-on-volume-drop',
   replay: 'business-reads',

@@ -11,7 +11,7 @@ import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import { removalLimitUnder } from '../alerts/volume-drop.ts';
 import { AnswerUnchanged, type CallOptions } from '../api/client.ts';
 import { ApiError } from '../api/errors.ts';
-import type { BusinessSummary, Credential, ListResult } from '../api/types.ts';
+import type { BusinessSummary, Credential, ListResult } from '../api/index.ts';
 import { utcDay } from '../calendar-day.ts';
 import { keptBody } from '../raw/body.ts';
 import { writeRawReads } from '../raw/capture.ts';

@@ -9,9 +9,9 @@ import pLimit from 'p-limit';
 import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
 import { raiseBusinessListDrop, removalLimitUnder } from '../alerts/volume-drop.ts';
 import { ApiError } from '../api/errors.ts';
+import type { BusinessSummary, Credential, ListResult } from '../api/index.ts';
 import { listBusinesses } from '../api/index.ts';
 import { readableIdOf } from '../api/schemas.ts';
-import type { BusinessSummary, Credential, ListResult } from '../api/types.ts';
 import { inSpan } from '../tracing.ts';
 import { markAccountSynced, upsertAccount } from '../warehouse/accounts.ts';
 import {

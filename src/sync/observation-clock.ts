@@ -5,8 +5,9 @@
  * days. Without a plausible `Date` (absent, before 2000, or more than a day ahead of ours)
  * the local clock.
  */
+
+import type { Credential } from '../api/index.ts';
 import { type ApiClient, upstreamNow } from '../api/index.ts';
-import type { Credential } from '../api/types.ts';
 import type { Logger } from '../log.ts';
 
 /** Ahead of the local clock by more than this, an upstream `Date` is not believed. */

@@ -1,7 +1,6 @@
 /** What a sync run takes: its streams, limits and hooks, and how the configuration sets them. */
 import type { AlertRules } from '../alerts/rules.ts';
-import type { ApiClient } from '../api/index.ts';
-import type { Credential } from '../api/types.ts';
+import type { ApiClient, Credential } from '../api/index.ts';
 import { type Config, credentialOrigin, DEFAULTS } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import type { Stream } from '../streams/index.ts';

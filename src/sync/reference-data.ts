@@ -5,8 +5,8 @@
  * succeeded is partial.
  */
 import type { Kysely } from 'kysely';
+import type { Country, Credential, State } from '../api/index.ts';
 import { listCountries, listStates, listSubCategories } from '../api/index.ts';
-import type { Country, Credential, State } from '../api/types.ts';
 import type { Logger } from '../log.ts';
 import type { Database } from '../warehouse/database.ts';
 import { timeoutsOf } from '../warehouse/driver/connection.ts';

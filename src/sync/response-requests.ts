@@ -8,8 +8,8 @@
 import pLimit from 'p-limit';
 import { alertsUnder } from '../alerts/raise-for-changes.ts';
 import { ApiError } from '../api/errors.ts';
+import type { Credential } from '../api/index.ts';
 import { getResponseStatus } from '../api/index.ts';
-import type { Credential } from '../api/types.ts';
 import {
   closeInvalidResponseRequest,
   openResponseRequests,

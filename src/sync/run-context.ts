@@ -1,7 +1,7 @@
 /** What the parts of one run share: its options, counts, clock, log and stop switch. */
 import type { LimitFunction } from 'p-limit';
 import type { CallOptions } from '../api/client.ts';
-import type { Credential, RejectedRecord } from '../api/types.ts';
+import type { Credential, RejectedRecord } from '../api/index.ts';
 import type { Logger } from '../log.ts';
 import { type RawCapture, writeRawReads } from '../raw/capture.ts';
 import { quarantineRecords } from '../warehouse/quarantine.ts';

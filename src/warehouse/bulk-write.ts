@@ -33,6 +33,7 @@ import {
   type RawBuilder,
   sql,
 } from 'kysely';
+import type { SqlType } from '../api/index.ts';
 import type { Database } from './database.ts';
 import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
@@ -43,20 +44,12 @@ export type ColumnOf<T extends TableName> = keyof Database[T] & string;
 export type BulkRow<T extends TableName> = { [K in ColumnOf<T>]?: unknown };
 
 /** A column's PostgreSQL type, as written in the cast of its array parameter. */
-export type ColumnType =
-  | 'bigint'
-  | 'boolean'
-  | 'date'
-  | 'double precision'
-  | 'integer'
-  | 'jsonb'
-  | 'numeric'
-  | 'text'
-  | 'timestamptz'
-  | 'uuid';
+export type ColumnType = SqlType;
 
 /** Every column a statement writes, key included, with its type, in column order. */
 export type ColumnTypes<T extends TableName> = { readonly [K in ColumnOf<T>]?: ColumnType };
+/** Every column of the table, with its type: a map the type check holds to the table. */
+export type AllColumnTypes<T extends TableName> = { readonly [K in ColumnOf<T>]: ColumnType };
 
 export interface UpsertPlan<T extends TableName> {
   table: T;

@@ -10,10 +10,18 @@
  * stream (the first listings read is the alert baseline).
  */
 import { sql } from 'kysely';
-import type { BusinessFull, BusinessSummary } from '../api/types.ts';
+import {
+  type BusinessFull,
+  type BusinessSummary,
+  businessShape,
+  businessSummaryShape,
+  columnTypesOf,
+  type RowOf,
+  rowOf,
+} from '../api/index.ts';
 import { ListingsSyncError } from '../errors.ts';
 import { contentHash } from './content-hash.ts';
-import type { BusinessRow, Db, Json, JsonWithDefault, Timestamp } from './database.ts';
+import type { BusinessRow, Db, Json, TableColumns, Timestamp } from './database.ts';
 import type { BusinessWriteContext, FirstSyncedColumn } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
@@ -22,28 +30,10 @@ import { addCounts, type WriteStats } from './write-stats.ts';
  * them, and names a stored row `BusinessRow`).
  */
 
-export interface BusinessesTable {
+/** `businesses`: a profile's columns (`businessShape`, src/api/businesses.ts) and the writer's own. */
+export interface BusinessesTable extends TableColumns<typeof businessShape> {
   business_id: number;
   account_name: string;
-  name: string;
-  street: string | null;
-  city: string | null;
-  state_name: string | null;
-  postal_code: string | null;
-  phone: string | null;
-  latitude: number | null;
-  longitude: number | null;
-  biz_url: string | null;
-  owner_first_name: string | null;
-  owner_last_name: string | null;
-  facebook_url: string | null;
-  twitter_url: string | null;
-  description: string | null;
-  tagline: string | null;
-  storecode: string | null;
-  additional_categories: JsonWithDefault;
-  business_hours: JsonWithDefault;
-  hide_address: boolean | null;
   content_hash: string;
   first_seen_at: Timestamp;
   last_seen_at: Timestamp;
@@ -82,90 +72,31 @@ export interface BusinessVersionsTable {
 const BUSINESS_LOCK_PREFIX = 'listings-sync:business:';
 
 /**
- * The profile columns of `businesses`: what its content hash covers. Their types are the
- * table's (`BusinessRow`); the two jsonb columns are narrowed to what the reads give.
+ * The profile columns of `businesses`: what its content hash covers (`businessShape`'s row;
+ * the two jsonb columns hold what the reads give).
  */
-export type BusinessProfile = Pick<
-  BusinessRow,
-  | 'name'
-  | 'street'
-  | 'city'
-  | 'state_name'
-  | 'postal_code'
-  | 'phone'
-  | 'latitude'
-  | 'longitude'
-  | 'biz_url'
-  | 'owner_first_name'
-  | 'owner_last_name'
-  | 'facebook_url'
-  | 'twitter_url'
-  | 'description'
-  | 'tagline'
-  | 'storecode'
-  | 'hide_address'
-> & {
-  additional_categories: string[];
-  business_hours: { day: string; start_time: string | null; end_time: string | null }[];
-};
-
-function summaryFields(summary: BusinessSummary) {
-  return {
-    name: summary.name,
-    street: summary.street,
-    city: summary.city,
-    state_name: summary.stateName,
-    postal_code: summary.postalCode,
-    phone: summary.phone,
-  };
-}
+export type BusinessProfile = RowOf<typeof businessShape>;
 
 /** The profile from a full read. */
 export function businessToProfile(full: BusinessFull): BusinessProfile {
-  return {
-    ...summaryFields(full),
-    latitude: full.latitude,
-    longitude: full.longitude,
-    biz_url: full.bizUrl,
-    owner_first_name: full.ownerFirstName,
-    owner_last_name: full.ownerLastName,
-    facebook_url: full.facebookUrl,
-    twitter_url: full.twitterUrl,
-    description: full.description,
-    tagline: full.tagline,
-    storecode: full.storecode,
-    additional_categories: [...full.additionalCategories],
-    business_hours: full.businessHours.map((h) => ({
-      day: h.day,
-      start_time: h.startTime,
-      end_time: h.endTime,
-    })),
-    hide_address: full.hideAddress,
-  };
+  return rowOf(businessShape, full);
 }
+
+/** The profile's columns and what a profile the full read never filled holds in each. */
+const PROFILE_EMPTY = Object.entries(columnTypesOf(businessShape)).map(
+  ([column, type]) => [column, type === 'jsonb' ? [] : null] as const,
+);
 
 /** The stored profile with the list's summary fields laid over it (full read failed). */
 export function summaryOverProfile(
   summary: BusinessSummary,
   stored: BusinessRow | undefined,
 ): BusinessProfile {
-  return {
-    latitude: stored?.latitude ?? null,
-    longitude: stored?.longitude ?? null,
-    biz_url: stored?.biz_url ?? null,
-    owner_first_name: stored?.owner_first_name ?? null,
-    owner_last_name: stored?.owner_last_name ?? null,
-    facebook_url: stored?.facebook_url ?? null,
-    twitter_url: stored?.twitter_url ?? null,
-    description: stored?.description ?? null,
-    tagline: stored?.tagline ?? null,
-    storecode: stored?.storecode ?? null,
-    additional_categories: (stored?.additional_categories ??
-      []) as BusinessProfile['additional_categories'],
-    business_hours: (stored?.business_hours ?? []) as BusinessProfile['business_hours'],
-    hide_address: stored?.hide_address ?? null,
-    ...summaryFields(summary),
-  };
+  const profile: Record<string, unknown> = {};
+  for (const [column, empty] of PROFILE_EMPTY) {
+    profile[column] = stored?.[column as keyof BusinessProfile] ?? empty;
+  }
+  return { ...profile, ...rowOf(businessSummaryShape, summary) } as BusinessProfile;
 }
 
 /** The stored row, locked for the rest of the transaction (one writer per business). */

@@ -17,6 +17,7 @@
  * documented in docs/warehouse.md.
  */
 import type { ColumnType, Generated, Kysely, Selectable, Transaction } from 'kysely';
+import type { AnyShape, RowOf, RowSqlOf } from '../api/index.ts';
 import type { BusinessesTable, BusinessVersionsTable } from './businesses.ts';
 import type { KeywordsTable } from './keywords.ts';
 import type {
@@ -31,6 +32,7 @@ import type {
   RankObservationsView,
   RankSeriesTable,
 } from './rankings.ts';
+import type { CountriesTable, StatesTable, SubCategoriesTable } from './reference-data.ts';
 import type {
   ReviewBacklogTable,
   ReviewResponsesTable,
@@ -57,6 +59,25 @@ export type TimestampWithDefault = ColumnType<Date, Date | string | undefined, D
 /** A numeric column, read as a JS number. */
 export type Numeric = ColumnType<number, number | string, number | string>;
 
+/**
+ * The columns of a table a record's shape fills (src/api/record-shape.ts), as Kysely sees
+ * them: timestamptz as `Timestamp`, numeric as `Numeric`, jsonb as `JsonWithDefault`, text
+ * as `string` (a field's list of values is the schema's to check, not the table's), the
+ * rest as the row holds them. A writer's table type extends it with the columns it adds.
+ */
+export type TableColumns<S extends AnyShape> = {
+  [K in keyof RowOf<S>]: ColumnOf<RowSqlOf<S>[K], RowOf<S>[K]>;
+};
+type ColumnOf<Q, V> = Q extends 'timestamptz'
+  ? Timestamp | Extract<V, null>
+  : Q extends 'numeric'
+    ? Numeric | Extract<V, null>
+    : Q extends 'jsonb'
+      ? JsonWithDefault
+      : Q extends 'text'
+        ? string | Extract<V, null>
+        : V;
+
 export interface AccountsTable {
   name: string;
   user_email: string;
@@ -69,26 +90,6 @@ export interface AccountsTable {
    * entry shape, `businessListKey` in held-removals.ts); null when none is held.
    */
   removals_held: ColumnType<JsonValue | null, string | null | undefined, string | null>;
-}
-
-export interface CountriesTable {
-  country_id: number;
-  name: string;
-  updated_at: TimestampWithDefault;
-}
-
-export interface StatesTable {
-  state_id: number;
-  name: string;
-  iso: string | null;
-  country_id: number;
-  updated_at: TimestampWithDefault;
-}
-
-export interface SubCategoriesTable {
-  sub_category_id: number;
-  name: string;
-  updated_at: TimestampWithDefault;
 }
 
 export interface WebhookEventsTable {

@@ -3,10 +3,16 @@
  * lists gets `deleted_at` (held instead on a volume drop, held-removals.ts); one that
  * comes back has it cleared.
  */
-import type { Keyword } from '../api/types.ts';
-import { type BulkRow, type ChildTable, lockInKeyOrder, writeChildRows } from './bulk-write.ts';
+import { columnTypesOf, type Keyword, keywordShape, rowOf } from '../api/index.ts';
+import {
+  type AllColumnTypes,
+  type BulkRow,
+  type ChildTable,
+  lockInKeyOrder,
+  writeChildRows,
+} from './bulk-write.ts';
 import { fieldsHash } from './content-hash.ts';
-import type { Db, Timestamp } from './database.ts';
+import type { Db, TableColumns, Timestamp } from './database.ts';
 import type { QuarantinedRecord } from './quarantine.ts';
 import {
   HASH_BEFORE,
@@ -19,30 +25,21 @@ import {
 import { type BusinessWriteContext, isRefused, type StreamWriter } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
-/** `keywords` as Kysely sees it (`Database` in database.ts lists it). */
-export interface KeywordsTable {
-  keyword_id: number;
+/**
+ * `keywords` as Kysely sees it (`Database` in database.ts lists it): a keyword's columns
+ * (`keywordShape`, src/api/keywords.ts) and the writer's own.
+ */
+export interface KeywordsTable extends TableColumns<typeof keywordShape> {
   business_id: number;
-  keyword: string;
-  city: string | null;
-  state: string | null;
-  is_primary: boolean | null;
-  archived: boolean;
   content_hash: string;
   first_seen_at: Timestamp;
   last_seen_at: Timestamp;
   deleted_at: Timestamp | null;
 }
 
+/** The stored content of a keyword: what its content hash covers. */
 export function keywordToRow(keyword: Keyword) {
-  return {
-    keyword_id: keyword.id,
-    keyword: keyword.keyword,
-    city: keyword.city,
-    state: keyword.state,
-    is_primary: keyword.primary,
-    archived: keyword.archived,
-  };
+  return rowOf(keywordShape, keyword);
 }
 
 /** The content hash of a keyword: its `keywordToRow` fields, in that order. */
@@ -187,18 +184,13 @@ const KEYWORDS_PLAN: ChildTable<'keywords'> = {
   table: 'keywords',
   key: ['keyword_id'],
   columns: {
-    keyword_id: 'bigint',
     business_id: 'bigint',
-    keyword: 'text',
-    city: 'text',
-    state: 'text',
-    is_primary: 'boolean',
-    archived: 'boolean',
+    ...columnTypesOf(keywordShape),
     content_hash: 'text',
     first_seen_at: 'timestamptz',
     last_seen_at: 'timestamptz',
     deleted_at: 'timestamptz',
-  },
+  } satisfies AllColumnTypes<'keywords'>,
   insertOnly: ['first_seen_at'],
   compare: ['content_hash', 'deleted_at'],
   owner: 'business_id',

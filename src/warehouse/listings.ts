@@ -12,11 +12,11 @@
  * Directory usernames and passwords never get here: only `has_site_credentials`.
  */
 import { type ColumnType, sql } from 'kysely';
-import type { Listing } from '../api/types.ts';
-import { type BulkRow, type ColumnTypes, writeChildRows } from './bulk-write.ts';
+import { columnTypesOf, type Listing, listingShape, rowOf } from '../api/index.ts';
+import { type AllColumnTypes, type BulkRow, writeChildRows } from './bulk-write.ts';
 import type { Change } from './changes.ts';
 import { fieldsHash } from './content-hash.ts';
-import type { Db, Timestamp } from './database.ts';
+import type { Db, TableColumns, Timestamp } from './database.ts';
 import { type CountedListing, countStatuses, writeListingAccuracyDay } from './listing-accuracy.ts';
 import { type EpisodeOpened, writeListingFixes } from './listing-fixes.ts';
 import {
@@ -45,25 +45,9 @@ import { addCounts, type WriteStats } from './write-stats.ts';
  * (listing-fixes.ts) and has no type.
  */
 
-export interface ListingsTable {
+/** `listings`: a listing's columns (`listingShape`, src/api/listings.ts) and the writer's own. */
+export interface ListingsTable extends TableColumns<typeof listingShape> {
   business_id: number;
-  listing_id: number;
-  site_name: string;
-  status: string;
-  sync_status: string | null;
-  order_status: string | null;
-  name: string | null;
-  name_valid: boolean | null;
-  phone: string | null;
-  phone_valid: boolean | null;
-  street: string | null;
-  city: string | null;
-  state: string | null;
-  postal_code: string | null;
-  address_valid: boolean | null;
-  live_link: string | null;
-  claimed: boolean | null;
-  has_site_credentials: boolean;
   content_hash: string;
   first_seen_at: Timestamp;
   last_seen_at: Timestamp;
@@ -100,25 +84,7 @@ const INACCURATE = 'Inaccurate';
 
 /** The stored content of a listing: what its content hash covers. */
 export function listingToRow(listing: Listing) {
-  return {
-    listing_id: listing.id,
-    site_name: listing.siteName,
-    status: listing.status,
-    sync_status: listing.syncStatus,
-    order_status: listing.orderStatus,
-    name: listing.name,
-    name_valid: listing.nameValid,
-    phone: listing.phone,
-    phone_valid: listing.phoneValid,
-    street: listing.street,
-    city: listing.city,
-    state: listing.state,
-    postal_code: listing.postalCode,
-    address_valid: listing.addressValid,
-    live_link: listing.liveLink,
-    claimed: listing.claimed,
-    has_site_credentials: listing.hasSiteCredentials,
-  };
+  return rowOf(listingShape, listing);
 }
 
 /** The content hash of a listing: its `listingToRow` fields, in that order. */
@@ -145,32 +111,16 @@ export interface ListingsWriteResult {
   changes: Change[];
 }
 
-/** The columns of `listings` the upsert writes, with their types. */
+/** The columns of `listings` the upsert writes, with their types: all of them. */
 const LISTING_COLUMNS = {
   business_id: 'bigint',
-  listing_id: 'bigint',
-  site_name: 'text',
-  status: 'text',
-  sync_status: 'text',
-  order_status: 'text',
-  name: 'text',
-  name_valid: 'boolean',
-  phone: 'text',
-  phone_valid: 'boolean',
-  street: 'text',
-  city: 'text',
-  state: 'text',
-  postal_code: 'text',
-  address_valid: 'boolean',
-  live_link: 'text',
-  claimed: 'boolean',
-  has_site_credentials: 'boolean',
+  ...columnTypesOf(listingShape),
   content_hash: 'text',
   first_seen_at: 'timestamptz',
   last_seen_at: 'timestamptz',
   status_changed_at: 'timestamptz',
   removed_at: 'timestamptz',
-} as const satisfies ColumnTypes<'listings'>;
+} as const satisfies AllColumnTypes<'listings'>;
 
 /** A listing whose tracked fields changed: its history row is copied from the upserted row. */
 interface StatusChange {

@@ -16,11 +16,11 @@
  */
 
 import { type ColumnType, type Generated, type Selectable, sql } from 'kysely';
-import type { RankObservation } from '../api/types.ts';
+import type { RankObservation, rankObservationShape } from '../api/index.ts';
 import { addDays, daysBetween, utcDay } from '../calendar-day.ts';
 import { arrayLiteral } from './bulk-write.ts';
 import type { Change } from './changes.ts';
-import type { Db } from './database.ts';
+import type { Db, TableColumns } from './database.ts';
 import {
   day,
   history,
@@ -56,12 +56,13 @@ export interface RankObservationsView {
   rank: ColumnType<number | null, never, never>;
 }
 
-/** One business, keyword and site whose rank is collected. */
-export interface RankSeriesTable {
+/**
+ * One business, keyword and site whose rank is collected: an observation's stored columns
+ * (`rankObservationShape`, src/api/rankings.ts) and the writer's own.
+ */
+export interface RankSeriesTable extends TableColumns<typeof rankObservationShape> {
   series_id: Generated<number>;
   business_id: number;
-  keyword: string;
-  site: string;
   /** The upstream keyword id, where the keyword resolves to one of the business's keywords. */
   keyword_id: number | null;
 }

@@ -2,10 +2,36 @@
  * `countries`, `states`, `sub_categories`: reference data, upserted whole. Nothing is
  * deleted: a partial read (one country's states failing) must not erase the rest.
  */
-import type { Country, State, SubCategory } from '../api/types.ts';
-import { upsertRows } from './bulk-write.ts';
-import type { Db } from './database.ts';
+import {
+  type Country,
+  columnTypesOf,
+  countryShape,
+  rowOf,
+  type State,
+  type SubCategory,
+  stateShape,
+  subCategoryShape,
+} from '../api/index.ts';
+import { type AllColumnTypes, upsertRows } from './bulk-write.ts';
+import type { Db, TableColumns, TimestampWithDefault } from './database.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
+
+/*
+ * The tables this writer writes, as Kysely sees them (`Database` in database.ts lists
+ * them): each record's columns (its shape, src/api/reference.ts) and when it was written.
+ */
+
+export interface CountriesTable extends TableColumns<typeof countryShape> {
+  updated_at: TimestampWithDefault;
+}
+
+export interface StatesTable extends TableColumns<typeof stateShape> {
+  updated_at: TimestampWithDefault;
+}
+
+export interface SubCategoriesTable extends TableColumns<typeof subCategoryShape> {
+  updated_at: TimestampWithDefault;
+}
 
 export interface ReferenceData {
   countries: Country[];
@@ -21,10 +47,13 @@ export async function writeReferenceData(db: Db, data: ReferenceData): Promise<W
     {
       table: 'countries',
       key: ['country_id'],
-      columns: { country_id: 'bigint', name: 'text', updated_at: 'timestamptz' },
+      columns: {
+        ...columnTypesOf(countryShape),
+        updated_at: 'timestamptz',
+      } satisfies AllColumnTypes<'countries'>,
       compare: ['name'],
     },
-    data.countries.map((c) => ({ country_id: c.id, name: c.name, updated_at: now })),
+    data.countries.map((c) => ({ ...rowOf(countryShape, c), updated_at: now })),
   );
   const states = await upsertRows(
     db,
@@ -32,31 +61,25 @@ export async function writeReferenceData(db: Db, data: ReferenceData): Promise<W
       table: 'states',
       key: ['state_id'],
       columns: {
-        state_id: 'bigint',
-        name: 'text',
-        iso: 'text',
-        country_id: 'bigint',
+        ...columnTypesOf(stateShape),
         updated_at: 'timestamptz',
-      },
+      } satisfies AllColumnTypes<'states'>,
       compare: ['name', 'iso', 'country_id'],
     },
-    data.states.map((s) => ({
-      state_id: s.id,
-      name: s.name,
-      iso: s.iso,
-      country_id: s.countryId,
-      updated_at: now,
-    })),
+    data.states.map((s) => ({ ...rowOf(stateShape, s), updated_at: now })),
   );
   const subCategories = await upsertRows(
     db,
     {
       table: 'sub_categories',
       key: ['sub_category_id'],
-      columns: { sub_category_id: 'bigint', name: 'text', updated_at: 'timestamptz' },
+      columns: {
+        ...columnTypesOf(subCategoryShape),
+        updated_at: 'timestamptz',
+      } satisfies AllColumnTypes<'sub_categories'>,
       compare: ['name'],
     },
-    data.subCategories.map((s) => ({ sub_category_id: s.id, name: s.name, updated_at: now })),
+    data.subCategories.map((s) => ({ ...rowOf(subCategoryShape, s), updated_at: now })),
   );
   for (const [table, result] of [
     ['countries', countries],

@@ -15,11 +15,18 @@
  * (docs/warehouse.md, "Rules as implemented"), and the rest of the read is written.
  */
 import { sql } from 'kysely';
-import type { Review, ReviewResponse } from '../api/types.ts';
-import { type BulkRow, type ColumnTypes, writeChildRows } from './bulk-write.ts';
+import {
+  columnTypesOf,
+  type Review,
+  type ReviewResponse,
+  reviewResponseShape,
+  reviewShape,
+  rowOf,
+} from '../api/index.ts';
+import { type AllColumnTypes, type BulkRow, writeChildRows } from './bulk-write.ts';
 import type { Change } from './changes.ts';
 import { fieldsHash } from './content-hash.ts';
-import type { Db, Numeric, Timestamp } from './database.ts';
+import type { Db, Numeric, TableColumns, Timestamp } from './database.ts';
 import type { QuarantinedRecord } from './quarantine.ts';
 import {
   HASH_BEFORE,
@@ -45,24 +52,9 @@ import { addCounts, type WriteStats } from './write-stats.ts';
  * them; the column helper types are there).
  */
 
-export interface ReviewsTable {
-  review_id: string;
+/** `reviews`: a review's columns (`reviewShape`, src/api/reviews.ts) and the writer's own. */
+export interface ReviewsTable extends TableColumns<typeof reviewShape> {
   business_id: number;
-  site_name: string;
-  category: string;
-  type: string;
-  title: string | null;
-  content: string;
-  author_name: string | null;
-  author_avatar: string | null;
-  rating: Numeric | null;
-  reviewed_at: Timestamp | null;
-  reviewed_at_precision: string | null;
-  permalink: string | null;
-  likes_count: number | null;
-  likes_change: number | null;
-  can_respond: boolean;
-  response_count: number;
   content_hash: string;
   first_seen_at: Timestamp;
   last_seen_at: Timestamp;
@@ -82,16 +74,13 @@ export interface ReviewVersionsTable {
   run_id: string | null;
 }
 
-export interface ReviewResponsesTable {
-  response_id: string;
+/**
+ * `review_responses`: a response's columns (`reviewResponseShape`, src/api/reviews.ts) and
+ * the writer's own.
+ */
+export interface ReviewResponsesTable extends TableColumns<typeof reviewResponseShape> {
   review_id: string;
   business_id: number;
-  title: string | null;
-  content: string | null;
-  author_name: string | null;
-  author_avatar: string | null;
-  responded_at: Timestamp | null;
-  responded_at_precision: string | null;
   content_hash: string;
   first_seen_at: Timestamp;
   last_seen_at: Timestamp;
@@ -107,38 +96,14 @@ export interface ReviewBacklogTable {
   reviews_waiting: number;
 }
 
+/** The stored content of a response: what its content hash covers (with its review's id). */
 export function responseToRow(response: ReviewResponse) {
-  return {
-    response_id: response.id,
-    title: response.title,
-    content: response.content,
-    author_name: response.authorName,
-    author_avatar: response.authorAvatar,
-    responded_at: response.respondedAt,
-    responded_at_precision: response.respondedAtPrecision,
-  };
+  return rowOf(reviewResponseShape, response);
 }
 
 /** The stored content of a review: what its content hash covers (with its responses). */
 export function reviewToRow(review: Review) {
-  return {
-    review_id: review.id,
-    site_name: review.siteName,
-    category: review.category,
-    type: review.type,
-    title: review.title,
-    content: review.content,
-    author_name: review.authorName,
-    author_avatar: review.authorAvatar,
-    rating: review.rating,
-    reviewed_at: review.reviewedAt,
-    reviewed_at_precision: review.reviewedAtPrecision,
-    permalink: review.permalink,
-    likes_count: review.likesCount,
-    likes_change: review.likesChange,
-    can_respond: review.canRespond,
-    response_count: review.responses.length,
-  };
+  return rowOf(reviewShape, review);
 }
 
 /**
@@ -157,45 +122,26 @@ function responseHash(content: ReturnType<typeof responseToRow>, reviewId: strin
   return fieldsHash([...Object.values(content), reviewId]);
 }
 
+/** The columns of `reviews` the upsert writes, with their types: all of them. */
 const REVIEW_COLUMNS = {
-  review_id: 'uuid',
   business_id: 'bigint',
-  site_name: 'text',
-  category: 'text',
-  type: 'text',
-  title: 'text',
-  content: 'text',
-  author_name: 'text',
-  author_avatar: 'text',
-  rating: 'numeric',
-  reviewed_at: 'timestamptz',
-  reviewed_at_precision: 'text',
-  permalink: 'text',
-  likes_count: 'integer',
-  likes_change: 'integer',
-  can_respond: 'boolean',
-  response_count: 'integer',
+  ...columnTypesOf(reviewShape),
   content_hash: 'text',
   first_seen_at: 'timestamptz',
   last_seen_at: 'timestamptz',
   removed_at: 'timestamptz',
-} as const satisfies ColumnTypes<'reviews'>;
+} as const satisfies AllColumnTypes<'reviews'>;
 
+/** The columns of `review_responses` the upsert writes, with their types: all of them. */
 const RESPONSE_COLUMNS = {
-  response_id: 'uuid',
   review_id: 'uuid',
   business_id: 'bigint',
-  title: 'text',
-  content: 'text',
-  author_name: 'text',
-  author_avatar: 'text',
-  responded_at: 'timestamptz',
-  responded_at_precision: 'text',
+  ...columnTypesOf(reviewResponseShape),
   content_hash: 'text',
   first_seen_at: 'timestamptz',
   last_seen_at: 'timestamptz',
   removed_at: 'timestamptz',
-} as const satisfies ColumnTypes<'review_responses'>;
+} as const satisfies AllColumnTypes<'review_responses'>;
 
 /** A stored row's state as far as a rewrite goes: unchanged when both match. */
 interface StoredState {

@@ -11,7 +11,7 @@
  * is held instead (`removalLimit`, held-removals.ts).
  */
 import { type Kysely, sql, type Transaction } from 'kysely';
-import type { BusinessFull, BusinessSummary } from '../api/types.ts';
+import type { BusinessFull, BusinessSummary } from '../api/index.ts';
 import { utcDay } from '../calendar-day.ts';
 import {
   BUSINESS_READS,

@@ -10,7 +10,7 @@ import { alertsUnder } from '../../src/alerts/raise-for-changes.ts';
 import { rankDrops } from '../../src/alerts/rank-drop.ts';
 import { parseAlertRules } from '../../src/alerts/rules.ts';
 import { raiseSyncHealthAlerts } from '../../src/alerts/sync-health.ts';
-import type { Listing, RankObservation, Review } from '../../src/api/types.ts';
+import type { Listing, RankObservation, Review } from '../../src/api/index.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import {
   recordResponseRequest,

@@ -13,6 +13,7 @@ import {
   answerSettings,
   createConfiguredApiClient,
 } from '../../src/api/client.ts';
+import type { Credential } from '../../src/api/index.ts';
 import {
   apiStats,
   createApiClient,
@@ -24,7 +25,6 @@ import {
 } from '../../src/api/index.ts';
 import { rankingEntrySchema } from '../../src/api/rankings.ts';
 import { reviewSchema } from '../../src/api/reviews.ts';
-import type { Credential } from '../../src/api/types.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';

@@ -10,6 +10,7 @@
  * moves (test/helpers/manual-clock.ts) and asserts what was waited, never how long it took.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Credential, Review } from '../../src/api/index.ts';
 import {
   ApiError,
   type ApiErrorCode,
@@ -36,7 +37,6 @@ import {
   respondToReview,
   updateBusiness,
 } from '../../src/api/index.ts';
-import type { Credential, Review } from '../../src/api/types.ts';
 import { DEFAULT_FAULTS, type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { manualClock, settleWith } from '../helpers/manual-clock.ts';
 import { memoryLogger } from '../helpers/memory-logger.ts';

@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Credential } from '../../src/api/index.ts';
 import {
   ApiError,
   addKeyword,
@@ -17,7 +18,6 @@ import {
   listCountries,
   listStates,
 } from '../../src/api/index.ts';
-import type { Credential } from '../../src/api/types.ts';
 import { manualClock, settleWith } from '../helpers/manual-clock.ts';
 import { memoryLogger } from '../helpers/memory-logger.ts';
 

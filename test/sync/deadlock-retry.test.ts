@@ -11,8 +11,8 @@
  */
 import { sql } from 'kysely';
 import { describe, expect, it, vi } from 'vitest';
+import type { Credential } from '../../src/api/index.ts';
 import { listBusinesses } from '../../src/api/index.ts';
-import type { Credential } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
 import {
   retryingAborts,

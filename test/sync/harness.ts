@@ -6,8 +6,8 @@
  */
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
+import type { Credential } from '../../src/api/index.ts';
 import { type ApiClient, createApiClient } from '../../src/api/index.ts';
-import type { Credential } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
 import { buildRankings, listKeywords } from '../../src/sandbox/keywords.ts';
 import { buildListings } from '../../src/sandbox/listings.ts';

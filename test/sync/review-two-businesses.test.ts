@@ -13,8 +13,8 @@
  */
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Credential, Review } from '../../src/api/index.ts';
 import { listBusinesses, listReviews } from '../../src/api/index.ts';
-import type { Credential, Review } from '../../src/api/types.ts';
 import type { SyncResult } from '../../src/sync/run.ts';
 import {
   type BusinessSnapshot,

@@ -8,7 +8,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import type { Credential } from '../../src/api/types.ts';
+import type { Credential } from '../../src/api/index.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { poolOf } from '../../src/warehouse/driver/connection.ts';
 import { openConfiguredWarehouse } from '../../src/warehouse/driver/open.ts';

@@ -12,8 +12,8 @@
  */
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Credential } from '../../src/api/index.ts';
 import { listBusinesses, listKeywords } from '../../src/api/index.ts';
-import type { Credential } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
 import { replayInPlace } from '../../src/replay/in-place.ts';
 import { renderSyncSummary } from '../../src/sync/summary.ts';

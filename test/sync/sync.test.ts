@@ -5,6 +5,7 @@
  */
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
+import type { Credential } from '../../src/api/index.ts';
 import {
   type ApiClient,
   listBusinesses,
@@ -12,7 +13,6 @@ import {
   listReviews,
   respondToReview,
 } from '../../src/api/index.ts';
-import type { Credential } from '../../src/api/types.ts';
 import type { RunningSandbox } from '../../src/sandbox/server.ts';
 import { recordResponseRequest } from '../../src/warehouse/review-response-requests.ts';
 import { testBackends } from '../helpers/database.ts';

@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { businessFullSchema, businessSummarySchema } from '../../src/api/businesses.ts';
+import { LISTING_STATUSES, LISTING_SYNC_STATUSES } from '../../src/api/index.ts';
 import { keywordSchema } from '../../src/api/keywords.ts';
 import { listingSchema } from '../../src/api/listings.ts';
 import { rankingsFromResult } from '../../src/api/rankings.ts';
@@ -19,7 +20,6 @@ import {
   reviewsFromResult,
 } from '../../src/api/reviews.ts';
 import { parseRecords } from '../../src/api/schemas.ts';
-import { LISTING_STATUSES, LISTING_SYNC_STATUSES } from '../../src/api/types.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { writeReferenceData } from '../../src/warehouse/reference-data.ts';
 import {

@@ -8,8 +8,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Credential } from '../../src/api/index.ts';
 import { createApiClient, listBusinesses, listKeywords } from '../../src/api/index.ts';
-import type { Credential } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { runSync } from '../../src/sync/run.ts';

@@ -6,8 +6,8 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Credential } from '../../src/api/index.ts';
 import { createApiClient } from '../../src/api/index.ts';
-import type { Credential } from '../../src/api/types.ts';
 import type { CliServices } from '../../src/command/io.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';

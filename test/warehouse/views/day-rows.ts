@@ -8,7 +8,7 @@
  * own SQL, the way the writers of that release left them.
  */
 import { type Kysely, sql } from 'kysely';
-import type { RankObservation } from '../../../src/api/types.ts';
+import type { RankObservation } from '../../../src/api/index.ts';
 import { recomputeLatest } from '../../../src/warehouse/rankings.ts';
 import { CLICKS_PER_1000, UNRANKED_POSITION } from '../../../src/warehouse/visibility.ts';
 import { ACCOUNT } from '../fixtures.ts';

@@ -15,7 +15,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { moveRankHistory } from '../../../migrations/0030_rank_months.ts';
-import type { RankObservation } from '../../../src/api/types.ts';
+import type { RankObservation } from '../../../src/api/index.ts';
 import { addDays } from '../../../src/calendar-day.ts';
 import type { Warehouse } from '../../../src/warehouse/driver/connection.ts';
 import { migrateTo, migrateToLatest } from '../../../src/warehouse/driver/migrate.ts';

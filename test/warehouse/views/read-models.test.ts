@@ -9,7 +9,7 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Listing, RankObservation } from '../../../src/api/types.ts';
+import type { Listing, RankObservation } from '../../../src/api/index.ts';
 import type { Warehouse } from '../../../src/warehouse/driver/connection.ts';
 import { createTestWarehouse, testBackends } from '../../helpers/database.ts';
 import { ACCOUNT, ctx, listing, rank, snapshot, summary } from '../fixtures.ts';
