@@ -4,9 +4,9 @@
  * builds them (what a read keeps, its body compressed). Every business runs these, so each
  * statement's text is built once (src/warehouse/bulk-write.ts).
  */
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, type Selectable } from 'kysely';
 import { arrayLiteral, type ColumnTypes, insertRows } from '../warehouse/bulk-write.ts';
-import type { Db } from '../warehouse/database.ts';
+import type { Db, RawReadsTable } from '../warehouse/database.ts';
 
 /** One distinct body to keep, compressed. */
 export interface RawBodyToInsert {
@@ -19,19 +19,8 @@ export interface RawBodyToInsert {
   base_hash: string | null;
 }
 
-/** One read to keep, in `raw_reads`' column names. */
-export interface RawReadToInsert {
-  run_id: string;
-  account_name: string;
-  business_id: number | null;
-  operation: string;
-  request: string;
-  attempt: number;
-  status: number;
-  observed_at: Date;
-  body_hash: string;
-  uncommitted: boolean;
-}
+/** One read to keep, in `raw_reads`' column names: its row but for the generated id. */
+export type RawReadToInsert = Omit<Selectable<RawReadsTable>, 'read_id'>;
 
 /** A body of the batch: its hash and the read it came with (business, account, operation, request). */
 export interface BodyOfRead {
