@@ -212,6 +212,11 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ['docs/benchmarks.md', 'npm run bench:answer-shape', BENCH],
   [
     'docs/benchmarks.md',
+    'BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:raw -- --businesses 50 --nights 31 --no-scale',
+    BENCH,
+  ],
+  [
+    'docs/benchmarks.md',
     'BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:raw -- --scale-only',
     BENCH,
   ],
@@ -228,6 +233,11 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   [
     'docs/benchmarks.md',
     'BENCH_DATABASE_URL=postgres://… npm run bench:warehouse   # default: postgres://postgres@127.0.0.1:5432/postgres',
+    BENCH,
+  ],
+  [
+    'docs/benchmarks.md',
+    'BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:warehouse -- --businesses 50 --days 365',
     BENCH,
   ],
   ['docs/deploy.md', 'docker build -t registry.example.com/listings-sync:0.1.0 .', DOCKER],
