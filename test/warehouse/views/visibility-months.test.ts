@@ -133,10 +133,16 @@ describe.each(testBackends)('visibility packed by month (%s)', (backend) => {
   let wh: Warehouse;
   let before: Record<string, string[]>;
   let afterMigration: Record<string, string[]>;
+  // The day rows' counts, read before any test runs (the move test drops their copy).
+  let source: { days: number; months: number }[];
 
   beforeAll(async () => {
     ({ wh, before } = await prepared(backend));
     afterMigration = await outputs(wh.db, true);
+    ({ rows: source } = await sql<{ days: number; months: number }>`
+      select count(*)::int as days,
+        count(distinct (business_id, date_trunc('month', day), site))::int as months
+      from visibility_days_copy`.execute(wh.db));
   });
   afterAll(async () => {
     await wh.close();
@@ -169,10 +175,6 @@ describe.each(testBackends)('visibility packed by month (%s)', (backend) => {
         bool_and(cardinality(keywords_tracked) = cardinality(clicks_per_1000)
           and cardinality(keywords_tracked) = cardinality(top3)) as even
       from visibility_months`.execute(wh.db);
-    const { rows: source } = await sql<{ days: number; months: number }>`
-      select count(*)::int as days,
-        count(distinct (business_id, date_trunc('month', day), site))::int as months
-      from visibility_days_copy`.execute(wh.db);
     expect(rows[0]).toMatchObject({ months: source[0]?.months, days: source[0]?.days, even: true });
     expect(rows[0]?.longest).toBeLessThanOrEqual(31);
     // Days not collected are NULL elements; days collected with nothing ranked are zeros.
