@@ -11,9 +11,12 @@ import { columns as c, recordShape } from './record-shape.ts';
 import { id, parseRecords, storableString, text } from './schemas.ts';
 import type { ListResult } from './types.ts';
 
-export const countrySchema = z
+/** A record of an `{id, name}` list: a country, or a sub category. */
+const namedSchema = z
   .object({ id, name: storableString.min(1) })
   .transform((raw) => ({ id: raw.id, name: raw.name }));
+
+export const countrySchema = namedSchema;
 export type Country = z.output<typeof countrySchema>;
 /** A country's columns (src/api/record-shape.ts): `countries` and the Airbyte record. */
 export const countryShape = recordShape<Country>()({ id: c.id.as('country_id'), name: c.text });
@@ -30,9 +33,7 @@ export const stateShape = recordShape<State>()({
   countryId: c.id,
 });
 
-export const subCategorySchema = z
-  .object({ id, name: storableString.min(1) })
-  .transform((raw) => ({ id: raw.id, name: raw.name }));
+export const subCategorySchema = namedSchema;
 export type SubCategory = z.output<typeof subCategorySchema>;
 /** A sub category's columns (src/api/record-shape.ts): `sub_categories` and the Airbyte record. */
 export const subCategoryShape = recordShape<SubCategory>()({
@@ -63,20 +64,17 @@ function readReferenceList<T>(
   );
 }
 
-/** Operation 16. */
-export function listCountries(
-  api: ApiClient,
-  cred: Credential,
-  opts?: CallOptions,
-): Promise<ListResult<Country>> {
-  return readReferenceList(
-    api,
-    cred,
-    { operation: 'list_countries', path: '/countries.json' },
-    countrySchema,
-    opts,
-  );
+/** The read of a whole reference list, of no parameter: `operation` at `path`. */
+function referenceRead<T>(
+  operation: OperationName,
+  path: string,
+  schema: z.ZodType<T>,
+): (api: ApiClient, cred: Credential, opts?: CallOptions) => Promise<ListResult<T>> {
+  return (api, cred, opts) => readReferenceList(api, cred, { operation, path }, schema, opts);
 }
+
+/** Operation 16. */
+export const listCountries = referenceRead('list_countries', '/countries.json', countrySchema);
 
 /** Operation 15: the states of one country. */
 export function listStates(
@@ -99,19 +97,11 @@ export function listStates(
 }
 
 /** Operation 17. */
-export function listSubCategories(
-  api: ApiClient,
-  cred: Credential,
-  opts?: CallOptions,
-): Promise<ListResult<SubCategory>> {
-  return readReferenceList(
-    api,
-    cred,
-    { operation: 'list_sub_categories', path: '/sub_categories.json' },
-    subCategorySchema,
-    opts,
-  );
-}
+export const listSubCategories = referenceRead(
+  'list_sub_categories',
+  '/sub_categories.json',
+  subCategorySchema,
+);
 
 /** English names of ISO 3166-1 alpha-2 codes, from the ICU data Node ships with. */
 const regionNames = new Intl.DisplayNames(['en'], { type: 'region', fallback: 'none' });

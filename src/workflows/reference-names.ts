@@ -127,14 +127,23 @@ function validValues(what: string, labels: string[]): string {
   );
 }
 
-export function resolveCountry(catalog: ReferenceCatalog, name: string): Country {
+/** A record of an `{id, name}` list (a country, a sub category) by its name. */
+function resolveNamed<T extends { id: number; name: string }>(
+  what: string,
+  records: readonly T[],
+  name: string,
+): T {
   return pickOne(
-    'country',
+    what,
     name,
-    catalog.countries,
-    (c) => [c.name],
-    (c) => `${c.name} (id ${c.id})`,
+    records,
+    (r) => [r.name],
+    (r) => `${r.name} (id ${r.id})`,
   );
+}
+
+export function resolveCountry(catalog: ReferenceCatalog, name: string): Country {
+  return resolveNamed('country', catalog.countries, name);
 }
 
 /** A state by name or short code, within `countryId` when given. */
@@ -159,11 +168,5 @@ export function resolveState(
 }
 
 export function resolveSubCategory(catalog: ReferenceCatalog, name: string): SubCategory {
-  return pickOne(
-    'sub category',
-    name,
-    catalog.subCategories,
-    (s) => [s.name],
-    (s) => `${s.name} (id ${s.id})`,
-  );
+  return resolveNamed('sub category', catalog.subCategories, name);
 }

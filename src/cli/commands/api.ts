@@ -235,13 +235,21 @@ function businessListAction<T>(
   });
 }
 
+/** A read of a list of no business (the account's businesses, reference data), printed. */
+function listAction<T>(
+  io: WorkflowIo,
+  fetch: (api: Session['api'], credential: Session['credential']) => Promise<ListResult<T>>,
+) {
+  return read(io, async (session, format) =>
+    printList(io, await fetch(session.api, session.credential), format),
+  );
+}
+
 function registerBusinesses(api: Command, io: WorkflowIo, lookup: LookupWarehouse): void {
   const businesses = api.command('businesses').description('Businesses (operations 1 to 6).');
 
   common(businesses.command('list').description('Every business of the credential.')).action(
-    read(io, async (session, format) =>
-      printList(io, await listBusinesses(session.api, session.credential), format),
-    ),
+    listAction(io, listBusinesses),
   );
 
   common(
@@ -576,9 +584,7 @@ async function countryIdOf(session: Session, text: string): Promise<number> {
 
 function registerReference(api: Command, io: WorkflowIo): void {
   common(api.command('countries').description('Countries (operation 16).')).action(
-    read(io, async (session, format) =>
-      printList(io, await listCountries(session.api, session.credential), format),
-    ),
+    listAction(io, listCountries),
   );
   common(
     api
@@ -596,9 +602,7 @@ function registerReference(api: Command, io: WorkflowIo): void {
     }),
   );
   common(api.command('sub-categories').description('Sub categories (operation 17).')).action(
-    read(io, async (session, format) =>
-      printList(io, await listSubCategories(session.api, session.credential), format),
-    ),
+    listAction(io, listSubCategories),
   );
 }
 
