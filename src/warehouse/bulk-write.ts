@@ -43,6 +43,21 @@ export type ColumnOf<T extends TableName> = keyof Database[T] & string;
 /** A row for the bulk statements: column → value. */
 export type BulkRow<T extends TableName> = { [K in ColumnOf<T>]?: unknown };
 
+/**
+ * A stream row as a read finds it now: the record's columns (`content`), the business
+ * writing it, its content hash, and first and last seen `at` (the upsert keeps a stored
+ * row's first seen: `insertOnly`). The writer adds its own columns (the removal mark).
+ */
+export function seenRow<C extends object>(content: C, businessId: number, hash: string, at: Date) {
+  return {
+    ...content,
+    business_id: businessId,
+    content_hash: hash,
+    first_seen_at: at,
+    last_seen_at: at,
+  };
+}
+
 /** A column's PostgreSQL type, as written in the cast of its array parameter. */
 export type ColumnType = SqlType;
 

@@ -9,6 +9,7 @@ import {
   type BulkRow,
   type ChildTable,
   lockInKeyOrder,
+  seenRow,
   writeChildRows,
 } from './bulk-write.ts';
 import { fieldsHash } from './content-hash.ts';
@@ -75,14 +76,7 @@ export async function writeKeywords(
     const hash = keywordContentHash(content);
     const before = storedState.get(keyword.id);
     if (before && before.content_hash === hash && before.deleted_at === null) continue;
-    rows.push({
-      ...content,
-      business_id: businessId,
-      content_hash: hash,
-      first_seen_at: observedAt,
-      last_seen_at: observedAt,
-      deleted_at: null,
-    });
+    rows.push({ ...seenRow(content, businessId, hash, observedAt), deleted_at: null });
   }
   // Locked first, in id order as every writer locks them: a concurrent business's marking
   // gone of one of them has committed by now, or waits for this transaction.

@@ -13,7 +13,7 @@
  */
 import { type ColumnType, sql } from 'kysely';
 import { columnTypesOf, type Listing, listingShape, rowOf } from '../api/index.ts';
-import { type AllColumnTypes, type BulkRow, writeChildRows } from './bulk-write.ts';
+import { type AllColumnTypes, type BulkRow, seenRow, writeChildRows } from './bulk-write.ts';
 import type { Change } from './changes.ts';
 import { fieldsHash } from './content-hash.ts';
 import type { Db, TableColumns, Timestamp } from './database.ts';
@@ -170,11 +170,7 @@ export async function writeListings(
       continue;
     }
     rows.push({
-      business_id: businessId,
-      ...content,
-      content_hash: hash,
-      first_seen_at: observedAt,
-      last_seen_at: observedAt,
+      ...seenRow(content, businessId, hash, observedAt),
       status_changed_at:
         before && before.status === listing.status ? before.status_changed_at : observedAt,
       removed_at: null,

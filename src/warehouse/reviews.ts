@@ -23,7 +23,7 @@ import {
   reviewShape,
   rowOf,
 } from '../api/index.ts';
-import { type AllColumnTypes, type BulkRow, writeChildRows } from './bulk-write.ts';
+import { type AllColumnTypes, type BulkRow, seenRow, writeChildRows } from './bulk-write.ts';
 import type { Change } from './changes.ts';
 import { fieldsHash } from './content-hash.ts';
 import type { Db, Numeric, TableColumns, Timestamp } from './database.ts';
@@ -122,14 +122,19 @@ function responseHash(content: ReturnType<typeof responseToRow>, reviewId: strin
   return fieldsHash([...Object.values(content), reviewId]);
 }
 
-/** The columns of `reviews` the upsert writes, with their types: all of them. */
-const REVIEW_COLUMNS = {
-  business_id: 'bigint',
-  ...columnTypesOf(reviewShape),
+/** What a review's row and a response's row keep besides the record: its hash, when seen. */
+const SEEN_COLUMNS = {
   content_hash: 'text',
   first_seen_at: 'timestamptz',
   last_seen_at: 'timestamptz',
   removed_at: 'timestamptz',
+} as const;
+
+/** The columns of `reviews` the upsert writes, with their types: all of them. */
+const REVIEW_COLUMNS = {
+  business_id: 'bigint',
+  ...columnTypesOf(reviewShape),
+  ...SEEN_COLUMNS,
 } as const satisfies AllColumnTypes<'reviews'>;
 
 /** The columns of `review_responses` the upsert writes, with their types: all of them. */
@@ -137,10 +142,7 @@ const RESPONSE_COLUMNS = {
   review_id: 'uuid',
   business_id: 'bigint',
   ...columnTypesOf(reviewResponseShape),
-  content_hash: 'text',
-  first_seen_at: 'timestamptz',
-  last_seen_at: 'timestamptz',
-  removed_at: 'timestamptz',
+  ...SEEN_COLUMNS,
 } as const satisfies AllColumnTypes<'review_responses'>;
 
 /** A stored row's state as far as a rewrite goes: unchanged when both match. */
@@ -258,14 +260,7 @@ export async function writeReviews(
     if (!stored) firstSeen.push(review);
     if (isUnchanged(stored, hash)) unchangedReviews += 1;
     else {
-      rows.push({
-        ...content,
-        business_id: businessId,
-        content_hash: hash,
-        first_seen_at: observedAt,
-        last_seen_at: observedAt,
-        removed_at: null,
-      });
+      rows.push({ ...seenRow(content, businessId, hash, observedAt), removed_at: null });
       if (stored?.content_hash !== hash) changedIds.push(review.id);
     }
     review.responses.forEach((response, i) => {
@@ -277,12 +272,8 @@ export async function writeReviews(
         row: isUnchanged(responseState.get(responseContent.response_id), responseHashValue)
           ? null
           : {
-              ...responseContent,
+              ...seenRow(responseContent, businessId, responseHashValue, observedAt),
               review_id: review.id,
-              business_id: businessId,
-              content_hash: responseHashValue,
-              first_seen_at: observedAt,
-              last_seen_at: observedAt,
               removed_at: null,
             },
       });
