@@ -45,7 +45,7 @@ const volumeDrop: AlertKindEntry<typeof VOLUME_DROP> = {
       answered: detail(alert, 'answered') ?? null,
     },
   }),
-  // The business lists' holds raise through `raiseBusinessListDrop`, called by the sync.
+  // The business lists' holds raise through `raiseVolumeDrop` too, called by the sync.
   raise: { on: 'removals_held', raise: eachChange(raiseVolumeDrop) },
 };
 

@@ -6,7 +6,7 @@
  * one alert per business, stream and UTC day, in the writer's transaction.
  *
  * An account's business list is held the same way (the sync decides, held-removals.ts):
- * `raiseBusinessListDrop` raises one alert per account, list and UTC day, in the
+ * `raiseVolumeDrop` raises one alert per account, list and UTC day, in the
  * transaction that records the hold.
  *
  * The rule's `enabled` governs the hold itself as well as the alert: a hold nobody hears
@@ -28,59 +28,40 @@ export function removalLimitUnder(rules: AlertRules): RemovalLimit | undefined {
   return rule.enabled ? { share: rule.share, minRows: rule.minRows } : undefined;
 }
 
-/** Raises the `volume_drop` alert of one held read; returns how many were raised (0 or 1). */
+/**
+ * Raises the `volume_drop` alert of one hold; returns how many were raised (0 or 1). A
+ * stream's held read names its business and stream; a held business list names no
+ * business, the account and the list. Either way the live and answered counts are the
+ * previous_status and status, and the details.
+ */
 export async function raiseVolumeDrop(
   db: Db,
   rules: AlertRules,
-  held: RemovalsHeldChange,
+  held: RemovalsHeldChange | BusinessListHeld,
 ): Promise<number> {
   if (!rules.volumeDrop.enabled) return 0;
+  const day = utcDay(held.detectedAt);
+  const { dedupeKey, businessId, what } =
+    'businessId' in held
+      ? {
+          dedupeKey: volumeDropKey(held.businessId, held.stream, day),
+          businessId: held.businessId,
+          what: { stream: held.stream },
+        }
+      : {
+          dedupeKey: volumeDropListKey(held.accountName, held.key, day),
+          businessId: null,
+          what: { stream: 'businesses', list: held.key },
+        };
   return raise(db, [
     {
       kind: VOLUME_DROP,
-      dedupeKey: volumeDropKey(held.businessId, held.stream, utcDay(held.detectedAt)),
+      dedupeKey,
       accountName: held.accountName,
-      businessId: held.businessId,
+      businessId,
       previousStatus: String(held.stored),
       status: String(held.answered),
-      details: {
-        stream: held.stream,
-        stored: held.stored,
-        answered: held.answered,
-        removing: held.removing,
-      },
-      detectedAt: held.detectedAt,
-      runId: held.runId,
-    },
-  ]);
-}
-
-/**
- * Raises the `volume_drop` alert of a held business list: no business, the account named,
- * the live and answered counts as previous_status and status, as for a stream; returns how
- * many were raised (0 or 1).
- */
-export async function raiseBusinessListDrop(
-  db: Db,
-  rules: AlertRules,
-  held: BusinessListHeld,
-): Promise<number> {
-  if (!rules.volumeDrop.enabled) return 0;
-  return raise(db, [
-    {
-      kind: VOLUME_DROP,
-      dedupeKey: volumeDropListKey(held.accountName, held.key, utcDay(held.detectedAt)),
-      accountName: held.accountName,
-      businessId: null,
-      previousStatus: String(held.stored),
-      status: String(held.answered),
-      details: {
-        stream: 'businesses',
-        list: held.key,
-        stored: held.stored,
-        answered: held.answered,
-        removing: held.removing,
-      },
+      details: { ...what, stored: held.stored, answered: held.answered, removing: held.removing },
       detectedAt: held.detectedAt,
       runId: held.runId,
     },

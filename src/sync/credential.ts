@@ -7,7 +7,7 @@
  */
 import pLimit from 'p-limit';
 import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
-import { raiseBusinessListDrop, removalLimitUnder } from '../alerts/volume-drop.ts';
+import { raiseVolumeDrop, removalLimitUnder } from '../alerts/volume-drop.ts';
 import { ApiError } from '../api/errors.ts';
 import type { BusinessSummary, Credential, ListResult } from '../api/index.ts';
 import { listBusinesses } from '../api/index.ts';
@@ -302,7 +302,7 @@ async function archiveUnlisted(
   };
   stats.alerts += await db.transaction().execute(async (trx) => {
     if (!earlier) await recordBusinessListHold(trx, held);
-    return raiseBusinessListDrop(trx, rules, held);
+    return raiseVolumeDrop(trx, rules, held);
   });
   stats.removalsHeld = (stats.removalsHeld ?? 0) + 1;
   log.warn(
