@@ -5,7 +5,7 @@
  */
 import { sql } from 'kysely';
 import type { Db } from '../../warehouse/database.ts';
-import { type ReportWindow, reportScope, windowBounds } from './window.ts';
+import { type ReportWindow, reportScope, sumDailyView, windowBounds } from './window.ts';
 
 export interface AccuracyDay {
   day: string;
@@ -16,18 +16,15 @@ export interface AccuracyDay {
 }
 
 /** Listings by accuracy status, per day of the window, in day order. */
-export async function readAccuracyDays(db: Db, window: ReportWindow): Promise<AccuracyDay[]> {
-  const scope = reportScope(window.businessId);
-  const { windowStart, windowEnd } = windowBounds(window);
-  const { rows } = await sql<AccuracyDay>`
-      select to_char(day, 'YYYY-MM-DD') as day,
-        sum(accurate)::int as accurate, sum(inaccurate)::int as inaccurate,
+export function readAccuracyDays(db: Db, window: ReportWindow): Promise<AccuracyDay[]> {
+  return sumDailyView<AccuracyDay>(
+    db,
+    window,
+    'v_listing_accuracy_daily',
+    sql`sum(accurate)::int as accurate, sum(inaccurate)::int as inaccurate,
         sum(not_present)::int as "notPresent",
-        round(sum(accurate)::numeric / nullif(sum(accurate) + sum(inaccurate), 0), 4) as "accuracyScore"
-      from v_listing_accuracy_daily d
-      where d.day between ${windowStart} and ${windowEnd} and ${scope('d.business_id')}
-      group by day order by day`.execute(db);
-  return rows;
+        round(sum(accurate)::numeric / nullif(sum(accurate) + sum(inaccurate), 0), 4) as "accuracyScore"`,
+  );
 }
 
 export interface NewlyInaccurateRow {

@@ -7,7 +7,13 @@
  */
 import { sql } from 'kysely';
 import type { Db } from '../../warehouse/database.ts';
-import { type ReportScope, type ReportWindow, reportScope, windowBounds } from './window.ts';
+import {
+  type ReportScope,
+  type ReportWindow,
+  reportScope,
+  sumDailyView,
+  windowBounds,
+} from './window.ts';
 
 export interface ReviewDay {
   day: string;
@@ -17,18 +23,15 @@ export interface ReviewDay {
 }
 
 /** New reviews, their average rating and the responses, per day of the window, in day order. */
-export async function readReviewDays(db: Db, window: ReportWindow): Promise<ReviewDay[]> {
-  const scope = reportScope(window.businessId);
-  const { windowStart, windowEnd } = windowBounds(window);
-  const { rows } = await sql<ReviewDay>`
-      select to_char(day, 'YYYY-MM-DD') as day,
-        sum(new_reviews)::int as "newReviews",
+export function readReviewDays(db: Db, window: ReportWindow): Promise<ReviewDay[]> {
+  return sumDailyView<ReviewDay>(
+    db,
+    window,
+    'v_review_daily',
+    sql`sum(new_reviews)::int as "newReviews",
         round(sum(average_rating * rated_reviews) / nullif(sum(rated_reviews), 0), 2) as "averageRating",
-        sum(responses)::int as responses
-      from v_review_daily r
-      where r.day between ${windowStart} and ${windowEnd} and ${scope('r.business_id')}
-      group by day order by day`.execute(db);
-  return rows;
+        sum(responses)::int as responses`,
+  );
 }
 
 export interface SlaRow {

@@ -39,6 +39,26 @@ export function windowBounds(window: ReportWindow): {
 }
 
 /**
+ * A daily view's rows summed per day over the window and scope, in day order: `day` as
+ * `YYYY-MM-DD`, then `sums`, the select list's aggregates over the view's columns.
+ */
+export async function sumDailyView<T>(
+  db: Db,
+  window: ReportWindow,
+  view: 'v_listing_accuracy_daily' | 'v_review_daily',
+  sums: RawBuilder<unknown>,
+): Promise<T[]> {
+  const scope = reportScope(window.businessId);
+  const { windowStart, windowEnd } = windowBounds(window);
+  const { rows } = await sql<T>`
+      select to_char(day, 'YYYY-MM-DD') as day, ${sums}
+      from ${sql.table(view)} d
+      where d.day between ${windowStart} and ${windowEnd} and ${scope('d.business_id')}
+      group by day order by day`.execute(db);
+  return rows;
+}
+
+/**
  * Runs `read` on one connection with `jit` off: the report's queries are many and short,
  * and on PostgreSQL the JIT compiler costs each of them more than it saves (PGlite has no
  * JIT provider; the setting is harmless there).
