@@ -52,49 +52,38 @@ function firstErrorOffset(text: string): number {
     if (!match) fail();
     i += (match as RegExpExecArray)[0].length;
   };
+  /** An object's or an array's members, from its opening bracket through `close`. */
+  const members = (close: '}' | ']', member: () => void): void => {
+    i++;
+    space();
+    if (text[i] === close) {
+      i++;
+      return;
+    }
+    for (;;) {
+      member();
+      space();
+      if (text[i] === ',') i++;
+      else if (text[i] === close) {
+        i++;
+        return;
+      } else fail();
+    }
+  };
+  const property = () => {
+    space();
+    string();
+    space();
+    if (text[i] !== ':') fail();
+    i++;
+    value();
+  };
   const value = (): void => {
     space();
     const ch = text[i];
-    if (ch === '{') {
-      i++;
-      space();
-      if (text[i] === '}') {
-        i++;
-        return;
-      }
-      for (;;) {
-        space();
-        string();
-        space();
-        if (text[i] !== ':') fail();
-        i++;
-        value();
-        space();
-        if (text[i] === ',') i++;
-        else if (text[i] === '}') {
-          i++;
-          return;
-        } else fail();
-      }
-    }
-    if (ch === '[') {
-      i++;
-      space();
-      if (text[i] === ']') {
-        i++;
-        return;
-      }
-      for (;;) {
-        value();
-        space();
-        if (text[i] === ',') i++;
-        else if (text[i] === ']') {
-          i++;
-          return;
-        } else fail();
-      }
-    }
-    if (ch === '"') string();
+    if (ch === '{') members('}', property);
+    else if (ch === '[') members(']', value);
+    else if (ch === '"') string();
     else if (ch === 't') literal('true');
     else if (ch === 'f') literal('false');
     else if (ch === 'n') literal('null');
