@@ -27,10 +27,8 @@ import {
   requireWebhookSecrets,
 } from '../config/index.ts';
 import type { Logger } from '../log.ts';
-import { syncOptionsFromConfig } from '../sync/options.ts';
-import { runSync, SyncLockedError } from '../sync/run.ts';
+import { runConfiguredSync, SyncLockedError } from '../sync/run.ts';
 import type { Warehouse } from '../warehouse/driver/connection.ts';
-import { requireCurrentSchema } from '../warehouse/driver/open.ts';
 import { registerHealth } from './health.ts';
 import { createServeMetrics, type ServeMetrics } from './metrics.ts';
 import { type Scheduler, startScheduler } from './scheduler.ts';
@@ -258,13 +256,11 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     try {
-      await requireCurrentSchema(warehouse);
-      const result = await runSync({
+      const result = await runConfiguredSync(config, {
         warehouse,
         api,
         credentials,
         logger,
-        ...syncOptionsFromConfig(config),
         ...(options.businessConcurrency !== undefined
           ? { businessConcurrency: options.businessConcurrency }
           : {}),

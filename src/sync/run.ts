@@ -18,11 +18,13 @@
 import type { Span } from '@opentelemetry/api';
 import pLimit from 'p-limit';
 import { answerSettings, apiStats } from '../api/index.ts';
+import type { Config } from '../config/index.ts';
 import { ListingsSyncError } from '../errors.ts';
 import { type RawCapture, startRawCapture } from '../raw/capture.ts';
 import { pruneRawZone } from '../raw/retention.ts';
 import { currentTraceId, inSpan } from '../tracing.ts';
 import { timeoutsOf } from '../warehouse/driver/connection.ts';
+import { requireCurrentSchema } from '../warehouse/driver/open.ts';
 import { isWarehouseGone, WarehouseGoneError } from '../warehouse/driver/outage.ts';
 import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
 import { interruptAbandonedRuns, recordSyncRunEnd, startSyncRun } from '../warehouse/sync-runs.ts';
@@ -36,6 +38,7 @@ import {
   type Stream,
   type SyncOptions,
   type SyncProgress,
+  syncOptionsFromConfig,
 } from './options.ts';
 import { referenceDataOnce, syncReferenceData } from './reference-data.ts';
 import { keepAccountReads, type RunContext } from './run-context.ts';
@@ -74,6 +77,16 @@ export class SyncLockedError extends ListingsSyncError {
     );
     this.name = 'SyncLockedError';
   }
+}
+
+/**
+ * A run of the configured warehouse (`sync`, `serve`'s schedule): refused while its schema
+ * is behind the code (`requireCurrentSchema`), then `runSync` with the configuration's
+ * options (`syncOptionsFromConfig`) under the caller's.
+ */
+export async function runConfiguredSync(config: Config, options: SyncOptions): Promise<SyncResult> {
+  await requireCurrentSchema(options.warehouse);
+  return runSync({ ...syncOptionsFromConfig(config), ...options });
 }
 
 /**

@@ -11,8 +11,6 @@ import { UsageError } from '../../command/usage-error.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { type Credential, requireCredentials } from '../../config/index.ts';
 import { STREAMS } from '../../streams/index.ts';
-import { syncOptionsFromConfig } from '../../sync/options.ts';
-import { requireCurrentSchema } from '../../warehouse/driver/open.ts';
 import { shardOption } from '../options.ts';
 
 // The sync modules load only when the command runs: `--help` stays quick.
@@ -90,7 +88,7 @@ export function registerSyncCommand(program: Command, io: CliIo): void {
 async function runSyncCommand(
   io: CliIo,
   options: SyncCommandOptions,
-  { runSync }: SyncModule,
+  { runConfiguredSync }: SyncModule,
 ): Promise<number> {
   const config = loadCommandConfig(io, 'sync');
   const logger = createCommandLogger(io, config);
@@ -110,8 +108,7 @@ async function runSyncCommand(
   io.signal.addEventListener('abort', onAbort, { once: true });
   const progress = createProgressReporter({ terminal: io.terminal, logger });
   try {
-    await requireCurrentSchema(warehouse);
-    const result = await runSync({
+    const result = await runConfiguredSync(config, {
       warehouse,
       api,
       credentials,
@@ -120,7 +117,6 @@ async function runSyncCommand(
       ...(options.shard ? { shard: options.shard } : {}),
       ...(options.reapply ? { reapply: true } : {}),
       trigger: 'cli',
-      ...syncOptionsFromConfig(config),
       signal: io.signal,
       ...(io.stopNow ? { stopNow: io.stopNow } : {}),
       onProgress: (p) => progress.update(p),
