@@ -1,6 +1,6 @@
 /**
  * `serve` on the embedded PGlite holds its data directory (one process at a time): a real
- * serve process, since the lock is a process's pid (src/warehouse/driver/pglite-lock.ts). Serve
+ * serve process, since the lock is a process's pid (src/warehouse/driver/pglite/lock.ts). Serve
  * says so when it starts; each command refused beside it names serve, its pid and the
  * two ways out, with exit 1 (docs/serve.md, docs/troubleshooting.md).
  */

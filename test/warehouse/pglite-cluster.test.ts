@@ -1,6 +1,6 @@
 /**
  * A new embedded data directory starts from the cluster kept in the repository, not from
- * initdb in the process (src/warehouse/driver/pglite-options.ts, `pgliteCluster`): what that
+ * initdb in the process (src/warehouse/driver/pglite/options.ts, `pgliteCluster`): what that
  * saves is measured by `npm run bench:memory` (docs/benchmarks.md, "Memory on PGlite").
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import {
   pgliteClusterPath,
   pgliteRelease,
   pgliteStartOptions,
-} from '../../src/warehouse/driver/pglite-options.ts';
+} from '../../src/warehouse/driver/pglite/options.ts';
 
 const opened: Warehouse[] = [];
 const dirs: string[] = [];
@@ -38,9 +38,9 @@ async function systemIdentifier(warehouse: Warehouse): Promise<string> {
 }
 
 describe('a new embedded data directory starts from the kept cluster', () => {
-  it('the installed PGlite has its cluster (after an upgrade: node src/warehouse/driver/pglite-options.ts)', () => {
+  it('the installed PGlite has its cluster (after an upgrade: node src/warehouse/driver/pglite/options.ts)', () => {
     expect(existsSync(pgliteClusterPath()), pgliteClusterPath()).toBe(true);
-    expect(pgliteClusterPath()).toContain(`pglite-cluster-${pgliteRelease()}.tar.gz`);
+    expect(pgliteClusterPath()).toContain(`cluster-${pgliteRelease()}.tar.gz`);
   });
 
   it('two new directories are the one cluster (initdb would give each its own identifier)', async () => {

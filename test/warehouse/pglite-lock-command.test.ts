@@ -11,7 +11,7 @@ import {
   DataDirInUseError,
   lockDataDir,
   recordLockCommand,
-} from '../../src/warehouse/driver/pglite-lock.ts';
+} from '../../src/warehouse/driver/pglite/lock.ts';
 
 /** The files as every release names them (docs/troubleshooting.md). */
 const LOCK_FILE = '.listings-sync.pid';

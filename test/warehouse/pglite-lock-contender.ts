@@ -8,7 +8,7 @@
  */
 import { existsSync, writeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { lockDataDir } from '../../src/warehouse/driver/pglite-lock.ts';
+import { lockDataDir } from '../../src/warehouse/driver/pglite/lock.ts';
 
 const dir = process.argv[2] as string;
 let release: (() => void) | undefined;

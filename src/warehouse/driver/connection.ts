@@ -24,8 +24,8 @@ import {
   withoutDatabaseUrl,
 } from '../../log.ts';
 import type { Database } from '../database.ts';
-import { lockDataDir } from './pglite-lock.ts';
-import { pgliteStartOptions } from './pglite-options.ts';
+import { lockDataDir } from './pglite/lock.ts';
+import { pgliteStartOptions } from './pglite/options.ts';
 
 export interface Warehouse {
   db: Kysely<Database>;

@@ -19,7 +19,7 @@ import {
   type Warehouse,
 } from './connection.ts';
 import { pendingMigrations } from './migrate.ts';
-import { DataDirInUseError, recordLockCommand } from './pglite-lock.ts';
+import { DataDirInUseError, recordLockCommand } from './pglite/lock.ts';
 
 export class WarehouseUnavailableError extends ListingsSyncError {
   readonly code = 'WAREHOUSE_UNAVAILABLE';
@@ -111,7 +111,7 @@ export function resolveWarehouse(config: Config, access: WarehouseAccess): Wareh
 export interface OpenOptions {
   /**
    * The command holding an embedded database (`serve`): recorded beside its lock, so a
-   * command refused the directory names it (src/warehouse/driver/pglite-lock.ts).
+   * command refused the directory names it (src/warehouse/driver/pglite/lock.ts).
    */
   command?: string;
   /**

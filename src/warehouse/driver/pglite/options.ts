@@ -2,7 +2,7 @@
  * How the embedded PostgreSQL (PGlite) is started: its memory settings, and the cluster
  * a new data directory starts from (docs/sizing.md, "Embedded (PGlite)").
  *
- * `node src/warehouse/driver/pglite-options.ts` rebuilds that cluster for the installed PGlite
+ * `node src/warehouse/driver/pglite/options.ts` rebuilds that cluster for the installed PGlite
  * (after upgrading it, or changing `PGLITE_SETTINGS`): see `pgliteCluster`.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -50,7 +50,7 @@ export function pgliteRelease(): string {
 
 /** Where the cluster made by PGlite `release` is kept: beside this file. */
 export function pgliteClusterPath(release = pgliteRelease()): string {
-  return join(dirname(fileURLToPath(import.meta.url)), `pglite-cluster-${release}.tar.gz`);
+  return join(dirname(fileURLToPath(import.meta.url)), `cluster-${release}.tar.gz`);
 }
 
 let cluster: Blob | null | undefined;

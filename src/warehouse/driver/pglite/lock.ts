@@ -21,7 +21,7 @@
  */
 import { linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ListingsSyncError } from '../../errors.ts';
+import { ListingsSyncError } from '../../../errors.ts';
 
 const LOCK_FILE = '.listings-sync.pid';
 const TAKEOVER_SUFFIX = '.takeover';
