@@ -1,6 +1,12 @@
 /** Keyword rankings: operation 11 of docs/upstream.md. */
 import { z } from 'zod';
-import { type AnswerBounds, checkBound, DEFAULT_ANSWER_BOUNDS, SAMPLE_SIZE } from './bounds.ts';
+import {
+  type AnswerBounds,
+  BOUND_SETTINGS,
+  checkBound,
+  DEFAULT_ANSWER_BOUNDS,
+  SAMPLE_SIZE,
+} from './bounds.ts';
 import { type BusinessRead, businessRead } from './client.ts';
 import { columns as c, column, recordShape } from './record-shape.ts';
 import {
@@ -116,7 +122,7 @@ export function rankingsFromResult(
     if (siteCount > bounds.sitesPerKeyword) {
       rejected.push({
         location: keyword,
-        reason: `keyword: ${siteCount} sites, more than the ${bounds.sitesPerKeyword} allowed by LISTINGS_MAX_SITES_PER_KEYWORD`,
+        reason: `keyword: ${siteCount} sites, more than the ${bounds.sitesPerKeyword} allowed by ${BOUND_SETTINGS.sitesPerKeyword}`,
         payload: { sites: siteCount, sample: Object.keys(sites as object).slice(0, SAMPLE_SIZE) },
       });
       continue;

@@ -331,7 +331,8 @@ export async function writeRankings(
  * The business's visibility of `day` after this write. The day's rank of every
  * series is known without reading history: what this write sent, else the series' stored
  * `rank_latest` row (its latest day, or its 31-day window for an earlier day). Only a day
- * older than some series' window is summed from `rank_history`.
+ * older than some series' window is summed from that day's element of each series' month
+ * row in `rank_months` (visibility.ts, `writeVisibilityDay`).
  */
 async function writeVisibility(
   db: Db,
