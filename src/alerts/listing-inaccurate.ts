@@ -13,6 +13,7 @@ import type { Db } from '../warehouse/database.ts';
 import { type AlertKindEntry, LISTING_INACCURATE, listingInaccurateKey } from './kinds.ts';
 import {
   businessLabel,
+  detectedLine,
   isWebLink,
   type SlackMessage,
   slackEscape,
@@ -79,11 +80,7 @@ function slack(alert: AlertForDelivery): SlackMessage {
   ];
   const link = alert.listing?.liveLink;
   if (isWebLink(link)) lines.push(`<${link}|View the live listing>`);
-  lines.push(
-    `Business ${alert.businessId}` +
-      (alert.accountName ? `, account ${slackEscape(alert.accountName)}` : '') +
-      `, detected ${alert.detectedAt.toISOString()}`,
-  );
+  lines.push(detectedLine(alert));
   return { text: lines.join('\n') };
 }
 

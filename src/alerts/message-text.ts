@@ -43,6 +43,20 @@ export function detail(alert: AlertForDelivery, key: string): JsonValue | undefi
   return alert.details[key];
 }
 
+/**
+ * A Slack message's last line: where and when the alert was detected (`Business 7, account
+ * acme, detected 2026-…`), without the business or the account when the alert has none.
+ */
+export function detectedLine(alert: AlertForDelivery): string {
+  return [
+    alert.businessId !== null ? `Business ${alert.businessId}` : null,
+    alert.accountName ? `account ${slackEscape(alert.accountName)}` : null,
+    `detected ${alert.detectedAt.toISOString()}`,
+  ]
+    .filter(Boolean)
+    .join(', ');
+}
+
 /** Only http(s) links are offered to a reader. */
 export function isWebLink(link: string | null | undefined): link is string {
   return !!link && /^https?:\/\//i.test(link);

@@ -7,6 +7,7 @@
 import { kindEntry, kindSeverity } from './kind-entries.ts';
 import {
   businessLabel,
+  detectedLine,
   isWebLink,
   oneLine,
   type SlackMessage,
@@ -50,15 +51,7 @@ export function slackMessage(alert: AlertForDelivery): SlackMessage {
   ];
   const link = alertLink(alert);
   if (link) lines.push(`<${link}|Open>`);
-  lines.push(
-    [
-      alert.businessId !== null ? `Business ${alert.businessId}` : null,
-      alert.accountName ? `account ${slackEscape(alert.accountName)}` : null,
-      `detected ${alert.detectedAt.toISOString()}`,
-    ]
-      .filter(Boolean)
-      .join(', '),
-  );
+  lines.push(detectedLine(alert));
   return { text: lines.join('\n') };
 }
 
