@@ -1,11 +1,19 @@
 /**
  * Runs once per `vitest run`, before any worker: builds the migrated warehouse templates
- * (so no two workers build one at the same time) and, afterwards, drops any PostgreSQL
- * clone a crashed test left behind.
+ * (so no two workers build one at the same time), marks them used and removes the
+ * templates of other migration sets no run has used for a week
+ * (test/helpers/warehouse-template.ts), and, afterwards, drops any PostgreSQL clone a
+ * crashed test left behind.
  */
 import { randomBytes } from 'node:crypto';
 import type { TestProject } from 'vitest/node';
-import { dropClones, ensurePgliteTemplate, ensurePostgresTemplate } from './warehouse-template.ts';
+import {
+  dropClones,
+  ensurePgliteTemplate,
+  ensurePostgresTemplate,
+  prunePgliteTemplates,
+  prunePostgresTemplates,
+} from './warehouse-template.ts';
 
 /** Read here rather than through config.ts: a test-only variable. */
 const testDatabaseUrl = process.env['TEST_DATABASE_URL']?.trim() || undefined;
@@ -14,7 +22,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const runId = randomBytes(4).toString('hex');
   project.provide('testRunId', runId);
   await ensurePgliteTemplate();
-  if (testDatabaseUrl) await ensurePostgresTemplate(testDatabaseUrl);
+  const removed = prunePgliteTemplates();
+  if (testDatabaseUrl) {
+    await ensurePostgresTemplate(testDatabaseUrl);
+    removed.push(...(await prunePostgresTemplates(testDatabaseUrl)));
+  }
+  if (removed.length)
+    console.error(`test templates unused for a week, removed: ${removed.join(', ')}`);
   return async () => {
     if (testDatabaseUrl) await dropClones(testDatabaseUrl, `lst_${runId}_`);
   };

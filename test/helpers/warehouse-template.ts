@@ -7,9 +7,12 @@
  * warehouse also keeps advisory locks and catalog scans apart between test files.
  *
  * Both templates are named by a hash of what shapes them (the migrations, the migrator,
- * the PGlite version), so adding a migration builds a new one and a stale one is never used.
+ * the PGlite version), so adding a migration builds a new one and a stale one is never used,
+ * and two checkouts with different migrations on one machine or server use different ones.
  * The PGlite ones outlive the run, in the machine's temporary directory (`testCacheDir()`,
- * not the run's own, which test/helpers/temporary-root.ts removes at the end).
+ * not the run's own, which test/helpers/temporary-root.ts removes at the end). Each run
+ * marks its own templates used; one no run has used for `STALE_TEMPLATE_MS` (another
+ * checkout's, a migration set gone) is removed by the next run's set-up.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import {
@@ -19,6 +22,8 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
@@ -207,4 +212,88 @@ export async function dropClones(databaseUrl: string, prefix: string): Promise<v
   for (const { datname } of rows) {
     await adminQuery(databaseUrl, `drop database if exists "${datname}" with (force)`);
   }
+}
+
+/**
+ * How long a template no run has used is kept: other checkouts on the machine or the
+ * server (another branch's migrations) use theirs meanwhile, and each run marks its own; a
+ * week unused is a migration set gone.
+ */
+export const STALE_TEMPLATE_MS = 7 * 86_400_000;
+
+/** The PGlite templates' names in the cache directory, the key second. */
+const PGLITE_TEMPLATE_ENTRY = /^listings-sync-pglite-(?:template|empty)-([0-9a-f]{16})\.(?:tar|d)$/;
+
+/**
+ * Marks `key`'s PGlite templates in `dir` used (their modification time) and removes the
+ * others no run has marked for `STALE_TEMPLATE_MS`; returns the names removed.
+ */
+export function prunePgliteTemplates(
+  dir: string = testCacheDir(),
+  key: string = templateKey(),
+  now: Date = new Date(),
+): string[] {
+  const removed: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const found = PGLITE_TEMPLATE_ENTRY.exec(name);
+    if (!found) continue;
+    const path = join(dir, name);
+    try {
+      if (found[1] === key) utimesSync(path, now, now);
+      else if (now.getTime() - statSync(path).mtimeMs >= STALE_TEMPLATE_MS) {
+        rmSync(path, { recursive: true, force: true });
+        removed.push(name);
+      }
+    } catch (error) {
+      // Another run's set-up removed it first.
+      if ((error as { code?: string }).code !== 'ENOENT') throw error;
+    }
+  }
+  return removed;
+}
+
+/** A PostgreSQL template's comment: when a run last used it. */
+const TEMPLATE_NOTE = 'listings-sync test template, last used ';
+
+/**
+ * Marks `key`'s PostgreSQL template used (its comment says when) and drops the other
+ * templates unused for `STALE_TEMPLATE_MS`; one with no mark (made before marks, or by
+ * an older checkout) is marked now, so its week starts. A template some session is
+ * connected to is left for a later run. Returns the names dropped.
+ */
+export async function prunePostgresTemplates(
+  databaseUrl: string,
+  key: string = templateKey(),
+  now: Date = new Date(),
+): Promise<string[]> {
+  const mark = (name: string) =>
+    adminQuery(
+      databaseUrl,
+      `comment on database "${name}" is '${TEMPLATE_NOTE}${now.toISOString()}'`,
+    );
+  const current = `listings_sync_template_${key}`;
+  await mark(current);
+  const others = await adminQuery<{ datname: string; note: string | null }>(
+    databaseUrl,
+    `select datname, shobj_description(oid, 'pg_database') as note from pg_database
+      where datname ~ '^listings_sync_template_[0-9a-f]{16}$' and datname <> $1`,
+    [current],
+  );
+  const dropped: string[] = [];
+  for (const { datname, note } of others) {
+    const used = note?.startsWith(TEMPLATE_NOTE)
+      ? Date.parse(note.slice(TEMPLATE_NOTE.length))
+      : NaN;
+    if (Number.isNaN(used)) await mark(datname);
+    else if (now.getTime() - used >= STALE_TEMPLATE_MS) {
+      try {
+        await adminQuery(databaseUrl, `drop database if exists "${datname}"`);
+        dropped.push(datname);
+      } catch (error) {
+        // 55006: another run is cloning it right now; a later run drops it.
+        if ((error as { code?: string }).code !== '55006') throw error;
+      }
+    }
+  }
+  return dropped;
 }
