@@ -10,7 +10,7 @@
  * (counted); copies that disagree are both refused with the reason, so neither is stored
  * and the stored row stays as it was (docs/upstream.md, "Quirks").
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import {
   ANSWER_BOUND_SETTINGS,
   type AnswerBoundSettings,
@@ -94,6 +94,23 @@ export function checkBound(
 
 /** Up to this many entries of an over-bound answer are kept in its quarantined summary. */
 export const SAMPLE_SIZE = 3;
+
+const entries = z.array(z.unknown());
+
+/**
+ * A list answer's entries, not yet validated, refused whole (`checkBound`) when there are
+ * more than `bound` allows; `what` names them in the reason and is the summary's location.
+ */
+export function boundedList(
+  result: unknown,
+  bounds: Readonly<AnswerBounds>,
+  bound: keyof AnswerBounds,
+  what: string,
+): unknown[] {
+  const items = entries.parse(result);
+  checkBound(bounds, bound, items.length, what, what, () => items.slice(0, SAMPLE_SIZE));
+  return items;
+}
 
 /** One parsed record with where it was and what it was, for the duplicate check. */
 export interface ParsedEntry<T> {

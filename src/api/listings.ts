@@ -1,6 +1,6 @@
 /** Listings: operation 7 of docs/upstream.md. */
 import { z } from 'zod';
-import { checkBound, parseUniqueRecords, SAMPLE_SIZE } from './bounds.ts';
+import { boundedList, parseUniqueRecords } from './bounds.ts';
 import { type BusinessRead, businessRead } from './client.ts';
 import { columns as c, column, recordShape } from './record-shape.ts';
 import { flag, id, indexedString, liveLink, text } from './schemas.ts';
@@ -89,8 +89,6 @@ export const listingShape = recordShape<Listing>()({
   ),
 });
 
-const listingList = z.array(z.unknown());
-
 /**
  * A business's listings on the directories, each validated on its own. The directory
  * login and password never leave the schema: only `hasSiteCredentials` does. More than
@@ -100,11 +98,11 @@ const listingList = z.array(z.unknown());
 export const listListings: BusinessRead<ListResult<Listing>> = businessRead(
   'list_listings',
   '/listings',
-  (result, _body, bounds) => {
-    const items = listingList.parse(result);
-    checkBound(bounds, 'listingsPerAnswer', items.length, 'listings', 'listings', () =>
-      items.slice(0, SAMPLE_SIZE),
-    );
-    return parseUniqueRecords(listingSchema, items, (i) => `[${i}]`, 'listing');
-  },
+  (result, _body, bounds) =>
+    parseUniqueRecords(
+      listingSchema,
+      boundedList(result, bounds, 'listingsPerAnswer', 'listings'),
+      (i) => `[${i}]`,
+      'listing',
+    ),
 );
