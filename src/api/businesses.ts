@@ -172,14 +172,17 @@ export interface BusinessHoursDay {
   slots?: Array<{ start: string; end: string }>;
 }
 
-export type Weekday =
-  | 'Monday'
-  | 'Tuesday'
-  | 'Wednesday'
-  | 'Thursday'
-  | 'Friday'
-  | 'Saturday'
-  | 'Sunday';
+/** The days of `biz_hours`, as the upstream names them. */
+export const WEEKDAYS = [
+  'Monday',
+  'Tuesday',
+  'Wednesday',
+  'Thursday',
+  'Friday',
+  'Saturday',
+  'Sunday',
+] as const;
+export type Weekday = (typeof WEEKDAYS)[number];
 
 /**
  * The business input payload of create and update, snake_case as the upstream wants it;

@@ -22,6 +22,7 @@ export {
   getBusinessFull,
   listBusinesses,
   updateBusiness,
+  WEEKDAYS,
   type Weekday,
 } from './businesses.ts';
 export {

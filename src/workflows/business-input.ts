@@ -13,7 +13,7 @@
  * printed verbatim.
  */
 import { z } from 'zod';
-import type { BusinessHoursDay, BusinessInput, Weekday } from '../api/index.ts';
+import { type BusinessHoursDay, type BusinessInput, WEEKDAYS, type Weekday } from '../api/index.ts';
 import { UsageError } from '../command/usage-error.ts';
 import {
   type ReferenceCatalog,
@@ -21,16 +21,6 @@ import {
   resolveState,
   resolveSubCategory,
 } from './reference-names.ts';
-
-const WEEKDAYS: readonly Weekday[] = [
-  'Monday',
-  'Tuesday',
-  'Wednesday',
-  'Thursday',
-  'Friday',
-  'Saturday',
-  'Sunday',
-];
 
 const weekday = z.string().transform((value, ctx): Weekday => {
   const day = WEEKDAYS.find((d) => d.toLowerCase() === value.trim().toLowerCase());
