@@ -252,6 +252,9 @@ export function prunePgliteTemplates(
   return removed;
 }
 
+/** Why a template is left for later: in use (55006), or another role's (42501). */
+const LEFT_ALONE: ReadonlySet<string> = new Set(['55006', '42501']);
+
 /** A PostgreSQL template's comment: when a run last used it. */
 const TEMPLATE_NOTE = 'listings-sync test template, last used ';
 
@@ -259,7 +262,7 @@ const TEMPLATE_NOTE = 'listings-sync test template, last used ';
  * Marks `key`'s PostgreSQL template used (its comment says when) and drops the other
  * templates unused for `STALE_TEMPLATE_MS`; one with no mark (made before marks, or by
  * an older checkout) is marked now, so its week starts. A template some session is
- * connected to is left for a later run. Returns the names dropped.
+ * connected to, or that another role owns, is left as it is. Returns the names dropped.
  */
 export async function prunePostgresTemplates(
   databaseUrl: string,
@@ -284,15 +287,16 @@ export async function prunePostgresTemplates(
     const used = note?.startsWith(TEMPLATE_NOTE)
       ? Date.parse(note.slice(TEMPLATE_NOTE.length))
       : NaN;
-    if (Number.isNaN(used)) await mark(datname);
-    else if (now.getTime() - used >= STALE_TEMPLATE_MS) {
-      try {
+    try {
+      if (Number.isNaN(used)) await mark(datname);
+      else if (now.getTime() - used >= STALE_TEMPLATE_MS) {
         await adminQuery(databaseUrl, `drop database if exists "${datname}"`);
         dropped.push(datname);
-      } catch (error) {
-        // 55006: another run is cloning it right now; a later run drops it.
-        if ((error as { code?: string }).code !== '55006') throw error;
       }
+    } catch (error) {
+      // 55006: another run is cloning it right now (a later run drops it); 42501: another
+      // role's, which its own runs look after.
+      if (!LEFT_ALONE.has((error as { code?: string }).code ?? '')) throw error;
     }
   }
   return dropped;
