@@ -1,7 +1,9 @@
 /**
  * One sync in a process of its own, so that its peak RSS is the sync's alone (the
  * sandbox serving it runs in another process). Prints one JSON line: the run's result
- * and the process's peak resident set and CPU seconds (the whole process, start to exit).
+ * and the process's peak resident set and CPU seconds (the whole process, start to exit),
+ * and of those the CPU seconds spent before the sync starts (`startupCpuSeconds`: Node's
+ * start, loading the modules, opening and migrating the warehouse).
  *
  *   node bench/run-sync.ts '{"credentialsFile": "…", "databaseUrl": "…" | "pgliteDataDir": "…"}'
  *
@@ -49,6 +51,7 @@ const api = createApiClient({
   accountConcurrency: args.accountConcurrency,
   logger: silentLogger(),
 });
+const startup = process.cpuUsage();
 const started = performance.now();
 const result = await runSync({
   warehouse,
@@ -67,6 +70,7 @@ process.stdout.write(
     status: result.status,
     wallSeconds,
     cpuSeconds: (cpu.user + cpu.system) / 1e6,
+    startupCpuSeconds: (startup.user + startup.system) / 1e6,
     stats: result.stats,
     peakRssMb: process.resourceUsage().maxRSS / 1024,
   })}\n`,

@@ -146,13 +146,29 @@ function columnValues(
   column: string,
   type: ColumnType,
 ): string {
-  const out = new Array<string>(rows.length);
+  const values = new Array<unknown>(rows.length);
+  for (let i = 0; i < rows.length; i++) values[i] = (rows[i] as Record<string, unknown>)[column];
+  return arrayText(values, type === 'jsonb');
+}
+
+/**
+ * A list of values as the text of a PostgreSQL array literal (as `columnValues` builds a
+ * column's), for a statement's own `${…}::<type>[]` parameter: null and undefined are
+ * NULL, numbers and booleans bare, Dates ISO text, anything else quoted text.
+ */
+export function arrayLiteral(values: readonly unknown[]): string {
+  return arrayText(values, false);
+}
+
+/** The array literal of `values`; `json`: each non-null value as its JSON text. */
+function arrayText(values: readonly unknown[], json: boolean): string {
+  const out = new Array<string>(values.length);
   let lastDate: unknown;
   let lastText = '';
-  for (let i = 0; i < rows.length; i++) {
-    const value = (rows[i] as Record<string, unknown>)[column];
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i];
     if (value === undefined || value === null) out[i] = 'NULL';
-    else if (type === 'jsonb') out[i] = quoteElement(JSON.stringify(value));
+    else if (json) out[i] = quoteElement(JSON.stringify(value));
     else if (value instanceof Date) {
       if (value !== lastDate) {
         lastDate = value;
@@ -163,19 +179,6 @@ function columnValues(
     else out[i] = quoteElement(String(value));
   }
   return `{${out.join(',')}}`;
-}
-
-/**
- * A list of values as the text of a PostgreSQL array literal (as `columnValues` builds a
- * column's), for a statement's own `${…}::<type>[]` parameter: null and undefined are
- * NULL, numbers and booleans bare, Dates ISO text, anything else quoted text.
- */
-export function arrayLiteral(values: readonly unknown[]): string {
-  return columnValues(
-    values.map((value) => ({ value })),
-    'value',
-    'text',
-  );
 }
 
 const NEEDS_ESCAPE = /["\\]/;
