@@ -13,6 +13,12 @@ export abstract class ListingsSyncError extends Error {
   abstract readonly code: string;
   /** What a command that fails with this error exits with; fatal unless a class says. */
   readonly exitCode: ExitCode = EXIT.fatal;
+
+  constructor(message?: string, options?: ErrorOptions) {
+    super(message, options);
+    // Each error is named by its class (`ConfigError: …` in a stack), said once here.
+    this.name = new.target.name;
+  }
 }
 
 /**

@@ -14,7 +14,6 @@ export class SinkError extends ListingsSyncError {
   readonly status: number | undefined;
   constructor(message: string, options?: ErrorOptions & { status?: number }) {
     super(message, options);
-    this.name = 'SinkError';
     this.status = options?.status;
   }
 }

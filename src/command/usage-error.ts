@@ -4,8 +4,4 @@ import { EXIT, ListingsSyncError } from '../errors.ts';
 export class UsageError extends ListingsSyncError {
   readonly code = 'USAGE';
   override readonly exitCode = EXIT.usage;
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
 }

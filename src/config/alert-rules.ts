@@ -21,10 +21,6 @@ import { ListingsSyncError } from '../errors.ts';
 /** A rules file that cannot be used: one line per problem, naming the rule and the field. */
 export class AlertRulesError extends ListingsSyncError {
   readonly code = 'ALERT_RULES_INVALID';
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'AlertRulesError';
-  }
 }
 
 const HOUR_MS = 3_600_000;

@@ -211,10 +211,6 @@ export interface ReportData {
 export class ReportInputError extends ListingsSyncError {
   readonly code = 'REPORT_INPUT_INVALID';
   override readonly exitCode = EXIT.usage;
-  constructor(message: string) {
-    super(message);
-    this.name = 'ReportInputError';
-  }
 }
 
 /**

@@ -75,7 +75,6 @@ export class SyncLockedError extends ListingsSyncError {
         'a full run excludes every other run, a shard excludes full runs and the same shard). ' +
         'Wait for it to finish, or stop it, and run again.',
     );
-    this.name = 'SyncLockedError';
   }
 }
 

@@ -35,7 +35,6 @@ export class TransactionAbortedError extends ListingsSyncError {
         '(another writer held its rows: a run beside this one, or serve); the next run writes it',
       { cause },
     );
-    this.name = 'TransactionAbortedError';
     this.businessId = businessId;
   }
 }

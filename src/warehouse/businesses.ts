@@ -114,7 +114,6 @@ export class BusinessLockTimeoutError extends ListingsSyncError {
         '(DATABASE_LOCK_TIMEOUT_MS); it is written by that run, or by the next one',
       { cause },
     );
-    this.name = 'BusinessLockTimeoutError';
     this.businessId = businessId;
   }
 }

@@ -144,7 +144,6 @@ export class DatabaseUnreachableError extends ListingsSyncError {
         : `The warehouse database at ${where} cannot be reached: ${reason}`,
       options,
     );
-    this.name = 'DatabaseUnreachableError';
     this.reason = reason;
   }
 }

@@ -71,7 +71,6 @@ export class WarehouseCopyError extends ListingsSyncError {
     tables: readonly TableComparison[] = [],
   ) {
     super(message);
-    this.name = 'WarehouseCopyError';
     this.code = code;
     this.tables = tables;
   }

@@ -23,10 +23,6 @@ import { DataDirInUseError, recordLockCommand } from './pglite/lock.ts';
 
 export class WarehouseUnavailableError extends ListingsSyncError {
   readonly code = 'WAREHOUSE_UNAVAILABLE';
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'WarehouseUnavailableError';
-  }
 }
 
 /** The warehouse for messages: a database URL without its password, whatever it holds. */

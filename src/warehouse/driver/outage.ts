@@ -43,6 +43,5 @@ export class WarehouseGoneError extends ListingsSyncError {
         'Businesses committed before this point are kept; run the sync again once the database is back.',
       { cause },
     );
-    this.name = 'WarehouseGoneError';
   }
 }

@@ -54,7 +54,6 @@ export class DataDirInUseError extends ListingsSyncError {
             'PGlite serves one process at a time: stop that process, or ' +
             `${MOVE_TO_POSTGRES}. If no such process exists, remove ${join(dir, LOCK_FILE)}.`,
     );
-    this.name = 'DataDirInUseError';
     this.holder = holder;
     this.command = command;
   }
