@@ -61,6 +61,8 @@ export {
   columns,
   columnTypesOf,
   derivedColumn,
+  describeShape,
+  isRecordShape,
   type RecordOf,
   type RecordShape,
   type RowOf,

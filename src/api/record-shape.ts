@@ -279,3 +279,27 @@ export function recordSchemaOf<
     z.core.$strict
   >;
 }
+
+/** Whether `value` is a record's shape (`recordShape<T>()({...})`). */
+export function isRecordShape(value: unknown): value is AnyShape {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    Array.isArray((value as AnyShape).fields) &&
+    typeof (value as AnyShape).columns === 'object'
+  );
+}
+
+/**
+ * A shape's column list as text, one line a field in the shape's order: the field, its
+ * table column (`-` when the table does not store it), its SQL type and its Airbyte record's
+ * JSON schema (which carries a nested shape, such as a business's hours). The answers stamp
+ * digests it (src/warehouse/applied-answers.ts): a column added, renamed or retyped moves it.
+ */
+export function describeShape(shape: AnyShape): string[] {
+  return shape.fields.map((field: string) => {
+    const c = shape.columns[field] as AnyColumn;
+    const name = c.inRow ? (c.name ?? snakeCase(field)) : '-';
+    return `${field} ${name} ${c.sql} ${JSON.stringify(z.toJSONSchema(c.record))}`;
+  });
+}
