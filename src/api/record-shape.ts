@@ -274,8 +274,52 @@ export function recordSchemaOf<
   for (const [field, key] of compile(shape).record) {
     fields[key] = (shape.columns[field] as AnyColumn).record;
   }
-  return z.object({ ...before, ...fields, ...after }).strict() as unknown as z.ZodObject<
-    B & RecordFields<S> & A,
-    z.core.$strict
-  >;
+  const schema = z.object({ ...before, ...fields, ...after }).strict();
+  madeFrom.set(schema, {
+    shape,
+    keys: [...Object.keys(before), ...Object.keys(after ?? {})],
+  });
+  return schema as unknown as z.ZodObject<B & RecordFields<S> & A, z.core.$strict>;
+}
+
+/** What a record schema was made of: its shape, and the stream's own keys around it. */
+export interface RecordSchemaParts {
+  shape: AnyShape;
+  /** The keys the stream adds (`account`, `business_id`, a rank's `day`). */
+  keys: string[];
+}
+
+const madeFrom = new WeakMap<z.ZodType, RecordSchemaParts>();
+
+/**
+ * The shape and keys `recordSchemaOf` made `schema` of; undefined for a schema it did not
+ * make. Tests and docs checks read a catalog stream's columns off it (docs/airbyte.md,
+ * "Column types").
+ */
+export function recordSchemaParts(schema: z.ZodType): RecordSchemaParts | undefined {
+  return madeFrom.get(schema);
+}
+
+/** Whether `value` is a record's shape (`recordShape<T>()({...})`). */
+export function isRecordShape(value: unknown): value is AnyShape {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    Array.isArray((value as AnyShape).fields) &&
+    typeof (value as AnyShape).columns === 'object'
+  );
+}
+
+/**
+ * A shape's column list as text, one line a field in the shape's order: the field, its
+ * table column (`-` when the table does not store it), its SQL type and its Airbyte record's
+ * JSON schema (which carries a nested shape, such as a business's hours). The answers stamp
+ * digests it (src/warehouse/applied-answers.ts): a column added, renamed or retyped moves it.
+ */
+export function describeShape(shape: AnyShape): string[] {
+  return shape.fields.map((field: string) => {
+    const c = shape.columns[field] as AnyColumn;
+    const name = c.inRow ? (c.name ?? snakeCase(field)) : '-';
+    return `${field} ${name} ${c.sql} ${JSON.stringify(z.toJSONSchema(c.record))}`;
+  });
 }

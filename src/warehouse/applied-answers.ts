@@ -17,25 +17,58 @@
  * writer touches a stream's tables while a run holds the sync lock, and runs of the same
  * business exclude each other (src/warehouse/sync-lock.ts).
  */
+import { createHash } from 'node:crypto';
 import { CompiledQuery, sql } from 'kysely';
+import * as api from '../api/index.ts';
+import { describeShape, isRecordShape } from '../api/index.ts';
 import { ANSWER_READS, type AnswerRead, DAILY_READS, type DailyRead } from '../streams/index.ts';
 import type { BusinessRow, Db } from './database.ts';
 
 /**
- * The write path the record belongs to. Raise it in a change that makes the same body
- * write different rows (a schema transform, a writer's rule): every business's answers
- * are then applied once more by the next run (docs/warehouse.md, "Answers applied").
- *
- * Kept by a test rather than derived: test/warehouse/answers-stamp.test.ts pins each stamp
- * to the write path's output it was given for (the digests of
- * test/warehouse/write-path-equality.expected.json), so a change whose rows differ cannot
- * record its new digests without a new stamp, or a written reason why the same bodies
- * still write the same rows. A stamp derived from the descriptors (a hash
- * of version fields) would only move when someone remembered to bump a field, and would
- * move, re-applying every answer, on a change that writes the same rows; the digests are
- * what the write path actually built.
+ * The write path, as named by hand: raise `name` in a change that makes the same body write
+ * different rows through a writer's rule (a schema transform, a hash, a history rule), and
+ * set `shapes` to the digest the shapes have then (`shapesDigest()`, which
+ * test/warehouse/answers-stamp.test.ts prints). A change of the records' shapes (a column
+ * added, renamed or retyped in src/api) needs no edit here: it moves `APPLIED_BY` itself.
  */
-export const APPLIED_BY = 'write-path-2';
+export const WRITE_PATH = { name: 'write-path-2', shapes: '20ca94d6715d' } as const;
+
+/**
+ * A short digest of every record shape `src/api` exports: each field's table column, SQL
+ * type and Airbyte record schema, in the shape's order (nested shapes, such as a business's
+ * hours, through the record schema). A column added, renamed or retyped moves it.
+ */
+export function shapesDigest(exported: Readonly<Record<string, unknown>> = api): string {
+  const lines: string[] = [];
+  for (const name of Object.keys(exported).sort()) {
+    const shape = exported[name];
+    if (!isRecordShape(shape)) continue;
+    for (const line of describeShape(shape)) lines.push(`${name} ${line}`);
+  }
+  return createHash('sha256').update(lines.join('\n')).digest('hex').slice(0, 12);
+}
+
+/** The stamp of a write path over shapes of digest `shapes`: its name, and the shapes' digest when they moved since it was named. */
+export function stampOf(writePath: { name: string; shapes: string }, shapes: string): string {
+  return shapes === writePath.shapes ? writePath.name : `${writePath.name}+shapes-${shapes}`;
+}
+
+/**
+ * The write path the record belongs to: a release that builds rows differently names
+ * another, and every business's answers are then applied once more by the next run
+ * (docs/warehouse.md, "Answers applied"). It moves by itself with the shapes; a writer's
+ * rule moves it through `WRITE_PATH.name`.
+ *
+ * The guard that a change of output cannot keep the stamp is the equality snapshot,
+ * test/warehouse/write-path-equality.expected.json: beside the write path's output it keeps
+ * the history of which stamp was given for which output digest. Recording a new output
+ * under a stamp already given another refuses unless a reason is written
+ * (`WRITE_PATH_SNAPSHOT_KEPT`: the same bodies still write the same rows, e.g. a read model
+ * its migration fills), and test/warehouse/answers-stamp.test.ts holds `APPLIED_BY` and the
+ * current output to that history. So a writer's rule that changes rows without touching a
+ * shape is still caught: its new output needs a new name or a reason.
+ */
+export const APPLIED_BY = stampOf(WRITE_PATH, shapesDigest());
 
 // The reads of a business and the daily ones are the stream descriptors'
 // (src/streams/index.ts): one `business_answers` row per business and read.

@@ -38,6 +38,13 @@ export interface KeywordsTable extends TableColumns<typeof keywordShape> {
   deleted_at: Timestamp | null;
 }
 
+// Its tables in `Database` (database.ts), declared with the writer that writes them.
+declare module './database.ts' {
+  interface Database {
+    keywords: KeywordsTable;
+  }
+}
+
 /** The stored content of a keyword: what its content hash covers. */
 export function keywordToRow(keyword: Keyword) {
   return rowOf(keywordShape, keyword);

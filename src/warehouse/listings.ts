@@ -80,6 +80,15 @@ export interface ListingAccuracyDaysTable {
   not_present: number;
 }
 
+// Its tables in `Database` (database.ts), declared with the writer that writes them.
+declare module './database.ts' {
+  interface Database {
+    listings: ListingsTable;
+    listing_status_history: ListingStatusHistoryTable;
+    listing_accuracy_days: ListingAccuracyDaysTable;
+  }
+}
+
 const INACCURATE = 'Inaccurate';
 
 /** The stored content of a listing: what its content hash covers. */

@@ -120,6 +120,17 @@ export interface RankLatestTable {
   before_window_rank: number | null;
 }
 
+// Its tables in `Database` (database.ts), declared with the writer that writes them.
+declare module './database.ts' {
+  interface Database {
+    rank_observations: RankObservationsView;
+    rank_series: RankSeriesTable;
+    rank_history: RankHistoryTable;
+    rank_months: RankMonthsTable;
+    rank_latest: RankLatestTable;
+  }
+}
+
 /** Days in the 30-day figures: the latest day and the 30 before it. */
 const WINDOW = 31;
 

@@ -96,6 +96,16 @@ export interface ReviewBacklogTable {
   reviews_waiting: number;
 }
 
+// Its tables in `Database` (database.ts), declared with the writer that writes them.
+declare module './database.ts' {
+  interface Database {
+    reviews: ReviewsTable;
+    review_versions: ReviewVersionsTable;
+    review_responses: ReviewResponsesTable;
+    review_backlog: ReviewBacklogTable;
+  }
+}
+
 /** The stored content of a response: what its content hash covers (with its review's id). */
 export function responseToRow(response: ReviewResponse) {
   return rowOf(reviewResponseShape, response);

@@ -13,9 +13,10 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { observeResponses } from '../../src/api/client.ts';
-import { createApiClient } from '../../src/api/index.ts';
+import { columnTypesOf, createApiClient, recordSchemaParts } from '../../src/api/index.ts';
 import { airbyteCall } from '../../src/cli/main.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { CATALOG_STREAMS, STREAM_DESCRIPTORS } from '../../src/streams/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { manualClock } from '../helpers/manual-clock.ts';
 import { type ParsedMessage, protocolLines } from './protocol-definitions.ts';
@@ -215,34 +216,97 @@ function unions(node: unknown, at = '$'): string[] {
   ]);
 }
 
+/** The rows of the markdown table under `heading` in `doc` whose first cell is code. */
+function tableRows(doc: string, heading: string, header: string): string[][] {
+  const from = doc.indexOf(header, doc.indexOf(heading));
+  const rows: string[][] = [];
+  for (const line of doc.slice(from).split('\n').slice(2)) {
+    if (!line.startsWith('|')) break;
+    rows.push(
+      line
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    );
+  }
+  return rows;
+}
+
+/** The section of docs/warehouse.md whose heading names `table`: up to the next heading. */
+function warehouseSection(doc: string, table: string): string {
+  const lines = doc.split('\n');
+  const at = lines.findIndex(
+    (line) => /^#{3,4} /.test(line) && new RegExp(`\\b${table}\\b`).test(line),
+  );
+  if (at < 0) return '';
+  const end = lines.findIndex((line, i) => i > at && /^#{2,4} /.test(line));
+  return lines.slice(at, end < 0 ? undefined : end).join('\n');
+}
+
 describe('column types', () => {
-  it('every column is one of Airbyte\'s types, nullable as [X, "null"], as docs/airbyte.md\'s table says', async () => {
+  it('every column is one of Airbyte\'s types, nullable as [X, "null"], given by its warehouse type as docs/airbyte.md\'s tables say', async () => {
     const catalog = await discoverCatalog();
-    const rows: string[] = [];
+    const docs = readFileSync('docs/airbyte.md', 'utf8');
+    const warehouse = readFileSync('docs/warehouse.md', 'utf8');
+    const documentedTypes = tableRows(docs, '### Column types', '| warehouse type |');
+    const documentedStreams = tableRows(docs, '### Column types', '| stream | table |');
+    const byName = new Map(
+      STREAM_DESCRIPTORS.flatMap((d): readonly { name: string; schema: object }[] => d.catalog).map(
+        (c) => [c.name, c.schema],
+      ),
+    );
+    // What the catalog says: each warehouse type's Airbyte type, and each stream's own keys.
+    const types = new Map<string, Set<string>>();
+    const streams: string[][] = [];
+    const stored: [stream: string, table: string, columns: string[]][] = [];
     for (const stream of catalog.streams) {
       expect(unions(stream.json_schema), stream.name).toEqual([]);
       const properties = (stream.json_schema as JsonObject).properties as Record<
         string,
         JsonObject
       >;
-      const byType = new Map<string, string[]>();
       for (const [column, schema] of Object.entries(properties)) {
-        const type = airbyteTypeOf(schema);
-        expect(type, `${stream.name}.${column}`).not.toMatch(/^(untyped|union)/);
-        const base = type.replace('?', '');
-        byType.set(base, [
-          ...(byType.get(base) ?? []),
-          `\`${column}\`${type.endsWith('?') ? '?' : ''}`,
-        ]);
+        expect(airbyteTypeOf(schema), `${stream.name}.${column}`).not.toMatch(/^(untyped|union)/);
       }
-      for (const [type, columns] of byType)
-        rows.push(`| \`${stream.name}\` | ${type} | ${columns.join(', ')} |`);
+      const parts = recordSchemaParts(byName.get(stream.name) as never);
+      expect(parts, `${stream.name} is made by recordSchemaOf from a shape`).toBeDefined();
+      const { shape, keys } = parts!;
+      for (const field of shape.fields) {
+        const key = field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+        const sql = (shape.columns[field] as { sql: string }).sql;
+        const type = airbyteTypeOf(properties[key]!).replace('?', '');
+        types.set(sql, new Set([...(types.get(sql) ?? []), type]));
+      }
+      const row = documentedStreams.find((r) => r[0] === `\`${stream.name}\``);
+      const table = row?.[1]?.replaceAll('`', '') ?? '';
+      streams.push([
+        `\`${stream.name}\``,
+        row?.[1] ?? '?',
+        keys.map((k) => `\`${k}\` ${airbyteTypeOf(properties[k]!)}`).join(', ') || 'none',
+      ]);
+      stored.push([stream.name, table, Object.keys(columnTypesOf(shape))]);
     }
-    const docs = readFileSync('docs/airbyte.md', 'utf8');
-    const from = docs.indexOf('### Column types');
-    const section = docs.slice(from, docs.indexOf('\n#', from + 1));
-    const documented = section.split('\n').filter((line) => /^\| `/.test(line));
-    expect(documented.join('\n'), rows.join('\n')).toBe(rows.join('\n'));
+    const expectedTypes = [...types]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([sql, airbyte]) => [sql, [...airbyte].join(' or ')]);
+    expect(
+      documentedTypes.map((r) => r.join(' | ')).join('\n'),
+      expectedTypes.map((r) => `| ${r[0]} | ${r[1]} |`).join('\n'),
+    ).toBe(expectedTypes.map((r) => r.join(' | ')).join('\n'));
+    expect(
+      documentedStreams.map((r) => r.join(' | ')).join('\n'),
+      streams.map((r) => `| ${r.join(' | ')} |`).join('\n'),
+    ).toBe(streams.map((r) => r.join(' | ')).join('\n'));
+    // The stream's other columns are its table's, as docs/warehouse.md documents them.
+    for (const [stream, table, columns] of stored) {
+      const section = warehouseSection(warehouse, table);
+      expect(section, `docs/warehouse.md has a section for ${stream}'s table`).not.toBe('');
+      for (const column of columns) {
+        expect(section, `docs/warehouse.md's ${table} names ${stream}'s ${column}`).toMatch(
+          new RegExp(`\\b${column}\\b`),
+        );
+      }
+    }
   });
 });
 
@@ -397,17 +461,9 @@ describe('airbyte check', () => {
 describe('airbyte discover', () => {
   it('lists every stream with a compilable JSON schema, a primary key, and rankings incremental by day', async () => {
     const catalog = await discoverCatalog();
-    expect(catalog.streams.map((s) => s.name)).toEqual([
-      'businesses',
-      'listings',
-      'reviews',
-      'review_responses',
-      'rankings',
-      'keywords',
-      'countries',
-      'states',
-      'sub_categories',
-    ]);
+    // The descriptors' catalog streams, in their order (test/streams/descriptors.test.ts
+    // pins that list).
+    expect(catalog.streams.map((s) => s.name)).toEqual(CATALOG_STREAMS.map((s) => s.name));
     const ajv = new Ajv({ strict: false });
     addFormats.default(ajv);
     for (const stream of catalog.streams as DiscoveredStream[]) {

@@ -4,7 +4,7 @@
  * zone").
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listBusinesses } from '../../src/api/index.ts';
+import { listBusinesses, OPERATIONS } from '../../src/api/index.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { type CommandWarehouse, createCommandWarehouse, runCli } from '../helpers/cli.ts';
 import { sync, testApiClient } from '../sync/harness.ts';
@@ -93,10 +93,7 @@ describe('raw zone commands (pglite)', () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toBe(
       'listings-sync: --operation listings is not an operation (did you mean list_listings?). ' +
-        'The operations: list_businesses, get_business, get_business_full, create_business, ' +
-        'update_business, archive_business, list_listings, list_reviews, respond_to_review, ' +
-        'get_response_status, get_rankings, list_keywords, add_keyword, delete_keyword, ' +
-        'list_states, list_countries, list_sub_categories.\n',
+        `The operations: ${OPERATIONS.join(', ')}.\n`,
     );
     const unread = await runCli(
       [

@@ -15,6 +15,7 @@ import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Credential, Review } from '../../src/api/index.ts';
 import { listBusinesses, listReviews } from '../../src/api/index.ts';
+import { ANSWER_READS } from '../../src/streams/index.ts';
 import type { SyncResult } from '../../src/sync/run.ts';
 import {
   type BusinessSnapshot,
@@ -25,8 +26,8 @@ import { startRewritingProxy } from '../helpers/rewriting-proxy.ts';
 import { nightOf, sync, worldPerTest } from './harness.ts';
 
 const WORLD = { seed: 7, accounts: 1, businessesPerAccount: 2, startDate: '2026-06-01' };
-/** Reads of one business: its profile, listings, reviews, social items, ranks, keywords. */
-const READS = 6;
+/** Reads of one business: its profile, listings, reviews, social items, ranks, keywords, … */
+const READS = ANSWER_READS.length;
 
 /**
  * Which business's answers carry which other's items (`items`: a review and a social item;

@@ -8,28 +8,27 @@
  *
  * The expected content is a snapshot computed by that earlier write path, on both
  * backends, and kept beside this file (`write-path-equality.expected.json`: per relation,
-its row count and the SHA-256 of its rows). The nights
+ * its row count and the SHA-256 of its rows, and the history of the answers stamps given
+ * for each output; test/warehouse/write-path-snapshot.ts). The nights
  * are deterministic: a seeded sandbox and a fixed observation time per night. To record
  * the snapshot again (only when the warehouse contract changes on purpose, never to make
- * this test pass): `WRITE_PATH_SNAPSHOT=record npx vitest run <this file>`. Recorded again
+ * this test pass): `WRITE_PATH_SNAPSHOT=record npx vitest run <this file>`; it appends the
+ * current `APPLIED_BY` and the new output's digest to the history, and refuses a new output
+ * under a stamp already given another unless `WRITE_PATH_SNAPSHOT_KEPT="<why>"` says why the
+ * same bodies still write the same rows. Recorded again
  * once when the sandbox's input changed, not the write path (issue 39: business names in
  * the English singular, "Bakery" for "Bakerie"): every row count stayed, and only the
  * relations that carry a business name (businesses and their versions, listings, reviews
  * and responses, v_listing_accuracy, v_newly_inaccurate) changed digest.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { archiveBusiness, listBusinesses } from '../../src/api/index.ts';
+import { APPLIED_BY } from '../../src/warehouse/applied-answers.ts';
 import { testBackends } from '../helpers/database.ts';
 import { documentedContent } from '../raw/documented-content.ts';
 import { nightOf, rowsWritten, sync, type WorldShape, worldPerTest } from '../sync/harness.ts';
-
-interface Digest {
-  rows: number;
-  sha256: string;
-}
+import { type RelationDigest, readSnapshot, recordSnapshot } from './write-path-snapshot.ts';
 
 /**
  * Per relation, its row count and the SHA-256 of its rows (already in a stable order):
@@ -39,8 +38,8 @@ interface Digest {
 function digestOf(
   content: Record<string, string[]>,
   sandboxBaseUrl: string,
-): Record<string, Digest> {
-  const out: Record<string, Digest> = {};
+): Record<string, RelationDigest> {
+  const out: Record<string, RelationDigest> = {};
   for (const [relation, rows] of Object.entries(content)) {
     out[relation] = {
       rows: rows.length,
@@ -59,7 +58,6 @@ const WORLD: WorldShape = {
   startDate: '2026-04-01',
 };
 
-const SNAPSHOT = join(import.meta.dirname, 'write-path-equality.expected.json');
 const RECORD = process.env['WRITE_PATH_SNAPSHOT'] === 'record';
 
 describe.each(testBackends)('write path equality (%s)', (backend) => {
@@ -99,10 +97,8 @@ describe.each(testBackends)('write path equality (%s)', (backend) => {
     expect(content['alerts']!.length).toBeGreaterThan(0);
 
     const digest = digestOf(content, world.sandbox.baseUrl);
-    if (RECORD && !existsSync(SNAPSHOT)) {
-      writeFileSync(SNAPSHOT, `${JSON.stringify(digest, null, 2)}\n`);
-    }
-    const expected = JSON.parse(readFileSync(SNAPSHOT, 'utf8')) as Record<string, Digest>;
+    if (RECORD) recordSnapshot(digest, APPLIED_BY, process.env['WRITE_PATH_SNAPSHOT_KEPT']);
+    const expected = readSnapshot().relations;
     expect(Object.keys(digest).sort()).toEqual(Object.keys(expected).sort());
     for (const relation of Object.keys(expected)) {
       expect(digest[relation], relation).toEqual(expected[relation]);
