@@ -125,7 +125,7 @@ export async function readRawZoneTotals(db: Db): Promise<RawZoneTotals | undefin
            (select coalesce(sum(size), 0) from raw_bodies)::bigint as uncompressed,
            (select coalesce(sum(octet_length(b.bytes)), 0)
               from raw_reads r join raw_bodies b using (body_hash))::bigint as referenced,
-           (pg_total_relation_size('raw_reads') + pg_total_relation_size('raw_bodies'))::bigint
+           (pg_total_relation_size('raw_read_sets') + pg_total_relation_size('raw_bodies'))::bigint
              as table_bytes`.execute(db);
   return rows[0];
 }

@@ -26,6 +26,10 @@ export async function pruneRawReads(
   // - verdict's later account read: raw_reads_business_idx, `business_id is null`;
   // - marked and deleted: the primary key. Each read gets one verdict, so neither joins
   //   the other's rows (an anti-join of two CTEs was planned as a nested loop: minutes).
+  // The reads are the `raw_reads` view's; the verdicts are carried out on their sets
+  // (migration 0035: `read_id >> 16` is the set). A set's reads share their run, account,
+  // business and time, so they share their verdict; a set with a read kept is kept whole.
+  // The indexes named above are the sets' since migration 0035, on the same columns.
   const pruned = await sql<{ marked: number; deleted: number }>`
     with clock as (
       select account_name, max(observed_at) - make_interval(days => ${days}::int) as cutoff
@@ -79,17 +83,22 @@ export async function pruneRawReads(
                          and n.run_id <> j.run_id)
              end as doomed
         from judged j
-    ), marked as (
-      update raw_reads r set aged_out = true
+    ), per_set as (
+      select v.read_id >> 16 as set_id, bool_and(v.doomed) as doomed,
+             bool_and(v.aged_out) as aged_out
         from verdict v
-       where r.read_id = v.read_id and not v.doomed and not v.aged_out
-      returning r.read_id
+       group by 1
+    ), marked as (
+      update raw_read_sets s set aged_out = true
+        from per_set v
+       where s.set_id = v.set_id and not v.doomed and not v.aged_out
+      returning octet_length(s.body_hashes) / 32 as reads
     ), deleted as (
-      delete from raw_reads r using verdict v where r.read_id = v.read_id and v.doomed
-      returning r.read_id
+      delete from raw_read_sets s using per_set v where s.set_id = v.set_id and v.doomed
+      returning octet_length(s.body_hashes) / 32 as reads
     )
-    select (select count(*) from marked)::int as marked,
-           (select count(*) from deleted)::int as deleted`.execute(db);
+    select (select coalesce(sum(reads), 0) from marked)::int as marked,
+           (select coalesce(sum(reads), 0) from deleted)::int as deleted`.execute(db);
   const counts = pruned.rows[0];
   return { deleted: counts?.deleted ?? 0, agedOut: counts?.marked ?? 0 };
 }

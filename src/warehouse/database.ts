@@ -255,6 +255,7 @@ export interface Database {
   review_response_request_events: ReviewResponseRequestEventsTable;
   raw_bodies: RawBodiesTable;
   raw_reads: RawReadsTable;
+  raw_read_sets: RawReadSetsTable;
   business_answers: BusinessAnswersTable;
 }
 
@@ -269,7 +270,10 @@ export interface RawBodiesTable {
   base_hash: string | null;
 }
 
-/** One upstream read of a sync: what was asked, when, the status, and its body's hash. */
+/**
+ * One upstream read of a sync: what was asked, when, the status, and its body's hash. A
+ * view since migration 0035 (one row per read of `raw_read_sets`): read it, write sets.
+ */
 export interface RawReadsTable {
   read_id: Generated<number>;
   run_id: string;
@@ -283,6 +287,28 @@ export interface RawReadsTable {
   body_hash: string;
   /** Migration 0015: a read of a business whose transaction never committed: not replayed. */
   uncommitted: ColumnType<boolean, boolean | undefined, boolean>;
+}
+
+/**
+ * The reads of one business and night (or of the credential, at one time), as stored
+ * (migration 0035; docs/warehouse.md, "Raw zone"). Written by src/raw/reads.ts alone;
+ * everything else reads the `raw_reads` view.
+ */
+export interface RawReadSetsTable {
+  set_id: Generated<number>;
+  run_id: string;
+  account_name: string;
+  business_id: number | null;
+  observed_at: Date;
+  uncommitted: ColumnType<boolean, boolean | undefined, boolean>;
+  aged_out: ColumnType<boolean, boolean | undefined, boolean>;
+  /**
+   * A line per read, in read order: `operation request attempt status`, a request under
+   * `/businesses/<business_id>` written `~` and the rest.
+   */
+  reads: string;
+  /** The reads' sha256, 32 bytes each, concatenated in read order. */
+  body_hashes: Uint8Array;
 }
 
 /**

@@ -106,14 +106,14 @@ describe.each(testBackends)('raw zone deltas (%s)', (backend) => {
     );
 
     // Only night 3's read left: its base stays though no read names it.
-    await sql`delete from raw_reads where observed_at < ${dayAfter(NIGHT, 2)}`.execute(db);
-    await sql`delete from raw_reads where business_id = 2`.execute(db);
+    await sql`delete from raw_read_sets where observed_at < ${dayAfter(NIGHT, 2)}`.execute(db);
+    await sql`delete from raw_read_sets where business_id = 2`.execute(db);
     expect(await deleteUnreadBodies(db)).toBe(1);
     expect((await bodies(db)).map((b) => b.body_hash).sort()).toEqual(
       [sha(night1), sha(night3)].sort(),
     );
     // No read at all: the delta goes, then its base, in one pruning.
-    await sql`delete from raw_reads`.execute(db);
+    await sql`delete from raw_read_sets`.execute(db);
     expect(await deleteUnreadBodies(db)).toBe(2);
     expect(await bodies(db)).toEqual([]);
   });

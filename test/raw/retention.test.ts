@@ -12,6 +12,7 @@ import { listBusinesses } from '../../src/api/index.ts';
 import { readRawStats, renderRawStats } from '../../src/cli/commands/raw-show.ts';
 import { silentLogger } from '../../src/log.ts';
 import { BODY_ENCODING, compressBody } from '../../src/raw/body.ts';
+import { insertRawReads } from '../../src/raw/reads.ts';
 import { pruneRawZone } from '../../src/raw/retention.ts';
 import { replay } from '../../src/replay/replay.ts';
 import type { Database } from '../../src/warehouse/database.ts';
@@ -224,24 +225,22 @@ describe.each(testBackends)('raw zone retention (%s)', (backend) => {
         )
         .onConflict((oc) => oc.column('body_hash').doNothing())
         .execute();
-      await warehouse.db
-        .insertInto('raw_reads')
-        .values(
-          reads.map((r) => ({
-            run_id: r.run,
-            account_name: r.account,
-            business_id: r.business,
-            operation: r.business === null ? 'list_businesses' : 'list_listings',
-            request:
-              r.business === null ? '/businesses.json' : `/businesses/${r.business}/listings.json`,
-            attempt: 1,
-            status: 200,
-            observed_at: r.at,
-            body_hash: hash(r.body),
-            uncommitted: r.uncommitted ?? false,
-          })),
-        )
-        .execute();
+      await insertRawReads(
+        warehouse.db,
+        reads.map((r) => ({
+          run_id: r.run,
+          account_name: r.account,
+          business_id: r.business,
+          operation: r.business === null ? 'list_businesses' : 'list_listings',
+          request:
+            r.business === null ? '/businesses.json' : `/businesses/${r.business}/listings.json`,
+          attempt: 1,
+          status: 200,
+          observed_at: r.at,
+          body_hash: hash(r.body),
+          uncommitted: r.uncommitted ?? false,
+        })),
+      );
     }
 
     /** One account's run at `at`: its list, then each business. */

@@ -1,0 +1,191 @@
+/**
+ * Migration 0035 (docs/warehouse.md, "Raw zone"): the read rows move into one
+ * `raw_read_sets` row per business and night, in batches, and an `up()` stopped after a
+ * batch finishes when run again; the `raw_reads` view reads them back as they were, in the
+ * same order; `down()` moves them back the same way, a second run finishing an
+ * interrupted one, into the old table with the same rows. Both backends.
+ */
+import { createHash } from 'node:crypto';
+import { type Kysely, sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { down, up } from '../../migrations/0035_raw_read_sets.ts';
+import { migrateTo } from '../../src/warehouse/driver/migrate.ts';
+import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+
+const BEFORE = '0034_series_without_fk_checks';
+const RUNS = ['00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002'];
+const NIGHT = new Date('2026-05-04T03:00:00.000Z');
+const OPERATIONS = ['get_business_full', 'list_listings', 'list_reviews', 'get_rankings'];
+
+const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+
+interface OldRead {
+  run_id: string;
+  account_name: string;
+  business_id: number | null;
+  operation: string;
+  request: string;
+  attempt: number;
+  status: number;
+  observed_at: Date;
+  body_hash: string;
+  uncommitted: boolean;
+  aged_out: boolean;
+}
+
+/**
+ * Two nights of 700 businesses, 4 reads each, more than one batch (5,000 reads) a night,
+ * with each night's account reads: its list first, and two reference reads at the same time
+ * with an operation-10 poll of a business between them (three sets, in read order).
+ * Night 1 is aged out; a business of night 2 never committed.
+ */
+function oldReads(): OldRead[] {
+  const reads: OldRead[] = [];
+  RUNS.forEach((run, night) => {
+    const at = new Date(NIGHT.getTime() + night * 86_400_000);
+    const account = (operation: string, businessId: number | null = null): OldRead => ({
+      run_id: run,
+      account_name: 'east',
+      business_id: businessId,
+      operation,
+      request: `/${operation}.json`,
+      attempt: 1,
+      status: 200,
+      observed_at: at,
+      body_hash: sha(`${operation} ${night}`),
+      uncommitted: false,
+      aged_out: night === 0,
+    });
+    reads.push(account('list_businesses'));
+    for (let b = 1; b <= 700; b++) {
+      for (const [i, operation] of OPERATIONS.entries()) {
+        reads.push({
+          run_id: run,
+          account_name: 'east',
+          business_id: b,
+          operation,
+          request: `/businesses/${b}/${operation}.json?page=${i}`,
+          attempt: 1 + (i % 2),
+          status: i === 3 ? 503 : 200,
+          observed_at: new Date(at.getTime() + b * 1000),
+          body_hash: sha(`${b} ${operation} ${night % 2 === 0 ? 'same' : night}`),
+          uncommitted: night === 1 && b === 7,
+          aged_out: night === 0,
+        });
+      }
+    }
+    reads.push(account('list_states'));
+    reads.push({ ...account('get_response_status', 3), request: '/response_status/9.json' });
+    reads.push(account('list_countries'));
+  });
+  return reads;
+}
+
+/** The reads as `raw_reads` gives them, in read order. */
+async function readsNow(db: Kysely<unknown>) {
+  const { rows } = await sql<Record<string, unknown>>`
+    select * from raw_reads order by read_id`.execute(db);
+  return rows.map((row) => ({ ...row, read_id: Number(row.read_id) }));
+}
+
+async function count(db: Kysely<unknown>, table: string): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    select count(*)::int as n from ${sql.table(table)}`.execute(db);
+  return rows[0]?.n ?? 0;
+}
+
+async function kindOf(db: Kysely<unknown>, name: string): Promise<string | undefined> {
+  const { rows } = await sql<{ kind: string }>`
+    select relkind::text as kind from pg_class
+     where relname = ${name} and relnamespace = current_schema()::regnamespace`.execute(db);
+  return rows[0]?.kind;
+}
+
+describe.each(testBackends)('migration 0035, raw read sets (%s)', (backend) => {
+  let wh: TestWarehouse | undefined;
+  afterEach(async () => {
+    await wh?.close();
+    wh = undefined;
+  });
+
+  it('moves the reads into sets in batches, resumes, reads them back, and down() restores them', {
+    timeout: 300_000,
+  }, async () => {
+    wh = await createTestWarehouse(backend, { migrate: false });
+    const db = wh.db as unknown as Kysely<unknown>;
+    await migrateTo(wh.db, BEFORE);
+    const reads = oldReads();
+    for (let i = 0; i < reads.length; i += 1000) {
+      // biome-ignore lint/suspicious/noExplicitAny: the old table has no Database type here
+      await (db as Kysely<any>)
+        .insertInto('raw_reads')
+        .values(reads.slice(i, i + 1000))
+        .execute();
+    }
+    const before = await readsNow(db);
+    expect(before).toHaveLength(reads.length);
+    const tableBefore = await sql`
+      select column_name, data_type, is_nullable, column_default, is_identity
+        from information_schema.columns
+       where table_schema = current_schema() and table_name = 'raw_reads'
+       order by ordinal_position`.execute(db);
+    const indexesBefore = await sql`
+      select indexname, regexp_replace(indexdef, ' ON \\S+ ', ' ON ') as def from pg_indexes
+       where schemaname = current_schema() and tablename = 'raw_reads'
+       order by indexname`.execute(db);
+
+    // Stopped after its first batch: part moved, the rest still in the old rows.
+    await up(db, 1);
+    expect(await kindOf(db, 'raw_reads')).toBeUndefined();
+    expect(await count(db, 'raw_reads_moving')).toBe(reads.length - 5000);
+    // Run again: it finishes.
+    await up(db);
+    expect(await kindOf(db, 'raw_reads_moving')).toBeUndefined();
+    expect(await kindOf(db, 'raw_reads')).toBe('v');
+    const after = await readsNow(db);
+    const withoutId = (rows: Record<string, unknown>[]) =>
+      rows.map(({ read_id: _, ...rest }) => rest);
+    expect(withoutId(after)).toEqual(withoutId(before));
+    // One set per business and night (the 5,000-read batch edge splits one more), and the
+    // account's: its list, the two reference reads apart, the poll between them.
+    const { rows: sets } = await sql<{ business_id: string | null; n: number }>`
+      select business_id::text, octet_length(body_hashes) / 32 as n from raw_read_sets
+       order by set_id`.execute(db);
+    expect(sets.length).toBeGreaterThanOrEqual(2 * (700 + 4));
+    expect(sets.length).toBeLessThanOrEqual(2 * (700 + 4) + 1);
+    expect(sets.filter((s) => s.business_id === '1').map((s) => s.n)).toEqual([4, 4]);
+    // The sync's writer reads the same view: a read's body still joins its hash.
+    const { rows: hashes } = await sql<{ n: number }>`
+      select count(*)::int as n from raw_reads r where r.body_hash = ${sha('1 list_listings same')}`.execute(
+      db,
+    );
+    expect(hashes[0]?.n).toBe(1);
+
+    // Down, stopped after a batch, then run again.
+    await down(db, 1);
+    expect(await kindOf(db, 'raw_reads')).toBe('r');
+    expect(await count(db, 'raw_read_sets')).toBeGreaterThan(0);
+    await down(db);
+    expect(await kindOf(db, 'raw_read_sets')).toBeUndefined();
+    expect(await readsNow(db)).toEqual(before);
+    const tableAfter = await sql`
+      select column_name, data_type, is_nullable, column_default, is_identity
+        from information_schema.columns
+       where table_schema = current_schema() and table_name = 'raw_reads'
+       order by ordinal_position`.execute(db);
+    expect(tableAfter.rows).toEqual(tableBefore.rows);
+    const indexesAfter = await sql`
+      select indexname, regexp_replace(indexdef, ' ON \\S+ ', ' ON ') as def from pg_indexes
+       where schemaname = current_schema() and tablename = 'raw_reads'
+       order by indexname`.execute(db);
+    expect(indexesAfter.rows).toEqual(indexesBefore.rows);
+    // The next read written numbers after the moved ones.
+    // biome-ignore lint/suspicious/noExplicitAny: the old table has no Database type here
+    const next = await (db as Kysely<any>)
+      .insertInto('raw_reads')
+      .values(reads[0] as OldRead)
+      .returning('read_id')
+      .executeTakeFirstOrThrow();
+    expect(Number(next.read_id)).toBe(reads.length + 1);
+  });
+});
