@@ -19,13 +19,19 @@
  *   set`, which orders the reads as they were read (the writer, src/raw/reads.ts, keeps a
  *   set under 65,536 reads).
  *
- * The reads are moved in batches of `BATCH` reads, each one statement that deletes them
+ * - `raw_bodies.body_hash` and `base_hash` become the sha256's 32 bytes (`bytea`), not its
+ *   64 hex characters: each body row and its primary key's entry are 32 bytes smaller (a
+ *   delta's row 64). Readers convert in their statements (`encode(…, 'hex')`, `decode`),
+ *   so the program, `business_answers.body_hash` and the view keep the hex text.
+ *
+ * The bodies move first, `BODY_BATCH` a statement from the old table (renamed
+ * `raw_bodies_moving`) into the new one. The reads are moved in batches of `BATCH` reads, each one statement that deletes them
  * from the old table (renamed `raw_reads_moving`) and inserts their sets, so the move
  * never holds more than a batch in flight and an `up()` run again after an interruption
  * carries on where it stopped. `down()` moves them back the same way, `SET_BATCH` sets at
  * a time, into the old table with its indexes, numbering the reads 1, 2, … in the view's
  * order after the last one moved back (a raw zone never pruned gets its old `read_id`s
- * back; a pruned one, the same order without the gaps).
+ * back; a pruned one, the same order without the gaps), then the bodies, hashes as hex.
  *
  * Never edit this file once it has landed: add a later migration instead.
  */
@@ -33,6 +39,9 @@ import { type Kysely, sql } from 'kysely';
 
 /** Read rows per batch of `up()`: one statement each. */
 const BATCH = 5000;
+
+/** Bodies per batch, either way (a body is about 1 KB compressed). */
+const BODY_BATCH = 2000;
 
 /** Sets per batch of `down()` (a business's night is about 6 reads: as many rows as up's). */
 const SET_BATCH = 1000;
@@ -42,6 +51,7 @@ const SET_SHIFT = 16;
 
 /** Moves at most `batches` batches of old read rows into sets (all when not given); resumable. */
 export async function up(db: Kysely<unknown>, batches = Number.POSITIVE_INFINITY): Promise<void> {
+  if (!(await moveBodies(db, 'bytea', batches))) return;
   await sql`
     create table if not exists raw_read_sets (
       set_id bigint generated always as identity primary key,
@@ -163,7 +173,14 @@ export async function down(db: Kysely<unknown>, batches = Number.POSITIVE_INFINI
     );
     await sql`create index raw_reads_run_idx on raw_reads (run_id)`.execute(db);
   }
-  if ((await relationKind(db, 'raw_read_sets')) !== 'r') return;
+  if ((await relationKind(db, 'raw_read_sets')) === 'r' && !(await moveSetsBack(db, batches))) {
+    return;
+  }
+  await moveBodies(db, 'text', batches);
+}
+
+/** Moves at most `batches` batches of sets back into read rows; true when all are moved. */
+async function moveSetsBack(db: Kysely<unknown>, batches: number): Promise<boolean> {
   for (let done = 0; done < batches; done++) {
     const moved = await sql`
       with batch as (
@@ -184,13 +201,75 @@ export async function down(db: Kysely<unknown>, batches = Number.POSITIVE_INFINI
        order by 1`.execute(db);
     if (Number(moved.numAffectedRows ?? 0) === 0) break;
   }
-  if (!(await isEmpty(db, 'raw_read_sets'))) return;
+  if (!(await isEmpty(db, 'raw_read_sets'))) return false;
   await sql`drop table raw_read_sets`.execute(db);
   // The next read the sync writes comes after every moved one.
   await sql`select setval(pg_get_serial_sequence('raw_reads', 'read_id'),
                           coalesce((select max(read_id) from raw_reads), 0) + 1, false)`.execute(
     db,
   );
+  return true;
+}
+
+/**
+ * Moves `raw_bodies` into a table of the same columns whose two hashes are `to` (`bytea`:
+ * 32 bytes; `text`: lowercase hex, as before 0035), `BODY_BATCH` bodies a statement, at
+ * most `batches` statements; true when every body is moved. Run again, it carries on.
+ */
+async function moveBodies(
+  db: Kysely<unknown>,
+  to: 'bytea' | 'text',
+  batches: number,
+): Promise<boolean> {
+  const from = to === 'bytea' ? 'text' : 'bytea';
+  if ((await columnType(db, 'raw_bodies', 'body_hash')) === from) {
+    await sql`alter table raw_bodies rename to raw_bodies_moving`.execute(db);
+    await sql`alter table raw_bodies_moving
+                rename constraint raw_bodies_pkey to raw_bodies_moving_pkey`.execute(db);
+  }
+  // As migrations 0011 and 0032 left it, but for the hashes' type.
+  await sql`
+    create table if not exists raw_bodies (
+      body_hash ${sql.raw(to)} primary key,
+      encoding text not null,
+      size integer not null,
+      bytes bytea not null,
+      first_seen_at timestamptz not null default now(),
+      base_hash ${sql.raw(to)})`.execute(db);
+  if ((await relationKind(db, 'raw_bodies_moving')) !== 'r') return true;
+  const hash = (column: string) =>
+    to === 'bytea'
+      ? sql`decode(${sql.ref(column)}, 'hex')`
+      : sql`encode(${sql.ref(column)}, 'hex')`;
+  for (let done = 0; done < batches; done++) {
+    const moved = await sql`
+      with batch as (
+        delete from raw_bodies_moving
+         where body_hash in (select body_hash from raw_bodies_moving order by body_hash
+                              limit ${BODY_BATCH})
+        returning *
+      )
+      insert into raw_bodies (body_hash, encoding, size, bytes, first_seen_at, base_hash)
+      select ${hash('body_hash')}, encoding, size, bytes, first_seen_at, ${hash('base_hash')}
+        from batch`.execute(db);
+    if (Number(moved.numAffectedRows ?? 0) === 0) break;
+  }
+  if (!(await isEmpty(db, 'raw_bodies_moving'))) return false;
+  await sql`drop table raw_bodies_moving`.execute(db);
+  return true;
+}
+
+/** A column's type name in the current schema (`text`, `bytea`); undefined when none. */
+async function columnType(
+  db: Kysely<unknown>,
+  table: string,
+  column: string,
+): Promise<string | undefined> {
+  const { rows } = await sql<{ type: string }>`
+    select data_type as type from information_schema.columns
+     where table_schema = current_schema() and table_name = ${table}
+       and column_name = ${column}`.execute(db);
+  return rows[0]?.type;
 }
 
 /** The relation's kind in the current schema (`r` a table, `v` a view); undefined when none. */

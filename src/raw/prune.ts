@@ -120,7 +120,7 @@ export async function deleteUnreadBodies(db: Db): Promise<number> {
           exists(
             selectFrom('raw_reads')
               .select('read_id')
-              .whereRef('raw_reads.body_hash', '=', 'raw_bodies.body_hash'),
+              .where(sql<boolean>`decode(raw_reads.body_hash, 'hex') = raw_bodies.body_hash`),
           ),
         ),
       )

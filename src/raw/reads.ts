@@ -75,7 +75,13 @@ export async function insertRawBodies(db: Db, bodies: readonly RawBodyToInsert[]
   if (bodies.length === 0) return;
   await db
     .insertInto('raw_bodies')
-    .values([...bodies])
+    .values(
+      bodies.map((body) => ({
+        ...body,
+        body_hash: hashBytes(body.body_hash),
+        base_hash: body.base_hash === null ? null : hashBytes(body.base_hash),
+      })),
+    )
     .onConflict((oc) => oc.column('body_hash').doNothing())
     .execute();
 }
@@ -115,6 +121,14 @@ export async function insertRawReads(db: Db, reads: readonly RawReadToInsert[]):
       arrayLiteral(sets.map((s) => s.hashes.join(''))),
     ]),
   );
+}
+
+/** A sha256 in lowercase hex as the 32 bytes `raw_bodies` keeps (migration 0035). */
+function hashBytes(hex: string): Buffer {
+  if (!HASH.test(hex)) {
+    throw new Error(`A raw body's hash must be a sha256 in lowercase hex (got ${hex}).`);
+  }
+  return Buffer.from(hex, 'hex');
 }
 
 /** The view's `read_id` keeps a read's place in its set in 16 bits (migration 0035). */
@@ -171,11 +185,11 @@ const INSERT_SETS = `
 // reads; for the account's own reads, its reads tied to no business), preferring the same
 // request, then the latest.
 const BODIES_KEPT = `
-  select n.i, k.body_hash is not null as known, base.body_hash as base_hash, base.encoding,
-         base.bytes
+  select n.i, k.body_hash is not null as known, encode(base.body_hash, 'hex') as base_hash,
+         base.encoding, base.bytes
     from unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])
            with ordinality as n(hash, business_id, account_name, operation, request, i)
-    left join raw_bodies k on k.body_hash = n.hash
+    left join raw_bodies k on k.body_hash = decode(n.hash, 'hex')
     left join lateral (
       select r.body_hash
         from raw_reads r
@@ -186,5 +200,5 @@ const BODIES_KEPT = `
                    else r.business_id = n.business_id end)
        order by r.request = n.request desc, r.observed_at desc, r.read_id desc
        limit 1) prev on true
-    left join raw_bodies p on p.body_hash = prev.body_hash
+    left join raw_bodies p on p.body_hash = decode(prev.body_hash, 'hex')
     left join raw_bodies base on base.body_hash = coalesce(p.base_hash, p.body_hash)`;

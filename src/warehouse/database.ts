@@ -259,15 +259,19 @@ export interface Database {
   business_answers: BusinessAnswersTable;
 }
 
-/** One distinct upstream body, compressed (migration 0011; docs/warehouse.md, "Raw zone"). */
+/**
+ * One distinct upstream body, compressed (migration 0011; docs/warehouse.md, "Raw zone").
+ * Its hashes are the sha256's 32 bytes since migration 0035: the raw zone's statements
+ * convert them to and from the program's hex (`encode(…, 'hex')`, `decode(…, 'hex')`).
+ */
 export interface RawBodiesTable {
-  body_hash: string;
+  body_hash: Uint8Array;
   encoding: string;
   size: number;
   bytes: Uint8Array;
   first_seen_at: ColumnType<Date, Date | undefined, never>;
   /** Migration 0032: a delta's base (a body kept whole); null for a body kept whole. */
-  base_hash: string | null;
+  base_hash: Uint8Array | null;
 }
 
 /**

@@ -222,14 +222,14 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
     expect(new Set(runs.map((r) => r.run_id))).toEqual(new Set([kept.runId, second.runId]));
     const orphans = await sql<{ n: number }>`
       select count(*)::int as n from raw_bodies b
-      where not exists (select 1 from raw_reads r where r.body_hash = b.body_hash)`.execute(
+      where not exists (select 1 from raw_reads r where decode(r.body_hash, 'hex') = b.body_hash)`.execute(
       world.warehouse.db,
     );
     expect(orphans.rows[0]?.n).toBe(0);
     // Every body of the last night is still there to show and replay.
     const missing = await sql<{ n: number }>`
       select count(*)::int as n from raw_reads r
-      where not exists (select 1 from raw_bodies b where b.body_hash = r.body_hash)`.execute(
+      where not exists (select 1 from raw_bodies b where b.body_hash = decode(r.body_hash, 'hex'))`.execute(
       world.warehouse.db,
     );
     expect(missing.rows[0]?.n).toBe(0);

@@ -1,6 +1,7 @@
 /**
- * Migration 0035 (docs/warehouse.md, "Raw zone"): the read rows move into one
- * `raw_read_sets` row per business and night, in batches, and an `up()` stopped after a
+ * Migration 0035 (docs/warehouse.md, "Raw zone"): the bodies move into a table whose
+ * hashes are 32 bytes and the read rows into one `raw_read_sets` row per business and
+ * night, in batches, and an `up()` stopped after a
  * batch finishes when run again; the `raw_reads` view reads them back as they were, in the
  * same order; `down()` moves them back the same way, a second run finishing an
  * interrupted one, into the old table with the same rows. Both backends.
@@ -122,6 +123,38 @@ describe.each(testBackends)('migration 0035, raw read sets (%s)', (backend) => {
         .values(reads.slice(i, i + 1000))
         .execute();
     }
+    // 2,100 bodies, more than one batch (2,000), deltas naming a base among them.
+    const bodies = Array.from({ length: 2100 }, (_, i) => ({
+      body_hash: sha(`body ${i}`),
+      encoding: i % 3 === 0 ? 'br' : 'zstd-dict',
+      size: 100 + i,
+      bytes: Buffer.from([i % 256, 1, 2]),
+      first_seen_at: NIGHT,
+      base_hash: i % 3 === 0 ? null : sha(`body ${i - (i % 3)}`),
+    }));
+    for (let i = 0; i < bodies.length; i += 1000) {
+      // biome-ignore lint/suspicious/noExplicitAny: the old table has no Database type here
+      await (db as Kysely<any>)
+        .insertInto('raw_bodies')
+        .values(bodies.slice(i, i + 1000))
+        .execute();
+    }
+    const bodiesNow = async () =>
+      (
+        await sql<Record<string, unknown>>`
+          select body_hash, encoding, size, encode(bytes, 'hex') as bytes, first_seen_at, base_hash
+            from raw_bodies order by body_hash`.execute(db)
+      ).rows;
+    const bodiesBefore = await bodiesNow();
+    const bodyColumns = async () =>
+      (
+        await sql`
+          select column_name, data_type, is_nullable, column_default
+            from information_schema.columns
+           where table_schema = current_schema() and table_name = 'raw_bodies'
+           order by ordinal_position`.execute(db)
+      ).rows;
+    const bodyColumnsBefore = await bodyColumns();
     const before = await readsNow(db);
     expect(before).toHaveLength(reads.length);
     const tableBefore = await sql`
@@ -134,8 +167,13 @@ describe.each(testBackends)('migration 0035, raw read sets (%s)', (backend) => {
        where schemaname = current_schema() and tablename = 'raw_reads'
        order by indexname`.execute(db);
 
-    // Stopped after its first batch: part moved, the rest still in the old rows.
+    // Stopped after its first batch of bodies: the reads not begun.
     await up(db, 1);
+    expect(await count(db, 'raw_bodies_moving')).toBe(100);
+    expect(await kindOf(db, 'raw_reads')).toBe('r');
+    // Again: the bodies done, and the first batch of reads; the rest still in the old rows.
+    await up(db, 1);
+    expect(await kindOf(db, 'raw_bodies_moving')).toBeUndefined();
     expect(await kindOf(db, 'raw_reads')).toBeUndefined();
     expect(await count(db, 'raw_reads_moving')).toBe(reads.length - 5000);
     // Run again: it finishes.
@@ -160,6 +198,17 @@ describe.each(testBackends)('migration 0035, raw read sets (%s)', (backend) => {
       db,
     );
     expect(hashes[0]?.n).toBe(1);
+    // The bodies, hashes as 32 bytes, read as hex as before.
+    const { rows: stored } = await sql<{ n: number }>`
+      select count(*)::int as n from raw_bodies
+       where octet_length(body_hash) = 32
+         and (base_hash is null or octet_length(base_hash) = 32)`.execute(db);
+    expect(stored[0]?.n).toBe(bodies.length);
+    const { rows: asHex } = await sql<Record<string, unknown>>`
+      select encode(body_hash, 'hex') as body_hash, encoding, size, encode(bytes, 'hex') as bytes,
+             first_seen_at, encode(base_hash, 'hex') as base_hash
+        from raw_bodies order by body_hash`.execute(db);
+    expect(asHex).toEqual(bodiesBefore);
 
     // Down, stopped after a batch, then run again.
     await down(db, 1);
@@ -168,6 +217,9 @@ describe.each(testBackends)('migration 0035, raw read sets (%s)', (backend) => {
     await down(db);
     expect(await kindOf(db, 'raw_read_sets')).toBeUndefined();
     expect(await readsNow(db)).toEqual(before);
+    expect(await bodiesNow()).toEqual(bodiesBefore);
+    expect(await bodyColumns()).toEqual(bodyColumnsBefore);
+    expect(await kindOf(db, 'raw_bodies_pkey')).toBe('i');
     const tableAfter = await sql`
       select column_name, data_type, is_nullable, column_default, is_identity
         from information_schema.columns
