@@ -6,12 +6,13 @@
  *   observation time and flags (a business's reads of one night, written in its
  *   transaction, are one set; the credential's own reads mostly one each). Its `reads` is
  *   one line per read, in read order: `operation request attempt status`, separated by
- *   spaces (none of them holds a space: a request is a path and its URL-encoded query), a
+ *   spaces (none of them holds a space: a request is a path and its URL-encoded query),
+ *   the operation by a one-character code (`OPERATION_CODES`; another name whole), a
  *   request that starts with `/businesses/<the set's business_id>` written `~` and the
- *   rest; `body_hashes` is the reads' sha256, 32 bytes each, concatenated in the same
+ *   rest, and `attempt status` left out when they are `1 200`; `body_hashes` is the reads' sha256, 32 bytes each, concatenated in the same
  *   order. A read row cost about 220 bytes and 101 of index entries; in a set, the row
  *   header, the shared columns and the four indexes' entries are paid once per business
- *   and night, and a read costs its line (about 40 bytes) and its hash.
+ *   and night, and a read costs its line (about 20 bytes) and its hash.
  * - `raw_reads` becomes a view with the old columns, one row per read, so `raw show`,
  *   `replay`, retention and any reader see what they saw: `body_hash` as lowercase hex
  *   text (as `raw_bodies.body_hash` and `business_answers.body_hash` hold it), the request
@@ -107,7 +108,9 @@ export async function up(db: Kysely<unknown>, batches = Number.POSITIVE_INFINITY
         insert into raw_read_sets (run_id, account_name, business_id, observed_at, uncommitted,
           aged_out, reads, body_hashes)
         select run_id, account_name, business_id, observed_at, uncommitted, aged_out,
-               string_agg(operation || ' ' || ${REQUEST_KEPT} || ' ' || attempt || ' ' || status,
+               string_agg(${OPERATION_KEPT} || ' ' || ${REQUEST_KEPT}
+                            || case when attempt = 1 and status = 200 then ''
+                                    else ' ' || attempt || ' ' || status end,
                           E'\n' order by read_id),
                string_agg(decode(body_hash, 'hex'), ''::bytea order by read_id)
           from islands
@@ -129,6 +132,31 @@ export async function up(db: Kysely<unknown>, batches = Number.POSITIVE_INFINITY
       cross join lateral string_to_table(s.reads, E'\n') with ordinality as r(line, i)`.execute(db);
 }
 
+/**
+ * The reads' operations a line names by one character (the read operations of
+ * src/operations.ts when this migration was written; src/raw/reads.ts writes the same
+ * codes). Any other name is written whole: no operation's name is one character.
+ */
+const OPERATION_CODES = [
+  ['0', 'list_businesses'],
+  ['1', 'get_business'],
+  ['2', 'get_business_full'],
+  ['3', 'list_listings'],
+  ['4', 'list_reviews'],
+  ['5', 'get_response_status'],
+  ['6', 'get_rankings'],
+  ['7', 'list_keywords'],
+  ['8', 'list_states'],
+  ['9', 'list_countries'],
+  ['a', 'list_sub_categories'],
+] as const;
+
+/** A read's operation as a set keeps it: its code, or its name. */
+const OPERATION_KEPT = sql`case operation ${sql.join(
+  OPERATION_CODES.map(([code, name]) => sql`when ${sql.lit(name)} then ${sql.lit(code)}`),
+  sql` `,
+)} else operation end`;
+
 /** A read's request as a set keeps it: its business's path `/businesses/<id>` as `~`. */
 const REQUEST_KEPT = sql`case when business_id is not null
     and starts_with(request, '/businesses/' || business_id) then
@@ -136,12 +164,15 @@ const REQUEST_KEPT = sql`case when business_id is not null
     else request end`;
 
 /** The read's columns from its line `r.line` of set `s`, as the old table typed them. */
-const READ_FIELDS = sql`split_part(r.line, ' ', 1) as operation,
+const READ_FIELDS = sql`case split_part(r.line, ' ', 1) ${sql.join(
+  OPERATION_CODES.map(([code, name]) => sql`when ${sql.lit(code)} then ${sql.lit(name)}`),
+  sql` `,
+)} else split_part(r.line, ' ', 1) end as operation,
     case when starts_with(split_part(r.line, ' ', 2), '~')
       then '/businesses/' || s.business_id || substr(split_part(r.line, ' ', 2), 2)
       else split_part(r.line, ' ', 2) end as request,
-    split_part(r.line, ' ', 3)::integer as attempt,
-    split_part(r.line, ' ', 4)::integer as status`;
+    coalesce(nullif(split_part(r.line, ' ', 3), ''), '1')::integer as attempt,
+    coalesce(nullif(split_part(r.line, ' ', 4), ''), '200')::integer as status`;
 
 /** The hash of read `r.i` of set `s`, as hex text. */
 const BODY_HASH = sql`encode(substring(s.body_hashes from (r.i::integer - 1) * 32 + 1 for 32), 'hex')`;

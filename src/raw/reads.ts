@@ -140,11 +140,17 @@ const HASH = /^[0-9a-f]{64}$/;
 const FIELD = /^\S+$/;
 
 /**
- * A read's line in its set (migration 0035): `operation request attempt status`, a request
- * under its business's path `/businesses/<id>` written `~` and the rest.
+ * A read's line in its set (migration 0035): `operation request attempt status`, the
+ * operation by its code, a request under its business's path `/businesses/<id>` written `~`
+ * and the rest, `attempt status` left out when `1 200`.
  */
 function readLine(read: RawReadToInsert): string {
-  if (!FIELD.test(read.operation) || !FIELD.test(read.request) || read.request.startsWith('~')) {
+  if (
+    !FIELD.test(read.operation) ||
+    read.operation.length < 2 ||
+    !FIELD.test(read.request) ||
+    read.request.startsWith('~')
+  ) {
     throw new Error(
       `A raw read's operation and request are kept without spaces, the request as a path (got ${read.operation} ${read.request}).`,
     );
@@ -154,8 +160,29 @@ function readLine(read: RawReadToInsert): string {
     path !== undefined && read.request.startsWith(path)
       ? `~${read.request.slice(path.length)}`
       : read.request;
-  return `${read.operation} ${request} ${read.attempt} ${read.status}`;
+  const operation = OPERATION_CODES.get(read.operation) ?? read.operation;
+  return read.attempt === 1 && read.status === 200
+    ? `${operation} ${request}`
+    : `${operation} ${request} ${read.attempt} ${read.status}`;
 }
+
+/**
+ * The operations a line names by one character, as migration 0035's view decodes them
+ * (its `OPERATION_CODES`; a name not here is written whole, and no name is one character).
+ */
+const OPERATION_CODES: ReadonlyMap<string, string> = new Map([
+  ['list_businesses', '0'],
+  ['get_business', '1'],
+  ['get_business_full', '2'],
+  ['list_listings', '3'],
+  ['list_reviews', '4'],
+  ['get_response_status', '5'],
+  ['get_rankings', '6'],
+  ['list_keywords', '7'],
+  ['list_states', '8'],
+  ['list_countries', '9'],
+  ['list_sub_categories', 'a'],
+]);
 
 function sameSet(a: RawReadToInsert, b: RawReadToInsert): boolean {
   return (

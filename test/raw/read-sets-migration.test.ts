@@ -10,6 +10,9 @@ import { createHash } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { down, up } from '../../migrations/0035_raw_read_sets.ts';
+import { OPERATIONS as READ_NAMES } from '../../src/operations.ts';
+import { insertRawReads } from '../../src/raw/reads.ts';
+import type { Database } from '../../src/warehouse/database.ts';
 import { migrateTo } from '../../src/warehouse/driver/migrate.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 
@@ -239,5 +242,39 @@ describe.each(testBackends)('migration 0035, raw read sets (%s)', (backend) => {
       .returning('read_id')
       .executeTakeFirstOrThrow();
     expect(Number(next.read_id)).toBe(reads.length + 1);
+  });
+
+  it('reads back through the view what the sync writes: any operation, attempt, status and request', async () => {
+    wh = await createTestWarehouse(backend);
+    const written = [...READ_NAMES, 'some_future_read'].flatMap((operation, i) =>
+      [
+        { business_id: 5, request: `/businesses/5/${operation}.json?page=${i}` },
+        { business_id: 5, request: '/businesses/55/other.json' },
+        { business_id: 5, request: `/states.json?q=a%20b&i=${i}` },
+        { business_id: null, request: `/businesses.json?page=${i}` },
+      ].map((where, j) => ({
+        run_id: RUNS[0] as string,
+        account_name: 'east',
+        business_id: where.business_id,
+        operation,
+        request: where.request,
+        attempt: j === 1 ? 2 : 1,
+        status: j === 2 ? 503 : 200,
+        observed_at: NIGHT,
+        body_hash: sha(`${operation} ${j}`),
+        uncommitted: false,
+      })),
+    );
+    await insertRawReads(wh.db, written);
+    const { rows } = await sql<Record<string, unknown>>`
+      select run_id, account_name, business_id, operation, request, attempt, status,
+             observed_at, body_hash, uncommitted
+        from raw_reads order by read_id`.execute(wh.db as Kysely<Database>);
+    expect(
+      rows.map((r) => ({
+        ...r,
+        business_id: r.business_id === null ? null : Number(r.business_id),
+      })),
+    ).toEqual(written);
   });
 });
