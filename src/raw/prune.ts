@@ -111,30 +111,25 @@ export async function pruneRawReads(
 export async function deleteUnreadBodies(db: Db): Promise<number> {
   let deleted = 0;
   for (let pass = 0; pass < 2; pass++) {
-    // One anti-join over the reads (no index on body_hash: migration 0011 says why; nor a
-    // foreign key to check per body deleted since migration 0017), and one over the bodies.
-    const bodies = await db
-      .deleteFrom('raw_bodies')
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('raw_reads')
-              .select('read_id')
-              .where(sql<boolean>`decode(raw_reads.body_hash, 'hex') = raw_bodies.body_hash`),
-          ),
-        ),
-      )
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('raw_bodies as delta')
-              .select('delta.body_hash')
-              .whereRef('delta.base_hash', '=', 'raw_bodies.body_hash'),
-          ),
-        ),
-      )
-      .executeTakeFirst();
-    const count = Number(bodies.numDeletedRows);
+    // The bodies no read names (no index on the reads' hashes: migration 0011 says why; nor
+    // a foreign key to check per body deleted since migration 0017) and no delta names as
+    // its base. The hashes are cut out of the sets (migration 0035) and taken from the
+    // bodies' keys in one sorted EXCEPT: the planner cannot estimate how many hashes a set
+    // holds, and an anti-join against them, spilled to 2,048 hash batches, took 3.9 s where
+    // this takes 0.8 s (864,000 reads, 155,000 bodies, PostgreSQL 15); through the
+    // `raw_reads` view, each hash converted to hex and back, 21.5 s.
+    const bodies = await sql`
+      delete from raw_bodies b
+       where b.body_hash in (
+               select body_hash from raw_bodies
+               except
+               select substring(s.body_hashes from (i - 1) * 32 + 1 for 32)
+                 from raw_read_sets s
+                 cross join lateral generate_series(1, octet_length(s.body_hashes) / 32) as i)
+         and not exists (select 1 from raw_bodies delta where delta.base_hash = b.body_hash)`.execute(
+      db,
+    );
+    const count = Number(bodies.numAffectedRows ?? 0);
     deleted += count;
     if (count === 0) break;
   }
