@@ -55,15 +55,19 @@ export interface RawZoneFigures {
   firstNight: { rawBytes: number; tableBytes: number };
   unchangedNight: { rawBytes: number; tableBytes: number; shareOfFirst: number };
   month: { rawBytes: number; tableBytes: number; share: number };
-  /** An unchanged night's `raw_reads` rows: how many, and what one costs, column by column. */
+  /** An unchanged night's reads: how many, and what one costs, column by column, per read. */
   readRow: {
     reads: number;
+    /** `raw_read_sets` rows the reads are kept in (migration 0035). */
+    sets: number;
     businesses: number;
     rowBytes: number;
     bodyHashBytes: number;
-    requestBytes: number;
+    lineBytes: number;
     indexBytesPerRead: number;
   };
+  /** The raw zone at the month's end, relation by relation (heap with TOAST, each index). */
+  relations: { name: string; bytes: number }[];
   /** The month's bodies: kept whole, and kept as deltas against a base (migration 0032). */
   bodies: { whole: number; wholeBytes: number; deltas: number; deltaBytes: number };
   /** The same three, counted as rows' bytes (no page rounding, no indexes). */
@@ -71,7 +75,8 @@ export interface RawZoneFigures {
   replay: { liveSecondsPerNight: number; replaySecondsPerNight: number; speedup: number };
 }
 
-const RAW_TABLES = ['raw_bodies', 'raw_reads'] as const;
+/** The raw zone's tables (`raw_reads` is a view of `raw_read_sets` since migration 0035). */
+const RAW_TABLES = ['raw_bodies', 'raw_read_sets'] as const;
 
 /**
  * Each sandbox answer's delay, ms: the network a live night waits on and a replay does
@@ -125,6 +130,20 @@ async function sizes(warehouse: Warehouse): Promise<Sizes> {
   };
 }
 
+/** Each raw zone table's heap (with its TOAST) and each of its indexes, largest first. */
+async function rawRelations(warehouse: Warehouse): Promise<RawZoneFigures['relations']> {
+  const { rows } = await sql<{ name: string; bytes: number }>`
+    select c.relname as name, pg_table_size(c.oid)::float8 as bytes
+      from pg_class c
+     where c.oid = any (array[${sql.join(RAW_TABLES.map((t) => sql`${t}::regclass`))}])
+    union all
+    select i.indexrelid::regclass::text, pg_relation_size(i.indexrelid)::float8
+      from pg_index i
+     where i.indrelid = any (array[${sql.join(RAW_TABLES.map((t) => sql`${t}::regclass`))}])
+     order by 2 desc`.execute(warehouse.db);
+  return rows;
+}
+
 /** The bodies kept whole and those kept as deltas, how many and their stored bytes. */
 async function bodyKinds(warehouse: Warehouse): Promise<RawZoneFigures['bodies']> {
   const { rows } = await sql<{ delta: boolean; n: number; bytes: number }>`
@@ -141,34 +160,43 @@ async function bodyKinds(warehouse: Warehouse): Promise<RawZoneFigures['bodies']
   };
 }
 
-/** The latest run's reads (the unchanged night, when called right after it). */
+/**
+ * The latest run's reads (the unchanged night, when called right after it), as stored: one
+ * `raw_read_sets` row per business and night (migration 0035), its bytes shared by its reads.
+ */
 async function unchangedReadRow(warehouse: Warehouse): Promise<RawZoneFigures['readRow']> {
   const { rows } = await sql<{
     reads: number;
+    sets: number;
     businesses: number;
     row_bytes: number;
     hash_bytes: number;
-    request_bytes: number;
+    line_bytes: number;
   }>`
-    select count(*)::int as reads, count(distinct business_id)::int as businesses,
-           avg(pg_column_size(r.*))::float8 as row_bytes,
-           avg(pg_column_size(r.body_hash))::float8 as hash_bytes,
-           avg(pg_column_size(r.request))::float8 as request_bytes
-      from raw_reads r
-     where r.run_id = (select run_id from sync_runs order by started_at desc limit 1)`.execute(
+    select sum(octet_length(s.body_hashes) / 32)::int as reads, count(*)::int as sets,
+           count(distinct business_id)::int as businesses,
+           sum(pg_column_size(s.*))::float8 as row_bytes,
+           sum(octet_length(s.body_hashes))::float8 as hash_bytes,
+           sum(pg_column_size(s.reads))::float8 as line_bytes
+      from raw_read_sets s
+     where s.run_id = (select run_id from sync_runs order by started_at desc limit 1)`.execute(
     warehouse.db,
   );
   const { rows: index } = await sql<{ bytes: number; reads: number }>`
     select (select sum(pg_relation_size(i.indexrelid))::float8 from pg_index i
-             where i.indrelid = 'raw_reads'::regclass) as bytes,
-           (select count(*)::float8 from raw_reads) as reads`.execute(warehouse.db);
+             where i.indrelid = 'raw_read_sets'::regclass) as bytes,
+           (select sum(octet_length(body_hashes) / 32)::float8 from raw_read_sets) as reads`.execute(
+    warehouse.db,
+  );
   const r = rows[0]!;
+  const reads = Math.max(1, r.reads);
   return {
     reads: r.reads,
+    sets: r.sets,
     businesses: r.businesses,
-    rowBytes: r.row_bytes,
-    bodyHashBytes: r.hash_bytes,
-    requestBytes: r.request_bytes,
+    rowBytes: r.row_bytes / reads,
+    bodyHashBytes: r.hash_bytes / reads,
+    lineBytes: r.line_bytes / reads,
     indexBytesPerRead: (index[0]?.bytes ?? 0) / Math.max(1, index[0]?.reads ?? 1),
   };
 }
@@ -229,6 +257,7 @@ export async function runRawZoneBench(
       liveSeconds += await night();
     }
     const month = await sizes(warehouse);
+    const relations = await rawRelations(warehouse);
     const bodies = await bodyKinds(warehouse);
     const replayed = await replay({
       warehouse,
@@ -258,6 +287,7 @@ export async function runRawZoneBench(
         share: (month.raw - empty.raw) / (month.tables - empty.tables),
       },
       readRow,
+      relations,
       rows: {
         firstRaw: first.rawRows - empty.rawRows,
         unchangedRaw: unchanged.rawRows - first.rawRows,
@@ -289,8 +319,9 @@ export function renderRawZoneFigures(f: RawZoneFigures): string {
     `  first night: raw ${kib(f.firstNight.rawBytes)}, tables grew ${kib(f.firstNight.tableBytes)} (raw = ${pct(f.firstNight.rawBytes / f.firstNight.tableBytes)})`,
     `  unchanged night: raw ${kib(f.unchangedNight.rawBytes)} = ${pct(f.unchangedNight.shareOfFirst)} of the first (target ≤ 5 %); tables grew ${kib(f.unchangedNight.tableBytes)}`,
     `  the month: raw ${kib(f.month.rawBytes)}, tables grew ${kib(f.month.tableBytes)}: ${pct(f.month.share)} (target ≤ 25 %)`,
+    `  the raw zone at the month's end: ${f.relations.map((r) => `${r.name} ${kib(r.bytes)}`).join(', ')}`,
     `  the month's bodies: ${f.bodies.whole} kept whole, ${kib(f.bodies.wholeBytes)}; ${f.bodies.deltas} kept as deltas, ${kib(f.bodies.deltaBytes)}`,
-    `  unchanged night's reads: ${f.readRow.reads} for ${f.readRow.businesses} businesses; a read row ${f.readRow.rowBytes.toFixed(0)} B (body_hash ${f.readRow.bodyHashBytes.toFixed(0)}, request ${f.readRow.requestBytes.toFixed(0)}) + ${f.readRow.indexBytesPerRead.toFixed(0)} B of indexes`,
+    `  unchanged night's reads: ${f.readRow.reads} for ${f.readRow.businesses} businesses in ${f.readRow.sets} rows; a read ${f.readRow.rowBytes.toFixed(0)} B of row (body hash ${f.readRow.bodyHashBytes.toFixed(0)}, its line ${f.readRow.lineBytes.toFixed(0)}) + ${f.readRow.indexBytesPerRead.toFixed(0)} B of indexes`,
     `  as rows' bytes (pg_column_size, no pages or indexes): first night raw ${kib(f.rows.firstRaw)}, unchanged ${kib(f.rows.unchangedRaw)} = ${pct(f.rows.unchangedRaw / f.rows.firstRaw)}, the month raw ${kib(f.rows.monthRaw)} of tables' ${kib(f.rows.monthTables)}: ${pct(f.rows.monthRaw / f.rows.monthTables)}`,
     `  replay: ${f.replay.replaySecondsPerNight.toFixed(2)} s a night against ${f.replay.liveSecondsPerNight.toFixed(2)} s live (sandbox latency ${f.latencyMs} ms): ${f.replay.speedup.toFixed(1)}× (target ≥ 5×)`,
     '',

@@ -823,7 +823,7 @@ async function main(): Promise<void> {
       order by bytes desc`.execute(wh.db);
     const allBytes = await warehouseBytes(wh);
     const rawBytes = sizes
-      .filter((s) => s.relation === 'raw_reads' || s.relation === 'raw_bodies')
+      .filter((s) => s.relation === 'raw_read_sets' || s.relation === 'raw_bodies')
       .reduce((sum, s) => sum + Number(s.bytes), 0);
 
     out('');
@@ -837,7 +837,7 @@ async function main(): Promise<void> {
             (bytesLast / observations).toFixed(1),
           ],
           [
-            '  of which the raw zone (raw_reads, raw_bodies), bytes per observation · share',
+            '  of which the raw zone (raw_read_sets, raw_bodies), bytes per observation · share',
             `${(rawBytes / observations).toFixed(1)} · ${((100 * rawBytes) / allBytes).toFixed(0)} %`,
           ],
           [

@@ -44,7 +44,9 @@ export async function readsOfBusinessDay(
 ): Promise<RawReadWithBody[]> {
   return db
     .selectFrom('raw_reads as r')
-    .innerJoin('raw_bodies as b', 'b.body_hash', 'r.body_hash')
+    .innerJoin('raw_bodies as b', (join) =>
+      join.on(sql<boolean>`b.body_hash = decode(r.body_hash, 'hex')`),
+    )
     .leftJoin('raw_bodies as base', 'base.body_hash', 'b.base_hash')
     .select([
       'r.run_id',
@@ -74,7 +76,7 @@ export async function keptBodyTexts(db: Db): Promise<{ body_hash: string; text: 
     .selectFrom('raw_bodies as b')
     .leftJoin('raw_bodies as base', 'base.body_hash', 'b.base_hash')
     .select([
-      'b.body_hash',
+      sql<string>`encode(b.body_hash, 'hex')`.as('body_hash'),
       'b.encoding',
       'b.bytes',
       'base.encoding as base_encoding',
@@ -124,8 +126,8 @@ export async function readRawZoneTotals(db: Db): Promise<RawZoneTotals | undefin
            (select coalesce(sum(octet_length(bytes)), 0) from raw_bodies)::bigint as stored,
            (select coalesce(sum(size), 0) from raw_bodies)::bigint as uncompressed,
            (select coalesce(sum(octet_length(b.bytes)), 0)
-              from raw_reads r join raw_bodies b using (body_hash))::bigint as referenced,
-           (pg_total_relation_size('raw_reads') + pg_total_relation_size('raw_bodies'))::bigint
+              from raw_reads r join raw_bodies b on b.body_hash = decode(r.body_hash, 'hex'))::bigint as referenced,
+           (pg_total_relation_size('raw_read_sets') + pg_total_relation_size('raw_bodies'))::bigint
              as table_bytes`.execute(db);
   return rows[0];
 }
@@ -148,7 +150,7 @@ export async function readRawZoneNights(db: Db): Promise<RawZoneNight[]> {
     with reads as (
       select (r.observed_at at time zone 'UTC')::date as day, r.body_hash, r.aged_out,
              octet_length(b.bytes) as bytes
-        from raw_reads r join raw_bodies b using (body_hash)
+        from raw_reads r join raw_bodies b on b.body_hash = decode(r.body_hash, 'hex')
     ), first_kept as (
       select body_hash, min(day) as day, min(bytes) as bytes from reads group by body_hash
     )

@@ -26,6 +26,10 @@ export async function pruneRawReads(
   // - verdict's later account read: raw_reads_business_idx, `business_id is null`;
   // - marked and deleted: the primary key. Each read gets one verdict, so neither joins
   //   the other's rows (an anti-join of two CTEs was planned as a nested loop: minutes).
+  // The reads are the `raw_reads` view's; the verdicts are carried out on their sets
+  // (migration 0035: `read_id >> 16` is the set). A set's reads share their run, account,
+  // business and time, so they share their verdict; a set with a read kept is kept whole.
+  // The indexes named above are the sets' since migration 0035, on the same columns.
   const pruned = await sql<{ marked: number; deleted: number }>`
     with clock as (
       select account_name, max(observed_at) - make_interval(days => ${days}::int) as cutoff
@@ -79,17 +83,22 @@ export async function pruneRawReads(
                          and n.run_id <> j.run_id)
              end as doomed
         from judged j
-    ), marked as (
-      update raw_reads r set aged_out = true
+    ), per_set as (
+      select v.read_id >> 16 as set_id, bool_and(v.doomed) as doomed,
+             bool_and(v.aged_out) as aged_out
         from verdict v
-       where r.read_id = v.read_id and not v.doomed and not v.aged_out
-      returning r.read_id
+       group by 1
+    ), marked as (
+      update raw_read_sets s set aged_out = true
+        from per_set v
+       where s.set_id = v.set_id and not v.doomed and not v.aged_out
+      returning octet_length(s.body_hashes) / 32 as reads
     ), deleted as (
-      delete from raw_reads r using verdict v where r.read_id = v.read_id and v.doomed
-      returning r.read_id
+      delete from raw_read_sets s using per_set v where s.set_id = v.set_id and v.doomed
+      returning octet_length(s.body_hashes) / 32 as reads
     )
-    select (select count(*) from marked)::int as marked,
-           (select count(*) from deleted)::int as deleted`.execute(db);
+    select (select coalesce(sum(reads), 0) from marked)::int as marked,
+           (select coalesce(sum(reads), 0) from deleted)::int as deleted`.execute(db);
   const counts = pruned.rows[0];
   return { deleted: counts?.deleted ?? 0, agedOut: counts?.marked ?? 0 };
 }
@@ -102,30 +111,25 @@ export async function pruneRawReads(
 export async function deleteUnreadBodies(db: Db): Promise<number> {
   let deleted = 0;
   for (let pass = 0; pass < 2; pass++) {
-    // One anti-join over the reads (no index on body_hash: migration 0011 says why; nor a
-    // foreign key to check per body deleted since migration 0017), and one over the bodies.
-    const bodies = await db
-      .deleteFrom('raw_bodies')
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('raw_reads')
-              .select('read_id')
-              .whereRef('raw_reads.body_hash', '=', 'raw_bodies.body_hash'),
-          ),
-        ),
-      )
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('raw_bodies as delta')
-              .select('delta.body_hash')
-              .whereRef('delta.base_hash', '=', 'raw_bodies.body_hash'),
-          ),
-        ),
-      )
-      .executeTakeFirst();
-    const count = Number(bodies.numDeletedRows);
+    // The bodies no read names (no index on the reads' hashes: migration 0011 says why; nor
+    // a foreign key to check per body deleted since migration 0017) and no delta names as
+    // its base. The hashes are cut out of the sets (migration 0035) and taken from the
+    // bodies' keys in one sorted EXCEPT: the planner cannot estimate how many hashes a set
+    // holds, and an anti-join against them, spilled to 2,048 hash batches, took 3.9 s where
+    // this takes 0.8 s (864,000 reads, 155,000 bodies, PostgreSQL 15); through the
+    // `raw_reads` view, each hash converted to hex and back, 21.5 s.
+    const bodies = await sql`
+      delete from raw_bodies b
+       where b.body_hash in (
+               select body_hash from raw_bodies
+               except
+               select substring(s.body_hashes from (i - 1) * 32 + 1 for 32)
+                 from raw_read_sets s
+                 cross join lateral generate_series(1, octet_length(s.body_hashes) / 32) as i)
+         and not exists (select 1 from raw_bodies delta where delta.base_hash = b.body_hash)`.execute(
+      db,
+    );
+    const count = Number(bodies.numAffectedRows ?? 0);
     deleted += count;
     if (count === 0) break;
   }

@@ -5,7 +5,7 @@
  * statement's text is built once (src/warehouse/bulk-write.ts).
  */
 import { CompiledQuery, type Selectable } from 'kysely';
-import { arrayLiteral, type ColumnTypes, insertRows } from '../warehouse/bulk-write.ts';
+import { arrayLiteral } from '../warehouse/bulk-write.ts';
 import type { Db, RawReadsTable } from '../warehouse/database.ts';
 
 /** One distinct body to keep, compressed. */
@@ -75,15 +75,136 @@ export async function insertRawBodies(db: Db, bodies: readonly RawBodyToInsert[]
   if (bodies.length === 0) return;
   await db
     .insertInto('raw_bodies')
-    .values([...bodies])
+    .values(
+      bodies.map((body) => ({
+        ...body,
+        body_hash: hashBytes(body.body_hash),
+        base_hash: body.base_hash === null ? null : hashBytes(body.base_hash),
+      })),
+    )
     .onConflict((oc) => oc.column('body_hash').doNothing())
     .execute();
 }
 
-/** Appends reads, in one statement. */
+/**
+ * Appends reads, in one statement: each run of consecutive reads that share their run,
+ * account, business, observation time and `uncommitted` becomes one `raw_read_sets` row
+ * (migration 0035: a business's reads of a night are one row), a line per read in read
+ * order and the reads' hashes as 32 bytes each. The `raw_reads` view reads them back one
+ * row per read.
+ */
 export async function insertRawReads(db: Db, reads: readonly RawReadToInsert[]): Promise<void> {
-  await insertRows(db, 'raw_reads', READ_COLUMNS, reads);
+  if (reads.length === 0) return;
+  const sets: { first: RawReadToInsert; lines: string[]; hashes: string[] }[] = [];
+  for (const read of reads) {
+    let set = sets[sets.length - 1];
+    if (!set || set.lines.length >= MAX_READS_PER_SET || !sameSet(set.first, read)) {
+      set = { first: read, lines: [], hashes: [] };
+      sets.push(set);
+    }
+    set.lines.push(readLine(read));
+    if (!HASH.test(read.body_hash)) {
+      throw new Error(
+        `A raw read's body hash must be a sha256 in lowercase hex (got ${read.body_hash}).`,
+      );
+    }
+    set.hashes.push(read.body_hash);
+  }
+  await db.executeQuery(
+    CompiledQuery.raw(INSERT_SETS, [
+      arrayLiteral(sets.map((s) => s.first.run_id)),
+      arrayLiteral(sets.map((s) => s.first.account_name)),
+      arrayLiteral(sets.map((s) => s.first.business_id)),
+      arrayLiteral(sets.map((s) => s.first.observed_at)),
+      arrayLiteral(sets.map((s) => s.first.uncommitted === true)),
+      arrayLiteral(sets.map((s) => s.lines.join('\n'))),
+      arrayLiteral(sets.map((s) => s.hashes.join(''))),
+    ]),
+  );
 }
+
+/** A sha256 in lowercase hex as the 32 bytes `raw_bodies` keeps (migration 0035). */
+function hashBytes(hex: string): Buffer {
+  if (!HASH.test(hex)) {
+    throw new Error(`A raw body's hash must be a sha256 in lowercase hex (got ${hex}).`);
+  }
+  return Buffer.from(hex, 'hex');
+}
+
+/** The view's `read_id` keeps a read's place in its set in 16 bits (migration 0035). */
+const MAX_READS_PER_SET = 65_535;
+
+const HASH = /^[0-9a-f]{64}$/;
+
+/** What a line's fields may hold: no space or line break separates them otherwise. */
+const FIELD = /^\S+$/;
+
+/**
+ * A read's line in its set (migration 0035): `operation request attempt status`, the
+ * operation by its code, a request under its business's path `/businesses/<id>` written `~`
+ * and the rest, `attempt status` left out when `1 200`.
+ */
+function readLine(read: RawReadToInsert): string {
+  if (
+    !FIELD.test(read.operation) ||
+    read.operation.length < 2 ||
+    !FIELD.test(read.request) ||
+    read.request.startsWith('~')
+  ) {
+    throw new Error(
+      `A raw read's operation and request are kept without spaces, the request as a path (got ${read.operation} ${read.request}).`,
+    );
+  }
+  const path = read.business_id === null ? undefined : `/businesses/${read.business_id}`;
+  const request =
+    path !== undefined && read.request.startsWith(path)
+      ? `~${read.request.slice(path.length)}`
+      : read.request;
+  const operation = OPERATION_CODES.get(read.operation) ?? read.operation;
+  return read.attempt === 1 && read.status === 200
+    ? `${operation} ${request}`
+    : `${operation} ${request} ${read.attempt} ${read.status}`;
+}
+
+/**
+ * The operations a line names by one character, as migration 0035's view decodes them
+ * (its `OPERATION_CODES`; a name not here is written whole, and no name is one character).
+ */
+const OPERATION_CODES: ReadonlyMap<string, string> = new Map([
+  ['list_businesses', '0'],
+  ['get_business', '1'],
+  ['get_business_full', '2'],
+  ['list_listings', '3'],
+  ['list_reviews', '4'],
+  ['get_response_status', '5'],
+  ['get_rankings', '6'],
+  ['list_keywords', '7'],
+  ['list_states', '8'],
+  ['list_countries', '9'],
+  ['list_sub_categories', 'a'],
+]);
+
+function sameSet(a: RawReadToInsert, b: RawReadToInsert): boolean {
+  return (
+    a.run_id === b.run_id &&
+    a.account_name === b.account_name &&
+    a.business_id === b.business_id &&
+    a.observed_at.getTime() === b.observed_at.getTime() &&
+    (a.uncommitted === true) === (b.uncommitted === true)
+  );
+}
+
+// The sets in read order, so their `set_id`s, and the view's `read_id`s, follow the reads'.
+const INSERT_SETS = `
+  insert into raw_read_sets (run_id, account_name, business_id, observed_at, uncommitted,
+    reads, body_hashes)
+  select run_id, account_name, business_id, observed_at, uncommitted, reads,
+         decode(hashes, 'hex')
+    from unnest($1::uuid[], $2::text[], $3::bigint[], $4::timestamptz[], $5::boolean[],
+                $6::text[], $7::text[])
+           with ordinality as s(run_id, account_name, business_id, observed_at, uncommitted,
+                                reads, hashes, n)
+   order by n`;
 
 // A body kept already is a primary-key probe and nothing more: its lateral's first
 // condition is false before any scan. A new body's lateral probes raw_reads_business_idx
@@ -91,11 +212,11 @@ export async function insertRawReads(db: Db, reads: readonly RawReadToInsert[]):
 // reads; for the account's own reads, its reads tied to no business), preferring the same
 // request, then the latest.
 const BODIES_KEPT = `
-  select n.i, k.body_hash is not null as known, base.body_hash as base_hash, base.encoding,
-         base.bytes
+  select n.i, k.body_hash is not null as known, encode(base.body_hash, 'hex') as base_hash,
+         base.encoding, base.bytes
     from unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])
            with ordinality as n(hash, business_id, account_name, operation, request, i)
-    left join raw_bodies k on k.body_hash = n.hash
+    left join raw_bodies k on k.body_hash = decode(n.hash, 'hex')
     left join lateral (
       select r.body_hash
         from raw_reads r
@@ -106,18 +227,5 @@ const BODIES_KEPT = `
                    else r.business_id = n.business_id end)
        order by r.request = n.request desc, r.observed_at desc, r.read_id desc
        limit 1) prev on true
-    left join raw_bodies p on p.body_hash = prev.body_hash
+    left join raw_bodies p on p.body_hash = decode(prev.body_hash, 'hex')
     left join raw_bodies base on base.body_hash = coalesce(p.base_hash, p.body_hash)`;
-
-const READ_COLUMNS: ColumnTypes<'raw_reads'> = {
-  run_id: 'uuid',
-  account_name: 'text',
-  business_id: 'bigint',
-  operation: 'text',
-  request: 'text',
-  attempt: 'integer',
-  status: 'integer',
-  observed_at: 'timestamptz',
-  body_hash: 'text',
-  uncommitted: 'boolean',
-};

@@ -220,8 +220,8 @@ export async function keptBody(
 ): Promise<{ encoding: string; bytes: Uint8Array; base_hash: string | null }> {
   return raw
     .selectFrom('raw_bodies')
-    .select(['encoding', 'bytes', 'base_hash'])
-    .where('body_hash', '=', hash)
+    .select(['encoding', 'bytes', sql<string | null>`encode(base_hash, 'hex')`.as('base_hash')])
+    .where('body_hash', '=', Buffer.from(hash, 'hex'))
     .executeTakeFirstOrThrow();
 }
 

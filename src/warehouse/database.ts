@@ -230,21 +230,29 @@ export interface Database {
   review_response_request_events: ReviewResponseRequestEventsTable;
   raw_bodies: RawBodiesTable;
   raw_reads: RawReadsTable;
+  raw_read_sets: RawReadSetsTable;
   business_answers: BusinessAnswersTable;
 }
 
-/** One distinct upstream body, compressed (migration 0011; docs/warehouse.md, "Raw zone"). */
+/**
+ * One distinct upstream body, compressed (migration 0011; docs/warehouse.md, "Raw zone").
+ * Its hashes are the sha256's 32 bytes since migration 0035: the raw zone's statements
+ * convert them to and from the program's hex (`encode(…, 'hex')`, `decode(…, 'hex')`).
+ */
 export interface RawBodiesTable {
-  body_hash: string;
+  body_hash: Uint8Array;
   encoding: string;
   size: number;
   bytes: Uint8Array;
   first_seen_at: ColumnType<Date, Date | undefined, never>;
   /** Migration 0032: a delta's base (a body kept whole); null for a body kept whole. */
-  base_hash: string | null;
+  base_hash: Uint8Array | null;
 }
 
-/** One upstream read of a sync: what was asked, when, the status, and its body's hash. */
+/**
+ * One upstream read of a sync: what was asked, when, the status, and its body's hash. A
+ * view since migration 0035 (one row per read of `raw_read_sets`): read it, write sets.
+ */
 export interface RawReadsTable {
   read_id: Generated<number>;
   run_id: string;
@@ -258,6 +266,28 @@ export interface RawReadsTable {
   body_hash: string;
   /** Migration 0015: a read of a business whose transaction never committed: not replayed. */
   uncommitted: ColumnType<boolean, boolean | undefined, boolean>;
+}
+
+/**
+ * The reads of one business and night (or of the credential, at one time), as stored
+ * (migration 0035; docs/warehouse.md, "Raw zone"). Written by src/raw/reads.ts alone;
+ * everything else reads the `raw_reads` view.
+ */
+export interface RawReadSetsTable {
+  set_id: Generated<number>;
+  run_id: string;
+  account_name: string;
+  business_id: number | null;
+  observed_at: Date;
+  uncommitted: ColumnType<boolean, boolean | undefined, boolean>;
+  aged_out: ColumnType<boolean, boolean | undefined, boolean>;
+  /**
+   * A line per read, in read order: `operation request attempt status`, a request under
+   * `/businesses/<business_id>` written `~` and the rest.
+   */
+  reads: string;
+  /** The reads' sha256, 32 bytes each, concatenated in read order. */
+  body_hashes: Uint8Array;
 }
 
 /**

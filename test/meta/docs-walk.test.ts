@@ -222,6 +222,11 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ],
   [
     'docs/benchmarks.md',
+    'BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node bench/raw-prune.ts',
+    BENCH,
+  ],
+  [
+    'docs/benchmarks.md',
     'npm run bench:warehouse -- --businesses 200 --days 365    # the figures below',
     BENCH,
   ],

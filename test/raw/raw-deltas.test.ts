@@ -57,11 +57,17 @@ function read(businessId: number, text: string, observedAt: Date): KeptRead {
 
 const dayAfter = (d: Date, n: number) => new Date(d.getTime() + n * 86_400_000);
 
+/** The kept bodies, hashes in hex as the program names them (stored as bytes since 0035). */
 async function bodies(db: Kysely<Database>) {
   return db
     .selectFrom('raw_bodies')
-    .select(['body_hash', 'encoding', 'base_hash', 'size'])
-    .orderBy('body_hash')
+    .select([
+      sql<string>`encode(body_hash, 'hex')`.as('body_hash'),
+      'encoding',
+      sql<string | null>`encode(base_hash, 'hex')`.as('base_hash'),
+      'size',
+    ])
+    .orderBy('raw_bodies.body_hash')
     .execute();
 }
 
@@ -106,14 +112,14 @@ describe.each(testBackends)('raw zone deltas (%s)', (backend) => {
     );
 
     // Only night 3's read left: its base stays though no read names it.
-    await sql`delete from raw_reads where observed_at < ${dayAfter(NIGHT, 2)}`.execute(db);
-    await sql`delete from raw_reads where business_id = 2`.execute(db);
+    await sql`delete from raw_read_sets where observed_at < ${dayAfter(NIGHT, 2)}`.execute(db);
+    await sql`delete from raw_read_sets where business_id = 2`.execute(db);
     expect(await deleteUnreadBodies(db)).toBe(1);
     expect((await bodies(db)).map((b) => b.body_hash).sort()).toEqual(
       [sha(night1), sha(night3)].sort(),
     );
     // No read at all: the delta goes, then its base, in one pruning.
-    await sql`delete from raw_reads`.execute(db);
+    await sql`delete from raw_read_sets`.execute(db);
     expect(await deleteUnreadBodies(db)).toBe(2);
     expect(await bodies(db)).toEqual([]);
   });
@@ -178,12 +184,13 @@ describe.each(testBackends)('raw zone deltas (%s)', (backend) => {
     await old
       .insertInto('raw_bodies')
       .values(
+        // The hashes as 0035 keeps them: 32 bytes.
         variants.map((text) => ({
-          body_hash: sha(text),
+          body_hash: Buffer.from(sha(text), 'hex'),
           encoding: DELTA_ENCODING,
           size: text.length,
           bytes: compressDelta(text, base),
-          base_hash: sha(base),
+          base_hash: Buffer.from(sha(base), 'hex'),
         })),
       )
       .execute();

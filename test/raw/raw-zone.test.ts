@@ -44,7 +44,7 @@ async function everythingStored(db: Kysely<Database>): Promise<string> {
     where table_type = 'BASE TABLE'
       and table_schema not in ('pg_catalog', 'information_schema')
     order by 1, 2`.execute(db);
-  expect(tables.some((t) => t.table_name === 'raw_reads')).toBe(true);
+  expect(tables.some((t) => t.table_name === 'raw_read_sets')).toBe(true);
   const parts: string[] = [];
   for (const { table_schema, table_name } of tables) {
     const { rows } = await sql<{ row: string }>`
@@ -150,7 +150,7 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
         maxBuffer: 256 * 1024 * 1024,
       });
       expect(dump).toContain('raw_bodies');
-      expect(dump).toContain('COPY public.raw_reads');
+      expect(dump).toContain('COPY public.raw_read_sets');
       for (const password of passwords) expect(dump).not.toContain(password);
       for (const secret of secretParams) expect(dump).not.toContain(secret);
       expect(dump).not.toContain('user_email=');
@@ -222,14 +222,14 @@ describe.each(testBackends)('raw zone (%s)', (backend) => {
     expect(new Set(runs.map((r) => r.run_id))).toEqual(new Set([kept.runId, second.runId]));
     const orphans = await sql<{ n: number }>`
       select count(*)::int as n from raw_bodies b
-      where not exists (select 1 from raw_reads r where r.body_hash = b.body_hash)`.execute(
+      where not exists (select 1 from raw_reads r where decode(r.body_hash, 'hex') = b.body_hash)`.execute(
       world.warehouse.db,
     );
     expect(orphans.rows[0]?.n).toBe(0);
     // Every body of the last night is still there to show and replay.
     const missing = await sql<{ n: number }>`
       select count(*)::int as n from raw_reads r
-      where not exists (select 1 from raw_bodies b where b.body_hash = r.body_hash)`.execute(
+      where not exists (select 1 from raw_bodies b where b.body_hash = decode(r.body_hash, 'hex'))`.execute(
       world.warehouse.db,
     );
     expect(missing.rows[0]?.n).toBe(0);

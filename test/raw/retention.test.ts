@@ -12,6 +12,7 @@ import { listBusinesses } from '../../src/api/index.ts';
 import { readRawStats, renderRawStats } from '../../src/cli/commands/raw-show.ts';
 import { silentLogger } from '../../src/log.ts';
 import { BODY_ENCODING, compressBody } from '../../src/raw/body.ts';
+import { insertRawBodies, insertRawReads } from '../../src/raw/reads.ts';
 import { pruneRawZone } from '../../src/raw/retention.ts';
 import { replay } from '../../src/replay/replay.ts';
 import type { Database } from '../../src/warehouse/database.ts';
@@ -55,10 +56,10 @@ async function readsOf(db: Kysely<Database>): Promise<ReadRow[]> {
 async function dangling(db: Kysely<Database>): Promise<{ orphans: number; missing: number }> {
   const { rows } = await sql<{ orphans: number; missing: number }>`
     select (select count(*) from raw_bodies b
-             where not exists (select 1 from raw_reads r where r.body_hash = b.body_hash))::int
+             where not exists (select 1 from raw_reads r where decode(r.body_hash, 'hex') = b.body_hash))::int
              as orphans,
            (select count(*) from raw_reads r
-             where not exists (select 1 from raw_bodies b where b.body_hash = r.body_hash))::int
+             where not exists (select 1 from raw_bodies b where b.body_hash = decode(r.body_hash, 'hex')))::int
              as missing`.execute(db);
   return rows[0] ?? { orphans: -1, missing: -1 };
 }
@@ -211,37 +212,32 @@ describe.each(testBackends)('raw zone retention (%s)', (backend) => {
     ): Promise<void> {
       const hash = (text: string) => createHash('sha256').update(text).digest('hex');
       const texts = [...new Set(reads.map((r) => r.body))];
-      await warehouse.db
-        .insertInto('raw_bodies')
-        .values(
-          texts.map((text) => ({
-            body_hash: hash(text),
-            encoding: BODY_ENCODING,
-            size: text.length,
-            bytes: compressBody(text),
-            base_hash: null,
-          })),
-        )
-        .onConflict((oc) => oc.column('body_hash').doNothing())
-        .execute();
-      await warehouse.db
-        .insertInto('raw_reads')
-        .values(
-          reads.map((r) => ({
-            run_id: r.run,
-            account_name: r.account,
-            business_id: r.business,
-            operation: r.business === null ? 'list_businesses' : 'list_listings',
-            request:
-              r.business === null ? '/businesses.json' : `/businesses/${r.business}/listings.json`,
-            attempt: 1,
-            status: 200,
-            observed_at: r.at,
-            body_hash: hash(r.body),
-            uncommitted: r.uncommitted ?? false,
-          })),
-        )
-        .execute();
+      await insertRawBodies(
+        warehouse.db,
+        texts.map((text) => ({
+          body_hash: hash(text),
+          encoding: BODY_ENCODING,
+          size: text.length,
+          bytes: compressBody(text),
+          base_hash: null,
+        })),
+      );
+      await insertRawReads(
+        warehouse.db,
+        reads.map((r) => ({
+          run_id: r.run,
+          account_name: r.account,
+          business_id: r.business,
+          operation: r.business === null ? 'list_businesses' : 'list_listings',
+          request:
+            r.business === null ? '/businesses.json' : `/businesses/${r.business}/listings.json`,
+          attempt: 1,
+          status: 200,
+          observed_at: r.at,
+          body_hash: hash(r.body),
+          uncommitted: r.uncommitted ?? false,
+        })),
+      );
     }
 
     /** One account's run at `at`: its list, then each business. */

@@ -77,7 +77,7 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
   /** What retention does to nights before `day`: their reads go, and the bodies nothing needs. */
   async function forgetBefore(day: string): Promise<void> {
     const db = world.warehouse.db;
-    await sql`delete from raw_reads where observed_at < ${new Date(`${day}T00:00:00Z`)}`.execute(
+    await sql`delete from raw_read_sets where observed_at < ${new Date(`${day}T00:00:00Z`)}`.execute(
       db,
     );
     // Retention's own rule for bodies: a delta's base stays while a delta needs it.

@@ -57,7 +57,9 @@ describe.each(testBackends)('replay over a night it cannot rebuild (%s)', (backe
         from raw_reads where body_hash = ${hash} and business_id = ${businessId}
        order by 1`.execute(db);
     expect(nights.length).toBeGreaterThan(0);
-    await sql`update raw_bodies set bytes = '\\x00ff'::bytea where body_hash = ${hash}`.execute(db);
+    await sql`update raw_bodies set bytes = '\\x00ff'::bytea where body_hash = decode(${hash}, 'hex')`.execute(
+      db,
+    );
     const named = (stdout: string) =>
       [
         ...stdout.matchAll(

@@ -121,7 +121,7 @@ describe.skipIf(!serverUrl)('warehouse copy from PGlite into PostgreSQL', () => 
       'rank_series',
       'rank_months',
       'raw_bodies',
-      'raw_reads',
+      'raw_read_sets',
       'sync_runs',
     ]) {
       expect(source.get(table)?.length, table).toBeGreaterThan(0);
@@ -180,8 +180,8 @@ describe.skipIf(!serverUrl)('warehouse copy from PGlite into PostgreSQL', () => 
 
     // Identity columns continue after the copied ids.
     const { rows } = await sql<{ next: number; max: number }>`
-      select nextval(pg_get_serial_sequence('raw_reads', 'read_id')) as next,
-             (select max(read_id) from raw_reads) as max`.execute(db);
+      select nextval(pg_get_serial_sequence('raw_read_sets', 'set_id')) as next,
+             (select max(set_id) from raw_read_sets) as max`.execute(db);
     expect(rows[0]?.next).toBe((rows[0]?.max ?? 0) + 1);
   });
 
