@@ -47,6 +47,12 @@ ENV NODE_OPTIONS="--max-semi-space-size=8 --max-old-space-size=256"
 # `migrate`/`sync` without a DATABASE_URL fail on a read-only /app. In k8s the
 # warehouse is Postgres and the root filesystem is read-only; see k8s/.
 RUN mkdir -p /app/.data && chown node:node /app/.data
+# V8's compile cache (docs/deploy.md, "The image"): the modules compiled once, below, and
+# read by every process, each of which then starts about 0.2 s of CPU sooner. Node keeps
+# it per uid and per V8 flags, so the runtime user writes it with the entrypoint's flags;
+# at run time it is only read (on a read-only root filesystem too).
+ENV NODE_COMPILE_CACHE=/app/.cache/node-compile
+RUN mkdir -p /app/.cache/node-compile && chown node:node /app/.cache/node-compile
 
 # Code and dependencies stay owned by root, read-only to the process: a compromised
 # process cannot rewrite its own code.
@@ -58,6 +64,7 @@ COPY migrations ./migrations
 # The `node` user (uid 1000) ships with the base image. Numeric, so that
 # Kubernetes' runAsNonRoot can verify it without reading /etc/passwd.
 USER 1000:1000
+RUN node --heap-growing-percent=50 --liftoff-only src/cli/warm-compile-cache.ts
 
 # `serve`: webhook intake (PORT, 8080) and /metrics with the probes (METRICS_PORT, 9464,
 # for your Prometheus only: publish 8080 alone; docs/deploy.md, "docker run"). Both bind
@@ -98,6 +105,8 @@ LABEL io.airbyte.name="listings-sync/source-listings-sync" \
       io.airbyte.version="0.1.0"
 ENV AIRBYTE_ENTRYPOINT="node --heap-growing-percent=50 src/cli/main.ts airbyte"
 ENTRYPOINT ["node", "--heap-growing-percent=50", "src/cli/main.ts", "airbyte"]
+# Its own flags, so its own compile cache beside the runtime's.
+RUN node --heap-growing-percent=50 src/cli/warm-compile-cache.ts
 CMD ["--help"]
 # A source is a one-shot process with no metrics port to ask.
 HEALTHCHECK NONE

@@ -1,0 +1,124 @@
+/**
+ * The image's compile cache (docs/deploy.md, "The image"): each stage of the Dockerfile
+ * runs src/cli/warm-compile-cache.ts at build time, and its entrypoint then reads the
+ * modules compiled. Node keeps a cache per V8 flags, so a warm run with other flags than
+ * the entrypoint's would leave a cache the image never reads: here each stage's two
+ * command lines, as the Dockerfile writes them, run for real, and Node's own trace
+ * (`NODE_DEBUG_NATIVE=COMPILE_CACHE`) says whether the entrypoint's modules were taken
+ * from the cache.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+
+interface Stage {
+  name: string;
+  /** The warm step's node arguments (`RUN node …`). */
+  warm: string[];
+  /** The entrypoint's node arguments (`ENTRYPOINT ["node", …]`). */
+  entrypoint: string[];
+}
+
+/** Each stage's warm step and entrypoint, from the Dockerfile's instructions. */
+async function stages(): Promise<Stage[]> {
+  const lines = (await readFile('Dockerfile', 'utf8'))
+    .replace(/\\\n\s*/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'));
+  const found: Stage[] = [];
+  let current: Partial<Stage> & { name?: string } = {};
+  for (const line of lines) {
+    const from = /^FROM \S+ AS (\w+)$/.exec(line);
+    if (from) current = { name: from[1] as string };
+    const warm = /^RUN node (.*src\/cli\/warm-compile-cache\.ts)$/.exec(line);
+    if (warm) current.warm = (warm[1] as string).split(/\s+/);
+    if (line.startsWith('ENTRYPOINT ')) {
+      const argv = JSON.parse(line.slice('ENTRYPOINT '.length)) as string[];
+      current.entrypoint = argv.slice(1);
+    }
+    if (current.warm && current.entrypoint && current.name) {
+      found.push(current as Stage);
+      current = { name: current.name };
+    }
+  }
+  return found;
+}
+
+/** Runs node with `args` and the cache in `dir`; the exit code and both streams. */
+async function node(args: string[], env: Record<string, string>) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, args, {
+      env: { PATH: process.env['PATH'] ?? '', ...env },
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: failed.code ?? 1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  }
+}
+
+describe("the image's compile cache", () => {
+  it('is warmed in each stage with the flags its entrypoint runs with, and read by it', async () => {
+    const found = await stages();
+    expect(found.map((s) => s.name)).toEqual(['runtime', 'airbyte']);
+    // NODE_OPTIONS, which the image sets for both warm and entrypoint, counts as flags too.
+    const nodeOptions = /^ENV NODE_OPTIONS="(.*)"$/m.exec(await readFile('Dockerfile', 'utf8'));
+    for (const stage of found) {
+      const dir = await mkdtemp(join(tmpdir(), 'ls-compile-cache-'));
+      try {
+        const env = { NODE_COMPILE_CACHE: dir, NODE_OPTIONS: nodeOptions?.[1] ?? '' };
+        const warmed = await node(stage.warm, env);
+        expect(warmed.stderr, stage.name).toBe('');
+        expect(warmed.code, stage.name).toBe(0);
+        expect(warmed.stdout).toMatch(/^compiled \d+ modules into .+\n$/);
+        expect(Number(/compiled (\d+)/.exec(warmed.stdout)?.[1])).toBeGreaterThan(200);
+
+        const started = await node([...stage.entrypoint, '--version'], {
+          ...env,
+          NODE_DEBUG_NATIVE: 'COMPILE_CACHE',
+        });
+        expect(started.code, started.stderr.slice(-2000)).toBe(0);
+        expect(started.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
+        expect(started.stderr).toMatch(
+          /V8 code cache for ESM file:\/\/\S+\/src\/cli\/main\.ts was accepted/,
+        );
+        expect(started.stderr).not.toMatch(/src\/\S+ was rejected|mismatch/);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    }
+  });
+
+  it('another flag is another cache: the warm step must use the entrypoint’s', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'ls-compile-cache-'));
+    try {
+      const env = { NODE_COMPILE_CACHE: dir };
+      const warmed = await node(['--liftoff-only', 'src/cli/warm-compile-cache.ts'], env);
+      expect(warmed.code, warmed.stderr).toBe(0);
+      const started = await node(['src/cli/main.ts', '--version'], {
+        ...env,
+        NODE_DEBUG_NATIVE: 'COMPILE_CACHE',
+      });
+      expect(started.code).toBe(0);
+      expect(started.stderr).not.toMatch(/src\/cli\/main\.ts was accepted/);
+      expect(await readdir(dir)).toHaveLength(2);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('says what is wrong when NODE_COMPILE_CACHE is not set, and exits 1', async () => {
+    const ran = await node(['src/cli/warm-compile-cache.ts'], {});
+    expect(ran.code).toBe(1);
+    expect(ran.stdout).toBe('');
+    expect(ran.stderr).toContain('NODE_COMPILE_CACHE is not set');
+    expect(ran.stderr).toContain('docs/deploy.md, "The image"');
+  });
+});
