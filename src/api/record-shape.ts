@@ -56,6 +56,8 @@ export interface Column<
   readonly inRow: InRow;
   readonly toRow: ((value: V) => S) | undefined;
   readonly toRecord: ((value: V) => R) | undefined;
+  /** A list column's element shape (`columns.listOf`), whose columns the row's JSON holds. */
+  readonly of?: AnyShape | undefined;
   /** Type only: holds `V` both ways, so a column fits exactly one field type. */
   readonly field?: V;
   readonly takes?: (value: V) => void;
@@ -71,7 +73,7 @@ type AnyColumn = Column<any, any, any, SqlType, string | undefined, boolean>;
 function make<V, S, R, Q extends SqlType, N extends string | undefined, InRow extends boolean>(
   parts: Pick<
     Column<V, S, R, Q, N, InRow>,
-    'sql' | 'record' | 'name' | 'inRow' | 'toRow' | 'toRecord'
+    'sql' | 'record' | 'name' | 'inRow' | 'toRow' | 'toRecord' | 'of'
   >,
 ): Column<V, S, R, Q, N, InRow> {
   return {
@@ -95,8 +97,9 @@ export function derivedColumn<V, S, R, Q extends SqlType>(
   record: z.ZodType<R>,
   toRow: (value: V) => S,
   toRecord: (value: V) => R,
+  of?: AnyShape,
 ): Column<V, S, R, Q, undefined, true> {
-  return make({ sql, record, name: undefined, inRow: true, toRow, toRecord });
+  return make({ sql, record, name: undefined, inRow: true, toRow, toRecord, of });
 }
 
 // The Airbyte record's building blocks: records carry the client's normalised values, ISO
@@ -138,6 +141,7 @@ export const columns = {
       z.array(recordSchemaOf(shape, {})) as unknown as z.ZodType<RecordOf<S>[]>,
       (values: ValueOf<S>[]) => values.map((value) => rowOf(shape, value)),
       (values: ValueOf<S>[]) => values.map((value) => recordOf(shape, value)),
+      shape,
     ),
 } as const;
 
@@ -312,14 +316,18 @@ export function isRecordShape(value: unknown): value is AnyShape {
 
 /**
  * A shape's column list as text, one line a field in the shape's order: the field, its
- * table column (`-` when the table does not store it), its SQL type and its Airbyte record's
- * JSON schema (which carries a nested shape, such as a business's hours). The answers stamp
- * digests it (src/warehouse/applied-answers.ts): a column added, renamed or retyped moves it.
+ * table column (`-` when the table does not store it), its SQL type, `derived` when the
+ * row holds a value computed from the field, and a list column's element shape. The answers stamp digests it
+ * (src/warehouse/applied-answers.ts): a column added, renamed, retyped or derived otherwise
+ * moves it. Only what decides a row: not the Airbyte record's JSON schema, whose
+ * descriptions and zod's own patterns and bounds would move the stamp, and re-apply every
+ * answer, with no row changed.
  */
 export function describeShape(shape: AnyShape): string[] {
   return shape.fields.map((field: string) => {
     const c = shape.columns[field] as AnyColumn;
     const name = c.inRow ? (c.name ?? snakeCase(field)) : '-';
-    return `${field} ${name} ${c.sql} ${JSON.stringify(z.toJSONSchema(c.record))}`;
+    const of = c.of ? ` of (${describeShape(c.of).join('; ')})` : '';
+    return `${field} ${name} ${c.sql}${c.toRow ? ' derived' : ''}${of}`;
   });
 }

@@ -31,7 +31,7 @@ import type { BusinessRow, Db } from './database.ts';
  * test/warehouse/answers-stamp.test.ts prints). A change of the records' shapes (a column
  * added, renamed or retyped in src/api) needs no edit here: it moves `APPLIED_BY` itself.
  */
-export const WRITE_PATH = { name: 'write-path-2', shapes: '20ca94d6715d' } as const;
+export const WRITE_PATH = { name: 'write-path-2', shapes: '65f3339cfe81' } as const;
 
 /**
  * A short digest of every record shape `src/api` exports: each field's table column, SQL

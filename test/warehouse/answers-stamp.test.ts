@@ -13,7 +13,8 @@
  * `APPLIED_BY` and the current output to it.
  */
 import { describe, expect, it } from 'vitest';
-import { listingShape, recordShape } from '../../src/api/index.ts';
+import { z } from 'zod';
+import { businessShape, listingShape, recordShape } from '../../src/api/index.ts';
 import {
   APPLIED_BY,
   shapesDigest,
@@ -105,6 +106,34 @@ describe('the answers stamp', () => {
     expect(shapesDigest({ listingShape: renamed })).not.toBe(today);
     // Values that are not shapes are not read.
     expect(shapesDigest({ listingShape, OTHER: { fields: 1 } })).toBe(today);
+  });
+
+  it('stays for what decides no row: a record type reworded, retyped or described', () => {
+    const city = listingShape.columns.city;
+    const described = {
+      ...listingShape,
+      columns: {
+        ...listingShape.columns,
+        city: { ...city, record: z.string().max(80).nullable().describe('the town, reworded') },
+      },
+    };
+    const today = shapesDigest({ listingShape });
+    expect(shapesDigest({ listingShape: described })).toBe(today);
+  });
+
+  it("moves with a list column's element shape (a business's hours, kept as JSON rows)", () => {
+    const hours = businessShape.columns.businessHours;
+    const element = hours.of as NonNullable<typeof hours.of>;
+    const renamedElement = {
+      ...element,
+      columns: { ...element.columns, day: element.columns.day.as('weekday') },
+    };
+    const today = shapesDigest({ businessShape });
+    const moved = {
+      ...businessShape,
+      columns: { ...businessShape.columns, businessHours: { ...hours, of: renamedElement } },
+    };
+    expect(shapesDigest({ businessShape: moved })).not.toBe(today);
   });
 });
 
