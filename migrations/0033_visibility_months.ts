@@ -264,12 +264,12 @@ async function dependentViews(db: Kysely<unknown>): Promise<DependentView[]> {
 }
 
 /** What an operator may have set on a relation that a drop would lose: grants, a comment. */
-interface Kept {
+export interface Kept {
   grants: { privilege: string; grantee: string; grantable: boolean }[];
   comment: string | null;
 }
 
-async function keptOf(db: Kysely<unknown>, relation: string): Promise<Kept> {
+export async function keptOf(db: Kysely<unknown>, relation: string): Promise<Kept> {
   const { rows: grants } = await sql<Kept['grants'][number]>`
     select a.privilege_type as privilege,
       case when a.grantee = 0 then 'public' else quote_ident(r.rolname) end as grantee,
@@ -285,7 +285,7 @@ async function keptOf(db: Kysely<unknown>, relation: string): Promise<Kept> {
   return { grants, comment: rows[0]?.comment ?? null };
 }
 
-async function restore(db: Kysely<unknown>, relation: string, kept: Kept): Promise<void> {
+export async function restore(db: Kysely<unknown>, relation: string, kept: Kept): Promise<void> {
   for (const g of kept.grants) {
     await sql`grant ${sql.raw(g.privilege)} on ${sql.table(relation)} to ${sql.raw(g.grantee)}
       ${sql.raw(g.grantable ? 'with grant option' : '')}`.execute(db);

@@ -26,17 +26,24 @@
  *   so the program, `business_answers.body_hash` and the view keep the hex text.
  *
  * The bodies move first, `BODY_BATCH` a statement from the old table (renamed
- * `raw_bodies_moving`) into the new one. The reads are moved in batches of `BATCH` reads, each one statement that deletes them
- * from the old table (renamed `raw_reads_moving`) and inserts their sets, so the move
- * never holds more than a batch in flight and an `up()` run again after an interruption
- * carries on where it stopped. `down()` moves them back the same way, `SET_BATCH` sets at
- * a time, into the old table with its indexes, numbering the reads 1, 2, … in the view's
- * order after the last one moved back (a raw zone never pruned gets its old `read_id`s
- * back; a pruned one, the same order without the gaps), then the bodies, hashes as hex.
+ * `raw_bodies_moving`) into the new one; then the reads, `BATCH` reads a statement, each
+ * one statement that deletes them from the old table (renamed `raw_reads_moving`) and
+ * inserts their sets, so no statement holds more than a batch. `listings-sync migrate`
+ * runs the pending migrations in one transaction (src/warehouse/driver/migrate.ts): the
+ * old rows are kept until it commits, and an interrupted upgrade rolls back whole and
+ * starts again. `up(db, batches)` also carries on from a partial move (as a run stopped
+ * between batches outside that transaction leaves it). `down()` moves them back the same
+ * way, `SET_BATCH` sets at a time, into the old table with its indexes, numbering the
+ * reads 1, 2, … in the view's order after the last one moved back (a raw zone never pruned
+ * gets its old `read_id`s back; a pruned one, the same order without the gaps), then the
+ * bodies, hashes as hex. Grants and comments an operator set on `raw_reads` and
+ * `raw_bodies` are kept both ways; views of an operator's own over them are refused before
+ * anything moves, with the way round.
  *
  * Never edit this file once it has landed: add a later migration instead.
  */
 import { type Kysely, sql } from 'kysely';
+import { keptOf, restore } from './0033_visibility_months.ts';
 
 /** Read rows per batch of `up()`: one statement each. */
 const BATCH = 5000;
@@ -52,6 +59,7 @@ const SET_SHIFT = 16;
 
 /** Moves at most `batches` batches of old read rows into sets (all when not given); resumable. */
 export async function up(db: Kysely<unknown>, batches = Number.POSITIVE_INFINITY): Promise<void> {
+  await refuseViewsOverMoving(db, 'r', 'text');
   if (!(await moveBodies(db, 'bytea', batches))) return;
   await sql`
     create table if not exists raw_read_sets (
@@ -82,10 +90,11 @@ export async function up(db: Kysely<unknown>, batches = Number.POSITIVE_INFINITY
     // request is a path and its URL-encoded query), which this checks rather than assumes.
     const { rows } = await sql<{ request: string }>`
       select request from raw_reads
-       where request ~ '[[:space:]]' or operation ~ '[[:space:]]' limit 1`.execute(db);
+       where request ~ '[[:space:]]' or operation ~ '[[:space:]]' or request like '~%'
+       limit 1`.execute(db);
     if (rows[0]) {
       throw new Error(
-        `raw_reads holds a read whose request or operation has a space (${rows[0].request}): the move into raw_read_sets cannot keep it.`,
+        `raw_reads holds a read whose request or operation has a space, or whose request starts with \`~\` (${rows[0].request}): the move into raw_read_sets cannot keep it.`,
       );
     }
     await sql`alter table raw_reads rename to raw_reads_moving`.execute(db);
@@ -118,11 +127,7 @@ export async function up(db: Kysely<unknown>, batches = Number.POSITIVE_INFINITY
          order by min(read_id)`.execute(db);
       if (Number(moved.numAffectedRows ?? 0) === 0) break;
     }
-    if (await isEmpty(db, 'raw_reads_moving')) {
-      await sql`drop table raw_reads_moving`.execute(db);
-    } else {
-      return;
-    }
+    if (!(await isEmpty(db, 'raw_reads_moving'))) return;
   }
   await sql`create or replace view raw_reads as
     select (s.set_id << ${sql.lit(SET_SHIFT)}) + r.i as read_id, s.run_id, s.account_name,
@@ -130,6 +135,46 @@ export async function up(db: Kysely<unknown>, batches = Number.POSITIVE_INFINITY
            s.uncommitted, s.aged_out
       from raw_read_sets s
       cross join lateral string_to_table(s.reads, E'\n') with ordinality as r(line, i)`.execute(db);
+  if ((await relationKind(db, 'raw_reads_moving')) === 'r') {
+    // The view keeps what an operator granted on the table, and its comment.
+    await restore(db, 'raw_reads', await keptOf(db, 'raw_reads_moving'));
+    await sql`drop table raw_reads_moving`.execute(db);
+  }
+}
+
+/** Refuses views over `raw_reads` when it is of `readsKind`, over `raw_bodies` when its hashes are `hashes`: the relations about to move. */
+async function refuseViewsOverMoving(
+  db: Kysely<unknown>,
+  readsKind: 'r' | 'v',
+  hashes: 'text' | 'bytea',
+): Promise<void> {
+  if ((await relationKind(db, 'raw_reads')) === readsKind) await refuseViewsOver(db, 'raw_reads');
+  if ((await columnType(db, 'raw_bodies', 'body_hash')) === hashes) {
+    await refuseViewsOver(db, 'raw_bodies');
+  }
+}
+
+/**
+ * Refuses, before anything moves, a relation with views of an operator's own over it: the
+ * move replaces the relation, which a view over it would hold in place. Its columns stay,
+ * so the views can be made again after the migration.
+ */
+async function refuseViewsOver(db: Kysely<unknown>, relation: string): Promise<void> {
+  const { rows } = await sql<{ name: string }>`
+    select distinct v.relname as name
+      from pg_depend d
+      join pg_rewrite r on r.oid = d.objid
+      join pg_class v on v.oid = r.ev_class
+     where d.refobjid = ${relation}::regclass and v.oid <> ${relation}::regclass
+     order by 1`.execute(db);
+  if (rows.length === 0) return;
+  const names = rows.map((row) => row.name).join(', ');
+  throw new Error(
+    `${relation} has views of your own over it (${names}): migration 0035 replaces ${relation} ` +
+      '(the raw zone packed, docs/warehouse.md, "Raw zone") and cannot carry them. Keep their ' +
+      "definitions (`select pg_get_viewdef('<view>'::regclass)`), drop them, run " +
+      `\`listings-sync migrate\` again, then create them again: ${relation} keeps its columns.`,
+  );
 }
 
 /**
@@ -179,7 +224,10 @@ const BODY_HASH = sql`encode(substring(s.body_hashes from (r.i::integer - 1) * 3
 
 /** Moves at most `batches` batches of sets back into read rows (all when not given); resumable. */
 export async function down(db: Kysely<unknown>, batches = Number.POSITIVE_INFINITY): Promise<void> {
+  await refuseViewsOverMoving(db, 'v', 'bytea');
+  let kept: Awaited<ReturnType<typeof keptOf>> | undefined;
   if ((await relationKind(db, 'raw_reads')) === 'v') {
+    kept = await keptOf(db, 'raw_reads');
     await sql`drop view raw_reads`.execute(db);
   }
   if ((await relationKind(db, 'raw_reads')) === undefined) {
@@ -203,6 +251,7 @@ export async function down(db: Kysely<unknown>, batches = Number.POSITIVE_INFINI
       db,
     );
     await sql`create index raw_reads_run_idx on raw_reads (run_id)`.execute(db);
+    if (kept) await restore(db, 'raw_reads', kept);
   }
   if ((await relationKind(db, 'raw_read_sets')) === 'r' && !(await moveSetsBack(db, batches))) {
     return;
@@ -286,6 +335,7 @@ async function moveBodies(
     if (Number(moved.numAffectedRows ?? 0) === 0) break;
   }
   if (!(await isEmpty(db, 'raw_bodies_moving'))) return false;
+  await restore(db, 'raw_bodies', await keptOf(db, 'raw_bodies_moving'));
   await sql`drop table raw_bodies_moving`.execute(db);
   return true;
 }

@@ -6,7 +6,7 @@
  * same order; `down()` moves them back the same way, a second run finishing an
  * interrupted one, into the old table with the same rows. Both backends.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { down, up } from '../../migrations/0035_raw_read_sets.ts';
@@ -110,6 +110,58 @@ describe.each(testBackends)('migration 0035, raw read sets (%s)', (backend) => {
   afterEach(async () => {
     await wh?.close();
     wh = undefined;
+  });
+
+  it("keeps an operator's grants and comments on raw_reads and raw_bodies, both ways", async () => {
+    wh = await createTestWarehouse(backend, { migrate: false });
+    const db = wh.db as unknown as Kysely<unknown>;
+    await migrateTo(wh.db, BEFORE);
+    const role = `ls_bi_${randomUUID().slice(0, 8)}`;
+    await sql`create role ${sql.id(role)}`.execute(db);
+    try {
+      await sql`grant select on raw_reads, raw_bodies to ${sql.id(role)}`.execute(db);
+      await sql`comment on table raw_reads is 'reads, for the audit'`.execute(db);
+      await sql`comment on table raw_bodies is 'bodies, for the audit'`.execute(db);
+      const kept = async () => {
+        const { rows } = await sql<{ relation: string; granted: boolean; comment: string }>`
+          select c.relname as relation,
+                 has_table_privilege(${role}, c.oid, 'SELECT') as granted,
+                 obj_description(c.oid, 'pg_class') as comment
+            from pg_class c
+           where c.relname in ('raw_reads', 'raw_bodies')
+             and c.relnamespace = current_schema()::regnamespace
+           order by 1`.execute(db);
+        return rows;
+      };
+      const expected = [
+        { relation: 'raw_bodies', granted: true, comment: 'bodies, for the audit' },
+        { relation: 'raw_reads', granted: true, comment: 'reads, for the audit' },
+      ];
+      await up(db);
+      expect(await kindOf(db, 'raw_reads')).toBe('v');
+      expect(await kept()).toEqual(expected);
+      await down(db);
+      expect(await kindOf(db, 'raw_reads')).toBe('r');
+      expect(await kept()).toEqual(expected);
+    } finally {
+      await sql`drop owned by ${sql.id(role)}`.execute(db);
+      await sql`drop role ${sql.id(role)}`.execute(db);
+    }
+  });
+
+  it('refuses, before anything moves, when views of your own stand over raw_reads', async () => {
+    wh = await createTestWarehouse(backend, { migrate: false });
+    const db = wh.db as unknown as Kysely<unknown>;
+    await migrateTo(wh.db, BEFORE);
+    // biome-ignore lint/suspicious/noExplicitAny: the old table has no Database type here
+    await (db as Kysely<any>).insertInto('raw_reads').values(oldReads().slice(0, 10)).execute();
+    await sql`create view my_reads as select run_id, request from raw_reads`.execute(db);
+    await expect(up(db)).rejects.toThrow(
+      /raw_reads has views of your own over it \(my_reads\): .*drop them, run `listings-sync migrate` again/,
+    );
+    expect(await kindOf(db, 'raw_reads')).toBe('r');
+    expect(await count(db, 'raw_reads')).toBe(10);
+    expect(await kindOf(db, 'raw_read_sets')).toBeUndefined();
   });
 
   it('moves the reads into sets in batches, resumes, reads them back, and down() restores them', {
