@@ -50,7 +50,7 @@ RUN mkdir -p /app/.data && chown node:node /app/.data
 # V8's compile cache (docs/deploy.md, "The image"): the modules compiled once, below, and
 # read by every process, each of which then starts about 0.2 s of CPU sooner. Node keeps
 # it per uid and per V8 flags, so the runtime user writes it with the entrypoint's flags;
-# at run time it is only read (on a read-only root filesystem too).
+# then it goes to root, read-only like the code: at run time it is only read.
 ENV NODE_COMPILE_CACHE=/app/.cache/node-compile
 RUN mkdir -p /app/.cache/node-compile && chown node:node /app/.cache/node-compile
 
@@ -65,6 +65,11 @@ COPY migrations ./migrations
 # Kubernetes' runAsNonRoot can verify it without reading /etc/passwd.
 USER 1000:1000
 RUN node --heap-growing-percent=50 --liftoff-only src/cli/warm-compile-cache.ts
+# The airbyte target's entrypoint runs without --liftoff-only: its own cache, made here.
+RUN node --heap-growing-percent=50 src/cli/warm-compile-cache.ts
+USER root
+RUN chown -R root:root /app/.cache && chmod -R a-w /app/.cache
+USER 1000:1000
 
 # `serve`: webhook intake (PORT, 8080) and /metrics with the probes (METRICS_PORT, 9464,
 # for your Prometheus only: publish 8080 alone; docs/deploy.md, "docker run"). Both bind
@@ -105,8 +110,6 @@ LABEL io.airbyte.name="listings-sync/source-listings-sync" \
       io.airbyte.version="0.1.0"
 ENV AIRBYTE_ENTRYPOINT="node --heap-growing-percent=50 src/cli/main.ts airbyte"
 ENTRYPOINT ["node", "--heap-growing-percent=50", "src/cli/main.ts", "airbyte"]
-# Its own flags, so its own compile cache beside the runtime's.
-RUN node --heap-growing-percent=50 src/cli/warm-compile-cache.ts
 CMD ["--help"]
 # A source is a one-shot process with no metrics port to ask.
 HEALTHCHECK NONE

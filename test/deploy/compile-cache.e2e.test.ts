@@ -18,33 +18,37 @@ const run = promisify(execFile);
 
 interface Stage {
   name: string;
-  /** The warm step's node arguments (`RUN node …`). */
-  warm: string[];
+  /** The warm step's node arguments (`RUN node …`) run with the entrypoint's flags. */
+  warm: string[] | undefined;
   /** The entrypoint's node arguments (`ENTRYPOINT ["node", …]`). */
   entrypoint: string[];
 }
 
-/** Each stage's warm step and entrypoint, from the Dockerfile's instructions. */
-async function stages(): Promise<Stage[]> {
-  const lines = (await readFile('Dockerfile', 'utf8'))
+/** The node flags of an argument list: what Node keys a compile cache by. */
+const flagsOf = (args: readonly string[]) => args.filter((a) => a.startsWith('--')).join(' ');
+
+/** The Dockerfile's instructions, continuation lines joined, comments out. */
+async function instructions(): Promise<string[]> {
+  return (await readFile('Dockerfile', 'utf8'))
     .replace(/\\\n\s*/g, ' ')
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line && !line.startsWith('#'));
+}
+
+/** Each stage's entrypoint and the warm step (built before it) that has its flags. */
+async function stages(): Promise<Stage[]> {
+  const warms: string[][] = [];
   const found: Stage[] = [];
-  let current: Partial<Stage> & { name?: string } = {};
-  for (const line of lines) {
-    const from = /^FROM \S+ AS (\w+)$/.exec(line);
-    if (from) current = { name: from[1] as string };
+  let name = '';
+  for (const line of await instructions()) {
+    name = /^FROM \S+ AS (\w+)$/.exec(line)?.[1] ?? name;
     const warm = /^RUN node (.*src\/cli\/warm-compile-cache\.ts)$/.exec(line);
-    if (warm) current.warm = (warm[1] as string).split(/\s+/);
+    if (warm) warms.push((warm[1] as string).split(/\s+/));
     if (line.startsWith('ENTRYPOINT ')) {
-      const argv = JSON.parse(line.slice('ENTRYPOINT '.length)) as string[];
-      current.entrypoint = argv.slice(1);
-    }
-    if (current.warm && current.entrypoint && current.name) {
-      found.push(current as Stage);
-      current = { name: current.name };
+      const entrypoint = (JSON.parse(line.slice('ENTRYPOINT '.length)) as string[]).slice(1);
+      const matching = warms.find((w) => flagsOf(w) === flagsOf(entrypoint));
+      found.push({ name, warm: matching, entrypoint });
     }
   }
   return found;
@@ -71,10 +75,11 @@ describe("the image's compile cache", () => {
     // NODE_OPTIONS, which the image sets for both warm and entrypoint, counts as flags too.
     const nodeOptions = /^ENV NODE_OPTIONS="(.*)"$/m.exec(await readFile('Dockerfile', 'utf8'));
     for (const stage of found) {
+      expect(stage.warm, `no warm step with ${stage.name}'s flags`).toBeDefined();
       const dir = await mkdtemp(join(tmpdir(), 'ls-compile-cache-'));
       try {
         const env = { NODE_COMPILE_CACHE: dir, NODE_OPTIONS: nodeOptions?.[1] ?? '' };
-        const warmed = await node(stage.warm, env);
+        const warmed = await node(stage.warm ?? [], env);
         expect(warmed.stderr, stage.name).toBe('');
         expect(warmed.code, stage.name).toBe(0);
         expect(warmed.stdout).toMatch(/^compiled \d+ modules into .+\n$/);
@@ -94,6 +99,18 @@ describe("the image's compile cache", () => {
         await rm(dir, { recursive: true, force: true });
       }
     }
+  });
+
+  it('is left read-only to the runtime user once warmed, as the code is', async () => {
+    const lines = await instructions();
+    const lastWarm = lines.findLastIndex((l) => /warm-compile-cache\.ts$/.test(l));
+    const after = lines.slice(lastWarm + 1);
+    const handBack = after.findIndex((l) =>
+      /^RUN chown -R root:root \/app\/\.cache && chmod -R a-w \/app\/\.cache$/.test(l),
+    );
+    expect(handBack).toBeGreaterThan(-1);
+    expect(after.slice(0, handBack).filter((l) => l.startsWith('USER '))).toEqual(['USER root']);
+    expect(after.slice(handBack).find((l) => l.startsWith('USER '))).toBe('USER 1000:1000');
   });
 
   it('another flag is another cache: the warm step must use the entrypoint’s', async () => {

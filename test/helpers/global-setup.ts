@@ -21,11 +21,13 @@ const testDatabaseUrl = process.env['TEST_DATABASE_URL']?.trim() || undefined;
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const runId = randomBytes(4).toString('hex');
   project.provide('testRunId', runId);
-  await ensurePgliteTemplate();
+  // Marked used before they are looked for, so another checkout's clean-up cannot take a
+  // template this run has just found.
   const removed = prunePgliteTemplates();
+  await ensurePgliteTemplate();
   if (testDatabaseUrl) {
-    await ensurePostgresTemplate(testDatabaseUrl);
     removed.push(...(await prunePostgresTemplates(testDatabaseUrl)));
+    await ensurePostgresTemplate(testDatabaseUrl);
   }
   if (removed.length)
     console.error(`test templates unused for a week, removed: ${removed.join(', ')}`);

@@ -221,6 +221,9 @@ export async function dropClones(databaseUrl: string, prefix: string): Promise<v
  */
 export const STALE_TEMPLATE_MS = 7 * 86_400_000;
 
+/** A PGlite template the clean-up cannot touch: gone already, another user's, read-only. */
+const LEFT_AS_IS: ReadonlySet<string> = new Set(['ENOENT', 'EPERM', 'EACCES', 'EROFS']);
+
 /** The PGlite templates' names in the cache directory, the key second. */
 const PGLITE_TEMPLATE_ENTRY = /^listings-sync-pglite-(?:template|empty)-([0-9a-f]{16})\.(?:tar|d)$/;
 
@@ -245,8 +248,9 @@ export function prunePgliteTemplates(
         removed.push(name);
       }
     } catch (error) {
-      // Another run's set-up removed it first.
-      if ((error as { code?: string }).code !== 'ENOENT') throw error;
+      // Another run's set-up removed it first, or it is another user's (a shared temporary
+      // directory) or on a read-only one: left as it is.
+      if (!LEFT_AS_IS.has((error as { code?: string }).code ?? '')) throw error;
     }
   }
   return removed;
