@@ -37,13 +37,12 @@
  * reads 1, 2, … in the view's order after the last one moved back (a raw zone never pruned
  * gets its old `read_id`s back; a pruned one, the same order without the gaps), then the
  * bodies, hashes as hex. Grants and comments an operator set on `raw_reads` and
- * `raw_bodies` are kept both ways; views of an operator's own over them are refused before
- * anything moves, with the way round.
+ * `raw_bodies` are kept both ways by the migrator (src/warehouse/driver/migrate.ts); views
+ * of an operator's own over them are refused before anything moves, with the way round.
  *
  * Never edit this file once it has landed: add a later migration instead.
  */
 import { type Kysely, sql } from 'kysely';
-import { keptOf, restore } from './0033_visibility_months.ts';
 
 /** Read rows per batch of `up()`: one statement each. */
 const BATCH = 5000;
@@ -136,8 +135,6 @@ export async function up(db: Kysely<unknown>, batches = Number.POSITIVE_INFINITY
       from raw_read_sets s
       cross join lateral string_to_table(s.reads, E'\n') with ordinality as r(line, i)`.execute(db);
   if ((await relationKind(db, 'raw_reads_moving')) === 'r') {
-    // The view keeps what an operator granted on the table, and its comment.
-    await restore(db, 'raw_reads', await keptOf(db, 'raw_reads_moving'));
     await sql`drop table raw_reads_moving`.execute(db);
   }
 }
@@ -225,9 +222,7 @@ const BODY_HASH = sql`encode(substring(s.body_hashes from (r.i::integer - 1) * 3
 /** Moves at most `batches` batches of sets back into read rows (all when not given); resumable. */
 export async function down(db: Kysely<unknown>, batches = Number.POSITIVE_INFINITY): Promise<void> {
   await refuseViewsOverMoving(db, 'v', 'bytea');
-  let kept: Awaited<ReturnType<typeof keptOf>> | undefined;
   if ((await relationKind(db, 'raw_reads')) === 'v') {
-    kept = await keptOf(db, 'raw_reads');
     await sql`drop view raw_reads`.execute(db);
   }
   if ((await relationKind(db, 'raw_reads')) === undefined) {
@@ -251,7 +246,6 @@ export async function down(db: Kysely<unknown>, batches = Number.POSITIVE_INFINI
       db,
     );
     await sql`create index raw_reads_run_idx on raw_reads (run_id)`.execute(db);
-    if (kept) await restore(db, 'raw_reads', kept);
   }
   if ((await relationKind(db, 'raw_read_sets')) === 'r' && !(await moveSetsBack(db, batches))) {
     return;
@@ -335,7 +329,6 @@ async function moveBodies(
     if (Number(moved.numAffectedRows ?? 0) === 0) break;
   }
   if (!(await isEmpty(db, 'raw_bodies_moving'))) return false;
-  await restore(db, 'raw_bodies', await keptOf(db, 'raw_bodies_moving'));
   await sql`drop table raw_bodies_moving`.execute(db);
   return true;
 }

@@ -9,6 +9,12 @@
  * The bookkeeping tables (`kysely_migration`, `kysely_migration_lock`) live in the
  * connection's current schema, named explicitly: Kysely otherwise looks for them in
  * every schema and would mistake another schema's table for ours.
+ *
+ * What an operator set on the warehouse's tables and views (grants to other roles, a
+ * comment) outlives a migration that replaces one (a table packed into another and
+ * replaced by a view of the same name, a view dropped and made again): each migration runs
+ * between a reading of them and their return onto the relations of the same names, in the
+ * migration's transaction (`keepingOperatorSettings`).
  */
 import { readdir } from 'node:fs/promises';
 import { type Kysely, sql } from 'kysely';
@@ -27,9 +33,71 @@ class MigrationFolder implements MigrationProvider {
     const migrations: Record<string, Migration> = {};
     for (const file of files) {
       const module = (await import(new URL(file, MIGRATIONS_DIR).href)) as Migration;
-      migrations[file.replace(/\.ts$/, '')] = { up: module.up, down: module.down };
+      const down = module.down;
+      migrations[file.replace(/\.ts$/, '')] = {
+        up: (db) => keepingOperatorSettings(db, () => module.up(db)),
+        ...(down
+          ? { down: (db: Kysely<unknown>) => keepingOperatorSettings(db, () => down(db)) }
+          : {}),
+      };
     }
     return migrations;
+  }
+}
+
+/** A grant an operator made on a relation (its owner's own are the migrations'). */
+interface Grant {
+  privilege: string;
+  /** Quoted for SQL: a role's name, or `public`. */
+  grantee: string;
+  grantable: boolean;
+}
+
+/** What an operator set on a relation of the current schema. */
+interface OperatorSettings {
+  relation: string;
+  grants: Grant[];
+  comment: string | null;
+}
+
+/** Runs `migrate` and gives the relations it replaced what an operator had set on them. */
+async function keepingOperatorSettings(
+  db: Kysely<unknown>,
+  migrate: () => Promise<void>,
+): Promise<void> {
+  const { rows: kept } = await sql<OperatorSettings>`
+    select c.relname as relation, obj_description(c.oid, 'pg_class') as comment,
+      coalesce(json_agg(json_build_object('privilege', a.privilege_type,
+          'grantee', case when a.grantee = 0 then 'public' else quote_ident(r.rolname) end,
+          'grantable', a.is_grantable))
+        filter (where a.privilege_type is not null), '[]') as grants
+    from pg_class c
+    left join lateral aclexplode(c.relacl) a
+      on a.grantee <> c.relowner and a.privilege_type in
+        ('SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER')
+    left join pg_roles r on r.oid = a.grantee
+    where c.relnamespace = current_schema()::regnamespace and c.relkind in ('r', 'p', 'v', 'm')
+    group by c.oid
+    having count(a.privilege_type) > 0 or obj_description(c.oid, 'pg_class') is not null`.execute(
+    db,
+  );
+  await migrate();
+  for (const { relation, grants, comment } of kept) {
+    const { rows } = await sql<{ kind: string; comment: string | null }>`
+      select relkind::text as kind, obj_description(oid, 'pg_class') as comment from pg_class
+      where relname = ${relation} and relnamespace = current_schema()::regnamespace`.execute(db);
+    const now = rows[0];
+    if (!now) continue;
+    for (const g of grants) {
+      await sql`grant ${sql.raw(g.privilege)} on ${sql.table(relation)} to ${sql.raw(g.grantee)}
+        ${sql.raw(g.grantable ? 'with grant option' : '')}`.execute(db);
+    }
+    if (comment !== null && now.comment === null) {
+      const kind = sql.raw(
+        now.kind === 'v' ? 'view' : now.kind === 'm' ? 'materialized view' : 'table',
+      );
+      await sql`comment on ${kind} ${sql.table(relation)} is ${sql.lit(comment)}`.execute(db);
+    }
   }
 }
 

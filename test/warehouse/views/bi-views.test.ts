@@ -28,6 +28,10 @@ import {
   down as revertVisibilityMonths,
   up as visibilityMonths,
 } from '../../../migrations/0033_visibility_months.ts';
+import {
+  down as revertVisibilityLookups,
+  up as visibilityLookups,
+} from '../../../migrations/0036_visibility_lookups.ts';
 import type { Warehouse } from '../../../src/warehouse/driver/connection.ts';
 import { migrateTo, migrateToLatest } from '../../../src/warehouse/driver/migrate.ts';
 import { createTestWarehouse, testBackends } from '../../helpers/database.ts';
@@ -447,8 +451,10 @@ describe.each(testBackends)('BI views (%s)', (backend) => {
 
   it('0005 down restores the history table and the views read the same rows, up again too', async () => {
     const before = await viewOutputs(wh.db);
-    // Migrations go down in reverse order: 0033 packs 0019's visibility_days, 0031 drops
-    // 0019's keys, 0030 packs 0005's table, 0019's views read 0005's read models.
+    // Migrations go down in reverse order: 0036 reads 0033's months, 0033 packs 0019's
+    // visibility_days, 0031 drops 0019's keys, 0030 packs 0005's table, 0019's views read
+    // 0005's read models.
+    await revertVisibilityLookups(wh.db as never);
     await revertVisibilityMonths(wh.db as never);
     await revertReadModelsWithoutKeys(wh.db as never);
     await revertRankMonths(wh.db as never);
@@ -463,6 +469,7 @@ describe.each(testBackends)('BI views (%s)', (backend) => {
     await rankMonths(wh.db as never);
     await readModelsWithoutKeys(wh.db as never);
     await visibilityMonths(wh.db as never);
+    await visibilityLookups(wh.db as never);
     expect(await viewOutputs(wh.db)).toEqual(before);
     const views = await select(sql`select count(*)::int as n from information_schema.views
       where table_schema = current_schema() and table_name like 'v\\_%'`);
