@@ -1,10 +1,18 @@
 /**
  * The raw zone's kept form of a body (docs/warehouse.md, "Raw zone"), computed once for
- * the capture and the sync's answers check: both must see what each alone would compute.
+ * the capture and the sync's answers check: both must see what each alone would compute;
+ * and its compressed form, which any brotli decoder reads back.
  */
 import { createHash } from 'node:crypto';
+import { brotliDecompressSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { keptBody } from '../../src/raw/body.ts';
+import {
+  BODY_ENCODING,
+  brotliWindowBits,
+  compressBody,
+  decompressBody,
+  keptBody,
+} from '../../src/raw/body.ts';
 
 /** What a kept body holds in place of a secret (docs/warehouse.md, "Raw zone"). */
 const KEPT_OUT_MARKER = '[kept out of the raw zone]';
@@ -30,5 +38,28 @@ describe('keptBody', () => {
     expect(mine.text).not.toContain('tok-123');
     expect(theirs.text).toContain('tok-123');
     expect(theirs.hash).toBe(sha256(theirs.text));
+  });
+});
+
+describe('compressBody', () => {
+  it('sizes the window to the body, within brotli’s 10 to 24 bits', () => {
+    expect(brotliWindowBits(0)).toBe(10);
+    expect(brotliWindowBits(1008)).toBe(10);
+    expect(brotliWindowBits(1009)).toBe(11);
+    expect(brotliWindowBits(20_000)).toBe(15);
+    expect(brotliWindowBits(64 * 1024 * 1024)).toBe(24);
+  });
+
+  it('keeps bodies of every size whole, past the largest window too', () => {
+    const row = (i: number) => `{"id":${i},"name":"Listing ${i % 97}","status":"Accurate"},`;
+    for (const size of [0, 1, 1008, 1009, 20_000, 17 * 1024 * 1024]) {
+      let text = '';
+      for (let i = 0; text.length < size; i++) text += row(i);
+      text = text.slice(0, size);
+      const bytes = compressBody(text);
+      expect(decompressBody(BODY_ENCODING, bytes) === text, `${size} bytes`).toBe(true);
+      // Read by a decoder told nothing of the window: it is the stream's own.
+      expect(brotliDecompressSync(bytes).toString('utf8') === text, `${size} bytes`).toBe(true);
+    }
   });
 });
