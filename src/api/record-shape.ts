@@ -207,7 +207,8 @@ export type RowSqlOf<S extends AnyShape> = {
 export type RecordOf<S extends AnyShape> = {
   -readonly [K in keyof ColumnsIn<S> as SnakeCase<K & string>]: Shown<ColumnsIn<S>[K]>;
 };
-type ValueOf<S> = S extends RecordShape<infer T, infer _C> ? T : never;
+/** The value a shape is of: `Country` for `countryShape`. */
+export type ValueOf<S> = S extends RecordShape<infer T, infer _C> ? T : never;
 
 /** Each field's name in the output and the conversion of its value, if any. */
 type Fields = [field: string, name: string, convert: ((value: unknown) => unknown) | undefined][];
