@@ -255,12 +255,7 @@ export function listBusinesses(
       method: 'GET',
       path: '/businesses.json',
       parse: (result) =>
-        parseUniqueRecords(
-          businessSummarySchema,
-          businessList.parse(result),
-          (i) => `[${i}]`,
-          'business',
-        ),
+        parseUniqueRecords(businessSummarySchema, businessList.parse(result), 'business'),
     },
     opts,
   );
