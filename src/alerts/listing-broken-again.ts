@@ -9,6 +9,7 @@
 import type { ListingTurnedInaccurate } from '../warehouse/changes.ts';
 import type { Db } from '../warehouse/database.ts';
 import { type AlertKindEntry, LISTING_BROKEN_AGAIN, listingBrokenAgainKey } from './kinds.ts';
+import { turnedInaccurateFields } from './listing-inaccurate.ts';
 import { detail } from './message-text.ts';
 import type { AlertForDelivery } from './outbox.ts';
 import { type NewAlert, raise } from './outbox-rows.ts';
@@ -31,19 +32,12 @@ export function listingsBrokenAgain(
     alerts.push({
       kind: LISTING_BROKEN_AGAIN,
       dedupeKey: listingBrokenAgainKey(t.businessId, t.listingId, t.lastFixedAt),
-      accountName: t.accountName,
-      businessId: t.businessId,
-      listingId: t.listingId,
-      siteName: t.siteName,
-      previousStatus: t.previousStatus,
-      status: t.status,
+      ...turnedInaccurateFields(t),
       details: {
         fixedAt: t.lastFixedAt.toISOString(),
         daysSinceFix: Math.round((sinceFix / DAY_MS) * 10) / 10,
         windowDays: rule.windowDays,
       },
-      detectedAt: t.detectedAt,
-      runId: t.runId,
     });
   }
   return alerts;

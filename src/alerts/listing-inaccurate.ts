@@ -23,6 +23,23 @@ import type { AlertForDelivery } from './outbox.ts';
 import { listingsWithAlertSince, raise } from './outbox-rows.ts';
 import type { AlertRules } from './rules.ts';
 
+/**
+ * What an alert of a listing's turn to Inaccurate says of it, whichever kind raises it
+ * (this one, or `listing_broken_again`): the listing, its statuses, when and in which run.
+ */
+export function turnedInaccurateFields(t: ListingTurnedInaccurate) {
+  return {
+    accountName: t.accountName,
+    businessId: t.businessId,
+    listingId: t.listingId,
+    siteName: t.siteName,
+    previousStatus: t.previousStatus,
+    status: t.status,
+    detectedAt: t.detectedAt,
+    runId: t.runId,
+  };
+}
+
 /** Raises the alerts the rule allows for these transitions of one business; returns how many. */
 export async function raiseListingInaccurate(
   db: Db,
@@ -48,14 +65,7 @@ export async function raiseListingInaccurate(
       .map((t) => ({
         kind: LISTING_INACCURATE,
         dedupeKey: listingInaccurateKey(t.businessId, t.listingId, t.previousStatusSince),
-        accountName: t.accountName,
-        businessId: t.businessId,
-        listingId: t.listingId,
-        siteName: t.siteName,
-        previousStatus: t.previousStatus,
-        status: t.status,
-        detectedAt: t.detectedAt,
-        runId: t.runId,
+        ...turnedInaccurateFields(t),
       })),
   );
 }

@@ -18,7 +18,7 @@ import {
   SETTINGS,
   type SettingValues,
 } from '../config/index.ts';
-import { describeIssues, scrubPayload } from './schemas.ts';
+import { atIndex, describeIssues, scrubPayload } from './schemas.ts';
 import type { ListResult, RejectedRecord } from './types.ts';
 
 /**
@@ -182,13 +182,14 @@ function canonicalJson(value: unknown): string {
 
 /**
  * Parse each element on its own, then collapse what shares an id (src/api/bounds.ts):
- * identical copies count in `duplicates`, disagreeing ones are all refused.
+ * identical copies count in `duplicates`, disagreeing ones are all refused (`what` names
+ * the record there). A refusal says where by `location`, the index by default.
  */
 export function parseUniqueRecords<T extends { id: number | string }>(
   schema: z.ZodType<T>,
   items: readonly unknown[],
-  location: (index: number) => string,
   what: string,
+  location: (index: number) => string = atIndex,
 ): ListResult<T> {
   const entries: ParsedEntry<T>[] = [];
   const rejected: RejectedRecord[] = [];

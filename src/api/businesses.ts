@@ -10,6 +10,7 @@ import {
   type CallOptions,
   callUpstream,
   idSegment,
+  type UpstreamCall,
 } from './client.ts';
 import { columns as c, derivedColumn, recordShape } from './record-shape.ts';
 import { coordinate, flag, id, storableString, text } from './schemas.ts';
@@ -254,12 +255,7 @@ export function listBusinesses(
       method: 'GET',
       path: '/businesses.json',
       parse: (result) =>
-        parseUniqueRecords(
-          businessSummarySchema,
-          businessList.parse(result),
-          (i) => `[${i}]`,
-          'business',
-        ),
+        parseUniqueRecords(businessSummarySchema, businessList.parse(result), 'business'),
     },
     opts,
   );
@@ -278,6 +274,23 @@ export const getBusinessFull: BusinessRead<BusinessFull> = businessRead(
   { query: { type: 'all' } },
 );
 
+/** Operations 4 and 5: `input` sent as `{business: input}`, the answer parsed by `schema`. */
+function sendBusiness<T>(
+  api: ApiClient,
+  cred: Credential,
+  call: Pick<UpstreamCall<T>, 'operation' | 'method' | 'path' | 'subject'>,
+  input: Partial<BusinessInput>,
+  schema: z.ZodType<T>,
+  opts?: CallOptions,
+): Promise<T> {
+  return callUpstream(
+    api,
+    cred,
+    { ...call, body: { business: input }, parse: (result) => schema.parse(result) },
+    opts,
+  );
+}
+
 /** Operation 4. Never retried: a repeat could create the business twice. */
 export function createBusiness(
   api: ApiClient,
@@ -285,16 +298,12 @@ export function createBusiness(
   input: BusinessInput,
   opts?: CallOptions,
 ): Promise<BusinessCreated> {
-  return callUpstream(
+  return sendBusiness(
     api,
     cred,
-    {
-      operation: 'create_business',
-      method: 'POST',
-      path: '/businesses.json',
-      body: { business: input },
-      parse: (result) => businessCreatedSchema.parse(result),
-    },
+    { operation: 'create_business', method: 'POST', path: '/businesses.json' },
+    input,
+    businessCreatedSchema,
     opts,
   );
 }
@@ -307,7 +316,7 @@ export function updateBusiness(
   input: Partial<BusinessInput>,
   opts?: CallOptions,
 ): Promise<BusinessUpdated> {
-  return callUpstream(
+  return sendBusiness(
     api,
     cred,
     {
@@ -315,9 +324,9 @@ export function updateBusiness(
       method: 'PUT',
       path: `/businesses/${idSegment('businessId', businessId)}.json`,
       subject: `for business ${businessId}`,
-      body: { business: input },
-      parse: (result) => businessUpdatedSchema.parse(result),
     },
+    input,
+    businessUpdatedSchema,
     opts,
   );
 }

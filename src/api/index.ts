@@ -75,6 +75,7 @@ export {
   recordShape,
   rowOf,
   type SqlType,
+  type ValueOf,
 } from './record-shape.ts';
 export {
   type Country,

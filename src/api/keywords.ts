@@ -62,11 +62,7 @@ export const listKeywords: BusinessRead<ListResult<Keyword>> = businessRead(
   'list_keywords',
   '/keywords',
   (result, _body, bounds) =>
-    parseRecords(
-      keywordSchema,
-      boundedList(result, bounds, 'keywordsPerBusiness', 'keywords'),
-      (i) => `[${i}]`,
-    ),
+    parseRecords(keywordSchema, boundedList(result, bounds, 'keywordsPerBusiness', 'keywords')),
 );
 
 /** Operation 13: add a keyword (sent as JSON, as the upstream's own sample does). Never retried. */

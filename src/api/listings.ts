@@ -102,7 +102,6 @@ export const listListings: BusinessRead<ListResult<Listing>> = businessRead(
     parseUniqueRecords(
       listingSchema,
       boundedList(result, bounds, 'listingsPerAnswer', 'listings'),
-      (i) => `[${i}]`,
       'listing',
     ),
 );

@@ -207,11 +207,17 @@ export type RowSqlOf<S extends AnyShape> = {
 export type RecordOf<S extends AnyShape> = {
   -readonly [K in keyof ColumnsIn<S> as SnakeCase<K & string>]: Shown<ColumnsIn<S>[K]>;
 };
-type ValueOf<S> = S extends RecordShape<infer T, infer _C> ? T : never;
+/** The value a shape is of: `Country` for `countryShape`. */
+export type ValueOf<S> = S extends RecordShape<infer T, infer _C> ? T : never;
+
+/** Each field's name in the output and the conversion of its value, if any. */
+type Fields = [field: string, name: string, convert: ((value: unknown) => unknown) | undefined][];
 
 interface Compiled {
-  row: [field: string, column: string, toRow: ((value: unknown) => unknown) | undefined][];
-  record: [field: string, key: string, toRecord: ((value: unknown) => unknown) | undefined][];
+  /** The row's: each field's column name and `toRow`. */
+  row: Fields;
+  /** The record's: each field's snake_case key and `toRecord`. */
+  record: Fields;
 }
 
 // The field lists, computed once per shape: a row is built per record of every sync.
@@ -230,14 +236,22 @@ function compile(shape: AnyShape): Compiled {
   return done;
 }
 
+/**
+ * `value`'s fields under their names in `fields`, in that order, each through its conversion
+ * when it has one: what a row and a record are both made by.
+ */
+function project(value: unknown, fields: Fields): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const source = value as Record<string, unknown>;
+  for (const [field, name, convert] of fields) {
+    out[name] = convert ? convert(source[field]) : source[field];
+  }
+  return out;
+}
+
 /** A record's warehouse row, its columns in the shape's order. */
 export function rowOf<S extends AnyShape>(shape: S, value: ValueOf<S>): RowOf<S> {
-  const row: Record<string, unknown> = {};
-  const source = value as Record<string, unknown>;
-  for (const [field, name, toRow] of compile(shape).row) {
-    row[name] = toRow ? toRow(source[field]) : source[field];
-  }
-  return row as RowOf<S>;
+  return project(value, compile(shape).row) as RowOf<S>;
 }
 
 /** The row's columns and their PostgreSQL types, in the row's order. */
@@ -253,12 +267,7 @@ export function columnTypesOf<S extends AnyShape>(
 
 /** A record as the Airbyte source emits it (the stream's keys, such as `account`, aside). */
 export function recordOf<S extends AnyShape>(shape: S, value: ValueOf<S>): RecordOf<S> {
-  const record: Record<string, unknown> = {};
-  const source = value as Record<string, unknown>;
-  for (const [field, key, toRecord] of compile(shape).record) {
-    record[key] = toRecord ? toRecord(source[field]) : source[field];
-  }
-  return record as RecordOf<S>;
+  return project(value, compile(shape).record) as RecordOf<S>;
 }
 
 type RecordFields<S extends AnyShape> = {

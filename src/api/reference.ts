@@ -58,7 +58,7 @@ function readReferenceList<T>(
       ...call,
       method: 'GET',
       envelope: { bareArray: true },
-      parse: (result) => parseRecords(schema, referenceList.parse(result), (i) => `[${i}]`),
+      parse: (result) => parseRecords(schema, referenceList.parse(result)),
     },
     opts,
   );

@@ -312,11 +312,17 @@ export function describeIssues(error: z.ZodError): string {
   );
 }
 
-/** Parse each element on its own: one bad record never fails its siblings. */
+/** Where an element of a list answer is, in what a rejection says: its index, `[2]`. */
+export const atIndex = (index: number): string => `[${index}]`;
+
+/**
+ * Parse each element on its own: one bad record never fails its siblings. A refusal says
+ * where by `location`, the index by default.
+ */
 export function parseRecords<T>(
   schema: z.ZodType<T>,
   items: readonly unknown[],
-  location: (index: number) => string,
+  location: (index: number) => string = atIndex,
 ): ListResult<T> {
   const records: T[] = [];
   const rejected: RejectedRecord[] = [];

@@ -175,6 +175,22 @@ function withMalformed(
   return { body: success(records), malformed };
 }
 
+/**
+ * A business's list of `stream`, served from the cache by the business's version, its
+ * records built by `build` on a miss and some served malformed (`withMalformed`).
+ */
+function cachedBusinessList(
+  ctx: OperationContext,
+  business: BusinessView,
+  kind: MalformedKind,
+  stream: string,
+  build: () => unknown[],
+): OperationResult {
+  return cached(ctx, `${stream}:${business.id}:v${business.version}`, () =>
+    withMalformed(ctx, build(), kind, business.id, stream),
+  );
+}
+
 function businessParam(ctx: OperationContext): BusinessView | null {
   const raw = ctx.params[0] ?? '';
   if (!/^\d{1,15}$/.test(raw)) return null;
@@ -348,18 +364,7 @@ const HANDLERS: Record<Operation, Handler> = {
     };
     mutationsFor(ctx.world, business.id).profile = next;
     touchBusiness(ctx.world, business.id, true);
-    return ok(
-      success({
-        id: next.id,
-        name: next.name,
-        street: next.street,
-        city: next.city,
-        state_name: stateName(next.stateId),
-        postal_code: next.postalCode,
-        phone: next.phone,
-        biz_url: next.bizUrl,
-      }),
-    );
+    return ok(success({ ...summary(next), biz_url: next.bizUrl }));
   },
 
   archive_business(ctx) {
@@ -373,14 +378,8 @@ const HANDLERS: Record<Operation, Handler> = {
   list_listings(ctx) {
     const business = businessParam(ctx);
     if (!business) return failure(404, MESSAGES.noBusiness, 'not_found');
-    return cached(ctx, `listings:${business.id}:v${business.version}`, () =>
-      withMalformed(
-        ctx,
-        buildListings(ctx.world, business, ctx.world.day, stateIso(business.profile)),
-        'listing',
-        business.id,
-        'listings',
-      ),
+    return cachedBusinessList(ctx, business, 'listing', 'listings', () =>
+      buildListings(ctx.world, business, ctx.world.day, stateIso(business.profile)),
     );
   },
 
@@ -466,14 +465,8 @@ const HANDLERS: Record<Operation, Handler> = {
   list_keywords(ctx) {
     const business = businessParam(ctx);
     if (!business) return failure(404, MESSAGES.invalidLocation, 'not_found');
-    return cached(ctx, `keywords:${business.id}:v${business.version}`, () =>
-      withMalformed(
-        ctx,
-        listKeywords(ctx.world, business, ctx.world.day),
-        'keyword',
-        business.id,
-        'keywords',
-      ),
+    return cachedBusinessList(ctx, business, 'keyword', 'keywords', () =>
+      listKeywords(ctx.world, business, ctx.world.day),
     );
   },
 

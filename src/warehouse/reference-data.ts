@@ -11,8 +11,9 @@ import {
   type SubCategory,
   stateShape,
   subCategoryShape,
+  type ValueOf,
 } from '../api/index.ts';
-import { type AllColumnTypes, upsertRows } from './bulk-write.ts';
+import { type ColumnOf, upsertRows } from './bulk-write.ts';
 import type { Db, TableColumns, TimestampWithDefault } from './database.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
@@ -33,64 +34,59 @@ export interface SubCategoriesTable extends TableColumns<typeof subCategoryShape
   updated_at: TimestampWithDefault;
 }
 
+/** Each table's records' shape (src/api/reference.ts). */
+interface ReferenceShapes {
+  countries: typeof countryShape;
+  states: typeof stateShape;
+  sub_categories: typeof subCategoryShape;
+}
+type ReferenceTable = keyof ReferenceShapes;
+
 export interface ReferenceData {
   countries: Country[];
   states: State[];
   subCategories: SubCategory[];
 }
 
+/** Each table's shape and key, and the columns whose change rewrites a stored row. */
+const TABLES: {
+  [T in ReferenceTable]: { shape: ReferenceShapes[T]; key: ColumnOf<T>; compare: ColumnOf<T>[] };
+} = {
+  countries: { shape: countryShape, key: 'country_id', compare: ['name'] },
+  states: { shape: stateShape, key: 'state_id', compare: ['name', 'iso', 'country_id'] },
+  sub_categories: { shape: subCategoryShape, key: 'sub_category_id', compare: ['name'] },
+};
+
 export async function writeReferenceData(db: Db, data: ReferenceData): Promise<WriteStats> {
   const now = new Date();
   const stats: WriteStats = {};
-  const countries = await upsertRows(
-    db,
-    {
-      table: 'countries',
-      key: ['country_id'],
-      columns: {
-        ...columnTypesOf(countryShape),
-        updated_at: 'timestamptz',
-      } satisfies AllColumnTypes<'countries'>,
-      compare: ['name'],
-    },
-    data.countries.map((c) => ({ ...rowOf(countryShape, c), updated_at: now })),
-  );
-  const states = await upsertRows(
-    db,
-    {
-      table: 'states',
-      key: ['state_id'],
-      columns: {
-        ...columnTypesOf(stateShape),
-        updated_at: 'timestamptz',
-      } satisfies AllColumnTypes<'states'>,
-      compare: ['name', 'iso', 'country_id'],
-    },
-    data.states.map((s) => ({ ...rowOf(stateShape, s), updated_at: now })),
-  );
-  const subCategories = await upsertRows(
-    db,
-    {
-      table: 'sub_categories',
-      key: ['sub_category_id'],
-      columns: {
-        ...columnTypesOf(subCategoryShape),
-        updated_at: 'timestamptz',
-      } satisfies AllColumnTypes<'sub_categories'>,
-      compare: ['name'],
-    },
-    data.subCategories.map((s) => ({ ...rowOf(subCategoryShape, s), updated_at: now })),
-  );
-  for (const [table, result] of [
-    ['countries', countries],
-    ['states', states],
-    ['sub_categories', subCategories],
-  ] as const) {
-    addCounts(stats, table, {
-      inserted: result.inserted,
-      updated: result.updated,
-      unchanged: result.unchanged,
-    });
-  }
+  await upsertReference(db, stats, now, 'countries', data.countries);
+  await upsertReference(db, stats, now, 'states', data.states);
+  await upsertReference(db, stats, now, 'sub_categories', data.subCategories);
   return stats;
+}
+
+/**
+ * Upserts one table: each record's row (its shape's columns) stamped `updated_at`, every
+ * column its interface above has; a stored row is rewritten only when one of the table's
+ * `compare` columns differs. The counts go to `stats`.
+ */
+async function upsertReference<T extends ReferenceTable>(
+  db: Db,
+  stats: WriteStats,
+  now: Date,
+  table: T,
+  records: readonly ValueOf<ReferenceShapes[T]>[],
+): Promise<void> {
+  const { shape, key, compare } = TABLES[table];
+  const result = await upsertRows(
+    db,
+    { table, key: [key], columns: { ...columnTypesOf(shape), updated_at: 'timestamptz' }, compare },
+    records.map((record) => ({ ...rowOf(shape, record), updated_at: now })),
+  );
+  addCounts(stats, table, {
+    inserted: result.inserted,
+    updated: result.updated,
+    unchanged: result.unchanged,
+  });
 }
