@@ -13,7 +13,7 @@ import {
   subCategoryShape,
   type ValueOf,
 } from '../api/index.ts';
-import { type ColumnOf, upsertRows } from './bulk-write.ts';
+import { type AllColumnTypes, type ColumnOf, upsertRows } from './bulk-write.ts';
 import type { Db, TableColumns, TimestampWithDefault } from './database.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
@@ -48,14 +48,43 @@ export interface ReferenceData {
   subCategories: SubCategory[];
 }
 
-/** Each table's shape and key, and the columns whose change rewrites a stored row. */
+/**
+ * Each table's shape and key, the columns written (its shape's and `updated_at`: the type
+ * check fails when the table has one they lack), and the columns whose change rewrites a
+ * stored row.
+ */
 const TABLES: {
-  [T in ReferenceTable]: { shape: ReferenceShapes[T]; key: ColumnOf<T>; compare: ColumnOf<T>[] };
+  [T in ReferenceTable]: {
+    shape: ReferenceShapes[T];
+    key: ColumnOf<T>;
+    columns: AllColumnTypes<T>;
+    compare: ColumnOf<T>[];
+  };
 } = {
-  countries: { shape: countryShape, key: 'country_id', compare: ['name'] },
-  states: { shape: stateShape, key: 'state_id', compare: ['name', 'iso', 'country_id'] },
-  sub_categories: { shape: subCategoryShape, key: 'sub_category_id', compare: ['name'] },
+  countries: {
+    shape: countryShape,
+    key: 'country_id',
+    columns: stamped(countryShape),
+    compare: ['name'],
+  },
+  states: {
+    shape: stateShape,
+    key: 'state_id',
+    columns: stamped(stateShape),
+    compare: ['name', 'iso', 'country_id'],
+  },
+  sub_categories: {
+    shape: subCategoryShape,
+    key: 'sub_category_id',
+    columns: stamped(subCategoryShape),
+    compare: ['name'],
+  },
 };
+
+/** A shape's columns and `updated_at`, with their types. */
+function stamped<S extends ReferenceShapes[ReferenceTable]>(shape: S) {
+  return { ...columnTypesOf(shape), updated_at: 'timestamptz' } as const;
+}
 
 export async function writeReferenceData(db: Db, data: ReferenceData): Promise<WriteStats> {
   const now = new Date();
@@ -78,10 +107,10 @@ async function upsertReference<T extends ReferenceTable>(
   table: T,
   records: readonly ValueOf<ReferenceShapes[T]>[],
 ): Promise<void> {
-  const { shape, key, compare } = TABLES[table];
+  const { shape, key, columns, compare } = TABLES[table];
   const result = await upsertRows(
     db,
-    { table, key: [key], columns: { ...columnTypesOf(shape), updated_at: 'timestamptz' }, compare },
+    { table, key: [key], columns, compare },
     records.map((record) => ({ ...rowOf(shape, record), updated_at: now })),
   );
   addCounts(stats, table, {
