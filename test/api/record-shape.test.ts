@@ -6,6 +6,8 @@
  * catalog record that is out of step with its record. The `@ts-expect-error` lines below
  * are the refusals: were one of them accepted, tsc would fail on the unused directive.
  */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import type { Selectable } from 'kysely';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
@@ -225,5 +227,89 @@ describe('the type checker', () => {
     // A hand-written record that misses a field is refused.
     const stale = z.object({ account: z.string(), id: z.int(), name: z.string() });
     expectTypeOf<Shows<typeof stale, typeof businessShape>>().toEqualTypeOf<false>();
+  });
+});
+
+describe('rows and records as built', () => {
+  /** The oracle: each field under its name, through its conversion, one key at a time. */
+  function oneKeyAtATime(shape: AnyShape, value: Record<string, unknown>, as: 'row' | 'record') {
+    const out: [string, unknown][] = [];
+    for (const field of shape.fields) {
+      const c = shape.columns[field] as AnyShape['columns'][string];
+      if (as === 'row' && !c.inRow) continue;
+      const snake = field.replace(/[A-Z]/g, (ch) => `_${ch.toLowerCase()}`);
+      const convert = as === 'row' ? c.toRow : c.toRecord;
+      out.push([
+        as === 'row' ? (c.name ?? snake) : snake,
+        convert ? convert(value[field]) : value[field],
+      ]);
+    }
+    return out;
+  }
+
+  /**
+   * A value of the shape: each plain field its own text, each converted one the first of
+   * null, an empty list and an empty object that both its conversions take.
+   */
+  function sample(shape: AnyShape): Record<string, unknown> {
+    const value: Record<string, unknown> = { notAField: 'left out' };
+    for (const field of shape.fields) {
+      const c = shape.columns[field] as AnyShape['columns'][string];
+      if (!c.toRow && !c.toRecord) {
+        value[field] = `value of ${field}`;
+        continue;
+      }
+      value[field] = [null, [], {}].find((candidate) => {
+        try {
+          c.toRow?.(candidate);
+          c.toRecord?.(candidate);
+          return true;
+        } catch {
+          return false;
+        }
+      });
+    }
+    return value;
+  }
+
+  it("gives every exported shape's row and record, in order, as one key at a time would", () => {
+    const shapes = Object.values(api).filter(isRecordShape);
+    expect(shapes.length).toBeGreaterThanOrEqual(9);
+    for (const shape of shapes) {
+      const value = sample(shape);
+      // biome-ignore lint/suspicious/noExplicitAny: any shape's value
+      expect(Object.entries(rowOf(shape, value as any))).toEqual(
+        oneKeyAtATime(shape, value, 'row'),
+      );
+      // biome-ignore lint/suspicious/noExplicitAny: any shape's value
+      expect(Object.entries(recordOf(shape, value as any))).toEqual(
+        oneKeyAtATime(shape, value, 'record'),
+      );
+    }
+  });
+
+  it('gives the same rows in a process that may not compile code from strings', () => {
+    const script = `
+      import { listingShape, rowOf } from './src/api/index.ts';
+      import { listingSchema } from './src/api/listings.ts';
+      const listing = listingSchema.parse(${JSON.stringify(upstreamListing)});
+      process.stdout.write(JSON.stringify(Object.entries(rowOf(listingShape, listing))));
+    `;
+    const child = spawnSync(
+      process.execPath,
+      ['--disallow-code-generation-from-strings', '--input-type=module', '-e', script],
+      { cwd: join(import.meta.dirname, '../..'), encoding: 'utf8' },
+    );
+    expect(child.stderr).toBe('');
+    expect(JSON.parse(child.stdout)).toEqual(
+      Object.entries(rowOf(listingShape, listingSchema.parse(upstreamListing))),
+    );
+  });
+
+  it('refuses a field named __proto__, which a literal would take for the prototype', () => {
+    const odd = recordShape<{ ['__proto__']: string }>()({
+      ['__proto__']: columns.text,
+    } as never);
+    expect(() => rowOf(odd, { ['__proto__']: 'x' } as never)).toThrow(/__proto__/);
   });
 });
