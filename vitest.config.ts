@@ -25,7 +25,6 @@ const UNIT = [
   'test/meta/wall-clock.test.ts',
   'test/raw/body-secrets.test.ts',
   'test/raw/kept-body.test.ts',
-  'test/replay/tables-order.test.ts',
   'test/streams/descriptors.test.ts',
   'test/sync/run-status.test.ts',
   'test/warehouse/answers-stamp.test.ts',

@@ -9,7 +9,7 @@
  * listed here in `STREAM_WRITERS` order, which is the write order); this file holds those
  * of the tables no stream writes. The order is the order of the writes: parents before
  * children, for their foreign keys (the merge deletes in the reverse order), and a table
- * derived from others after them. test/replay/tables-order.test.ts pins it.
+ * derived from others after them. test/streams/descriptors.test.ts pins it.
  */
 import {
   history,

@@ -2,9 +2,11 @@
  * The connector's acceptance configuration is true of the source (docs/airbyte.md,
  * "Acceptance tests"): every file it names exists; the image it names is the Dockerfile's
  * `airbyte` target, whose ENTRYPOINT is its AIRBYTE_ENTRYPOINT (CAT's test_docker_env) and
- * whose labels are metadata.yaml's; the spec file is what `spec` prints; the configured
- * catalog's streams, keys and cursors are discover's. What the tests it configures assert
- * is test/airbyte/acceptance.test.ts.
+ * whose labels are metadata.yaml's; the spec file is what `spec` prints; each read test's
+ * configured catalog (the file it names, or discover's when it names none, as CAT builds
+ * it) has discover's streams, keys and cursors: the basic read and the full refresh every
+ * stream, the incremental test every incremental stream. What the tests it configures
+ * assert is test/airbyte/acceptance.test.ts.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -12,8 +14,11 @@ import { createApiClient } from '../../src/api/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import {
   acceptanceConfig,
+  type ConfiguredStream,
+  catalogFromDiscover,
   connectorMetadata,
   connectorPath,
+  type DiscoveredStream,
   dockerStage,
   expectedRecords,
   pairs,
@@ -110,44 +115,57 @@ describe('acceptance-test-config.yml', () => {
     expect(metadata.documentationUrl).toBe(spec!.documentationUrl);
   });
 
-  it("the configured catalog's streams, keys, modes and cursors are discover's", async () => {
+  it("each read test's configured catalog has discover's streams, keys, modes and cursors", async () => {
     const configPath = connectorPath('integration_tests/sample_config.json');
     const [message] = await airbyte(['discover', '--config', configPath]);
     expect(message!.type).toBe('CATALOG');
     const discovered = new Map(
-      (message!.type === 'CATALOG' ? message!.catalog.streams : []).map((s) => [s.name, s]),
-    );
-    const paths = new Set(
-      Object.values(config.acceptance_tests).flatMap(({ tests }) =>
-        tests.flatMap((t) => (t.configured_catalog_path ? [t.configured_catalog_path] : [])),
+      (message!.type === 'CATALOG' ? (message!.catalog.streams as DiscoveredStream[]) : []).map(
+        (s) => [s.name, s],
       ),
     );
-    for (const path of paths) {
-      const catalog = readConnectorJson<{
-        streams: {
-          stream: {
-            name: string;
-            supported_sync_modes: string[];
-            source_defined_primary_key?: string[][];
-          };
-          sync_mode: string;
-          cursor_field?: string[];
-          primary_key?: string[][];
-        }[];
-      }>(path);
-      expect(catalog.streams.map((s) => s.stream.name).sort(), path).toEqual(
-        [...discovered.keys()].sort(),
-      );
-      for (const entry of catalog.streams) {
-        const stream = discovered.get(entry.stream.name)!;
-        expect(entry.stream.supported_sync_modes, entry.stream.name).toEqual(
-          stream.supported_sync_modes,
-        );
-        expect(stream.supported_sync_modes).toContain(entry.sync_mode);
-        expect(entry.primary_key, entry.stream.name).toEqual(stream.source_defined_primary_key);
-        expect(entry.stream.source_defined_primary_key).toEqual(stream.source_defined_primary_key);
-        if (entry.sync_mode === 'incremental') {
-          expect(entry.cursor_field).toEqual(stream.default_cursor_field);
+    const incremental = [...discovered.values()]
+      .filter((s) => s.supported_sync_modes.includes('incremental'))
+      .map((s) => s.name);
+    expect(incremental.length).toBeGreaterThan(0);
+    for (const test of ['basic_read', 'full_refresh', 'incremental'] as const) {
+      for (const inputs of config.acceptance_tests[test].tests) {
+        const path = inputs.configured_catalog_path;
+        // CAT's configured_catalog fixtures: the file, or discover's catalog when none is
+        // named (TestBasicRead's less its empty streams; at high strictness CAT refuses a
+        // file for the basic read).
+        if (test === 'basic_read' && config.test_strictness_level === 'high') {
+          expect(path, 'basic_read at high strictness').toBe(undefined);
+        }
+        const empty = test === 'basic_read' ? (inputs.empty_streams ?? []) : [];
+        const catalog = path
+          ? readConnectorJson<{ streams: ConfiguredStream[] }>(path)
+          : catalogFromDiscover(discovered.values(), empty);
+        const label = path ?? `${test}: from discover`;
+        // The basic read and the full refresh read every stream; the incremental test,
+        // which reads only the streams its catalog sets incremental, every incremental one.
+        const names = catalog.streams.map((s) => s.stream.name).sort();
+        if (test === 'incremental') {
+          expect(names, label).toEqual([...incremental].sort());
+        } else {
+          const notEmpty = [...discovered.keys()].filter((n) => !empty.some((e) => e.name === n));
+          expect(names, label).toEqual(notEmpty.sort());
+        }
+        for (const entry of catalog.streams) {
+          const stream = discovered.get(entry.stream.name)!;
+          expect(entry.stream.supported_sync_modes, entry.stream.name).toEqual(
+            stream.supported_sync_modes,
+          );
+          expect(stream.supported_sync_modes).toContain(entry.sync_mode);
+          if (test === 'incremental')
+            expect(entry.sync_mode, entry.stream.name).toBe('incremental');
+          expect(entry.primary_key, entry.stream.name).toEqual(stream.source_defined_primary_key);
+          expect(entry.stream.source_defined_primary_key).toEqual(
+            stream.source_defined_primary_key,
+          );
+          if (entry.sync_mode === 'incremental') {
+            expect(entry.cursor_field).toEqual(stream.default_cursor_field);
+          }
         }
       }
     }

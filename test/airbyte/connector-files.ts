@@ -57,6 +57,50 @@ export function connectorMetadata(): {
   return parse(readFileSync(connectorPath('metadata.yaml'), 'utf8'));
 }
 
+/** A stream as `discover` lists it (AirbyteStream), in what CAT reads of it. */
+export interface DiscoveredStream {
+  name: string;
+  json_schema: Record<string, unknown>;
+  supported_sync_modes: string[];
+  source_defined_primary_key?: string[][];
+  default_cursor_field?: string[];
+  source_defined_cursor?: boolean;
+}
+
+/** A stream of a configured catalog (ConfiguredAirbyteStream). */
+export interface ConfiguredStream<S = DiscoveredStream> {
+  stream: S;
+  sync_mode: string;
+  destination_sync_mode: string;
+  cursor_field?: string[];
+  primary_key?: string[][];
+}
+
+/**
+ * CAT's build_configured_catalog_from_discovered_catalog_and_empty_streams: the configured
+ * catalog of a test that names no `configured_catalog_path` (conftest.py's
+ * configured_catalog fixture, with no empty streams; TestBasicRead's, with the test's
+ * `empty_streams`, which it leaves out). Every other discovered stream, in its first
+ * supported sync mode, appended, with discover's default cursor and primary key.
+ */
+export function catalogFromDiscover<S extends DiscoveredStream>(
+  discovered: Iterable<S>,
+  emptyStreams: readonly { name: string }[] = [],
+): { streams: ConfiguredStream<S>[] } {
+  const empty = new Set(emptyStreams.map((s) => s.name));
+  return {
+    streams: [...discovered]
+      .filter((stream) => !empty.has(stream.name))
+      .map((stream) => ({
+        stream,
+        sync_mode: stream.supported_sync_modes[0]!,
+        destination_sync_mode: 'append',
+        cursor_field: stream.default_cursor_field,
+        primary_key: stream.source_defined_primary_key,
+      })),
+  };
+}
+
 /** integration_tests/expected_records.jsonl: one `{stream, data, emitted_at}` a line. */
 export function expectedRecords(
   relative: string,

@@ -1,11 +1,22 @@
 /**
  * One descriptor per stream (src/streams/index.ts): what iterates streams derives from the
  * list, and the list says the same things the code did when each of them had its own.
+ *
+ * The one file that pins every list a stream appears in (docs/contributing.md, "Adding a
+ * stream", step 8): a new stream adds its name to each list here, and a reviewer sees it in
+ * every one. That includes the in-place replay's tables (`REPLAY_TABLES`,
+ * src/replay/tables.ts), assembled from the writers' own entries (each `StreamWriter`'s
+ * `replay`, in `STREAM_WRITERS` order) and the tables no stream writes. Their order is the
+ * order the scratch schema is seeded in and the reverse of the order the merge deletes in
+ * (docs/replay.md, "Replay in place"): parents before their children, for their foreign
+ * keys. `REPLAY_ORDER` below is the order the in-place replay had when every entry was
+ * written out in replay/tables.ts; a writer added or moved changes it on purpose, here too.
  */
 import { describe, expect, it } from 'vitest';
 import type { Review } from '../../src/api/index.ts';
 import { OPERATIONS } from '../../src/api/index.ts';
 import { CONFIG_VARIABLES } from '../../src/config/index.ts';
+import { REPLAY_TABLES } from '../../src/replay/tables.ts';
 import {
   ANSWER_READS,
   BUSINESS_READS,
@@ -23,7 +34,35 @@ import {
   streamOfQuarantined,
   streamRecords,
 } from '../../src/streams/index.ts';
-import { STREAM_WRITERS } from '../../src/warehouse/stream-writers.ts';
+import { STREAM_WRITERS, WRITE_ORDER } from '../../src/warehouse/stream-writers.ts';
+
+const REPLAY_ORDER = [
+  'accounts',
+  'countries',
+  'states',
+  'sub_categories',
+  'review_response_requests',
+  'review_response_request_events',
+  'alerts',
+  'businesses',
+  'business_versions',
+  'listings',
+  'listing_status_history',
+  'listing_accuracy_days',
+  'listing_fixes',
+  'reviews',
+  'review_versions',
+  'review_responses',
+  'review_backlog',
+  'keywords',
+  'rank_series',
+  'rank_days',
+  'rank_months',
+  'rank_latest',
+  'visibility_months',
+  'business_answers',
+  'quarantine',
+];
 
 describe('stream descriptors', () => {
   it('list the streams a run fetches, in their order', () => {
@@ -135,5 +174,30 @@ describe('stream descriptors', () => {
       for (const [key] of s.primaryKey) expect(fields, s.name).toContain(key);
       if (s.cursor) expect(fields, s.name).toContain(s.cursor);
     }
+  });
+});
+
+describe('the in-place replay tables', () => {
+  it('keep their order: parents before children', () => {
+    expect(REPLAY_TABLES.map((e) => e.table)).toEqual(REPLAY_ORDER);
+  });
+
+  it('hold each writer its entries together, in write order', () => {
+    const fromWriters = WRITE_ORDER.flatMap(({ writer }) => writer.replay.map((e) => e.table));
+    const start = REPLAY_ORDER.indexOf('listings');
+    expect(REPLAY_ORDER.slice(start, start + fromWriters.length)).toEqual(fromWriters);
+  });
+
+  it("wind back each writer's first-synced column of businesses", () => {
+    const businesses = REPLAY_TABLES.find((e) => e.table === 'businesses');
+    const seed = businesses?.seed;
+    const overrides = seed && typeof seed === 'object' && 'overrides' in seed ? seed.overrides : {};
+    const setBeforeWindow = (c: string) => `case when t.${c} < w.window_start then t.${c} end`;
+    expect(overrides).toMatchObject({
+      listings_first_synced_at: setBeforeWindow('listings_first_synced_at'),
+      reviews_first_synced_at: setBeforeWindow('reviews_first_synced_at'),
+      rankings_first_synced_at: setBeforeWindow('rankings_first_synced_at'),
+      keywords_first_synced_at: setBeforeWindow('keywords_first_synced_at'),
+    });
   });
 });
