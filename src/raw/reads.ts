@@ -43,28 +43,67 @@ export interface BodyBase {
 }
 
 /**
- * In one statement, for each body: whether `raw_bodies` holds it already and, when it does
- * not, the base of the latest body kept since `since` of a read of the same business (or,
- * for a read tied to no business, the same account's) and operation, the same request
- * first: that body itself when it is kept whole, else its own base. A base is always a
- * body kept whole, so a delta decodes from two rows at most.
+ * For each body: whether `raw_bodies` holds it already and, when it does not, the base of
+ * the latest body kept since `since` of a read of the same business (or, for a read tied to
+ * no business, the same account's) and operation, the same request first: that body itself
+ * when it is kept whole, else its own base. A base is always a body kept whole, so a delta
+ * decodes from two rows at most.
+ *
+ * One statement asks which bodies are kept and whether the batch's businesses (or its
+ * account, for reads tied to none) have reads since `since` at all; only new bodies with
+ * such reads go on to the base look-up. That one reads `raw_reads`, a view, and PostgreSQL
+ * plans it afresh on every execution (about 0.5 ms: on an unchanged night of 500
+ * businesses, 261 ms of planning against 57 ms of execution), which an unchanged night,
+ * every body kept, and a business's first night, no earlier reads, no longer pay.
  */
 export async function bodiesKept(
   db: Db,
   bodies: readonly BodyOfRead[],
   since: Date,
 ): Promise<BodyBase[]> {
-  const { rows } = await db.executeQuery<BodyBase>(
-    CompiledQuery.raw(BODIES_KEPT, [
+  const businessIds = [
+    ...new Set(bodies.flatMap((b) => (b.businessId === null ? [] : [b.businessId]))),
+  ];
+  const { rows } = await db.executeQuery<{ known: (string | number)[]; earlier: boolean }>(
+    CompiledQuery.raw(BODIES_KNOWN, [
       arrayLiteral(bodies.map((b) => b.hash)),
-      arrayLiteral(bodies.map((b) => b.businessId)),
-      arrayLiteral(bodies.map((b) => b.accountName)),
-      arrayLiteral(bodies.map((b) => b.operation)),
-      arrayLiteral(bodies.map((b) => b.request)),
+      arrayLiteral(businessIds),
+      arrayLiteral([...new Set(bodies.map((b) => b.accountName))]),
       since.toISOString(),
+      bodies.some((b) => b.businessId === null),
     ]),
   );
-  return rows.map((row) => ({ ...row, i: Number(row.i) }));
+  const known = new Set((rows[0]?.known ?? []).map(Number));
+  const fresh = bodies.flatMap((body, index) =>
+    known.has(index + 1) ? [] : [{ body, i: index + 1 }],
+  );
+  const bases = new Map<number, BodyBase>();
+  if (fresh.length > 0 && rows[0]?.earlier) {
+    const { rows: found } = await db.executeQuery<BodyBase>(
+      CompiledQuery.raw(BODY_BASES, [
+        arrayLiteral(fresh.map(({ body }) => body.hash)),
+        arrayLiteral(fresh.map(({ body }) => body.businessId)),
+        arrayLiteral(fresh.map(({ body }) => body.accountName)),
+        arrayLiteral(fresh.map(({ body }) => body.operation)),
+        arrayLiteral(fresh.map(({ body }) => body.request)),
+        since.toISOString(),
+      ]),
+    );
+    for (const row of found) {
+      const i = (fresh[Number(row.i) - 1] as { i: number }).i;
+      bases.set(i, { ...row, i, known: false });
+    }
+  }
+  return bodies.map(
+    (_, index) =>
+      bases.get(index + 1) ?? {
+        i: index + 1,
+        known: known.has(index + 1),
+        base_hash: null,
+        encoding: null,
+        bytes: null,
+      },
+  );
 }
 
 /**
@@ -206,22 +245,32 @@ const INSERT_SETS = `
                                 reads, hashes, n)
    order by n`;
 
-// A body kept already is a primary-key probe and nothing more: its lateral's first
-// condition is false before any scan. A new body's lateral probes raw_reads_business_idx
-// (business_id, observed_at) for the window since `$6` (a few nights of one business's
-// reads; for the account's own reads, its reads tied to no business), preferring the same
-// request, then the latest.
-const BODIES_KEPT = `
-  select n.i, k.body_hash is not null as known, encode(base.body_hash, 'hex') as base_hash,
-         base.encoding, base.bytes
+// The bodies kept already, by primary-key probes (their 1-based positions), and whether any
+// read set of the batch's businesses, or of its account's reads tied to no business, was
+// observed since `$4`: each by raw_read_sets_business_idx (business_id, observed_at).
+const BODIES_KNOWN = `
+  select array(select n.i
+                 from unnest($1::text[]) with ordinality as n(hash, i)
+                 join raw_bodies k on k.body_hash = decode(n.hash, 'hex')) as known,
+         exists(select 1 from raw_read_sets s
+                 where s.business_id = any($2::bigint[]) and s.observed_at >= $4::timestamptz
+                   and s.account_name = any($3::text[]))
+         or ($5::boolean and exists(select 1 from raw_read_sets s
+                 where s.business_id is null and s.observed_at >= $4::timestamptz
+                   and s.account_name = any($3::text[]))) as earlier`;
+
+// For new bodies: each one's lateral probes raw_read_sets_business_idx (business_id,
+// observed_at) for the window since `$6` (a few nights of one business's reads; for the
+// account's own reads, its reads tied to no business), preferring the same request, then
+// the latest.
+const BODY_BASES = `
+  select n.i, encode(base.body_hash, 'hex') as base_hash, base.encoding, base.bytes
     from unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])
            with ordinality as n(hash, business_id, account_name, operation, request, i)
-    left join raw_bodies k on k.body_hash = decode(n.hash, 'hex')
     left join lateral (
       select r.body_hash
         from raw_reads r
-       where k.body_hash is null
-         and r.observed_at >= $6::timestamptz
+       where r.observed_at >= $6::timestamptz
          and r.operation = n.operation and r.account_name = n.account_name
          and (case when n.business_id is null then r.business_id is null
                    else r.business_id = n.business_id end)

@@ -124,6 +124,45 @@ describe.each(testBackends)('raw zone deltas (%s)', (backend) => {
     expect(await bodies(db)).toEqual([]);
   });
 
+  it("looks for a base only in the same business's reads of the last nights, or the account's own", async () => {
+    wh = await createTestWarehouse(backend);
+    const db = wh.db;
+    const accountRead = (text: string, at: Date): KeptRead => ({
+      ...read(1, text, at),
+      businessId: null,
+      operation: 'list_countries',
+      request: '/countries.json',
+    });
+    const first = reviewsBody(80);
+    const tenDaysOn = reviewsBody(80, 3, ' (ten days on)');
+    const sameNight = reviewsBody(80, 5, ' (another business)');
+    const countries = reviewsBody(60);
+    const countriesNext = reviewsBody(60, 1, ' (renamed)');
+    await writeRawReads(db, { runId: RUN }, [read(1, first, NIGHT), accountRead(countries, NIGHT)]);
+    // Business 1's only earlier read is ten nights old, past the window: kept whole.
+    await writeRawReads(db, { runId: RUN }, [read(1, tenDaysOn, dayAfter(NIGHT, 10))]);
+    // Business 4 has no read of its own, though business 1 read that night: kept whole.
+    await writeRawReads(db, { runId: RUN }, [read(4, sameNight, dayAfter(NIGHT, 1))]);
+    // The account's read tied to no business finds the account's own of the night before.
+    await writeRawReads(db, { runId: RUN }, [accountRead(countriesNext, dayAfter(NIGHT, 1))]);
+    // A body kept already is neither compressed nor inserted again.
+    await writeRawReads(db, { runId: RUN }, [read(1, first, dayAfter(NIGHT, 1))]);
+
+    const kept = new Map((await bodies(db)).map((b) => [b.body_hash, b]));
+    expect(kept.size).toBe(5);
+    for (const whole of [first, tenDaysOn, sameNight, countries]) {
+      expect(kept.get(sha(whole))).toMatchObject({ encoding: BODY_ENCODING, base_hash: null });
+    }
+    expect(kept.get(sha(countriesNext))).toMatchObject({
+      encoding: DELTA_ENCODING,
+      base_hash: sha(countries),
+    });
+    const texts = new Map((await keptBodyTexts(db)).map((b) => [b.body_hash, b.text]));
+    expect(texts.get(sha(countriesNext))).toBe(countriesNext);
+    const { rows } = await sql<{ n: number }>`select count(*)::int as n from raw_reads`.execute(db);
+    expect(rows[0]?.n).toBe(6);
+  });
+
   it('keeps a body whole when its delta would not be small', async () => {
     wh = await createTestWarehouse(backend);
     const db = wh.db;
