@@ -196,7 +196,7 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ],
   [
     'docs/benchmarks.md',
-    "npm run bench -- --against 8e49e40 --pairs 2   # this tree's sync against 8e49e40's, 2 rounds",
+    "npm run bench -- --against 8e49e40 --pairs 4   # this tree's sync against 8e49e40's, 4 rounds",
     BENCH,
   ],
   [
