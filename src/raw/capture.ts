@@ -174,7 +174,8 @@ async function bodiesToInsert(
   const reads = hashes.map((hash) => firstRead.get(hash) as KeptRead);
   let since = reads[0]?.observedAt.getTime() ?? 0;
   for (const read of reads) since = Math.min(since, read.observedAt.getTime());
-  // One statement: which bodies are kept already, and each new one's base.
+  // Which bodies are kept already (primary-key probes), and each new one's base when its
+  // business, or its account for a read tied to none, has reads in the window.
   const kept = await bodiesKept(db, reads, new Date(since - BASE_WINDOW_MS));
   const byIndex = new Map(kept.map((row) => [row.i - 1, row]));
   const baseTexts = new Map<string, string>();

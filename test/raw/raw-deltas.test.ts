@@ -57,6 +57,26 @@ function read(businessId: number, text: string, observedAt: Date): KeptRead {
 
 const dayAfter = (d: Date, n: number) => new Date(d.getTime() + n * 86_400_000);
 
+/** The account's read of its countries: a read tied to no business. */
+function accountRead(text: string, observedAt: Date): KeptRead {
+  return {
+    ...read(1, text, observedAt),
+    businessId: null,
+    operation: 'list_countries',
+    request: '/countries.json',
+  };
+}
+
+/** A business's keywords read, its body its own. */
+function keywordsRead(businessId: number, observedAt: Date): KeptRead {
+  const text = JSON.stringify({ keywords: [{ keyword_id: businessId, keyword: 'bakery' }] });
+  return {
+    ...read(businessId, text, observedAt),
+    operation: 'list_keywords',
+    request: `/businesses/${businessId}/keywords.json`,
+  };
+}
+
 /** The kept bodies, hashes in hex as the program names them (stored as bytes since 0035). */
 async function bodies(db: Kysely<Database>) {
   return db
@@ -127,21 +147,19 @@ describe.each(testBackends)('raw zone deltas (%s)', (backend) => {
   it("looks for a base only in the same business's reads of the last nights, or the account's own", async () => {
     wh = await createTestWarehouse(backend);
     const db = wh.db;
-    const accountRead = (text: string, at: Date): KeptRead => ({
-      ...read(1, text, at),
-      businessId: null,
-      operation: 'list_countries',
-      request: '/countries.json',
-    });
     const first = reviewsBody(80);
     const tenDaysOn = reviewsBody(80, 3, ' (ten days on)');
     const sameNight = reviewsBody(80, 5, ' (another business)');
     const countries = reviewsBody(60);
     const countriesNext = reviewsBody(60, 1, ' (renamed)');
     await writeRawReads(db, { runId: RUN }, [read(1, first, NIGHT), accountRead(countries, NIGHT)]);
-    // Business 1's only earlier read is ten nights old, past the window: kept whole.
+    // Each business below has a read of its own in the window (its keywords), so the look-up
+    // of a base runs, and its own conditions decide.
+    await writeRawReads(db, { runId: RUN }, [keywordsRead(1, dayAfter(NIGHT, 9))]);
+    await writeRawReads(db, { runId: RUN }, [keywordsRead(4, NIGHT)]);
+    // Business 1's only earlier reviews are ten nights old, past the window: kept whole.
     await writeRawReads(db, { runId: RUN }, [read(1, tenDaysOn, dayAfter(NIGHT, 10))]);
-    // Business 4 has no read of its own, though business 1 read that night: kept whole.
+    // Business 4 never read its reviews, though business 1 read theirs: kept whole.
     await writeRawReads(db, { runId: RUN }, [read(4, sameNight, dayAfter(NIGHT, 1))]);
     // The account's read tied to no business finds the account's own of the night before.
     await writeRawReads(db, { runId: RUN }, [accountRead(countriesNext, dayAfter(NIGHT, 1))]);
@@ -149,7 +167,7 @@ describe.each(testBackends)('raw zone deltas (%s)', (backend) => {
     await writeRawReads(db, { runId: RUN }, [read(1, first, dayAfter(NIGHT, 1))]);
 
     const kept = new Map((await bodies(db)).map((b) => [b.body_hash, b]));
-    expect(kept.size).toBe(5);
+    expect(kept.size).toBe(7);
     for (const whole of [first, tenDaysOn, sameNight, countries]) {
       expect(kept.get(sha(whole))).toMatchObject({ encoding: BODY_ENCODING, base_hash: null });
     }
@@ -160,7 +178,31 @@ describe.each(testBackends)('raw zone deltas (%s)', (backend) => {
     const texts = new Map((await keptBodyTexts(db)).map((b) => [b.body_hash, b.text]));
     expect(texts.get(sha(countriesNext))).toBe(countriesNext);
     const { rows } = await sql<{ n: number }>`select count(*)::int as n from raw_reads`.execute(db);
-    expect(rows[0]?.n).toBe(6);
+    expect(rows[0]?.n).toBe(8);
+  });
+
+  it('gives each new body the base of its own request when a body kept already comes before it', async () => {
+    wh = await createTestWarehouse(backend);
+    const db = wh.db;
+    const keywords = keywordsRead(1, NIGHT);
+    const base = reviewsBody(80);
+    // A changed reviews body whose hash sorts after the keywords': the batch goes in hash
+    // order, so the new body is second, after one kept already.
+    let changed = '';
+    for (let edit = 0; changed === '' || sha(changed) < keywords.hash; edit++) {
+      changed = reviewsBody(80, 3, ` (edit ${edit})`);
+    }
+    await writeRawReads(db, { runId: RUN }, [read(1, base, NIGHT), keywords]);
+    await writeRawReads(db, { runId: RUN }, [
+      read(1, changed, dayAfter(NIGHT, 1)),
+      { ...keywords, observedAt: dayAfter(NIGHT, 1) },
+    ]);
+    const kept = new Map((await bodies(db)).map((b) => [b.body_hash, b]));
+    expect(kept.get(sha(changed))).toMatchObject({
+      encoding: DELTA_ENCODING,
+      base_hash: sha(base),
+    });
+    expect(kept.size).toBe(3);
   });
 
   it('keeps a body whole when its delta would not be small', async () => {
