@@ -177,11 +177,10 @@ async function bodiesToInsert(
   // Which bodies are kept already (primary-key probes), and each new one's base when its
   // business, or its account for a read tied to none, has reads in the window.
   const kept = await bodiesKept(db, reads, new Date(since - BASE_WINDOW_MS));
-  const byIndex = new Map(kept.map((row) => [row.i - 1, row]));
   const baseTexts = new Map<string, string>();
   const out: RawBodyToInsert[] = [];
   reads.forEach((read, i) => {
-    const row = byIndex.get(i);
+    const row = kept[i];
     if (row?.known) return;
     const size = Buffer.byteLength(read.text, 'utf8');
     if (row?.base_hash && row.encoding && row.bytes) {

@@ -33,8 +33,6 @@ export interface BodyOfRead {
 
 /** What `raw_bodies` holds for a body of the batch: whether it is kept, else its candidate base. */
 export interface BodyBase {
-  /** 1-based position in the list given to `bodiesKept`. */
-  i: number;
   known: boolean;
   /** The base, as stored (null: kept already, or no previous body). */
   base_hash: string | null;
@@ -43,10 +41,10 @@ export interface BodyBase {
 }
 
 /**
- * For each body: whether `raw_bodies` holds it already and, when it does not, the base of
- * the latest body kept since `since` of a read of the same business (or, for a read tied to
- * no business, the same account's) and operation, the same request first: that body itself
- * when it is kept whole, else its own base. A base is always a body kept whole, so a delta
+ * For each body, in the batch's order: whether `raw_bodies` holds it already and, when it
+ * does not, the base of the latest body kept since `since` of a read of the same business
+ * (or, for a read tied to no business, the same account's) and operation, the same request
+ * first: that body itself when it is kept whole, else its own base. A base is always a body kept whole, so a delta
  * decodes from two rows at most.
  *
  * One statement asks which bodies are kept and whether the batch's businesses (or its
@@ -73,13 +71,11 @@ export async function bodiesKept(
       bodies.some((b) => b.businessId === null),
     ]),
   );
-  const known = new Set((rows[0]?.known ?? []).map(Number));
-  const fresh = bodies.flatMap((body, index) =>
-    known.has(index + 1) ? [] : [{ body, i: index + 1 }],
-  );
+  const known = new Set((rows[0]?.known ?? []).map((i) => Number(i) - 1));
+  const fresh = bodies.flatMap((body, index) => (known.has(index) ? [] : [{ body, index }]));
   const bases = new Map<number, BodyBase>();
   if (fresh.length > 0 && rows[0]?.earlier) {
-    const { rows: found } = await db.executeQuery<BodyBase>(
+    const { rows: found } = await db.executeQuery<BodyBase & { i: string | number }>(
       CompiledQuery.raw(BODY_BASES, [
         arrayLiteral(fresh.map(({ body }) => body.hash)),
         arrayLiteral(fresh.map(({ body }) => body.businessId)),
@@ -89,20 +85,14 @@ export async function bodiesKept(
         since.toISOString(),
       ]),
     );
-    for (const row of found) {
-      const i = (fresh[Number(row.i) - 1] as { i: number }).i;
-      bases.set(i, { ...row, i, known: false });
+    // `i` is the 1-based place among the fresh bodies; the batch's place is theirs.
+    for (const { i, ...row } of found) {
+      bases.set((fresh[Number(i) - 1] as { index: number }).index, { ...row, known: false });
     }
   }
   return bodies.map(
     (_, index) =>
-      bases.get(index + 1) ?? {
-        i: index + 1,
-        known: known.has(index + 1),
-        base_hash: null,
-        encoding: null,
-        bytes: null,
-      },
+      bases.get(index) ?? { known: known.has(index), base_hash: null, encoding: null, bytes: null },
   );
 }
 
