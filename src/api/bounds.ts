@@ -18,7 +18,7 @@ import {
   SETTINGS,
   type SettingValues,
 } from '../config/index.ts';
-import { atIndex, describeIssues, scrubPayload } from './schemas.ts';
+import { atIndex, parseEach, scrubPayload } from './schemas.ts';
 import type { ListResult, RejectedRecord } from './types.ts';
 
 /**
@@ -193,16 +193,13 @@ export function parseUniqueRecords<T extends { id: number | string }>(
 ): ListResult<T> {
   const entries: ParsedEntry<T>[] = [];
   const rejected: RejectedRecord[] = [];
-  items.forEach((item, index) => {
-    const parsed = schema.safeParse(item);
-    if (parsed.success) entries.push({ record: parsed.data, location: location(index), raw: item });
-    else
-      rejected.push({
-        location: location(index),
-        reason: describeIssues(parsed.error),
-        payload: scrubPayload(item),
-      });
-  });
+  parseEach(
+    schema,
+    items,
+    location,
+    (record, index, raw) => entries.push({ record, location: location(index), raw }),
+    rejected,
+  );
   const collapsed = collapseDuplicates(entries, (r) => String(r.id).toLowerCase(), what);
   return {
     records: collapsed.records,

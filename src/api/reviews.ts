@@ -20,8 +20,8 @@ import {
 import { columns as c, column, derivedColumn, recordShape } from './record-shape.ts';
 import {
   count,
-  describeIssues,
   isRecord,
+  parseEach,
   rating,
   requestId,
   reviewDate,
@@ -198,22 +198,19 @@ export function reviewsFromResult(
       });
       continue;
     }
-    items.forEach((item, index) => {
-      const parsed = reviewSchema.safeParse(item);
-      if (parsed.success) {
+    const location = (index: number) => `${siteName}[${index}]`;
+    parseEach(
+      reviewSchema,
+      items,
+      location,
+      (fields, index, raw) =>
         entries.push({
-          record: withSite(parsed.data, siteName, category),
-          location: `${siteName}[${index}]`,
-          raw: item,
-        });
-      } else {
-        rejected.push({
-          location: `${siteName}[${index}]`,
-          reason: describeIssues(parsed.error),
-          payload: scrubPayload(item),
-        });
-      }
-    });
+          record: withSite(fields, siteName, category),
+          location: location(index),
+          raw,
+        }),
+      rejected,
+    );
   }
   const collapsed = collapseDuplicates(entries, (r) => r.id.toLowerCase(), 'review');
   return {

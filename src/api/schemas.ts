@@ -316,19 +316,20 @@ export function describeIssues(error: z.ZodError): string {
 export const atIndex = (index: number): string => `[${index}]`;
 
 /**
- * Parse each element on its own: one bad record never fails its siblings. A refusal says
- * where by `location`, the index by default.
+ * Parse each element on its own: one bad record never fails its siblings. `accept` takes
+ * each record that passes (with its index and the item it came from); each that does not
+ * is refused into `rejected`, saying where by `location`.
  */
-export function parseRecords<T>(
+export function parseEach<T>(
   schema: z.ZodType<T>,
   items: readonly unknown[],
-  location: (index: number) => string = atIndex,
-): ListResult<T> {
-  const records: T[] = [];
-  const rejected: RejectedRecord[] = [];
+  location: (index: number) => string,
+  accept: (record: T, index: number, item: unknown) => void,
+  rejected: RejectedRecord[],
+): void {
   items.forEach((item, index) => {
     const parsed = schema.safeParse(item);
-    if (parsed.success) records.push(parsed.data);
+    if (parsed.success) accept(parsed.data, index, item);
     else
       rejected.push({
         location: location(index),
@@ -336,6 +337,17 @@ export function parseRecords<T>(
         payload: scrubPayload(item),
       });
   });
+}
+
+/** `parseEach` into a list result; a refusal says where by `location`, the index by default. */
+export function parseRecords<T>(
+  schema: z.ZodType<T>,
+  items: readonly unknown[],
+  location: (index: number) => string = atIndex,
+): ListResult<T> {
+  const records: T[] = [];
+  const rejected: RejectedRecord[] = [];
+  parseEach(schema, items, location, (record) => records.push(record), rejected);
   return { records, rejected };
 }
 
