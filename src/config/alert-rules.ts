@@ -14,13 +14,22 @@
  * ours); `src/alerts/rules.ts` re-exports them for the alert code.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { ListingsSyncError } from '../errors.ts';
 
 /** A rules file that cannot be used: one line per problem, naming the rule and the field. */
 export class AlertRulesError extends ListingsSyncError {
   readonly code = 'ALERT_RULES_INVALID';
+}
+
+/**
+ * YAML's parser, loaded on the first YAML rules file: most processes read none, and the
+ * package is 72 modules to load at every start (docs/benchmarks.md).
+ */
+function parseYaml(text: string): unknown {
+  const { parse } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
+  return parse(text);
 }
 
 const HOUR_MS = 3_600_000;

@@ -11,7 +11,7 @@
 import { mkdirSync } from 'node:fs';
 import net from 'node:net';
 import { finished } from 'node:stream/promises';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { type Driver, Kysely, PGliteDialect, PGliteDriver, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
@@ -25,7 +25,6 @@ import {
 } from '../../log.ts';
 import type { Database } from '../database.ts';
 import { lockDataDir } from './pglite/lock.ts';
-import { pgliteStartOptions } from './pglite/options.ts';
 
 export interface Warehouse {
   db: Kysely<Database>;
@@ -481,6 +480,11 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
   }
   let pglite: PGlite;
   try {
+    // Loaded here, not with this module: a warehouse on a server never needs them.
+    const [{ PGlite }, { pgliteStartOptions }] = await Promise.all([
+      import('@electric-sql/pglite'),
+      import('./pglite/options.ts'),
+    ]);
     pglite = await PGlite.create({
       dataDir: memory ? undefined : options.pgliteDataDir,
       parsers: pgliteParsers,
