@@ -15,6 +15,7 @@
 import { readdirSync } from 'node:fs';
 import { flushCompileCache, getCompileCacheDir } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { yamlParser } from '../config/alert-rules.ts';
 
 /** Files run as scripts (`node <file>`), which write when loaded. */
 const SCRIPTS = new Set(['config/print-docs-table.ts']);
@@ -41,6 +42,9 @@ if (!directory) {
 } else {
   const modules = ROOTS.flatMap(modulesIn);
   for (const url of modules) await import(url.href);
+  // Loaded only when a YAML rules file is read, not on import: loaded here so that the
+  // cache holds it too.
+  yamlParser();
   flushCompileCache();
   process.stdout.write(`compiled ${modules.length} modules into ${directory}\n`);
 }

@@ -24,12 +24,12 @@ export class AlertRulesError extends ListingsSyncError {
 }
 
 /**
- * YAML's parser, loaded on the first YAML rules file: most processes read none, and the
- * package is 72 modules to load at every start (docs/benchmarks.md).
+ * YAML's parser, loaded for the first YAML rules file: most processes read none, and the
+ * package is 72 modules to load at every start (docs/benchmarks.md). The image's compile
+ * cache holds it all the same (src/cli/warm-compile-cache.ts loads it).
  */
-function parseYaml(text: string): unknown {
-  const { parse } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
-  return parse(text);
+export function yamlParser(): (text: string) => unknown {
+  return (createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse;
 }
 
 const HOUR_MS = 3_600_000;
@@ -347,8 +347,9 @@ export function readAlertRulesFile(file: string): AlertRulesFileResult {
   }
   let document: unknown;
   const yaml = /\.ya?ml$/i.test(file);
+  const parse = yaml ? yamlParser() : JSON.parse;
   try {
-    document = yaml ? parseYaml(text) : JSON.parse(text);
+    document = parse(text);
   } catch (cause) {
     if (text.trim() === '') document = null;
     else {

@@ -66,11 +66,36 @@ describe.each(testBackends)('migrations (%s)', (backend) => {
       expect(await migrateToLatest(wh.db)).toEqual({ applied: [last] });
       expect(await tablesIn(wh.db)).toContain('kysely_migration_lock');
 
-      // One applied that this code does not have (a newer release migrated it): not taken
-      // for up to date; the migrator refuses, naming it, and applies nothing.
-      await sql`insert into kysely_migration (name, timestamp)
-        values ('9999_from_a_newer_release', now())`.execute(wh.db);
+      // As many applied as the folder holds, but one this code does not have (a newer
+      // release's): not taken for up to date; the migrator refuses, naming it.
+      await sql`update kysely_migration set name = '9999_from_a_newer_release'
+        where name = ${last}`.execute(wh.db);
       await expect(migrateToLatest(wh.db)).rejects.toThrow(/9999_from_a_newer_release/);
+      await sql`update kysely_migration set name = ${last}
+        where name = '9999_from_a_newer_release'`.execute(wh.db);
+
+      // Every one applied, but the last before all the others (as Kysely orders them, by
+      // the time each was applied): the migrator refuses, as it always did.
+      await sql`update kysely_migration set timestamp = '2000-01-01T00:00:00.000Z'
+        where name = ${last}`.execute(wh.db);
+      await expect(migrateToLatest(wh.db)).rejects.toThrow(/corrupted migrations/);
+    } finally {
+      await wh.close();
+    }
+  });
+
+  it('say that the search path names no schema, before anything else', async () => {
+    const wh = await createTestWarehouse(backend);
+    try {
+      await wh.db.connection().execute(async (db) => {
+        await sql`set search_path to no_such_schema_here`.execute(db);
+        try {
+          await expect(pendingMigrations(db)).rejects.toThrow(/has no current schema/);
+          await expect(migrateToLatest(db)).rejects.toThrow(/has no current schema/);
+        } finally {
+          await sql`reset search_path`.execute(db);
+        }
+      });
     } finally {
       await wh.close();
     }

@@ -36,27 +36,34 @@ async function migrationFiles(): Promise<string[]> {
  * the bookkeeping table: the common case, a warehouse as current as its code, answered
  * without the Migrator, which first lists every table of every schema with its columns
  * (Kysely's check that its table exists) and loads each migration's module, about 0.1 s
- * of every process's start (docs/benchmarks.md). Anything else (no bookkeeping table yet,
- * a migration pending, one applied that the folder lacks) goes to the Migrator, which
- * applies or says what is wrong as before.
+ * of every process's start (docs/benchmarks.md). It holds the applied migrations to the
+ * checks the Migrator makes before it finds nothing to do: each a migration of the folder,
+ * all of them, in the folder's order when ordered as Kysely orders them (by the time each
+ * was applied, then by name), every time readable. Anything else (no current schema, no
+ * bookkeeping table yet, a migration pending, one applied that the folder lacks, one out
+ * of order) goes to the Migrator, which applies or says what is wrong as before.
  */
 async function appliedAll(db: Kysely<Database>): Promise<boolean> {
+  // quote_ident(null) is null, and so is the name: no current schema reads as absent.
   const { rows } = await sql<{ schema: string | null; present: boolean }>`
     select current_schema() as schema,
-      to_regclass(format('%I.kysely_migration', current_schema())) is not null as present`.execute(
-    db,
-  );
+      to_regclass(quote_ident(current_schema()) || '.kysely_migration') is not null
+        as present`.execute(db);
   const schema = rows[0]?.schema;
   if (!schema || !rows[0]?.present) return false;
   const [files, { rows: applied }] = await Promise.all([
     migrationFiles(),
-    sql<{
-      name: string;
-    }>`select name from ${sql.id(schema, 'kysely_migration')} order by name`.execute(db),
+    sql<{ name: string; timestamp: string }>`
+      select name, timestamp from ${sql.id(schema, 'kysely_migration')}`.execute(db),
   ]);
-  return (
-    applied.length === files.length && applied.every(({ name }, i) => `${name}.ts` === files[i])
-  );
+  const names = files.map((file) => file.replace(/\.ts$/, '')).sort();
+  const executed = applied.map(({ name, timestamp }) => ({
+    name,
+    at: new Date(timestamp).getTime(),
+  }));
+  if (executed.some(({ at }) => Number.isNaN(at))) return false;
+  executed.sort((a, b) => a.at - b.at || a.name.localeCompare(b.name));
+  return executed.length === names.length && executed.every(({ name }, i) => name === names[i]);
 }
 
 /** Reads `migrations/*.ts` in name order. */
