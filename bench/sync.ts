@@ -689,6 +689,17 @@ if (!Number.isInteger(pairs) || pairs < 1) {
   process.exit(2);
 }
 const dir = mkdtempSync(join(tmpdir(), 'listings-sync-bench-'));
+// This tree's sync reads V8's compile cache as the CLI does (src/cli/compile-cache.ts): in a
+// directory of the bench's own, written by one unmeasured start before any measured run. A
+// revision checked out by --against runs as its code starts, with no cache unless it turns
+// one on. NODE_DISABLE_COMPILE_CACHE=1 runs this tree without it.
+process.env['XDG_CACHE_HOME'] = join(dir, 'cache');
+delete process.env['NODE_COMPILE_CACHE'];
+spawnSync(
+  process.execPath,
+  [...SYNC_NODE_FLAGS, join(ROOT, 'bench/run-sync.ts'), JSON.stringify({ warmOnly: true })],
+  { stdio: 'inherit' },
+);
 try {
   process.stdout.write(`sync node flags: ${SYNC_NODE_FLAGS.join(' ') || '(none)'}\n\n`);
   if (against) {

@@ -14,7 +14,7 @@ import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { observeResponses } from '../../src/api/client.ts';
 import { columnTypesOf, createApiClient, recordSchemaParts } from '../../src/api/index.ts';
-import { airbyteCall } from '../../src/cli/main.ts';
+import { airbyteCall } from '../../src/cli/program.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { CATALOG_STREAMS, STREAM_DESCRIPTORS } from '../../src/streams/index.ts';
 import { runCli } from '../helpers/cli.ts';

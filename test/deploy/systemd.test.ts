@@ -91,6 +91,10 @@ describe('deploy/systemd: what docs/deploy.md says of the units', () => {
       expect(Number(d.get('TimeoutStopSec')?.[0])).toBeGreaterThanOrEqual(60);
       expect(d.get('DynamicUser')).toEqual(['yes']);
       expect(d.get('NoNewPrivileges')).toEqual(['yes']);
+      // A DynamicUser's home is not writable: the compile cache goes to the unit's own
+      // cache directory (docs/running.md, "The compile cache").
+      expect(d.get('CacheDirectory')).toEqual(['listings-sync']);
+      expect(d.get('Environment')).toContain('NODE_COMPILE_CACHE=%C/listings-sync/node-compile');
     },
   );
 

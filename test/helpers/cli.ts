@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { main } from '../../src/cli/main.ts';
+import { main } from '../../src/cli/program.ts';
 import type { CliIo, CliServices } from '../../src/command/io.ts';
 import {
   type RunningSandbox,
@@ -27,6 +27,7 @@ import {
   type TestBackend,
   type TestWarehouse,
 } from './database.ts';
+import { testCacheDir } from './temporary-root.ts';
 
 const CLI = join(import.meta.dirname, '../../src/cli/main.ts');
 
@@ -237,7 +238,15 @@ export function spawnCli(
 ): Spawned {
   const child = spawn(process.execPath, [CLI, ...args], {
     ...(options.cwd ? { cwd: options.cwd } : {}),
-    env: { PATH: process.env['PATH'] ?? '', TMPDIR: tmpdir(), LOG_LEVEL: 'info', ...env },
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      TMPDIR: tmpdir(),
+      // The CLI's compile cache (src/cli/compile-cache.ts) in the machine's temporary
+      // directory, kept across runs, never in the home of whoever runs the tests.
+      XDG_CACHE_HOME: join(testCacheDir(), 'listings-sync-test-xdg-cache'),
+      LOG_LEVEL: 'info',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

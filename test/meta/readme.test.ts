@@ -5,7 +5,7 @@
  * answers `--help` with its usage and the environment variables it reads.
  *
  * Substitutions, kept few and explicit: `npx listings-sync` (and `node_modules/.bin/node src/cli/main.ts`) runs `main(argv, io)` of
- * src/cli/main.ts in this process, in the line's directory and with only the line's
+ * src/cli/program.ts in this process, in the line's directory and with only the line's
  * environment; the sandbox listens on a free port instead of 4010 (tests run side by
  * side), and the curl line is pointed at it.
  */
