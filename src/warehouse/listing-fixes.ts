@@ -36,10 +36,13 @@ export async function writeListingFixes(
   // snapshot, so the insert's lookup of earlier fixes never sees this write's). A part with
   // no listings is left out of the statement: a business's first write closes nothing, and an
   // empty update was still planned and scanned the business's open episodes, for no row.
+  // The arrays are read through scalar subqueries, as in src/raw/reads.ts (BODIES_KNOWN):
+  // with their lengths in view, every business's write was planned afresh (a first sync of
+  // 500: 106 ms of planning for 47 ms of running; now 20 ms).
   const close = sql`
       update listing_fixes f set fixed_at = ${at}::timestamptz,
         fixed_on = (${at}::timestamptz at time zone 'UTC')::date
-      from unnest(${[...closed]}::bigint[]) as c(listing_id)
+      from unnest((select ${[...closed]}::bigint[])) as c(listing_id)
       where f.business_id = ${businessId} and f.listing_id = c.listing_id and f.fixed_at is null`;
   if (opened.length === 0) {
     await close.execute(db);
@@ -50,8 +53,9 @@ export async function writeListingFixes(
         turned_inaccurate_on, first_seen, previous_fixed_at)
       select ${businessId}::bigint, o.listing_id, o.site_name, ${at}::timestamptz,
         (${at}::timestamptz at time zone 'UTC')::date, o.first_seen, p.fixed_at
-      from unnest(${opened.map((o) => o.listingId)}::bigint[],
-        ${opened.map((o) => o.siteName)}::text[], ${opened.map((o) => o.firstSeen)}::boolean[])
+      from unnest((select ${opened.map((o) => o.listingId)}::bigint[]),
+        (select ${opened.map((o) => o.siteName)}::text[]),
+        (select ${opened.map((o) => o.firstSeen)}::boolean[]))
         as o(listing_id, site_name, first_seen)
       left join lateral (
         select max(f.fixed_at) as fixed_at from listing_fixes f

@@ -8,8 +8,10 @@
  */
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
+import { bodiesKept } from '../../src/raw/reads.ts';
 import { upsertRows } from '../../src/warehouse/bulk-write.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
+import { writeListingFixes } from '../../src/warehouse/listing-fixes.ts';
 import {
   createTestWarehouse,
   skipOnPglite,
@@ -52,6 +54,45 @@ describe.each(testBackends)('named prepared statements (%s)', (backend) => {
     expect(await run(2)).toBe(1002);
     expect(await run(3)).toBe(1003);
     expect(await prepared(w)).toEqual(['select $1::int + 1000 as n']);
+  });
+
+  it("plans the once-per-business statements whose costs hang on their arrays' lengths generically after five runs, not afresh at every business", async (context) => {
+    skipOnPglite(context, backend, 'no pg driver, no wire protocol');
+    const w = await oneConnection();
+    const since = new Date(Date.UTC(2026, 0, 1));
+    for (let n = 1; n <= 9; n++) {
+      // Like a night's businesses: each its own id and its own number of reads and listings.
+      await bodiesKept(
+        w.db,
+        Array.from({ length: n }, (_, i) => ({
+          hash: (n * 16 + i).toString(16).padStart(64, '0'),
+          businessId: 70_000 + n,
+          accountName: 'a',
+          operation: 'list_listings',
+          request: `/businesses/${70_000 + n}/listings.json`,
+        })),
+        since,
+      );
+      const at = new Date(since.getTime() + n * 86_400_000);
+      const opened = Array.from({ length: n }, (_, i) => ({
+        listingId: 1_000 * n + i,
+        siteName: 'Yelp',
+        firstSeen: true,
+      }));
+      await writeListingFixes(w.db, 70_000 + n, at, opened, [1_000 * (n - 1)]);
+    }
+    const { rows } = await sql<{ statement: string; generic: number; custom: number }>`
+      select statement, generic_plans::int as generic, custom_plans::int as custom
+        from pg_prepared_statements
+       where statement like '%raw_bodies k%' or statement like '%insert into listing_fixes%'`.execute(
+      w.db,
+    );
+    expect(rows).toHaveLength(2);
+    for (const row of rows) {
+      // Prepared at its second run: eight runs, at most PostgreSQL's five custom plans.
+      expect(row.custom, row.statement).toBeLessThanOrEqual(5);
+      expect(row.generic, row.statement).toBeGreaterThanOrEqual(3);
+    }
   });
 
   it('gives each warehouse its own names: one that used up its 200 leaves the next its own', async (context) => {
