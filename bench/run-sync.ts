@@ -10,7 +10,7 @@
  * With OTEL_EXPORTER_OTLP_ENDPOINT set it exports the run's spans, as the CLI does; the
  * wall time includes flushing them.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Credential } from '../src/api/index.ts';
 import { enableCompileCache } from '../src/cli/compile-cache.ts';
 
@@ -48,8 +48,14 @@ interface Args {
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as Args & { warmOnly?: boolean };
-// `{"warmOnly": true}`: the modules loaded (and the compile cache written at exit), no sync.
-if (args.warmOnly) process.exit(0);
+// `{"warmOnly": true}`: the modules a first sync loads, the migrations too, and the compile
+// cache written at exit; no sync.
+if (args.warmOnly) {
+  const migrations = new URL('../migrations/', import.meta.url);
+  const names = readdirSync(migrations).filter((name) => name.endsWith('.ts'));
+  for (const name of names.sort()) await import(new URL(name, migrations).href);
+  process.exit(0);
+}
 const credentials = JSON.parse(readFileSync(args.credentialsFile, 'utf8')) as Credential[];
 const warehouse = await openWarehouse(
   args.databaseUrl
@@ -61,7 +67,7 @@ const warehouse = await openWarehouse(
     : { pgliteDataDir: args.pgliteDataDir ?? './.data/bench' },
 );
 await migrateToLatest(warehouse.db);
-// Traces as the CLI starts them (src/cli/main.ts): only when the environment asks.
+// Traces as the CLI starts them (src/cli/program.ts): only when the environment asks.
 const tracing = await startTracing(process.env, 'bench');
 const api = createApiClient({
   concurrency: args.concurrency,

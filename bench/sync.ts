@@ -367,6 +367,7 @@ async function benchSize(url: string, businesses: number, dir: string): Promise<
       searchPath: warmSchema,
       readsOnly: true,
     });
+    warmCompileCache(ROOT);
     const syncArgs = { ...common, searchPath: syncSchema };
     process.stderr.write(
       `bench: ${businesses} businesses, sync (${SYNC_NODE_FLAGS.join(' ')}) …\n`,
@@ -509,6 +510,21 @@ async function benchSize(url: string, businesses: number, dir: string): Promise<
   }
 }
 
+/**
+ * One unmeasured start of a tree's `bench/run-sync.ts` that only loads what a first sync
+ * loads (`{"warmOnly": true}`), so that no measured run writes the compile cache: a tree
+ * that turns one on (this one; a revision from 7fc4d01 on) has it written before its first
+ * measured run. A revision from before either has no cache or fails at once on its missing
+ * credentials file, starting no sync: its outcome is not looked at.
+ */
+function warmCompileCache(root: string): void {
+  spawnSync(
+    process.execPath,
+    [...SYNC_NODE_FLAGS, join(root, 'bench/run-sync.ts'), JSON.stringify({ warmOnly: true })],
+    { stdio: root === ROOT ? 'inherit' : 'ignore' },
+  );
+}
+
 /** A tree to run: this one, or a git revision checked out beside it. */
 interface Tree {
   name: string;
@@ -582,6 +598,7 @@ async function benchAgainst(
     } finally {
       await withAdmin(url, (c) => c.query(`drop schema if exists ${warm} cascade`));
     }
+    for (const tree of [base, head]) warmCompileCache(tree.root);
     for (let round = 0; round < pairs; round++) {
       const order = round % 2 === 0 ? [base, head] : [head, base];
       const figures = new Map<string, { first: number; unchanged: number }>();
@@ -689,17 +706,11 @@ if (!Number.isInteger(pairs) || pairs < 1) {
   process.exit(2);
 }
 const dir = mkdtempSync(join(tmpdir(), 'listings-sync-bench-'));
-// This tree's sync reads V8's compile cache as the CLI does (src/cli/compile-cache.ts): in a
-// directory of the bench's own, written by one unmeasured start before any measured run. A
-// revision checked out by --against runs as its code starts, with no cache unless it turns
-// one on. NODE_DISABLE_COMPILE_CACHE=1 runs this tree without it.
+// This tree's sync reads V8's compile cache as the CLI does (src/cli/compile-cache.ts), in a
+// directory of the bench's own (`warmCompileCache`). NODE_DISABLE_COMPILE_CACHE=1 runs it
+// without.
 process.env['XDG_CACHE_HOME'] = join(dir, 'cache');
 delete process.env['NODE_COMPILE_CACHE'];
-spawnSync(
-  process.execPath,
-  [...SYNC_NODE_FLAGS, join(ROOT, 'bench/run-sync.ts'), JSON.stringify({ warmOnly: true })],
-  { stdio: 'inherit' },
-);
 try {
   process.stdout.write(`sync node flags: ${SYNC_NODE_FLAGS.join(' ') || '(none)'}\n\n`);
   if (against) {

@@ -3,8 +3,8 @@
  * cache"): the modules, type-stripped and compiled once, are read back by the next
  * process, about 0.2 s of CPU less per start (a nightly `sync`, each Airbyte call, every
  * `runs` or `report`). Node writes what a process compiled when it exits, and reads only
- * what matches the module's source and the process's V8 flags, so a stale or foreign entry
- * is compiled afresh, never run.
+ * what matches the module's source and the process's V8 flags, so an entry left by code
+ * since changed is compiled afresh, never run.
  *
  * Where: `NODE_COMPILE_CACHE` when set (the image and the systemd units set it, and Node
  * has then turned the cache on before any module ran); otherwise the user's own cache
@@ -24,28 +24,33 @@ export function compileCacheDirectory(
   home: () => string = homedir,
 ): string | undefined {
   const xdg = env['XDG_CACHE_HOME'];
+  let directory: string;
   // The XDG rule: a relative XDG_CACHE_HOME is invalid and ignored.
-  if (xdg && isAbsolute(xdg)) return join(xdg, 'listings-sync', 'node-compile-cache');
-  let root: string;
-  try {
-    root = home();
-  } catch {
-    return undefined;
+  if (xdg && isAbsolute(xdg)) directory = join(xdg, 'listings-sync', 'node-compile-cache');
+  else {
+    let root: string;
+    try {
+      root = home();
+    } catch {
+      return undefined;
+    }
+    if (!isAbsolute(root)) return undefined;
+    directory = join(root, '.cache', 'listings-sync', 'node-compile-cache');
   }
-  return isAbsolute(root) ? join(root, '.cache', 'listings-sync', 'node-compile-cache') : undefined;
+  // Node's making of the directory never returns under /proc (it spins, printing nothing):
+  // a home or XDG_CACHE_HOME there gets no cache rather than a command that hangs.
+  return directory === '/proc' || directory.startsWith('/proc/') ? undefined : directory;
 }
 
-/** Turns the cache on for the modules loaded from now on; a no-op where it cannot be. */
+/**
+ * Turns the cache on for the modules loaded from now on. Node's own rules stay in force:
+ * with `NODE_COMPILE_CACHE` set it is on already and this changes nothing, and
+ * `NODE_DISABLE_COMPILE_CACHE` keeps it off; a directory Node cannot make or write leaves it
+ * off, silently (Node answers with a status, never an exception).
+ */
 export function enableCompileCache(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): void {
-  // Turned off; or set, and Node turned it on before any module ran.
-  if (env['NODE_DISABLE_COMPILE_CACHE'] || env['NODE_COMPILE_CACHE']) return;
   const directory = compileCacheDirectory(env);
-  if (directory === undefined) return;
-  try {
-    enableNodeCompileCache(directory);
-  } catch {
-    // An older Node without it: run uncached.
-  }
+  if (directory !== undefined) enableNodeCompileCache(directory);
 }

@@ -21,6 +21,15 @@ describe('compileCacheDirectory', () => {
     expect(compileCacheDirectory({ XDG_CACHE_HOME: 'cache' }, home)).toBe(expected);
   });
 
+  it('is none under /proc, where Node would hang making it', () => {
+    expect(compileCacheDirectory({ XDG_CACHE_HOME: '/proc' }, home)).toBeUndefined();
+    expect(compileCacheDirectory({ XDG_CACHE_HOME: '/proc/self' }, home)).toBeUndefined();
+    expect(compileCacheDirectory({}, () => '/proc')).toBeUndefined();
+    expect(compileCacheDirectory({ XDG_CACHE_HOME: '/processes' }, home)).toBe(
+      '/processes/listings-sync/node-compile-cache',
+    );
+  });
+
   it('is none without a home to put it in, rather than a shared or relative directory', () => {
     expect(compileCacheDirectory({}, () => '')).toBeUndefined();
     expect(compileCacheDirectory({}, () => 'relative')).toBeUndefined();

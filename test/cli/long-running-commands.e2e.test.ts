@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { waitForStdout } from '../helpers/cli.ts';
+import { cliCacheEnv, waitForStdout } from '../helpers/cli.ts';
 import { createPgliteDataDir } from '../helpers/database.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -103,6 +103,7 @@ describe('long-running commands', () => {
           PATH: `${dirname(process.execPath)}:${process.env['PATH'] ?? ''}`,
           PGLITE_DATA_DIR: join(dir, 'pglite'),
           LOG_LEVEL: 'info',
+          ...cliCacheEnv(),
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       });

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliCacheEnv } from '../helpers/cli.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -46,6 +47,7 @@ describe.skipIf(!npx)('npm around npx listings-sync', () => {
         env: {
           PATH: userPath,
           HOME: process.env['HOME'] ?? '',
+          ...cliCacheEnv(),
           TMPDIR: tmpdir(),
           npm_config_cache: cache,
           npm_config_offline: 'true',

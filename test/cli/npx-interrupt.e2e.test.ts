@@ -25,6 +25,7 @@ import { basename, delimiter, join, sep } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { signalMeaning } from '../../src/cli/process-io.ts';
 import {
+  cliCacheEnv,
   type Finished,
   type SyncCommandFixture,
   startSyncFixture,
@@ -88,6 +89,7 @@ describe('Ctrl-C on listings-sync sync', () => {
       env: {
         PATH: userPath,
         HOME: process.env['HOME'] ?? '',
+        ...cliCacheEnv(),
         TMPDIR: tmpdir(),
         LOG_LEVEL: 'info',
         npm_config_cache: npmCache,

@@ -92,9 +92,10 @@ describe('deploy/systemd: what docs/deploy.md says of the units', () => {
       expect(d.get('DynamicUser')).toEqual(['yes']);
       expect(d.get('NoNewPrivileges')).toEqual(['yes']);
       // A DynamicUser's home is not writable: the compile cache goes to the unit's own
-      // cache directory (docs/running.md, "The compile cache").
-      expect(d.get('CacheDirectory')).toEqual(['listings-sync']);
-      expect(d.get('Environment')).toContain('NODE_COMPILE_CACHE=%C/listings-sync/node-compile');
+      // cache directory (docs/running.md, "The compile cache"), one per unit.
+      const own = `listings-sync/${unit.replace(/^listings-sync-|\.service$/g, '')}`;
+      expect(d.get('CacheDirectory')).toEqual([own]);
+      expect(d.get('Environment')).toContain(`NODE_COMPILE_CACHE=%C/${own}`);
     },
   );
 

@@ -27,7 +27,7 @@ import {
   type TestBackend,
   type TestWarehouse,
 } from './database.ts';
-import { testCacheDir } from './temporary-root.ts';
+import { runSharedDir } from './temporary-root.ts';
 
 const CLI = join(import.meta.dirname, '../../src/cli/main.ts');
 
@@ -231,6 +231,16 @@ export interface Spawned {
   stdout(): string;
 }
 
+/**
+ * The environment that keeps a CLI process's compile cache (src/cli/compile-cache.ts) in
+ * the run's own temporary directory (made by this user, mode 0700, removed at the end),
+ * never in the home of whoever runs the tests nor in a directory other users can write.
+ * Every test that starts the CLI as a process gives it this.
+ */
+export function cliCacheEnv(): { XDG_CACHE_HOME: string } {
+  return { XDG_CACHE_HOME: join(runSharedDir(), 'xdg-cache') };
+}
+
 export function spawnCli(
   args: string[],
   env: Record<string, string>,
@@ -241,9 +251,7 @@ export function spawnCli(
     env: {
       PATH: process.env['PATH'] ?? '',
       TMPDIR: tmpdir(),
-      // The CLI's compile cache (src/cli/compile-cache.ts) in the machine's temporary
-      // directory, kept across runs, never in the home of whoever runs the tests.
-      XDG_CACHE_HOME: join(testCacheDir(), 'listings-sync-test-xdg-cache'),
+      ...cliCacheEnv(),
       LOG_LEVEL: 'info',
       ...env,
     },
