@@ -20,7 +20,13 @@ import {
   requestKey,
   SECRET_PARAMS,
 } from './body.ts';
-import { bodiesKept, insertRawBodies, insertRawReads, type RawBodyToInsert } from './reads.ts';
+import {
+  type BodyBase,
+  bodiesKept,
+  insertRawBodies,
+  insertRawReads,
+  type RawBodyToInsert,
+} from './reads.ts';
 
 /** One read as the raw zone keeps it, before it is written. */
 export interface KeptRead {
@@ -130,26 +136,31 @@ export async function writeRawReads(
   reads: readonly KeptRead[],
 ): Promise<void> {
   if (reads.length === 0) return;
+  const rows = reads.map((read) => ({
+    run_id: header.runId,
+    account_name: read.accountName,
+    business_id: read.businessId,
+    operation: read.operation,
+    request: read.request,
+    attempt: read.attempt,
+    status: read.status,
+    observed_at: header.observedAt ?? read.observedAt,
+    body_hash: read.hash,
+    uncommitted: read.uncommitted === true,
+  }));
   const firstRead = new Map<string, KeptRead>();
   for (const read of reads) if (!firstRead.has(read.hash)) firstRead.set(read.hash, read);
-  const hashes = [...firstRead.keys()].sort();
-  // Only the bodies raw_bodies lacks are compressed and inserted, in hash order.
-  await insertRawBodies(db, await bodiesToInsert(db, hashes, firstRead));
-  await insertRawReads(
-    db,
-    reads.map((read) => ({
-      run_id: header.runId,
-      account_name: read.accountName,
-      business_id: read.businessId,
-      operation: read.operation,
-      request: read.request,
-      attempt: read.attempt,
-      status: read.status,
-      observed_at: header.observedAt ?? read.observedAt,
-      body_hash: read.hash,
-      uncommitted: read.uncommitted === true,
-    })),
-  );
+  const bodies = [...firstRead.keys()].sort().map((hash) => firstRead.get(hash) as KeptRead);
+  let since = bodies[0]?.observedAt.getTime() ?? 0;
+  for (const read of bodies) since = Math.min(since, read.observedAt.getTime());
+  // Which bodies are kept already (primary-key probes), and each new one's base when its
+  // business, or its account for a read tied to none, has reads in the window. Every body
+  // kept (an unchanged night): the reads go in with that statement, and that is all.
+  const kept = await bodiesKept(db, bodies, new Date(since - BASE_WINDOW_MS), rows);
+  if (kept.readsWritten) return;
+  // Only the bodies raw_bodies lacks are compressed and inserted, in hash order, then the reads.
+  await insertRawBodies(db, bodiesToInsert(bodies, kept.bases));
+  await insertRawReads(db, rows);
 }
 
 /** How far back a new body looks for the previous body of its request: a few nights. */
@@ -166,17 +177,7 @@ const DELTA_SHARE = 0.5;
  * request (docs/warehouse.md, "Raw zone"), or whole when there is none or the delta would
  * not be small.
  */
-async function bodiesToInsert(
-  db: Kysely<Database> | Transaction<Database>,
-  hashes: readonly string[],
-  firstRead: ReadonlyMap<string, KeptRead>,
-): Promise<RawBodyToInsert[]> {
-  const reads = hashes.map((hash) => firstRead.get(hash) as KeptRead);
-  let since = reads[0]?.observedAt.getTime() ?? 0;
-  for (const read of reads) since = Math.min(since, read.observedAt.getTime());
-  // Which bodies are kept already (primary-key probes), and each new one's base when its
-  // business, or its account for a read tied to none, has reads in the window.
-  const kept = await bodiesKept(db, reads, new Date(since - BASE_WINDOW_MS));
+function bodiesToInsert(reads: readonly KeptRead[], kept: readonly BodyBase[]): RawBodyToInsert[] {
   const baseTexts = new Map<string, string>();
   const out: RawBodyToInsert[] = [];
   reads.forEach((read, i) => {

@@ -40,12 +40,20 @@ export interface BodyBase {
   bytes: Uint8Array | null;
 }
 
+/** What `bodiesKept` found, and whether the reads it was given are written already. */
+export interface BodiesKept {
+  /** For each body, in the batch's order. */
+  bases: BodyBase[];
+  /** The reads went in with the probe: every body was kept already. */
+  readsWritten: boolean;
+}
+
 /**
  * For each body, in the batch's order: whether `raw_bodies` holds it already and, when it
  * does not, the base of the latest body kept since `since` of a read of the same business
  * (or, for a read tied to no business, the same account's) and operation, the same request
- * first: that body itself when it is kept whole, else its own base. A base is always a body kept whole, so a delta
- * decodes from two rows at most.
+ * first: that body itself when it is kept whole, else its own base. A base is always a body
+ * kept whole, so a delta decodes from two rows at most.
  *
  * One statement asks which bodies are kept and whether the batch's businesses (or its
  * account, for reads tied to none) have reads since `since` at all; only new bodies with
@@ -53,24 +61,36 @@ export interface BodyBase {
  * plans it afresh on every execution (about 0.5 ms: on an unchanged night of 500
  * businesses, 261 ms of planning against 57 ms of execution), which an unchanged night,
  * every body kept, and a business's first night, no earlier reads, no longer pay.
+ *
+ * The same statement appends `reads`, the reads of these bodies, when every body is kept
+ * already (`readsWritten`): an unchanged night writes a business's raw zone in one
+ * statement rather than two. Otherwise it writes nothing, and the caller keeps the new
+ * bodies, then the reads.
  */
 export async function bodiesKept(
   db: Db,
   bodies: readonly BodyOfRead[],
   since: Date,
-): Promise<BodyBase[]> {
+  reads: readonly RawReadToInsert[],
+): Promise<BodiesKept> {
   const businessIds = [
     ...new Set(bodies.flatMap((b) => (b.businessId === null ? [] : [b.businessId]))),
   ];
-  const { rows } = await db.executeQuery<{ known: (string | number)[]; earlier: boolean }>(
-    CompiledQuery.raw(BODIES_KNOWN, [
-      arrayLiteral(bodies.map((b) => b.hash)),
-      arrayLiteral(businessIds),
-      arrayLiteral([...new Set(bodies.map((b) => b.accountName))]),
-      since.toISOString(),
-      bodies.some((b) => b.businessId === null),
-    ]),
-  );
+  const probe = [
+    arrayLiteral(bodies.map((b) => b.hash)),
+    arrayLiteral(businessIds),
+    arrayLiteral([...new Set(bodies.map((b) => b.accountName))]),
+    since.toISOString(),
+    bodies.some((b) => b.businessId === null),
+  ];
+  const { rows } = await db.executeQuery<{
+    known: (string | number)[];
+    earlier: boolean;
+    written?: boolean;
+  }>(CompiledQuery.raw(READS_IF_BODIES_KNOWN, [...probe, ...readSetParams(reads)]));
+  if (rows[0]?.written === true) {
+    return { bases: bodies.map(() => KEPT), readsWritten: true };
+  }
   const known = new Set((rows[0]?.known ?? []).map((i) => Number(i) - 1));
   const fresh = bodies.flatMap((body, index) => (known.has(index) ? [] : [{ body, index }]));
   const bases = new Map<number, BodyBase>();
@@ -90,11 +110,21 @@ export async function bodiesKept(
       bases.set((fresh[Number(i) - 1] as { index: number }).index, { ...row, known: false });
     }
   }
-  return bodies.map(
-    (_, index) =>
-      bases.get(index) ?? { known: known.has(index), base_hash: null, encoding: null, bytes: null },
-  );
+  return {
+    bases: bodies.map(
+      (_, index) =>
+        bases.get(index) ?? {
+          known: known.has(index),
+          base_hash: null,
+          encoding: null,
+          bytes: null,
+        },
+    ),
+    readsWritten: false,
+  };
 }
+
+const KEPT: BodyBase = { known: true, base_hash: null, encoding: null, bytes: null };
 
 /**
  * Inserts bodies, skipping any another transaction kept meanwhile. The caller gives them
@@ -124,6 +154,11 @@ export async function insertRawBodies(db: Db, bodies: readonly RawBodyToInsert[]
  */
 export async function insertRawReads(db: Db, reads: readonly RawReadToInsert[]): Promise<void> {
   if (reads.length === 0) return;
+  await db.executeQuery(CompiledQuery.raw(INSERT_SETS, readSetParams(reads)));
+}
+
+/** INSERT_SETS' seven parameters: the reads' `raw_read_sets` rows, in read order. */
+function readSetParams(reads: readonly RawReadToInsert[]): unknown[] {
   const sets: { first: RawReadToInsert; lines: string[]; hashes: string[] }[] = [];
   for (const read of reads) {
     let set = sets[sets.length - 1];
@@ -139,17 +174,15 @@ export async function insertRawReads(db: Db, reads: readonly RawReadToInsert[]):
     }
     set.hashes.push(read.body_hash);
   }
-  await db.executeQuery(
-    CompiledQuery.raw(INSERT_SETS, [
-      arrayLiteral(sets.map((s) => s.first.run_id)),
-      arrayLiteral(sets.map((s) => s.first.account_name)),
-      arrayLiteral(sets.map((s) => s.first.business_id)),
-      arrayLiteral(sets.map((s) => s.first.observed_at)),
-      arrayLiteral(sets.map((s) => s.first.uncommitted === true)),
-      arrayLiteral(sets.map((s) => s.lines.join('\n'))),
-      arrayLiteral(sets.map((s) => s.hashes.join(''))),
-    ]),
-  );
+  return [
+    arrayLiteral(sets.map((s) => s.first.run_id)),
+    arrayLiteral(sets.map((s) => s.first.account_name)),
+    arrayLiteral(sets.map((s) => s.first.business_id)),
+    arrayLiteral(sets.map((s) => s.first.observed_at)),
+    arrayLiteral(sets.map((s) => s.first.uncommitted === true)),
+    arrayLiteral(sets.map((s) => s.lines.join('\n'))),
+    arrayLiteral(sets.map((s) => s.hashes.join(''))),
+  ];
 }
 
 /** A sha256 in lowercase hex as the 32 bytes `raw_bodies` keeps (migration 0035). */
@@ -223,37 +256,65 @@ function sameSet(a: RawReadToInsert, b: RawReadToInsert): boolean {
   );
 }
 
-// The sets in read order, so their `set_id`s, and the view's `read_id`s, follow the reads'.
-const INSERT_SETS = `
+/**
+ * The insert of read sets whose seven arrays (INSERT_SETS' parameters) are `$first` on, in
+ * read order, so their `set_id`s, and the view's `read_id`s, follow the reads'. `where`
+ * filters the rows (READS_IF_BODIES_KNOWN's "every body kept").
+ */
+const insertSets = (first: number, where = '') => {
+  const [run, account, business, observed, uncommitted, reads, hashes] = Array.from(
+    { length: 7 },
+    (_, i) => `$${first + i}`,
+  );
+  return `
   insert into raw_read_sets (run_id, account_name, business_id, observed_at, uncommitted,
     reads, body_hashes)
   select run_id, account_name, business_id, observed_at, uncommitted, reads,
          decode(hashes, 'hex')
-    from unnest($1::uuid[], $2::text[], $3::bigint[], $4::timestamptz[], $5::boolean[],
-                $6::text[], $7::text[])
+    from unnest((select ${run}::uuid[]), (select ${account}::text[]),
+                (select ${business}::bigint[]), (select ${observed}::timestamptz[]),
+                (select ${uncommitted}::boolean[]), (select ${reads}::text[]),
+                (select ${hashes}::text[]))
            with ordinality as s(run_id, account_name, business_id, observed_at, uncommitted,
                                 reads, hashes, n)
+   ${where}
    order by n`;
+};
 
-// The bodies kept already, by primary-key probes (their 1-based positions), and whether any
-// read set of the batch's businesses, or of its account's reads tied to no business, was
-// observed since `$4`: each by raw_read_sets_business_idx (business_id, observed_at).
-// Each parameter is read through a scalar subquery, which the planner cannot see into, so
-// a custom plan costs what the generic plan does and PostgreSQL keeps the generic one after
-// five runs on a connection. With the values in view it planned afresh at every business
-// (the arrays' lengths made each custom plan look cheaper): on an unchanged night of 500,
-// 106 ms of planning for 50 ms of running, now 8 and 36 (pg_stat_statements).
-const BODIES_KNOWN = `
-  select array(select n.i
+const INSERT_SETS = insertSets(1);
+
+// Every parameter of the statements below is read through a scalar subquery, which the
+// planner cannot see into, so a custom plan costs what the generic plan does and PostgreSQL
+// keeps the generic one after five runs on a connection. With the values in view it
+// planned afresh at every business (the arrays' lengths made each custom plan look
+// cheaper): on an unchanged night of 500, 106 ms of planning for 50 ms of running the
+// probe, then 8 and 36 (pg_stat_statements).
+
+// The bodies of `$1` kept already, by primary-key probes: their 1-based positions.
+const KNOWN = `array(select n.i
                  from unnest((select $1::text[])) with ordinality as n(hash, i)
-                 join raw_bodies k on k.body_hash = decode(n.hash, 'hex')) as known,
-         exists(select 1 from raw_read_sets s
+                 join raw_bodies k on k.body_hash = decode(n.hash, 'hex'))`;
+
+// Whether any read set of the batch's businesses (`$2`), or of its account's (`$3`) reads
+// tied to no business (when `$5`), was observed since `$4`: each by
+// raw_read_sets_business_idx (business_id, observed_at).
+const EARLIER = `exists(select 1 from raw_read_sets s
                  where s.business_id = any((select $2::bigint[])::bigint[])
                    and s.observed_at >= (select $4::timestamptz)
                    and s.account_name = any((select $3::text[])::text[]))
          or ((select $5::boolean) and exists(select 1 from raw_read_sets s
                  where s.business_id is null and s.observed_at >= (select $4::timestamptz)
-                   and s.account_name = any((select $3::text[])::text[]))) as earlier`;
+                   and s.account_name = any((select $3::text[])::text[])))`;
+
+// KNOWN, and the reads (`$6` on) appended when every body is kept already; nothing written
+// otherwise, and then EARLIER.
+const READS_IF_BODIES_KNOWN = `
+  with probe as (select ${KNOWN} as known),
+  written as (${insertSets(6, 'where (select cardinality(known) from probe) = cardinality((select $1::text[]))')}
+    returning 1)
+  select known, exists(select 1 from written) as written,
+         not exists(select 1 from written) and (${EARLIER}) as earlier
+    from probe`;
 
 // For new bodies: each one's lateral probes raw_read_sets_business_idx (business_id,
 // observed_at) for the window since `$6` (a few nights of one business's reads; for the

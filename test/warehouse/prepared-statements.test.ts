@@ -62,17 +62,26 @@ describe.each(testBackends)('named prepared statements (%s)', (backend) => {
     const since = new Date(Date.UTC(2026, 0, 1));
     for (let n = 1; n <= 9; n++) {
       // Like a night's businesses: each its own id and its own number of reads and listings.
-      await bodiesKept(
-        w.db,
-        Array.from({ length: n }, (_, i) => ({
-          hash: (n * 16 + i).toString(16).padStart(64, '0'),
-          businessId: 70_000 + n,
-          accountName: 'a',
-          operation: 'list_listings',
-          request: `/businesses/${70_000 + n}/listings.json`,
-        })),
-        since,
-      );
+      const bodies = Array.from({ length: n }, (_, i) => ({
+        hash: (n * 16 + i).toString(16).padStart(64, '0'),
+        businessId: 70_000 + n,
+        accountName: 'a',
+        operation: 'list_listings',
+        request: `/businesses/${70_000 + n}/listings.json`,
+      }));
+      const reads = bodies.map((body) => ({
+        run_id: '00000000-0000-4000-8000-000000000001',
+        account_name: body.accountName,
+        business_id: body.businessId,
+        operation: body.operation,
+        request: body.request,
+        attempt: 1,
+        status: 200,
+        observed_at: since,
+        body_hash: body.hash,
+        uncommitted: false,
+      }));
+      await bodiesKept(w.db, bodies, since, reads);
       const at = new Date(since.getTime() + n * 86_400_000);
       const opened = Array.from({ length: n }, (_, i) => ({
         listingId: 1_000 * n + i,
