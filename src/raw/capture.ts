@@ -22,10 +22,10 @@ import {
 } from './body.ts';
 import {
   type BodyBase,
-  bodiesKept,
   insertRawBodies,
   insertRawReads,
   type RawBodyToInsert,
+  writeReadsIfBodiesKept,
 } from './reads.ts';
 
 /** One read as the raw zone keeps it, before it is written. */
@@ -156,7 +156,7 @@ export async function writeRawReads(
   // Which bodies are kept already (primary-key probes), and each new one's base when its
   // business, or its account for a read tied to none, has reads in the window. Every body
   // kept (an unchanged night): the reads go in with that statement, and that is all.
-  const kept = await bodiesKept(db, bodies, new Date(since - BASE_WINDOW_MS), rows);
+  const kept = await writeReadsIfBodiesKept(db, bodies, new Date(since - BASE_WINDOW_MS), rows);
   if (kept.readsWritten) return;
   // Only the bodies raw_bodies lacks are compressed and inserted, in hash order, then the reads.
   await insertRawBodies(db, bodiesToInsert(bodies, kept.bases));

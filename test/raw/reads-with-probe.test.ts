@@ -1,6 +1,6 @@
 /**
  * A business's reads and the raw zone's probe in one statement (src/raw/reads.ts,
- * `bodiesKept` given reads): when every body is kept already, as on an unchanged night, the
+ * `writeReadsIfBodiesKept` given reads): when every body is kept already, as on an unchanged night, the
  * reads go in with the probe; when any body is new, the probe writes nothing and the new
  * bodies are kept before the reads (`writeRawReads`, src/raw/capture.ts).
  */
@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bodyHash } from '../../src/raw/body.ts';
 import { type KeptRead, writeRawReads } from '../../src/raw/capture.ts';
-import { bodiesKept, type RawReadToInsert } from '../../src/raw/reads.ts';
+import { type RawReadToInsert, writeReadsIfBodiesKept } from '../../src/raw/reads.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 
 const AT = new Date(Date.UTC(2026, 2, 1, 3));
@@ -74,7 +74,7 @@ describe.each(testBackends)('raw reads written with the probe (%s)', (backend) =
     await writeRawReads(warehouse.db, { runId: second }, night);
     // And the probe itself says so.
     const third = randomUUID();
-    const kept = await bodiesKept(
+    const kept = await writeReadsIfBodiesKept(
       warehouse.db,
       [...night].sort((a, b) => a.hash.localeCompare(b.hash)),
       new Date(AT.getTime() - 8 * 86_400_000),
@@ -98,7 +98,7 @@ describe.each(testBackends)('raw reads written with the probe (%s)', (backend) =
     const changed = read('{"reviews":[3]}', 'list_reviews');
     const night = [kept, changed];
     const run = randomUUID();
-    const probe = await bodiesKept(
+    const probe = await writeReadsIfBodiesKept(
       warehouse.db,
       night,
       new Date(AT.getTime() - 8 * 86_400_000),
@@ -115,5 +115,20 @@ describe.each(testBackends)('raw reads written with the probe (%s)', (backend) =
       kept.hash,
       changed.hash,
     ]);
+  });
+
+  it('refuses reads whose body is not among the bodies asked, writing nothing', async () => {
+    const kept = read('{"listings":[1]}');
+    await writeRawReads(warehouse.db, { runId: randomUUID() }, [kept]);
+    const other = read('{"reviews":[4]}', 'list_reviews');
+    await expect(
+      writeReadsIfBodiesKept(
+        warehouse.db,
+        [kept],
+        AT,
+        [kept, other].map((r) => row(randomUUID(), r)),
+      ),
+    ).rejects.toThrow(`A raw read's body ${other.hash} is not among the bodies asked.`);
+    expect((await stored()).reads).toHaveLength(1);
   });
 });

@@ -8,7 +8,7 @@
  */
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { bodiesKept } from '../../src/raw/reads.ts';
+import { writeReadsIfBodiesKept } from '../../src/raw/reads.ts';
 import { upsertRows } from '../../src/warehouse/bulk-write.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { writeListingFixes } from '../../src/warehouse/listing-fixes.ts';
@@ -81,7 +81,7 @@ describe.each(testBackends)('named prepared statements (%s)', (backend) => {
         body_hash: body.hash,
         uncommitted: false,
       }));
-      await bodiesKept(w.db, bodies, since, reads);
+      await writeReadsIfBodiesKept(w.db, bodies, since, reads);
       const at = new Date(since.getTime() + n * 86_400_000);
       const opened = Array.from({ length: n }, (_, i) => ({
         listingId: 1_000 * n + i,

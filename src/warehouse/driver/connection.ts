@@ -230,7 +230,8 @@ export const pgliteParsers = {
 /**
  * Named prepared statements: PostgreSQL parses and plans an unnamed statement every time
  * it runs, and the sync runs the same few dozen statement texts for every business (about
- * 20 per business in a first sync, 3 for a business whose answers all read as applied; docs/benchmarks.md). A statement with parameters whose text was seen before runs under a name,
+ * 20 per business in a first sync, 2 for a business whose answers all read as applied;
+ * docs/benchmarks.md). A statement with parameters whose text was seen before runs under a name,
  * so each connection parses it once. The names are bounded: a text seen once is only
  * remembered (in a set cleared when full), and past `MAX_NAMED_STATEMENTS` texts the rest
  * run unnamed, so statements whose text varies cannot grow the server's memory.
