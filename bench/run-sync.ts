@@ -13,9 +13,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Credential } from '../src/api/index.ts';
 import { enableCompileCache } from '../src/cli/compile-cache.ts';
+import { processEnvironment } from '../src/config/environment.ts';
 
 // As the CLI starts (src/cli/main.ts): V8's compile cache on before the modules load.
-enableCompileCache();
+enableCompileCache(processEnvironment());
 const [
   { createApiClient },
   { DEFAULTS },

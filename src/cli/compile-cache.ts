@@ -48,9 +48,7 @@ export function compileCacheDirectory(
  * `NODE_DISABLE_COMPILE_CACHE` keeps it off; a directory Node cannot make or write leaves it
  * off, silently (Node answers with a status, never an exception).
  */
-export function enableCompileCache(
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): void {
+export function enableCompileCache(env: Readonly<Record<string, string | undefined>>): void {
   const directory = compileCacheDirectory(env);
   if (directory !== undefined) enableNodeCompileCache(directory);
 }

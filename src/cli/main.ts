@@ -3,12 +3,13 @@
  * The process entry of the command line (the program itself is src/cli/program.ts). It
  * first turns on V8's compile cache (docs/running.md, "The compile cache"), then loads the
  * program: only modules loaded after that are read from the cache, so this one imports
- * nothing else statically.
+ * statically only the two small modules it needs for that.
  */
+import { processEnvironment } from '../config/environment.ts';
 import { enableCompileCache } from './compile-cache.ts';
 
 if (import.meta.main) {
-  enableCompileCache();
+  enableCompileCache(processEnvironment());
   const [{ runProcess }, { main }] = await Promise.all([
     import('./process-io.ts'),
     import('./program.ts'),

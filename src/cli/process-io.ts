@@ -20,7 +20,7 @@
  */
 import { EXIT } from '../command/exit-codes.ts';
 import type { CliIo } from '../command/io.ts';
-import { processEnvironment } from '../config/load.ts';
+import { processEnvironment } from '../config/environment.ts';
 
 async function readAllStdin(): Promise<string> {
   const chunks: Buffer[] = [];

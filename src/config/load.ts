@@ -71,14 +71,6 @@ const envSchema = z.object(
 );
 
 /**
- * The process's environment: the one place it is read (src/cli/process-io.ts hands it to
- * every command as `io.env`; everything else parses what it is given).
- */
-export function processEnvironment(): Record<string, string | undefined> {
-  return process.env;
-}
-
-/**
  * Parse the configuration from `env` (`processEnvironment()` in a process). Throws a
  * `ConfigError` naming every variable that is wrong, and, for `options.command`, every
  * misspelt variable that would leave that command on a default.
