@@ -262,7 +262,7 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
     }
   });
 
-  it('a stopped run waits for a business transaction in flight only its grace, and a second stop ends the grace at once', async (context) => {
+  it('a stopped run waits for a business transaction in flight only its grace, and a second stop ends the grace at once; it leaves the raw zone unpruned', async (context) => {
     skipOnPglite(
       context,
       backend,
@@ -307,6 +307,8 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
         signal: stop.signal,
         stopNow: stopNow.signal,
         stopGraceMs: ending === 'grace' ? 300 : 600_000,
+        // A transaction still in flight may yet write reads of a body pruning would delete.
+        rawRetentionDays: 1,
       });
       // A business transaction of the run is waiting for its lock.
       await vi.waitFor(
@@ -328,6 +330,14 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
         lines().filter((line) => line.includes('stopped: work still in flight after the grace')),
         ending,
       ).toHaveLength(1);
+      expect(
+        lines().filter((line) => line.includes('raw zone: not pruned, work still in flight')),
+        ending,
+      ).toHaveLength(1);
+      expect(
+        lines().filter((line) => line.includes('raw zone pruned')),
+        ending,
+      ).toEqual([]);
       const stillWaiting = await sql<{ n: number }>`
         select count(*)::int as n from pg_locks
         where locktype = 'advisory' and not granted`.execute(db);
