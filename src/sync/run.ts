@@ -284,17 +284,19 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
     // A shard leaves pruning to full runs: another shard may be writing reads of a body.
     // So does a run whose work is still in flight after its grace: a business transaction
     // that has not committed may yet write reads of a body that pruning would delete.
-    if (options.rawRetentionDays !== undefined && !ended) {
-      log.warn(
-        { days: options.rawRetentionDays },
-        'raw zone: not pruned, work still in flight; the next full run prunes it',
-      );
-    } else if (options.rawRetentionDays !== undefined && !fatal && !options.shard) {
-      await pruneRawZone(db, options.rawRetentionDays).then(
-        (pruned) => log.info({ ...pruned, days: options.rawRetentionDays }, 'raw zone pruned'),
-        (error: unknown) =>
-          log.warn({ err: error }, 'raw zone: pruning failed; the next run tries again'),
-      );
+    if (options.rawRetentionDays !== undefined && !fatal && !options.shard) {
+      if (!ended) {
+        log.warn(
+          { days: options.rawRetentionDays },
+          'raw zone: not pruned, work still in flight; the next full run prunes it',
+        );
+      } else {
+        await pruneRawZone(db, options.rawRetentionDays).then(
+          (pruned) => log.info({ ...pruned, days: options.rawRetentionDays }, 'raw zone pruned'),
+          (error: unknown) =>
+            log.warn({ err: error }, 'raw zone: pruning failed; the next run tries again'),
+        );
+      }
     }
     const status = decideStatus(stats, fatal, options.signal);
     const error = fatal ? fatal.message : summariseFailures(stats);

@@ -71,6 +71,7 @@ const DOCKER = 'skipped: docker (the image: test/deploy renders what it deploys)
 const KUBECTL = 'skipped: kubectl against a cluster (test/deploy renders and validates k8s/)';
 const PLACEHOLDER = 'skipped: ids to fill in (…), from a real review and request';
 const BENCH = 'skipped: the benchmark, minutes of CPU (bench/ runs it)';
+const FLOORS = 'skipped: the benchmark on scratch worktrees (bench/floors/), minutes of CPU each';
 const SUITE = 'skipped: the test suite itself';
 const QUICK_START = 'walked: test/meta/readme.test.ts (npm start is the demo: test/demo)';
 const SECRETS_ENV = 'skipped: the contents of overlays/prod/secrets.env (test/deploy reads them)';
@@ -199,6 +200,29 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
     "npm run bench -- --against 8e49e40 --pairs 4   # this tree's sync against 8e49e40's, 4 rounds",
     BENCH,
   ],
+  [
+    'docs/benchmarks.md',
+    'git worktree add /tmp/floor 20e4735 && ln -s "$PWD/node_modules" /tmp/floor/node_modules',
+    FLOORS,
+  ],
+  [
+    'docs/benchmarks.md',
+    '(cd /tmp/floor && npm run bench -- --against 8e49e40 --pairs 3)   # the first row',
+    FLOORS,
+  ],
+  [
+    'docs/benchmarks.md',
+    'for part in no-listing-review-derived-rows no-rank-rows no-raw-zone; do   # one row each',
+    FLOORS,
+  ],
+  ['docs/benchmarks.md', 'git -C /tmp/floor apply "$PWD/bench/floors/$part.patch"', FLOORS],
+  [
+    'docs/benchmarks.md',
+    '(cd /tmp/floor && npm run bench -- --against 8e49e40 --pairs 3)   # the last row: --pairs 4',
+    FLOORS,
+  ],
+  ['docs/benchmarks.md', 'done', FLOORS],
+  ['docs/benchmarks.md', 'git worktree remove --force /tmp/floor', FLOORS],
   [
     'docs/benchmarks.md',
     'npm run bench:memory                  # every command and the demo',
