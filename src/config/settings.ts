@@ -318,7 +318,7 @@ export const SETTINGS = {
     field: 'rawRetentionDays',
     meaning:
       "days of raw zone runs a full run keeps whole, on each account's own clock; older runs keep each business's latest reads (0: all)",
-    doc: "days of raw zone runs kept whole when a full run (`sync` or `serve`'s schedule; not a shard) ends. Counted on each account's own clock, back from its newest read tied to no business (its business list, reference data, response polls), which carries the upstream's `Date`: an upstream that lags ours keeps its reads. A run with any read inside the window is kept whole; of an older run, each business's latest reads (no later run read and committed that business) and the business list with them stay, the rest goes, then every body no read refers to. Nights pruned can no longer be replayed or shown whole; `raw stats` names the oldest night replay can rebuild (0: keep everything)",
+    doc: "days of raw zone runs kept whole when a full run (`sync` or `serve`'s schedule; not a shard) ends; not when it was stopped with work still in flight after its grace (the next full run prunes). Counted on each account's own clock, back from its newest read tied to no business (its business list, reference data, response polls), which carries the upstream's `Date`: an upstream that lags ours keeps its reads. A run with any read inside the window is kept whole; of an older run, each business's latest reads (no later run read and committed that business) and the business list with them stay, the rest goes, then every body no read refers to. Nights pruned can no longer be replayed or shown whole; `raw stats` names the oldest night replay can rebuild (0: keep everything)",
     commands: ['sync', 'serve'],
   },
   DATABASE_CONNECT_TIMEOUT_MS: {
