@@ -133,6 +133,8 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
   const stats = emptyStats();
   let runId = '';
   let raw: RawCapture | undefined;
+  // Work a stopped run left in flight after its grace: the lock is held until it settles.
+  let leftInFlight: Promise<unknown> | undefined;
   let stopStillWorking = () => {};
   // Aborted when the run is over: its stop listeners and grace timer go with it, so a
   // signal shared by many runs (serve) neither arms a finished run's grace nor keeps the
@@ -266,6 +268,7 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
       );
       // What is still in flight is not waited for; an error it ends with is not the run's.
       work.catch(() => {});
+      leftInFlight = work;
     }
     stats.credentials.sort((a, b) => a.name.localeCompare(b.name));
     const referenceFailure = reference.failure();
@@ -319,7 +322,17 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
     runOver.abort();
     raw?.stop();
     stopStillWorking();
-    await lock.release();
+    // Until the work left in flight settles (or the process exits, which ends the lock's
+    // session), no other run may start: its transactions may still commit, older
+    // observations over a later run's rows, or a read of a body that run's pruning deleted.
+    if (leftInFlight) {
+      void leftInFlight.then(
+        () => lock.release(),
+        () => lock.release(),
+      );
+    } else {
+      await lock.release();
+    }
   }
 }
 

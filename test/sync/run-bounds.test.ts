@@ -13,8 +13,10 @@ import { apiStats, createApiClient } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { ANSWER_READS } from '../../src/streams/index.ts';
 import type { Ticker } from '../../src/sync/in-flight.ts';
+import { NIGHTLY_LOCK_KEY } from '../../src/sync/run.ts';
 import { renderSyncSummary } from '../../src/sync/summary.ts';
 import { BusinessLockTimeoutError, lockBusiness } from '../../src/warehouse/businesses.ts';
+import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
 import { skipOnPglite, type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { manualClock } from '../helpers/manual-clock.ts';
 import { memoryLogger } from '../helpers/memory-logger.ts';
@@ -346,8 +348,20 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
       expect(stillWaiting.rows[0]?.n, ending).toBeGreaterThan(0);
       expect(result.status).toBe('interrupted');
       expect(await runRow(warehouse, result.runId)).toMatchObject({ status: 'interrupted' });
+      // The run has returned, but its transaction may still commit: no other run may start.
+      const nightly = { exclusive: [NIGHTLY_LOCK_KEY] };
+      expect(await tryAcquireSyncLock(warehouse, nightly), ending).toBeNull();
       release();
       await holder;
+      // Once that transaction is done, the lock is free again.
+      await vi.waitFor(
+        async () => {
+          const lock = await tryAcquireSyncLock(warehouse, nightly);
+          expect(lock, ending).not.toBeNull();
+          await lock?.release();
+        },
+        { timeout: 20_000, interval: 20 },
+      );
     }
   });
 });
