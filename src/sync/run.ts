@@ -237,26 +237,25 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
     };
 
     // Credentials run side by side: each has its own request limits in the client.
-    const work = Promise.all(
-      options.credentials.map(async (credential) => {
-        const outcome = await syncCredential(context, credential).catch((error: unknown) => {
-          if (error instanceof WarehouseGoneError) context.fail(error);
-          else if (isWarehouseGone(error))
-            context.fail(new WarehouseGoneError(error, timeoutsOf(db)));
-          const outcome: CredentialOutcome = {
-            name: credential.name,
-            status: 'failed',
-            businesses: 0,
-            error: errorText(error),
-          };
-          return outcome;
-        });
-        await keepAccountReads(context, credential);
-        stats.credentials.push(outcome);
-        progress.accountsDone += 1;
-        report();
-      }),
-    );
+    const credentialsWork = options.credentials.map(async (credential) => {
+      const outcome = await syncCredential(context, credential).catch((error: unknown) => {
+        if (error instanceof WarehouseGoneError) context.fail(error);
+        else if (isWarehouseGone(error))
+          context.fail(new WarehouseGoneError(error, timeoutsOf(db)));
+        const outcome: CredentialOutcome = {
+          name: credential.name,
+          status: 'failed',
+          businesses: 0,
+          error: errorText(error),
+        };
+        return outcome;
+      });
+      await keepAccountReads(context, credential);
+      stats.credentials.push(outcome);
+      progress.accountsDone += 1;
+      report();
+    });
+    const work = Promise.all(credentialsWork);
     const ended = await Promise.race([work.then(() => true), graceOver.then(() => false)]);
     // The run is over: a stop that comes now is not this run's (its listeners go).
     runOver.abort();
@@ -268,7 +267,8 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
       );
       // What is still in flight is not waited for; an error it ends with is not the run's.
       work.catch(() => {});
-      leftInFlight = work;
+      // Every credential's, not the first to fail: Promise.all stops following the others.
+      leftInFlight = Promise.allSettled(credentialsWork);
     }
     stats.credentials.sort((a, b) => a.name.localeCompare(b.name));
     const referenceFailure = reference.failure();
@@ -326,10 +326,12 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
     // session), no other run may start: its transactions may still commit, older
     // observations over a later run's rows, or a read of a body that run's pruning deleted.
     if (leftInFlight) {
-      void leftInFlight.then(
-        () => lock.release(),
-        () => lock.release(),
-      );
+      void leftInFlight
+        .then(() => lock.release())
+        .then(() =>
+          logger.info('sync lock released: the work a stopped run left in flight has ended'),
+        )
+        .catch(() => {});
     } else {
       await lock.release();
     }

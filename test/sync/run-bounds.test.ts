@@ -350,18 +350,24 @@ describe.each(testBackends)('run bounds (%s)', (backend) => {
       expect(await runRow(warehouse, result.runId)).toMatchObject({ status: 'interrupted' });
       // The run has returned, but its transaction may still commit: no other run may start.
       const nightly = { exclusive: [NIGHTLY_LOCK_KEY] };
-      expect(await tryAcquireSyncLock(warehouse, nightly), ending).toBeNull();
+      const early = await tryAcquireSyncLock(warehouse, nightly);
+      await early?.release();
+      expect(early, ending).toBeNull();
       release();
       await holder;
-      // Once that transaction is done, the lock is free again.
+      // Once that transaction is done, the run lets its lock go and says so.
+      const released = 'sync lock released: the work a stopped run left in flight has ended';
       await vi.waitFor(
-        async () => {
-          const lock = await tryAcquireSyncLock(warehouse, nightly);
-          expect(lock, ending).not.toBeNull();
-          await lock?.release();
-        },
+        () =>
+          expect(
+            lines().filter((line) => line.includes(released)),
+            ending,
+          ).toHaveLength(1),
         { timeout: 20_000, interval: 20 },
       );
+      const lock = await tryAcquireSyncLock(warehouse, nightly);
+      expect(lock, ending).not.toBeNull();
+      await lock?.release();
     }
   });
 });
