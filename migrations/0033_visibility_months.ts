@@ -10,17 +10,13 @@
  * holds is a month of ranks), so that a day or a range of days stays an index condition.
  * The views over it (`v_visibility_daily`, `v_location_scorecard`, and any a later
  * migration or an operator added) are dropped and created again from their own stored
- * definitions: their text is unchanged, their meaning too. Then `v_location_scorecard`
- * reads its visibility off `visibility_months` by `(business_id, month)` (the same rows:
- * its latest day and the day 30 before from the month rows, not by scanning the calendar
- * back from its end for each business); `down` puts 0021's text back. The days move in
- * batches of businesses (`moveVisibilityDays`), each statement bounded; a month already
- * moved is skipped, so the move can run again. `down` moves the months back to one row per
- * day.
+ * definitions: their text is unchanged, their meaning too. The days move in batches of
+ * businesses (`moveVisibilityDays`), each statement bounded; a month already moved is
+ * skipped, so the move can run again. `down` moves the months back to one row per day.
  *
  * Never edit this file once it has landed: add a later migration instead.
  */
-import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 
 /** Businesses per statement of the move (a year of a business and 3 sites: 1,095 day rows). */
 export const MOVE_BATCH_BUSINESSES = 200;
@@ -40,182 +36,18 @@ const figures = (f: (column: string) => string) => sql.raw(FIGURES.map(f).join('
 /**
  * The days of `visibility_months`: the view that replaces the table `visibility_days`.
  * A day comes from the calendar `rank_days`, so a filter on `day` is a filter on a table's
- * key. Each day reaches its month's rows in a LATERAL subquery keyed by `d.month`, one the
- * planner cannot flatten (it groups by the primary key, so every row is its own group) but
- * into which a filter on `business_id` or `site` still goes (a filter on grouping columns):
- * the month rows are always looked up by `(month)` or `(business_id, month, site)`, for the
- * window's days only, whatever the statistics. Joined flat, the planner costed a hash join
- * over every month row below those look-ups once `visibility_months` held a year
- * (docs/benchmarks.md, "What each documented view reads"). The day's elements are read in a
- * subquery kept apart (`offset 0`), so the days of one month share one look-up (a Memoize
- * node keyed by the month).
+ * key, carried to the month rows by `(business_id, month, site)` or `(month)`. The day's
+ * elements are read in a subquery the planner keeps apart (`offset 0`), so that the month
+ * rows are looked up by the month alone: the days of one month share one look-up (a
+ * Memoize node), where a lookup keyed by the day too read a month's rows once per day.
  */
 const VISIBILITY_DAYS_VIEW = sql`
   create view visibility_days as
   select m.business_id, d.observed_on as day, m.site, ${figures((c) => `x.${c}`)}
   from rank_days d
-  cross join lateral (
-    select m.business_id, m.site, ${figures((c) => `m.${c}`)}
-    from visibility_months m
-    where m.month = d.month
-    group by m.business_id, m.month, m.site
-  ) m
+  join visibility_months m on m.month = d.month
   cross join lateral (select ${figures((c) => `m.${c}[d.day] as ${c}`)} offset 0) x
   where x.keywords_tracked is not null`;
-
-/** The first position's clicks per 1,000 searches (migration 0019's curve; docs/warehouse.md). */
-const FIRST_POSITION_CLICKS = 300;
-
-/**
- * Migration 0021's scorecard (docs/warehouse.md, "v_location_scorecard"), its visibility
- * (`latest`, `vn`, `month_before`, `vp`: the business's latest day, its visibility then, the
- * latest day 30 or more before it and its visibility then) joined by `visibility`.
- */
-function scorecard(visibility: RawBuilder<unknown>): RawBuilder<unknown> {
-  return sql`
-    with card as (
-      select
-        b.business_id,
-        b.account_name,
-        b.name,
-        round(100 * l.accurate::numeric / nullif(l.accurate + l.inaccurate, 0), 1)
-          as accuracy_pct,
-        l.inaccurate as inaccurate_listings,
-        r.avg_rating_90d,
-        coalesce(w.reviews_waiting, 0) as reviews_waiting,
-        r.median_hours_to_response_90d,
-        vn.visibility_pct,
-        vn.visibility_pct - vp.visibility_pct as visibility_change_30d
-      from businesses b
-      cross join lateral (
-        select (count(*) filter (where x.status = 'Accurate'))::int as accurate,
-          (count(*) filter (where x.status = 'Inaccurate'))::int as inaccurate
-        from listings x where x.business_id = b.business_id and x.removed_at is null
-      ) l
-      cross join lateral (
-        select round(avg(x.rating), 2) as avg_rating_90d,
-          round(
-            (percentile_cont(0.5) within group (
-              order by case when fr.responded_at is not null
-                then greatest(0, extract(epoch from fr.responded_at - x.reviewed_at)) end
-            ))::numeric / 3600,
-            1
-          ) as median_hours_to_response_90d
-        from reviews x
-        left join lateral (
-          select min(p.responded_at) as responded_at from review_responses p
-          where p.review_id = x.review_id and p.removed_at is null
-        ) fr on true
-        where x.business_id = b.business_id and x.category = 'review' and x.removed_at is null
-          and x.reviewed_at >= now() - interval '90 days'
-          and (date_trunc('week', x.reviewed_at at time zone 'UTC')::date)
-            >= (date_trunc('week', (now() - interval '90 days') at time zone 'UTC')::date)
-      ) r
-      left join review_backlog w on w.business_id = b.business_id
-      ${visibility}
-      where b.archived_at is null
-    ),
-    scored as (
-      select card.*,
-        (card.avg_rating_90d - 1) * 25 as rating_points,
-        greatest(0, 100 - 10 * card.reviews_waiting) as waiting_points,
-        case when card.median_hours_to_response_90d is not null
-          then greatest(0, 100 - card.median_hours_to_response_90d * 100 / 168) end
-          as response_points
-      from card
-    )
-    select
-      business_id,
-      account_name,
-      name,
-      accuracy_pct,
-      inaccurate_listings,
-      avg_rating_90d,
-      reviews_waiting,
-      median_hours_to_response_90d,
-      visibility_pct,
-      visibility_change_30d,
-      round(
-        (coalesce(35 * accuracy_pct, 0) + coalesce(25 * visibility_pct, 0)
-          + coalesce(20 * rating_points, 0) + 10 * waiting_points
-          + coalesce(10 * response_points, 0))
-        / (case when accuracy_pct is null then 0 else 35 end
-          + case when visibility_pct is null then 0 else 25 end
-          + case when rating_points is null then 0 else 20 end
-          + 10
-          + case when response_points is null then 0 else 10 end),
-        1
-      ) as health_score
-    from scored
-  `;
-}
-
-/** The figure's element of a day (`on`, a date) within the month row `m` of month `month`. */
-const element = (figure: string, month: string, on: string) =>
-  sql.raw(`m.${figure}[${on} - ${month} + 1]`);
-
-/** The visibility of a day (`of`: latest or month_before) summed over the business's sites. */
-const visibilityOf = (of: string) => sql`
-        select round(100 * sum(${element('clicks_per_1000', `${of}.month`, `${of}.day`)})::numeric
-            / (sum(${element('keywords_tracked', `${of}.month`, `${of}.day`)}) * ${sql.lit(FIRST_POSITION_CLICKS)}), 2)
-            as visibility_pct
-        from visibility_months m
-        where m.business_id = b.business_id and m.month = ${sql.raw(of)}.month`;
-
-/**
- * The scorecard's visibility read off the business's month rows by `(business_id, month)`:
- * the latest month's rows (its arrays end at the month's last collected day), then that
- * day's elements; the latest month on or before the day 30 before with a collected day by
- * then, then that day's elements. The same days and sums as through `visibility_days`,
- * where the latest day scanned the calendar back from its end for each business.
- */
-const SCORECARD_VISIBILITY_MONTHS = sql`left join lateral (
-        select m.month, m.month + (max(cardinality(m.keywords_tracked)) - 1) as day
-        from visibility_months m
-        where m.business_id = b.business_id
-        group by m.month
-        order by m.month desc
-        limit 1
-      ) latest on true
-      left join lateral (${visibilityOf('latest')}
-      ) vn on true
-      left join lateral (
-        select m.month, m.month + (max(p.i) - 1) as day
-        from visibility_months m
-        cross join lateral (
-          select max(u.i)::int as i
-          from unnest(m.keywords_tracked[1:latest.day - 30 - m.month + 1])
-            with ordinality as u(t, i)
-          where u.t is not null
-        ) p
-        where m.business_id = b.business_id and m.month <= latest.day - 30 and p.i is not null
-        group by m.month
-        order by m.month desc
-        limit 1
-      ) month_before on true
-      left join lateral (${visibilityOf('month_before')}
-      ) vp on true`;
-
-/** 0021's visibility of the scorecard, over `visibility_days` (what `down` puts back). */
-const SCORECARD_VISIBILITY_DAYS = sql`left join lateral (
-        select v.day from visibility_days v where v.business_id = b.business_id
-        order by v.day desc limit 1
-      ) latest on true
-      left join lateral (
-        select round(100 * sum(v.clicks_per_1000)::numeric
-            / (sum(v.keywords_tracked) * ${sql.lit(FIRST_POSITION_CLICKS)}), 2) as visibility_pct
-        from visibility_days v where v.business_id = b.business_id and v.day = latest.day
-      ) vn on true
-      left join lateral (
-        select v.day from visibility_days v
-        where v.business_id = b.business_id and v.day <= latest.day - 30
-        order by v.day desc limit 1
-      ) month_before on true
-      left join lateral (
-        select round(100 * sum(v.clicks_per_1000)::numeric
-            / (sum(v.keywords_tracked) * ${sql.lit(FIRST_POSITION_CLICKS)}), 2) as visibility_pct
-        from visibility_days v where v.business_id = b.business_id and v.day = month_before.day
-      ) vp on true`;
 
 /** 0031's cascade from `businesses`, over the table that holds visibility. */
 function cascadeFunction(visibility: 'visibility_months' | 'visibility_days') {
@@ -263,58 +95,14 @@ async function dependentViews(db: Kysely<unknown>): Promise<DependentView[]> {
   return rows;
 }
 
-/** What an operator may have set on a relation that a drop would lose: grants, a comment. */
-interface Kept {
-  grants: { privilege: string; grantee: string; grantable: boolean }[];
-  comment: string | null;
-}
-
-async function keptOf(db: Kysely<unknown>, relation: string): Promise<Kept> {
-  const { rows: grants } = await sql<Kept['grants'][number]>`
-    select a.privilege_type as privilege,
-      case when a.grantee = 0 then 'public' else quote_ident(r.rolname) end as grantee,
-      a.is_grantable as grantable
-    from pg_class c
-    cross join lateral aclexplode(c.relacl) a
-    left join pg_roles r on r.oid = a.grantee
-    where c.oid = ${relation}::regclass and a.grantee <> c.relowner
-      and a.privilege_type in ('SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE',
-        'REFERENCES', 'TRIGGER')`.execute(db);
-  const { rows } = await sql<{ comment: string | null }>`
-    select obj_description(${relation}::regclass, 'pg_class') as comment`.execute(db);
-  return { grants, comment: rows[0]?.comment ?? null };
-}
-
-async function restore(db: Kysely<unknown>, relation: string, kept: Kept): Promise<void> {
-  for (const g of kept.grants) {
-    await sql`grant ${sql.raw(g.privilege)} on ${sql.table(relation)} to ${sql.raw(g.grantee)}
-      ${sql.raw(g.grantable ? 'with grant option' : '')}`.execute(db);
-  }
-  if (kept.comment !== null) {
-    const { rows } = await sql<{ kind: string }>`
-      select relkind as kind from pg_class where oid = ${relation}::regclass`.execute(db);
-    const kind = sql.raw(rows[0]?.kind === 'v' ? 'view' : 'table');
-    await sql`comment on ${kind} ${sql.table(relation)} is ${sql.lit(kept.comment)}`.execute(db);
-  }
-}
-
-/**
- * Replaces `visibility_days` (`replace` drops it and creates what stands in its place),
- * and the views over it. Each keeps the grants and comment it had, so a BI role that read
- * them still does.
- */
+/** Replaces `visibility_days` (`replace` drops it and creates what stands in its place). */
 async function replaceUnderViews(db: Kysely<unknown>, replace: () => Promise<void>): Promise<void> {
   const views = await dependentViews(db);
-  const kept = new Map<string, Kept>();
-  for (const name of ['visibility_days', ...views.map((v) => v.name)]) {
-    kept.set(name, await keptOf(db, name));
-  }
   for (const view of views) await sql`drop view ${sql.id(view.name)}`.execute(db);
   await replace();
   for (const view of [...views].reverse()) {
     await sql`create view ${sql.id(view.name)} as ${sql.raw(view.definition)}`.execute(db);
   }
-  for (const [name, k] of kept) await restore(db, name, k);
 }
 
 /**
@@ -405,9 +193,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     await sql`${VISIBILITY_DAYS_VIEW}`.execute(db);
   });
   await sql`${cascadeFunction('visibility_months')}`.execute(db);
-  await sql`create or replace view v_location_scorecard as ${scorecard(SCORECARD_VISIBILITY_MONTHS)}`.execute(
-    db,
-  );
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
@@ -425,10 +210,6 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     .addColumn('clicks_per_1000', 'integer', (c) => c.notNull())
     .addPrimaryKeyConstraint('visibility_days_pkey', ['business_id', 'day', 'site'])
     .execute();
-  // 0021's scorecard, over `visibility_days` again: then moved with the views over it.
-  await sql`create or replace view v_location_scorecard as ${scorecard(SCORECARD_VISIBILITY_DAYS)}`.execute(
-    db,
-  );
   const bounds = await batchBounds(db, 'visibility_months', MOVE_BATCH_BUSINESSES);
   let after: number | null = null;
   for (const upTo of [...bounds, null]) {
