@@ -24,10 +24,12 @@
  * `--dry-run` does all of it but commits nothing: it prints what the transaction would
  * change, per table.
  */
+import { sql } from 'kysely';
 import type { AlertRules } from '../alerts/rules.ts';
 import { ListingsSyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { NIGHTLY_LOCK_KEY } from '../sync/run.ts';
+import type { Db } from '../warehouse/database.ts';
 import type { Warehouse } from '../warehouse/driver/connection.ts';
 import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
 import {
@@ -85,6 +87,15 @@ export class ReplayLockedError extends ListingsSyncError {
 
 const NOT_DELIVERED_NOTE = 'recomputed by replay --in-place for a past night; not delivered';
 
+/** The live quarantine rows of these runs marked recovered. */
+async function recoveredRows(db: Db, runIds: readonly string[]): Promise<number> {
+  if (runIds.length === 0) return 0;
+  const { rows } = await sql<{ n: number }>`
+    select count(*)::int as n from quarantine
+     where run_id = any(${[...runIds]}::uuid[]) and recovered_at is not null`.execute(db);
+  return rows[0]?.n ?? 0;
+}
+
 /** The scratch schema built beside `live` (dropped when the replay ends, whatever the outcome). */
 export function scratchSchema(live: string): string {
   return `${live}_rebuild`;
@@ -129,6 +140,7 @@ export async function replayInPlace(options: InPlaceOptions): Promise<InPlaceRes
     const failedInReplay = new Set<number>();
     let result: ReplayResult;
     let changes: TableChange[];
+    let recovered = 0;
     try {
       result = await replay({
         warehouse,
@@ -164,13 +176,12 @@ export async function replayInPlace(options: InPlaceOptions): Promise<InPlaceRes
           // Writers of the merged tables wait for the commit; readers never do.
           await lockMergedTables(trx, live);
           await pointRunIdsBack(trx, scratch, result.runIds);
-          const merged = await mergeRebuild(
-            trx,
-            live,
-            scratch,
-            [...new Set(result.runIds.values())],
-            NOT_DELIVERED_NOTE,
-          );
+          const replayedRuns = [...new Set(result.runIds.values())];
+          const recoveredBefore = await recoveredRows(trx, replayedRuns);
+          const merged = await mergeRebuild(trx, live, scratch, replayedRuns, NOT_DELIVERED_NOTE);
+          // What the merge recovered, not what the rebuild would have: a record quarantined
+          // about an id the live warehouse holds elsewhere stays quarantined.
+          recovered = (await recoveredRows(trx, replayedRuns)) - recoveredBefore;
           if (options.dryRun) throw new DryRunRollback(merged);
           return merged;
         })
@@ -190,6 +201,7 @@ export async function replayInPlace(options: InPlaceOptions): Promise<InPlaceRes
     );
     return {
       ...result,
+      recovered,
       schema: live,
       dryRun: options.dryRun === true,
       rebuilt,

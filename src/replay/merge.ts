@@ -137,29 +137,123 @@ function ownerOf(owner: Owner, schema: string): RawBuilder<unknown> {
     where o.${sql.id(owner.on)} = t.${sql.id(owner.on)})`;
 }
 
+/** A table keyed by an id the upstream may show under two businesses (`ReplayTable.sharedId`). */
+interface Shared {
+  table: string;
+  column: string;
+  location: string;
+  /** The scratch table of its contested ids. */
+  contested: string;
+}
+
+const SHARED: readonly Shared[] = REPLAY_TABLES.flatMap(({ table, key, sharedId }) =>
+  sharedId && key.length === 1
+    ? [
+        {
+          table,
+          column: key[0] as string,
+          location: sharedId.location,
+          contested: `replay_${table}_contested`,
+        },
+      ]
+    : [],
+);
+
 /**
- * Whether the live warehouse holds the rebuilt row `t` (or, for a child row, its parent)
- * under another business than the rebuild's (`t.replay_owner`): the merge never moves a
- * live row to another business, nor writes into a row of a business it keeps whole
- * (docs/replay.md, "Replay in place"; the owner rule is docs/warehouse.md's "Ids under
- * two businesses").
+ * The ids the live warehouse holds under another business than the rebuild (two
+ * credentials, each first to commit once; a user's manual move; an older release's
+ * commit order): the merge leaves everything that names them as it is (docs/replay.md,
+ * "Replay in place"). The live owner is the one stored, whichever business the rebuild
+ * has it under, of the merge or kept whole.
  */
-function liveOwnerDiffers(
-  live: string,
-  table: string,
-  key: readonly string[],
-  owner: Owner,
-): RawBuilder<unknown> {
-  if (owner === 'business_id') {
-    const match = sql.join(
-      key.map((k) => sql`l.${sql.id(k)} = t.${sql.id(k)}`),
-      sql` and `,
-    );
-    return sql`exists (select 1 from ${sql.id(live, table)} l
-      where ${match} and l.business_id <> t.replay_owner)`;
+async function findContested(db: Db, live: string, scratch: string): Promise<void> {
+  for (const shared of SHARED) {
+    const id = sql.id(shared.column);
+    await sql`create table ${sql.id(scratch, shared.contested)} as
+      select s.${id} as id, l.business_id as live_owner, s.business_id as rebuilt_owner
+        from ${sql.id(scratch, shared.table)} s
+        join ${sql.id(live, shared.table)} l on l.${id} = s.${id}
+       where l.business_id <> s.business_id`.execute(db);
   }
-  return sql`exists (select 1 from ${sql.id(live, owner.parent)} o
-    where o.${sql.id(owner.on)} = t.${sql.id(owner.on)} and o.business_id <> t.replay_owner)`;
+}
+
+const contestedIds = (scratch: string, shared: Shared) =>
+  sql`(select id from ${sql.id(scratch, shared.contested)})`;
+
+/**
+ * The shared ids whose contest freezes a row of `entry`: the table's own id, the ids of
+ * a table that is itself shared (a response names its review), and its parent's id.
+ */
+function freezingIds(entry: ReplayTable, columns: readonly ColumnInfo[]): Shared[] {
+  const owner = entry.owner;
+  return SHARED.filter(
+    (shared) =>
+      columns.some((c) => c.name === shared.column) &&
+      (entry.sharedId !== undefined ||
+        (typeof owner === 'object' && owner.parent === shared.table && owner.on === shared.column)),
+  );
+}
+
+/**
+ * Whether row `t` names a contested id that freezes it, or (`liveWhereContested`) belongs
+ * to a business that holds or carries one: the merge neither deletes nor writes it.
+ */
+function frozen(
+  entry: MergedAs<'per business'>,
+  columns: readonly ColumnInfo[],
+  scratch: string,
+): RawBuilder<unknown> {
+  const conditions = freezingIds(entry, columns).map(
+    (shared) => sql`t.${sql.id(shared.column)} in ${contestedIds(scratch, shared)}`,
+  );
+  if (entry.merge.liveWhereContested) {
+    for (const shared of SHARED) {
+      const contested = sql.id(scratch, shared.contested);
+      conditions.push(sql`t.business_id in (select live_owner from ${contested}
+        union all select rebuilt_owner from ${contested})`);
+    }
+  }
+  if (conditions.length === 0) return sql`false`;
+  return sql`(${sql.join(conditions, sql` or `)})`;
+}
+
+/**
+ * A rebuilt row that only refers to a contested id (a rank series names its keyword)
+ * takes the reference the live row has (none, where the live warehouse has no such row):
+ * it never names an id the live warehouse holds under another business.
+ */
+async function referLikeLive(
+  db: Db,
+  live: string,
+  scratch: string,
+  entry: ReplayTable,
+  columns: readonly ColumnInfo[],
+): Promise<void> {
+  const freezing = freezingIds(entry, columns);
+  const same = entry.ids?.sameRowAs ?? entry.key;
+  const match = sql.join(
+    same.map((c) => sql`l.${sql.id(c)} = s.${sql.id(c)}`),
+    sql` and `,
+  );
+  for (const shared of SHARED) {
+    if (freezing.includes(shared) || !columns.some((c) => c.name === shared.column)) continue;
+    const id = sql.id(shared.column);
+    await sql`update ${sql.id(scratch, entry.table)} s
+       set ${id} = (select l.${id} from ${sql.id(live, entry.table)} l where ${match})
+     where s.${id} in ${contestedIds(scratch, shared)}`.execute(db);
+  }
+}
+
+/** Whether a quarantine row `t` is about a contested id (its `location`, `reviews <id>`). */
+function aboutContested(scratch: string): RawBuilder<unknown> {
+  if (SHARED.length === 0) return sql`false`;
+  return sql`(${sql.join(
+    SHARED.map(
+      (shared) =>
+        sql`t.location in (select ${shared.location} || ' ' || c.id::text from ${sql.id(scratch, shared.contested)} c)`,
+    ),
+    sql` or `,
+  )})`;
 }
 
 /**
@@ -259,36 +353,66 @@ export async function mergeRebuild(
     return entry;
   };
   const perBusiness = mergedAs('per business');
+  await findContested(db, live, scratch);
 
-  for (const { table, key, merge } of perBusiness) {
-    const keep = merge.keepLive ?? [];
-    if (keep.length === 0) continue;
+  const columns = new Map<string, ColumnInfo[]>();
+  for (const entry of perBusiness) columns.set(entry.table, await writtenColumns(db, live, entry));
+  for (const entry of perBusiness) {
+    const { table, key, merge } = entry;
     const match = sql.join(
       key.map((k) => sql`l.${sql.id(k)} = s.${sql.id(k)}`),
       sql` and `,
     );
-    await sql`update ${sql.id(scratch, table)} s
-       set ${sql.join(keep.map((c) => sql`${sql.id(c)} = l.${sql.id(c)}`))}
-      from ${sql.id(live, table)} l
-     where ${match} and (${sql.join(keep.map((c) => sql`s.${sql.id(c)}`))})
-       is distinct from (${sql.join(keep.map((c) => sql`l.${sql.id(c)}`))})`.execute(db);
+    const keep = merge.keepLive ?? [];
+    if (keep.length > 0) {
+      await sql`update ${sql.id(scratch, table)} s
+         set ${sql.join(keep.map((c) => sql`${sql.id(c)} = l.${sql.id(c)}`))}
+        from ${sql.id(live, table)} l
+       where ${match} and (${sql.join(keep.map((c) => sql`s.${sql.id(c)}`))})
+         is distinct from (${sql.join(keep.map((c) => sql`l.${sql.id(c)}`))})`.execute(db);
+    }
+    for (const c of merge.keepLiveSameDay ?? []) {
+      const column = sql.id(c);
+      await sql`update ${sql.id(scratch, table)} s set ${column} = l.${column}
+        from ${sql.id(live, table)} l
+       where ${match} and s.${column} <> l.${column}
+         and (s.${column} at time zone 'UTC')::date = (l.${column} at time zone 'UTC')::date`.execute(
+        db,
+      );
+    }
+    const unlessChanged = merge.keepLiveUnlessChanged ?? [];
+    const others = (columns.get(table) ?? []).filter(
+      (c) => !key.includes(c.name) && !unlessChanged.includes(c.name),
+    );
+    if (unlessChanged.length > 0) {
+      const row = (alias: string) => sql.join(others.map((c) => sql.ref(`${alias}.${c.name}`)));
+      await sql`update ${sql.id(scratch, table)} s
+         set ${sql.join(unlessChanged.map((c) => sql`${sql.id(c)} = l.${sql.id(c)}`))}
+        from ${sql.id(live, table)} l
+       where ${match} and (${row('s')}) is not distinct from (${row('l')})`.execute(db);
+    }
+    await referLikeLive(db, live, scratch, entry, columns.get(table) ?? []);
   }
   for (const mapped of MAPPED) await mapIds(db, live, scratch, mapped);
 
-  const columns = new Map<string, ColumnInfo[]>();
-  for (const entry of perBusiness) columns.set(entry.table, await writtenColumns(db, live, entry));
-  for (const { table, key, owner = 'business_id' } of [...perBusiness].reverse()) {
-    const rows = rebuiltRows(table, columns.get(table) ?? [], scratch, ownerOf(owner, scratch));
+  // Children first. A live row that names a contested id is never deleted (`frozen`).
+  for (const entry of [...perBusiness].reverse()) {
+    const { table, key, owner = 'business_id' } = entry;
+    const tableColumns = columns.get(table) ?? [];
+    const rows = rebuiltRows(table, tableColumns, scratch, ownerOf(owner, scratch));
     const match = sql.join(
       key.map((k) => sql`s.${sql.id(k)} = t.${sql.id(k)}`),
       sql` and `,
     );
     const result = await sql`delete from ${sql.id(live, table)} t
       where ${inMerge(ownerOf(owner, live))}
+        and not ${frozen(entry, tableColumns, scratch)}
         and not exists (select 1 from ${rows} s where ${match})`.execute(db);
     change(table).deleted += Number(result.numAffectedRows ?? 0);
   }
-  for (const { table, key, owner = 'business_id' } of perBusiness) {
+  // Nor is a rebuilt row that names one written: the live warehouse holds it elsewhere.
+  for (const entry of perBusiness) {
+    const { table, key, owner = 'business_id' } = entry;
     const tableColumns = columns.get(table) ?? [];
     const rows = rebuiltRows(table, tableColumns, scratch, ownerOf(owner, scratch));
     const { ins, upd } = await upsert(
@@ -298,25 +422,40 @@ export async function mergeRebuild(
       tableColumns,
       key,
       rows,
-      sql`${inMerge(sql`t.replay_owner`)} and not ${liveOwnerDiffers(live, table, key, owner)}`,
+      sql`${inMerge(sql`t.replay_owner`)} and not ${frozen(entry, tableColumns, scratch)}`,
     );
     change(table).inserted += ins;
     change(table).updated += upd;
   }
 
-  // The replayed runs' rows, of the merged businesses and of none (the accounts' own).
+  // The replayed runs' rows, of the merged businesses and of none (the accounts' own): a
+  // live row the rebuild has too stays as it is; none about a contested id is touched.
   for (const entry of replayedRuns.length > 0 ? mergedAs('per run') : []) {
-    const { table, owner = 'business_id' } = entry;
+    const { table, owner = 'business_id', merge } = entry;
     const ofMerge = (schema: string) =>
       sql`(${ownerOf(owner, schema)} is null or ${inMerge(ownerOf(owner, schema))})
-        and t.run_id = any(${[...replayedRuns]}::uuid[])`;
-    const removed = await sql`delete from ${sql.id(live, table)} t where ${ofMerge(live)}`.execute(
-      db,
-    );
+        and t.run_id = any(${[...replayedRuns]}::uuid[]) and not ${aboutContested(scratch)}`;
+    const written = await writtenColumns(db, live, entry);
+    const content = written.filter((c) => !merge.liveTimes.includes(c.name));
+    const same = (other: string) =>
+      sql`(${sql.join(content.map((c) => sql`t.${sql.id(c.name)}`))}) is not distinct from
+        (${sql.join(content.map((c) => sql.ref(`${other}.${c.name}`)))})`;
+    const removed = await sql`delete from ${sql.id(live, table)} t where ${ofMerge(live)}
+      and not exists (select 1 from ${sql.id(scratch, table)} s where ${same('s')})`.execute(db);
     change(table).deleted += Number(removed.numAffectedRows ?? 0);
-    const list = sql.join((await writtenColumns(db, live, entry)).map((c) => sql.id(c.name)));
+    for (const time of merge.liveTimes) {
+      const column = sql.id(time);
+      const filled = await sql`update ${sql.id(live, table)} t set ${column} = s.${column}
+        from ${sql.id(scratch, table)} s
+       where ${ofMerge(live)} and ${same('s')} and t.${column} is null and s.${column} is not null`.execute(
+        db,
+      );
+      change(table).updated += Number(filled.numAffectedRows ?? 0);
+    }
+    const list = sql.join(written.map((c) => sql.id(c.name)));
     const added = await sql`insert into ${sql.id(live, table)} (${list})
-      select ${list} from ${sql.id(scratch, table)} t where ${ofMerge(scratch)}`.execute(db);
+      select ${list} from ${sql.id(scratch, table)} t where ${ofMerge(scratch)}
+        and not exists (select 1 from ${sql.id(live, table)} l where ${same('l')})`.execute(db);
     change(table).inserted += Number(added.numAffectedRows ?? 0);
   }
 

@@ -227,8 +227,8 @@ export async function keptBody(
 
 /**
  * Copies into `db`'s schema the `source` schema's quarantine rows of these runs whose
- * record is not quarantined again there (no equal row), with `recovered_at` set; returns
- * how many.
+ * record is not quarantined again there (no equal row), with `recovered_at` set (a row
+ * recovered before keeps its time); returns how many were recovered now, not before.
  */
 export async function copyRecoveredQuarantine(
   db: Kysely<Database>,
@@ -236,18 +236,27 @@ export async function copyRecoveredQuarantine(
   runIds: readonly string[],
 ): Promise<number> {
   if (runIds.length === 0) return 0;
-  const result = await sql`
-    insert into quarantine
-      (run_id, account_name, business_id, stream, location, reason, payload, quarantined_at, recovered_at)
-    select q.run_id, q.account_name, q.business_id, q.stream, q.location, q.reason, q.payload,
-           q.quarantined_at, now()
-      from ${sql.id(source, 'quarantine')} q
-     where q.run_id in (${sql.join(runIds)})
-       and not exists (
-         select 1 from quarantine t
-          where t.account_name = q.account_name
-            and t.business_id is not distinct from q.business_id
-            and t.stream = q.stream
-            and t.payload is not distinct from q.payload)`.execute(db);
-  return Number(result.numAffectedRows ?? 0);
+  const { rows } = await sql<{ recovered: number }>`
+    with recovered as (
+      select q.run_id, q.account_name, q.business_id, q.stream, q.location, q.reason, q.payload,
+             q.quarantined_at, q.recovered_at
+        from ${sql.id(source, 'quarantine')} q
+       where q.run_id in (${sql.join(runIds)})
+         and not exists (
+           select 1 from quarantine t
+            where t.account_name = q.account_name
+              and t.business_id is not distinct from q.business_id
+              and t.stream = q.stream
+              and t.payload is not distinct from q.payload)
+    ), copied as (
+      insert into quarantine
+        (run_id, account_name, business_id, stream, location, reason, payload, quarantined_at, recovered_at)
+      select run_id, account_name, business_id, stream, location, reason, payload,
+             quarantined_at, coalesce(recovered_at, now())
+        from recovered
+    )
+    -- The insert runs whether or not the query reads it (PostgreSQL runs every
+    -- data-modifying WITH to completion).
+    select count(*)::int as recovered from recovered where recovered_at is null`.execute(db);
+  return rows[0]?.recovered ?? 0;
 }

@@ -14,7 +14,6 @@
 import {
   history,
   type Merge,
-  PER_BUSINESS,
   type ReplayTable,
   setBefore,
   time,
@@ -85,7 +84,12 @@ export const REPLAY_TABLES: readonly ReplayTable[] = [
       },
     },
     // Set by operation 4, which no read serves: a business first seen in its window keeps it.
-    merge: { kind: 'per business', keepLive: ['sub_category_name'] },
+    // Archived: the live run's own moment of the night the rebuild archives it too.
+    merge: {
+      kind: 'per business',
+      keepLive: ['sub_category_name'],
+      keepLiveSameDay: ['archived_at'],
+    },
   },
   history('business_versions', ['business_id', 'observed_at'], time('observed_at')),
   // The stream writers' tables (listings, reviews, keywords, ranks), in write order.
@@ -97,7 +101,13 @@ export const REPLAY_TABLES: readonly ReplayTable[] = [
     table: 'business_answers',
     key: ['business_id', 'read'],
     owner: 'business_id',
-    merge: PER_BUSINESS,
+    // When the record last changed: the live row's time stands while the rebuild agrees.
+    // A business whose answer carried a contested id keeps the record of what live took.
+    merge: {
+      kind: 'per business',
+      keepLiveUnlessChanged: ['updated_at'],
+      liveWhereContested: true,
+    },
   },
   // The replayed runs' quarantine rows, for the merged businesses and the accounts' own.
   {
@@ -105,6 +115,7 @@ export const REPLAY_TABLES: readonly ReplayTable[] = [
     key: ['quarantine_id'],
     owner: 'business_id',
     ids: { column: 'quarantine_id' },
-    merge: { kind: 'per run' },
+    // When a record was quarantined, and recovered: the live rows' own times.
+    merge: { kind: 'per run', liveTimes: ['quarantined_at', 'recovered_at'] },
   },
 ];

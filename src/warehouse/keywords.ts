@@ -214,6 +214,7 @@ export const keywordsWriter: StreamWriter<'keywords'> = {
       table: 'keywords',
       key: ['keyword_id'],
       owner: 'business_id',
+      sharedId: { location: 'keywords' },
       seed: {
         before: time('first_seen_at'),
         parent: OF_BUSINESS,

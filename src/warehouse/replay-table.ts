@@ -49,10 +49,28 @@ export type Merge =
   /**
    * For each business of the merge, the rebuilt rows upserted by key and the live rows the
    * rebuild lacks deleted. `keepLive`: columns no replay rebuilds, taken from the live row.
+   * `keepLiveUnlessChanged`: columns the replay cannot reproduce exactly (a time the live
+   * run took from its own clock), taken from the live row unless another column changed.
+   * `keepLiveSameDay`: times the replay knows to the night only (it archives at the last
+   * read's time, the live run a moment after), taken from the live row when both fall on
+   * the same UTC day. `liveWhereContested`: the rows of a business that holds or carries
+   * a contested id (`ReplayTable.sharedId`) stay as the live warehouse has them, as they
+   * record or count what its live writes took.
    */
-  | { kind: 'per business'; keepLive?: readonly string[] }
-  /** The rows of the replayed runs (`run_id`), of the merged businesses or of none, replaced. */
-  | { kind: 'per run' }
+  | {
+      kind: 'per business';
+      keepLive?: readonly string[];
+      keepLiveUnlessChanged?: readonly string[];
+      keepLiveSameDay?: readonly string[];
+      liveWhereContested?: boolean;
+    }
+  /**
+   * The rows of the replayed runs (`run_id`), of the merged businesses or of none: a live
+   * row the rebuild has too (equal on every column but the id and `liveTimes`) stays as it
+   * is, id included; the others are deleted and the rebuild's added. `liveTimes`: times
+   * the rebuild cannot reproduce; a live row takes the rebuild's only where it has none.
+   */
+  | { kind: 'per run'; liveTimes: readonly string[] }
   /** Every rebuilt row upserted by key, none deleted; `leaveOut`: live rows keep their own. */
   | { kind: 'upsert'; leaveOut: readonly string[] }
   /**
@@ -79,6 +97,15 @@ export interface ReplayTable {
   seed?: Seed;
   /** How the rebuilt rows reach the live table; none: they do not. */
   merge?: Merge;
+  /**
+   * The key is an id the upstream may show under two businesses (docs/warehouse.md, "Ids
+   * under two businesses"), and `location` the first word of its quarantine rows'
+   * `location` (`reviews <id>`). Where the live warehouse holds such an id under another
+   * business than the rebuild, the id is contested: the merge leaves every row that names
+   * it (the row, its children, the quarantine rows about it) as the live warehouse has
+   * them, and a rebuilt row that only refers to it takes the live row's reference.
+   */
+  sharedId?: { location: string };
 }
 
 /** A time set inside the window was not set before it. */

@@ -447,6 +447,7 @@ const REVIEWS_REPLAY: readonly ReplayTable[] = [
     table: 'reviews',
     key: ['review_id'],
     owner: 'business_id',
+    sharedId: { location: 'reviews' },
     seed: {
       before: time('first_seen_at'),
       parent: OF_BUSINESS,
@@ -471,6 +472,7 @@ const REVIEWS_REPLAY: readonly ReplayTable[] = [
     table: 'review_responses',
     key: ['response_id'],
     owner: 'business_id',
+    sharedId: { location: 'responses' },
     seed: {
       before: time('first_seen_at'),
       parent: OF_REVIEW,
@@ -499,7 +501,9 @@ const REVIEWS_REPLAY: readonly ReplayTable[] = [
            group by x.business_id`.execute(db);
       },
     },
-    merge: PER_BUSINESS,
+    // A business holding or carrying a contested review keeps its live count: the rows
+    // it counts stay as the live warehouse has them.
+    merge: { kind: 'per business', liveWhereContested: true },
   },
 ];
 

@@ -12,6 +12,8 @@ export interface Share {
   to: number;
   reviews: number;
   keywords: number;
+  /** `from`'s credential, when it is another account's: its answer is asked with it. */
+  fromCredential?: { authToken: string; userEmail: string };
 }
 
 /** `business`'s keywords answer leaves out its first `count` keywords. */
@@ -23,8 +25,13 @@ export interface Drop {
 export interface SharingState {
   shares: Share[];
   drops: Drop[];
-  /** While set, `business`'s reviews answers wait for `until` before they are sent. */
-  hold: { business: number; until: Promise<void> } | null;
+  /**
+   * While set, `business`'s reviews answers (and its keywords answers too, with
+   * `keywords`) wait for `until` before they are sent.
+   */
+  hold: { business: number; until: Promise<void>; keywords?: boolean } | null;
+  /** Businesses the business list leaves out (their next full run archives them). */
+  unlisted: Set<number>;
   /** Every id served under a business it is not the sandbox's own, by kind. */
   carried: { reviews: Set<string>; keywords: Set<number> };
 }
@@ -34,6 +41,7 @@ export function sharingState(): SharingState {
     shares: [],
     drops: [],
     hold: null,
+    unlisted: new Set(),
     carried: { reviews: new Set(), keywords: new Set() },
   };
 }
@@ -41,6 +49,16 @@ export function sharingState(): SharingState {
 type Item = { id: string | number } & Record<string, unknown>;
 
 const LIST = /^\/api\/v2\/businesses\/(\d+)\/(reviews|keywords)\.json(\?.*)?$/;
+const BUSINESS_LIST = /^\/api\/v2\/businesses\.json(\?.*)?$/;
+
+/** `url` asked with another credential's `auth_token` and `user_email`. */
+function withCredential(url: string, credential: Share['fromCredential']): string {
+  if (!credential) return url;
+  const parsed = new URL(url, 'http://proxy');
+  parsed.searchParams.set('auth_token', credential.authToken);
+  parsed.searchParams.set('user_email', credential.userEmail);
+  return `${parsed.pathname}${parsed.search}`;
+}
 
 export async function startSharingProxy(upstream: string, state: SharingState) {
   /** The items of an answer, and a way to put them back: reviews by site, keywords as a list. */
@@ -87,7 +105,10 @@ export async function startSharingProxy(upstream: string, state: SharingState) {
         const count = kind === 'reviews' ? share.reviews : share.keywords;
         if (count === 0) continue;
         const from = await forward(
-          url.replace(`/businesses/${business}/`, `/businesses/${share.from}/`),
+          withCredential(
+            url.replace(`/businesses/${business}/`, `/businesses/${share.from}/`),
+            share.fromCredential,
+          ),
         );
         const theirs = itemsOf(JSON.parse(from.text) as { result: unknown }).items.slice(0, count);
         for (const item of theirs) {
@@ -99,8 +120,16 @@ export async function startSharingProxy(upstream: string, state: SharingState) {
       own.set(items);
       text = JSON.stringify(json);
     }
+    if (BUSINESS_LIST.test(url) && answer.ok && state.unlisted.size > 0) {
+      const json = JSON.parse(text) as { result: unknown };
+      if (Array.isArray(json.result)) {
+        json.result = (json.result as Item[]).filter((b) => !state.unlisted.has(Number(b.id)));
+        text = JSON.stringify(json);
+      }
+    }
     const hold = state.hold;
-    if (hold && list?.[2] === 'reviews' && Number(list[1]) === hold.business) await hold.until;
+    const held = list?.[2] === 'reviews' || (hold?.keywords === true && list?.[2] === 'keywords');
+    if (hold && held && Number(list?.[1]) === hold.business) await hold.until;
     return text;
   });
 }
