@@ -132,6 +132,10 @@ describe('raw zone commands (pglite)', () => {
     expect(done.stderr).toContain('replay: run 2/2 (2026-05-11)');
     expect(done.code).toBe(0);
     expect(done.stdout).toMatch(/^Replayed 2 run\(s\), \d+ kept reads, into schema "rebuilt" of /);
+    // As many runs as `runs` lists there: one per credential (here one) of each kept run.
+    expect(done.stdout).toContain(
+      '\nSchema "rebuilt" holds 2 run(s), one per credential of each (DATABASE_SCHEMA=rebuilt listings-sync runs lists them).\n',
+    );
 
     const early = await runCli(['replay', '--from', '2026-05-01', '--into', 'early'], env);
     expect(early.code).toBe(1);

@@ -97,6 +97,9 @@ export async function runReplayCommand(
       `${missing ? 'Replay incomplete: replayed' : 'Replayed'} ${result.runs} run(s), ${result.reads} kept reads, into schema "${into}" ` +
         `of ${warehouse.target.description} in ${result.seconds} s` +
         `${result.recovered ? `; ${result.recovered} quarantined record(s) recovered` : ''}.\n` +
+        // A run per credential of each kept run: counted as `listings-sync runs` lists them.
+        `Schema "${into}" holds ${result.runIds.size} run(s), one per credential of each ` +
+        `(DATABASE_SCHEMA=${into} listings-sync runs lists them).\n` +
         'Its alerts were recomputed and not delivered.\n' +
         renderNotRebuilt(result.notRebuilt, `schema "${into}" lacks their rows`),
     );
