@@ -214,11 +214,17 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   // The HTTP `Date` of every answer follows the sandbox clock (its day, at the time of day
   // `clock` reads: the wall clock's, unless a test gives one), as a real upstream's follows
   // its own: a sync keys rank days by the upstream's date, so `clock/advance` + `sync`
-  // records a new day of history.
-  app.addHook('onRequest', async (_request, reply) => {
+  // records a new day of history. It is read as the answer goes out, after any added
+  // latency, not as the request arrives: an answer held across the sandbox's midnight
+  // carries the new day with the new day's data (docs/running.md, "Which day a sync
+  // records").
+  const answerDate = () => {
     const timeOfDay = clock.now() % 86_400_000;
-    const sandboxNow = new Date(Date.parse(`${today(world)}T00:00:00Z`) + timeOfDay);
-    reply.header('date', sandboxNow.toUTCString());
+    return new Date(Date.parse(`${today(world)}T00:00:00Z`) + timeOfDay).toUTCString();
+  };
+  app.addHook('onSend', async (_request, reply, payload) => {
+    reply.header('date', answerDate());
+    return payload;
   });
 
   const advanceDays = (days: number) => {
@@ -284,11 +290,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
     const text = Buffer.from(result.body);
     const padding = Math.max(0, decision.padToBytes - text.length);
     const body = Buffer.concat([text, Buffer.alloc(padding, ' ')]);
-    const date = reply.getHeader('date');
     reply.hijack();
     const raw = reply.raw;
+    // Hijacked, the answer skips the onSend hook: its headers go now, dated now.
     raw.writeHead(result.status, {
-      ...(typeof date === 'string' && { date }),
+      date: answerDate(),
       'content-type': 'application/json; charset=utf-8',
       'content-length': String(body.length),
     });

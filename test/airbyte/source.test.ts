@@ -991,6 +991,102 @@ describe("the upstream's midnight during a read", () => {
   });
 });
 
+describe("an answer held across the upstream's midnight", () => {
+  it("carries the day the upstream answered on, with that day's ranks", async () => {
+    // The sandbox holds each answer 1 ms of its clock; the first rankings answer's hold is
+    // where the day turns (the request came before midnight, the answer after).
+    const manual = manualClock(Date.parse('2026-01-01T23:59:58Z'));
+    let armed = false;
+    let upstream: RunningSandbox | undefined;
+    const clock = {
+      now: manual.now,
+      sleep: async (_ms: number) => {
+        if (!armed) return;
+        armed = false;
+        upstream!.advanceDays(1);
+        manual.advance(4_000);
+      },
+    };
+    upstream = await startSandbox({ seed: 5, accounts: 1, businessesPerAccount: 3, clock });
+    try {
+      const credential = upstream.credentials[0]!;
+      const before = upstream.today();
+      upstream.setFaults({ latencyMs: 1 });
+      let listed = false;
+      const holding = {
+        createApi: () => {
+          const api = createApiClient(FAST);
+          observeResponses(api, (seen) => {
+            if (seen.operation === 'list_businesses' && !listed) listed = armed = true;
+          });
+          return api;
+        },
+      };
+      const config = {
+        credentials: [
+          {
+            name: credential.name,
+            baseUrl: credential.baseUrl,
+            authToken: credential.authToken,
+            userEmail: credential.userEmail,
+          },
+        ],
+        sync_account_concurrency: 1,
+      };
+      const stream = {
+        name: 'rankings',
+        json_schema: {},
+        supported_sync_modes: ['full_refresh', 'incremental'],
+      };
+      const finished = await runCli(
+        [
+          'airbyte',
+          'read',
+          '--config',
+          file('held.json', config),
+          '--catalog',
+          file('held-catalog.json', {
+            streams: [{ stream, sync_mode: 'incremental', destination_sync_mode: 'append_dedup' }],
+          }),
+        ],
+        {},
+        { services: holding },
+      );
+      expect(finished.code, finished.stdout.slice(-1000)).toBe(0);
+      const after = upstream.today();
+      expect(after).not.toBe(before);
+      upstream.setFaults({ latencyMs: 0 });
+      const records = ofType(protocolLines(finished.stdout), 'RECORD').map((m) => m.record.data);
+      const businesses = [...new Set(records.map((r) => r.business_id as number))];
+      expect(businesses).toHaveLength(3);
+      // Every business was answered after the turn: the new day's ranks, stamped with it.
+      for (const id of businesses) {
+        const ofBusiness = records.filter((r) => r.business_id === id);
+        expect(new Set(ofBusiness.map((r) => r.day)), String(id)).toEqual(new Set([after]));
+        // As many records as the new day's answer has ranks.
+        const url = new URL(`${credential.baseUrl}/api/v2/businesses/${id}/rankings.json`);
+        url.searchParams.set('auth_token', credential.authToken);
+        url.searchParams.set('user_email', credential.userEmail);
+        const { result } = (await (await fetch(url)).json()) as {
+          result: Record<string, Record<string, unknown>>;
+        };
+        const ranks = Object.values(result).reduce(
+          (n, sites) =>
+            n +
+            Object.values(sites).reduce<number>(
+              (m, v) => m + (v && typeof v === 'object' ? Object.keys(v).length : 1),
+              0,
+            ),
+          0,
+        );
+        expect(ofBusiness, String(id)).toHaveLength(ranks);
+      }
+    } finally {
+      await upstream.close();
+    }
+  });
+});
+
 describe('two upstreams whose ids overlap', () => {
   it("records' primary keys include the account: no two records of a stream share one", async () => {
     // Two sandboxes of one seed: the same business, review and keyword ids, two accounts.

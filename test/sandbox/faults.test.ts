@@ -47,6 +47,36 @@ describe('faults', () => {
     expect((await answer).status).toBe(200);
   });
 
+  it("dates an answer when it answers: one held across the sandbox's midnight carries the new day", async () => {
+    // Its own clock at 23:59:59: the day turns while the latency holds the request.
+    const late = manualClock(Date.parse('2026-01-01T23:59:59Z'));
+    const held = await startSandbox({
+      port: 0,
+      seed: 9,
+      accounts: 1,
+      businessesPerAccount: 1,
+      clock: late,
+    });
+    try {
+      const credential = held.credentials[0]!;
+      const [business] = (await call(credential, 'GET', '/businesses')).json.result;
+      held.setFaults({ latencyMs: 2_000 });
+      const path = `/businesses/${business.id}/rankings`;
+      const answer = call(credential, 'GET', path);
+      await late.sleeping(1);
+      held.advanceDays(1);
+      late.advance(2_000);
+      const answered = await answer;
+      expect(answered.status).toBe(200);
+      expect(answered.headers.get('date')).toBe('Fri, 02 Jan 2026 00:00:01 GMT');
+      // The new day's ranks, asked for on the new day.
+      held.setFaults({ latencyMs: 0 });
+      expect(answered.text).toBe((await call(credential, 'GET', path)).text);
+    } finally {
+      await held.close();
+    }
+  });
+
   it('answers 500 with JSON and 502/503 with non-JSON bodies at the error rate', async () => {
     sandbox.setFaults({ errorRate: 1 });
     const seen = new Map<number, string>();
