@@ -26,6 +26,7 @@ import {
   requireCredentials,
   requireWebhookSecrets,
 } from '../config/index.ts';
+import { ListingsSyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { runConfiguredSync, SyncLockedError } from '../sync/run.ts';
 import type { Warehouse } from '../warehouse/driver/connection.ts';
@@ -130,6 +131,55 @@ function metricsPortFor(options: ServeOptions, port: number): number {
     );
   }
   return chosen;
+}
+
+/** A listener that could not bind: the address, the settings that chose it, and what to change. */
+export class ListenError extends ListingsSyncError {
+  readonly code = 'LISTEN_FAILED';
+}
+
+/** `address:port`, IPv6 in brackets. */
+function hostPort(host: string, port: number): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/**
+ * `listen()` of one of serve's two listeners, its failure rewritten to name the settings
+ * that chose the address (docs/serve.md, "What it serves"): the public one's PORT and
+ * LISTEN_ADDRESS, the operator's METRICS_PORT and METRICS_LISTEN_ADDRESS.
+ */
+async function listenOn(
+  listen: () => Promise<unknown>,
+  where: {
+    what: string;
+    port: number;
+    portSetting: string;
+    portText: string;
+    host: string;
+    hostSetting: string;
+  },
+): Promise<void> {
+  try {
+    await listen();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const address = hostPort(where.host, where.port);
+    const settings = `${where.portText}, ${where.hostSetting}=${where.host}`;
+    const why =
+      code === 'EADDRINUSE'
+        ? `the port is already in use (another serve, or another program). Stop that one, or set ${where.portSetting} to a free port`
+        : code === 'EACCES'
+          ? `this user may not listen on port ${where.port} (ports below 1024 need privileges). Set ${where.portSetting} to 1024 or above`
+          : code === 'EADDRNOTAVAIL'
+            ? `${where.host} is not an address of this machine. Set ${where.hostSetting} to one of its addresses, or 0.0.0.0 for every interface`
+            : `${code ?? 'error'}: ${error instanceof Error ? error.message : String(error)}`;
+    throw new ListenError(
+      `serve cannot listen on ${address} ${where.what} (${settings}): ${why}.`,
+      {
+        cause: error,
+      },
+    );
+  }
 }
 
 /** `address:port` of a bound server, IPv6 in brackets: `0.0.0.0:8080`, `[::1]:9464`. */
@@ -296,9 +346,24 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
   const host = options.host ?? config.listenAddress;
   const metricsHost = options.metricsHost ?? options.host ?? config.metricsListenAddress;
   const metricsPort = metricsPortFor(options, port);
-  await operator.listen({ port: metricsPort, host: metricsHost });
+  const metricsPortSet = (options.metricsPort ?? config.metricsPort) !== undefined;
+  await listenOn(() => operator.listen({ port: metricsPort, host: metricsHost }), {
+    what: 'for /metrics',
+    port: metricsPort,
+    portSetting: 'METRICS_PORT',
+    portText: metricsPortSet ? `METRICS_PORT=${metricsPort}` : `METRICS_PORT unset: ${metricsPort}`,
+    host: metricsHost,
+    hostSetting: 'METRICS_LISTEN_ADDRESS',
+  });
   try {
-    await app.listen({ port, host, backlog: LISTEN_BACKLOG });
+    await listenOn(() => app.listen({ port, host, backlog: LISTEN_BACKLOG }), {
+      what: 'for webhooks',
+      port,
+      portSetting: 'PORT',
+      portText: `PORT=${port}`,
+      host,
+      hostSetting: 'LISTEN_ADDRESS',
+    });
   } catch (error) {
     await operator.close();
     throw error;

@@ -1,7 +1,8 @@
 /**
  * `serve` and `sync` from the command line, in-process through `main(argv, io)`: stopping
- * serve (what SIGTERM does) ends it cleanly with exit 0, and a CLI sync hands the alerts it
- * raised to the configured sink before it exits. The real signal: test/serve/signal.e2e.test.ts.
+ * serve (what SIGTERM does) ends it cleanly with exit 0, a port already taken is refused
+ * naming the address and its settings, and a CLI sync hands the alerts it raised to the
+ * configured sink before it exits. The real signal: test/serve/signal.e2e.test.ts.
  */
 import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
@@ -106,6 +107,38 @@ describe('serve and sync from the command line', () => {
       'METRICS_LISTEN_ADDRESS must be an IP address to listen on, such as 0.0.0.0 (every interface) or 127.0.0.1 (this machine only)',
     );
   });
+
+  it.each([
+    ['PORT', 'LISTEN_ADDRESS', 'for webhooks'],
+    ['METRICS_PORT', 'METRICS_LISTEN_ADDRESS', 'for /metrics'],
+  ] as const)(
+    'a %s already in use: exit 1, the address and the settings that chose it named',
+    async (portSetting, hostSetting, what) => {
+      const taken = net.createServer();
+      await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+      const port = (taken.address() as AddressInfo).port;
+      try {
+        const serve = await start(['serve'], {
+          ...env,
+          WEBHOOK_SECRET: 's1',
+          SYNC_SCHEDULE: 'off',
+          PORT: '0',
+          METRICS_PORT: '0',
+          LISTEN_ADDRESS: '127.0.0.1',
+          METRICS_LISTEN_ADDRESS: '127.0.0.1',
+          [portSetting]: String(port),
+        }).done;
+        expect(serve.code, serve.stderr).toBe(1);
+        expect(serve.stderr).toContain(
+          `listings-sync: serve cannot listen on 127.0.0.1:${port} ${what} ` +
+            `(${portSetting}=${port}, ${hostSetting}=127.0.0.1): the port is already in use ` +
+            `(another serve, or another program). Stop that one, or set ${portSetting} to a free port.`,
+        );
+      } finally {
+        await new Promise((resolve) => taken.close(resolve));
+      }
+    },
+  );
 
   it('a CLI sync delivers the alerts it raised, signed, before it exits', async () => {
     const received: { body: string; signature: string | undefined; key: string | undefined }[] = [];
