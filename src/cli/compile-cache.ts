@@ -14,14 +14,40 @@
  * turns it off. A directory that cannot be made or written leaves the process as it would
  * be without one: a cache is a speed-up, never a reason to fail.
  */
+import { realpathSync } from 'node:fs';
 import { enableCompileCache as enableNodeCompileCache } from 'node:module';
 import { homedir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+import { basename, dirname, isAbsolute, join } from 'node:path';
+
+/**
+ * Where `path` really is: its deepest existing ancestor with every symlink resolved, the
+ * rest (not made yet) joined on as it is. `/dev/fd/x` is `/proc/<pid>/fd/x`.
+ */
+export function resolvedPath(
+  path: string,
+  realpath: (path: string) => string = realpathSync,
+): string {
+  const rest: string[] = [];
+  let at = path;
+  for (;;) {
+    try {
+      return join(realpath(at), ...rest);
+    } catch {
+      const parent = dirname(at);
+      if (parent === at) return path;
+      rest.unshift(basename(at));
+      at = parent;
+    }
+  }
+}
+
+const underProc = (path: string) => path === '/proc' || path.startsWith('/proc/');
 
 /** The user's own cache directory for it, or undefined where there is no home to put it in. */
 export function compileCacheDirectory(
   env: Readonly<Record<string, string | undefined>>,
   home: () => string = homedir,
+  realpath: (path: string) => string = realpathSync,
 ): string | undefined {
   const xdg = env['XDG_CACHE_HOME'];
   let directory: string;
@@ -38,8 +64,11 @@ export function compileCacheDirectory(
     directory = join(root, '.cache', 'listings-sync', 'node-compile-cache');
   }
   // Node's making of the directory never returns under /proc (it spins, printing nothing):
-  // a home or XDG_CACHE_HOME there gets no cache rather than a command that hangs.
-  return directory === '/proc' || directory.startsWith('/proc/') ? undefined : directory;
+  // a home or XDG_CACHE_HOME there gets no cache rather than a command that hangs. Through
+  // a symlink too: XDG_CACHE_HOME=/dev/fd is /proc/self/fd.
+  return underProc(directory) || underProc(resolvedPath(directory, realpath))
+    ? undefined
+    : directory;
 }
 
 /**
