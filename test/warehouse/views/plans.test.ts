@@ -30,12 +30,17 @@ describe.each(testBackends)('view plans (%s)', (backend) => {
     await wh.close();
   });
 
-  it('v_rank_daily: a business reaches its series, and each series its month rows by key', async () => {
+  it("v_rank_daily: a business reaches its series, and the window's days their month's rows", async () => {
+    // Migration 0037: the month rows are looked up by the calendar's month (with the
+    // business's series, by either index), never all of a series' months joined later.
     const text = await explain(`select * from v_rank_daily
       where business_id = 7 and observed_on > date '2026-01-01' - 90`);
-    expect(text).toMatch(/rank_months_pkey/);
-    expect(text).toMatch(/Index Cond: \(series_id = s\.series_id\)/);
-    expect(text).not.toMatch(/Seq Scan on rank_months/);
+    expect(text).toMatch(/Index Cond: \(observed_on > /);
+    expect(text).toMatch(/Index Cond: \((\(series_id = s\.series_id\) AND \()?month = d\.month\)/);
+    expect(text).toMatch(/Index Cond: \(business_id = 7\)/);
+    expect(text).not.toMatch(
+      /rank_history|Seq Scan on rank_months|Hash Cond: \(d\.month = m\.month\)/,
+    );
   });
 
   it('v_rank_daily: a day alone reaches the calendar, and the month rows by their month', async () => {
