@@ -115,18 +115,43 @@ export interface RawZoneTotals {
   stored: number | string;
   uncompressed: number | string;
   referenced: number | string;
+  /** Compressed bytes of the bodies no read refers to (retention left them as bases). */
+  unread: number | string;
+  /** Of those, the bodies kept only as the base of a delta that is read: count, bytes. */
+  bases_only: number | string;
+  bases_only_bytes: number | string;
   table_bytes: number | string;
 }
 
-/** Reads, bodies, their compressed and uncompressed bytes, and both tables' size with indexes. */
+/**
+ * Reads, bodies, their compressed and uncompressed bytes, the bytes of the bodies no read
+ * refers to (of them, those kept as the base of a delta), and both tables' size with
+ * indexes. The unread bodies as src/raw/prune.ts finds them: the reads' hashes cut out of
+ * their sets (migration 0035), taken from the bodies' keys in one EXCEPT.
+ */
 export async function readRawZoneTotals(db: Db): Promise<RawZoneTotals | undefined> {
   const { rows } = await sql<RawZoneTotals>`
+    with unread as (
+      select b.bytes,
+             exists (select 1 from raw_bodies delta where delta.base_hash = b.body_hash) as base
+        from raw_bodies b
+       where b.body_hash in (
+               select body_hash from raw_bodies
+               except
+               select substring(s.body_hashes from (i - 1) * 32 + 1 for 32)
+                 from raw_read_sets s
+                 cross join lateral generate_series(1, octet_length(s.body_hashes) / 32) as i)
+    )
     select (select count(*) from raw_reads)::bigint as reads,
            (select count(*) from raw_bodies)::bigint as bodies,
            (select coalesce(sum(octet_length(bytes)), 0) from raw_bodies)::bigint as stored,
            (select coalesce(sum(size), 0) from raw_bodies)::bigint as uncompressed,
            (select coalesce(sum(octet_length(b.bytes)), 0)
               from raw_reads r join raw_bodies b on b.body_hash = decode(r.body_hash, 'hex'))::bigint as referenced,
+           (select coalesce(sum(octet_length(bytes)), 0) from unread)::bigint as unread,
+           (select count(*) from unread where base)::bigint as bases_only,
+           (select coalesce(sum(octet_length(bytes)), 0) from unread where base)::bigint
+             as bases_only_bytes,
            (pg_total_relation_size('raw_read_sets') + pg_total_relation_size('raw_bodies'))::bigint
              as table_bytes`.execute(db);
   return rows[0];

@@ -3,10 +3,22 @@
  * embedded warehouse that two sandbox nights filled (docs/replay.md, "The raw
  * zone").
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { listBusinesses, OPERATIONS } from '../../src/api/index.ts';
+import { readRawStats, renderRawStats } from '../../src/cli/commands/raw-show.ts';
+import {
+  BODY_ENCODING,
+  bodyHash,
+  compressBody,
+  compressDelta,
+  DELTA_ENCODING,
+} from '../../src/raw/body.ts';
+import { insertRawBodies, insertRawReads, type RawReadToInsert } from '../../src/raw/reads.ts';
+import { pruneRawZone } from '../../src/raw/retention.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { type CommandWarehouse, createCommandWarehouse, runCli } from '../helpers/cli.ts';
+import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { sync, testApiClient } from '../sync/harness.ts';
 
 const WORLD = { seed: 5, accounts: 1, businessesPerAccount: 3, startDate: '2026-05-10' };
@@ -188,5 +200,102 @@ describe('raw zone commands (pglite)', () => {
     const again = await runCli(['replay', '--in-place'], env);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toContain('No table changed.');
+  });
+});
+
+describe.each(testBackends)('raw stats with bodies kept as bases (%s)', (backend) => {
+  let warehouse: TestWarehouse;
+  beforeEach(async () => {
+    warehouse = await createTestWarehouse(backend);
+  });
+  afterEach(async () => {
+    await warehouse.close();
+  });
+
+  /** A listings answer of 200 listings, one status changed where `changed` says. */
+  const answer = (changed: number | null) =>
+    JSON.stringify({
+      success: true,
+      result: Array.from({ length: 200 }, (_, i) => ({
+        id: 5000 + i,
+        site: `site-${(i * 7919) % 997}`,
+        status: i === changed ? 'broken' : i % 3 ? 'live' : 'pending',
+      })),
+    });
+
+  it("counts a base retention left behind as what it is, and never prints a negative 'saved' share", async () => {
+    // Night 1 reads business 1's listings whole; 40 days later its answer (one status
+    // changed) is kept as a delta against it, read by businesses 1 and 2 alike. Retention
+    // at 30 days deletes night 1's reads: the whole body stays, only as the delta's base.
+    const base = answer(null);
+    const changed = answer(7);
+    const now = new Date('2026-11-20T02:00:00Z');
+    const before = new Date(now.getTime() - 40 * 86_400_000);
+    const delta = compressDelta(changed, base);
+    const whole = (text: string) => ({
+      body_hash: bodyHash(text),
+      encoding: BODY_ENCODING,
+      size: Buffer.byteLength(text),
+      bytes: compressBody(text),
+      base_hash: null,
+    });
+    await insertRawBodies(warehouse.db, [
+      whole(base),
+      whole('list then'),
+      whole('list now'),
+      {
+        body_hash: bodyHash(changed),
+        encoding: DELTA_ENCODING,
+        size: Buffer.byteLength(changed),
+        bytes: delta,
+        base_hash: bodyHash(base),
+      },
+    ]);
+    const read = (run: string, at: Date, business: number | null, text: string) =>
+      ({
+        run_id: run,
+        account_name: 'account-1',
+        business_id: business,
+        operation: business === null ? 'list_businesses' : 'list_listings',
+        request: business === null ? '/businesses.json' : `/businesses/${business}/listings.json`,
+        attempt: 1,
+        status: 200,
+        observed_at: at,
+        body_hash: bodyHash(text),
+        uncommitted: false,
+      }) satisfies RawReadToInsert;
+    const [then, later] = [randomUUID(), randomUUID()];
+    await insertRawReads(warehouse.db, [
+      read(then, before, null, 'list then'),
+      read(then, new Date(before.getTime() + 60_000), 1, base),
+      read(later, now, null, 'list now'),
+      read(later, new Date(now.getTime() + 60_000), 1, changed),
+      read(later, new Date(now.getTime() + 61_000), 2, changed),
+    ]);
+    expect(await pruneRawZone(warehouse.db, 30)).toMatchObject({ reads: 2, bodies: 1 });
+
+    const stats = await readRawStats(warehouse.db);
+    const baseBytes = compressBody(base).byteLength;
+    const list = compressBody('list now').byteLength;
+    // What the reads refer to, against one body per read: the delta once for two reads.
+    expect(stats.savedShare).toBeCloseTo(
+      1 - (delta.byteLength + list) / (2 * delta.byteLength + list),
+    );
+    expect(stats).toMatchObject({
+      reads: 3,
+      bodies: 3,
+      storedBytes: baseBytes + delta.byteLength + list,
+      basesOnly: 1,
+      basesOnlyBytes: baseBytes,
+    });
+    const text = renderRawStats(stats);
+    expect(baseBytes).toBeLessThan(1024);
+    expect(text).toContain(
+      `\n  kept only as the base of deltas: 1 body, ${baseBytes} B (no read refers to it; the deltas read decode from it)\n`,
+    );
+    expect(text).toContain(
+      `\n  saved by content addressing: ${(stats.savedShare * 100).toFixed(1)} % of the body bytes one body per read would take\n`,
+    );
+    expect(stats.savedShare).toBeGreaterThan(0);
   });
 });

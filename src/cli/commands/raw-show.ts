@@ -84,7 +84,18 @@ export interface RawStats {
   uncompressedBytes: number;
   /** Both tables with their indexes, as the database counts them. */
   tableBytes: number;
-  /** 1 − stored / referenced: what content addressing saved over one body per read. */
+  /**
+   * Bodies kept only as the base of a delta: no read refers to them since retention
+   * deleted theirs, but the deltas that are read decode from them (docs/replay.md).
+   */
+  basesOnly: number;
+  basesOnlyBytes: number;
+  /**
+   * 1 − (bytes of the bodies reads refer to) / referenced: what content addressing saved
+   * over one body per read; never below 0, as each body read is among the bytes
+   * referenced at least once. The bodies kept only as bases are not among them: they are
+   * counted on their own (`basesOnly`), not as bytes the reads took.
+   */
   savedShare: number;
   nights: RawNight[];
   /**
@@ -102,13 +113,16 @@ export async function readRawStats(db: Kysely<Database>): Promise<RawStats> {
   const rebuildable = await readRebuildableNights(db);
   const referenced = Number(t?.referenced ?? 0);
   const stored = Number(t?.stored ?? 0);
+  const read = stored - Number(t?.unread ?? 0);
   return {
     reads: Number(t?.reads ?? 0),
     bodies: Number(t?.bodies ?? 0),
     storedBytes: stored,
     uncompressedBytes: Number(t?.uncompressed ?? 0),
     tableBytes: Number(t?.table_bytes ?? 0),
-    savedShare: referenced > 0 ? 1 - stored / referenced : 0,
+    basesOnly: Number(t?.bases_only ?? 0),
+    basesOnlyBytes: Number(t?.bases_only_bytes ?? 0),
+    savedShare: referenced > 0 ? 1 - read / referenced : 0,
     nights: nights.map((n) => ({
       day: n.day,
       reads: Number(n.reads),
@@ -143,6 +157,13 @@ export function renderRawStats(stats: RawStats): string {
   const lines = [
     `Raw zone: ${stats.reads} reads, ${stats.bodies} distinct bodies`,
     `  bodies: ${bytes(stats.storedBytes)} compressed (${bytes(stats.uncompressedBytes)} as received)`,
+    ...(stats.basesOnly > 0
+      ? [
+          stats.basesOnly === 1
+            ? `  kept only as the base of deltas: 1 body, ${bytes(stats.basesOnlyBytes)} (no read refers to it; the deltas read decode from it)`
+            : `  kept only as the base of deltas: ${stats.basesOnly} bodies, ${bytes(stats.basesOnlyBytes)} (no read refers to them; the deltas read decode from them)`,
+        ]
+      : []),
     `  tables with indexes: ${bytes(stats.tableBytes)}`,
     `  saved by content addressing: ${(stats.savedShare * 100).toFixed(1)} % of the body bytes one body per read would take`,
     `  oldest night replay can rebuild: ${stats.rebuildableFrom ?? 'none'}${byAccount}`,
