@@ -13,6 +13,8 @@ import type { CliIo } from '../command/io.ts';
 import { printError } from '../command/print-error.ts';
 import { environmentHelp } from '../command/settings-bridge.ts';
 import { ConfigError } from '../config/index.ts';
+import { withLineage } from '../lineage/run.ts';
+import { lineageSettings } from '../lineage/settings.ts';
 import { createLogger } from '../log.ts';
 import { startTracing, type Tracing, type TracingOptions } from '../tracing.ts';
 import { registerAirbyteCommand } from './commands/airbyte.ts';
@@ -104,7 +106,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     return printError(io, new ConfigError(error.message));
   }
   try {
-    await buildProgram(io).parseAsync(airbyteCall(argv));
+    // Lineage events only when the environment asks (docs/lineage.md); a bad setting is exit 1.
+    const lineage = lineageSettings(io.env, packageVersion());
+    await withLineage(lineage, () => buildProgram(io).parseAsync(airbyteCall(argv)));
     return io.exitCode ?? EXIT.ok;
   } catch (error) {
     return printError(io, error);

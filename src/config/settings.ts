@@ -5,7 +5,7 @@
  * "Environment:" block and the table in docs/configuration.md ("Settings") derive
  * from it. A new setting is one entry here.
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import { isUnreadableUrl, UNREADABLE_DATABASE_URL } from '../log.ts';
 import {
   cron,
@@ -133,6 +133,42 @@ const syncRequestsPerSecond: RuleParts<number | undefined> = (() => {
  * registered for OpenTelemetry's Prometheus exporter (docs/serve.md, "Metrics").
  */
 export const DEFAULT_METRICS_PORT = 9464;
+
+/** OPENLINEAGE_PARENT_ID: `namespace/name/run_id`, the name itself may hold slashes. */
+const PARENT_ID =
+  /^[^/]+\/.+\/[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/** Everything that writes an OpenLineage run event (docs/lineage.md): the runs of a sync. */
+const LINEAGE: readonly CommandName[] = ['sync', 'serve', 'demo', 'replay'];
+
+/**
+ * Seconds as the OpenLineage clients write a transport's timeout (a decimal number, such as
+ * `0.5`), milliseconds in the code.
+ */
+function decimalSeconds(options: { default: number; min: number; max: number }): RuleParts<number> {
+  const { min, max } = options;
+  return {
+    default: options.default,
+    defaultText: String(options.default),
+    show: (ms: number) => String(ms / 1000),
+    rule: (name) =>
+      z
+        .string()
+        .optional()
+        .transform((value, ctx) => {
+          if (value === undefined || value.trim() === '') return options.default * 1000;
+          const parsed = Number(value.trim());
+          if (!/^\d+(\.\d+)?$/.test(value.trim()) || parsed < min || parsed > max) {
+            ctx.addIssue({
+              code: 'custom',
+              message: `${name} must be a number of seconds from ${min} to ${max} (got "${value}")`,
+            });
+            return z.NEVER;
+          }
+          return Math.round(parsed * 1000);
+        }),
+  };
+}
 
 export const SETTINGS = {
   DATABASE_URL: {
@@ -486,6 +522,72 @@ export const SETTINGS = {
     commands: ['serve'],
     show: (value: number | undefined) =>
       value === undefined ? `${DEFAULT_METRICS_PORT} (unset)` : String(value),
+  },
+  OPENLINEAGE_URL: {
+    ...optionalUrl('unset: no lineage events over HTTP'),
+    field: 'openLineageUrl',
+    meaning: 'OpenLineage HTTP transport: the receiver, such as Marquez (docs/lineage.md)',
+    doc: 'the OpenLineage receiver run events are POSTed to (Marquez: `http://localhost:5000`), as the OpenLineage clients name it; unset (and no file transport), nothing of lineage is loaded (docs/lineage.md)',
+    secret: 'url-password',
+    commands: LINEAGE,
+  },
+  OPENLINEAGE_ENDPOINT: {
+    ...text('api/v1/lineage'),
+    field: 'openLineageEndpoint',
+    meaning: "the path under OPENLINEAGE_URL events go to, as the OpenLineage clients' default",
+    commands: LINEAGE,
+  },
+  OPENLINEAGE_API_KEY: {
+    ...optionalText('none'),
+    field: 'openLineageApiKey',
+    meaning: 'sent as `Authorization: Bearer` with each event',
+    secret: 'whole',
+    commands: LINEAGE,
+  },
+  OPENLINEAGE_NAMESPACE: {
+    ...text('default'),
+    field: 'openLineageNamespace',
+    meaning: "the namespace of the runs' jobs (the OpenLineage clients' default: default)",
+    commands: LINEAGE,
+  },
+  OPENLINEAGE_DISABLED: {
+    ...oneOf(['false', 'true'], 'false'),
+    field: 'openLineageDisabled',
+    meaning: 'true: no lineage event is sent, whatever else is set',
+    commands: LINEAGE,
+  },
+  OPENLINEAGE__TRANSPORT__TYPE: {
+    ...oneOf(['http', 'file'], 'http'),
+    field: 'openLineageTransportType',
+    meaning: 'file: each event a JSON line in OPENLINEAGE__TRANSPORT__LOG_FILE_PATH',
+    doc: "`file` writes each event as one JSON line to OPENLINEAGE__TRANSPORT__LOG_FILE_PATH (appended), for tests and sites with no receiver; `http` (the default) posts to OPENLINEAGE_URL. The Python client's environment form of its transport configuration (docs/lineage.md)",
+    commands: LINEAGE,
+  },
+  OPENLINEAGE__TRANSPORT__LOG_FILE_PATH: {
+    ...optionalText('required with OPENLINEAGE__TRANSPORT__TYPE=file'),
+    field: 'openLineageLogFilePath',
+    meaning: "the file transport's file, one JSON event per line, appended",
+    commands: LINEAGE,
+  },
+  OPENLINEAGE__TRANSPORT__TIMEOUT: {
+    // One second, not the Python client's five: lineage never holds a run (docs/lineage.md).
+    ...decimalSeconds({ default: 1, min: 0.01, max: 60 }),
+    field: 'openLineageTimeoutMs',
+    meaning: 'longest wait for one event to be taken, in seconds (decimals allowed)',
+    commands: LINEAGE,
+  },
+  OPENLINEAGE_PARENT_ID: {
+    ...optionalText('none'),
+    rule: (name: string) =>
+      optionalText()
+        .rule(name)
+        .refine((value) => value === undefined || PARENT_ID.test(value), {
+          message: `${name} must be namespace/name/run_id, the run id a UUID`,
+        }),
+    field: 'openLineageParentId',
+    meaning: "the orchestrator's run, `namespace/name/run_id`: the events' parent run facet",
+    doc: 'the run that started this one, as `namespace/job name/run id` (a UUID), the form the OpenLineage Airflow and dbt integrations pass: each event then carries a `parent` run facet. Anything else is refused (exit 1)',
+    commands: LINEAGE,
   },
   LOG_LEVEL: {
     ...oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),

@@ -20,6 +20,7 @@ import pLimit from 'p-limit';
 import { answerSettings, apiStats } from '../api/index.ts';
 import type { Config } from '../config/index.ts';
 import { ListingsSyncError } from '../errors.ts';
+import { lineageCommand, startLineageRun, syncRunEnd } from '../lineage/run.ts';
 import { type RawCapture, startRawCapture } from '../raw/capture.ts';
 import { pruneRawZone } from '../raw/retention.ts';
 import { currentTraceId, inSpan } from '../tracing.ts';
@@ -164,6 +165,17 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
       },
       'sync started',
     );
+    // Lineage (docs/lineage.md): START goes now, not waited for; off, nothing is loaded.
+    const lineage = startLineageRun(
+      {
+        runId,
+        command: lineageCommand(options.trigger),
+        shard: formatShard(options.shard),
+        credentials: options.credentials,
+        streams: [...streams],
+      },
+      { warehouse, logger: log },
+    );
 
     const progress: SyncProgress = {
       accountsTotal: options.credentials.length,
@@ -304,6 +316,9 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
     const status = decideStatus(stats, fatal, options.signal);
     const error = fatal ? fatal.message : summariseFailures(stats);
     await recordSyncRunEnd(db, runId, { status, stats, error: error ?? null }, log);
+    await lineage?.end(
+      syncRunEnd(status, stats.tables, { before: apiBefore, after: apiAfter }, error),
+    );
     span.setAttribute('listings.run_status', status);
     log.info(
       {

@@ -73,6 +73,8 @@ const PLACEHOLDER = 'skipped: ids to fill in (…), from a real review and reque
 const BENCH = 'skipped: the benchmark, minutes of CPU (bench/ runs it)';
 const FLOORS = 'skipped: the benchmark on scratch worktrees (bench/floors/), minutes of CPU each';
 const SUITE = 'skipped: the test suite itself';
+const LINEAGE =
+  'skipped: a lineage receiver of your own (Marquez); test/lineage/ sends the same events to a local one';
 const QUICK_START = 'walked: test/meta/readme.test.ts (npm start is the demo: test/demo)';
 const SECRETS_ENV = 'skipped: the contents of overlays/prod/secrets.env (test/deploy reads them)';
 const SERVE = 'skipped: a secret to fill in (…); test/serve/signal.e2e.test.ts runs serve';
@@ -380,6 +382,12 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
     'docs/development.md',
     'TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm test   # both backends',
     SUITE,
+  ],
+  ['docs/lineage.md', 'OPENLINEAGE_URL=http://localhost:5000 npm start', LINEAGE],
+  [
+    'docs/lineage.md',
+    'OPENLINEAGE_URL=http://localhost:5000 OPENLINEAGE_NAMESPACE=nightly npx listings-sync sync',
+    LINEAGE,
   ],
   [
     'docs/running.md',

@@ -4,14 +4,17 @@
  * protocol messages only, one JSON object a line; log lines go there as LOG messages.
  * Exit codes: 0, also for a `check` that answers FAILED; 1 after an ERROR trace.
  */
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { createConfiguredApiClient } from '../../api/client.ts';
+import { apiStats, createConfiguredApiClient } from '../../api/client.ts';
 import type { ApiClient } from '../../api/index.ts';
 import { EXIT } from '../../command/exit-codes.ts';
 import type { CliIo } from '../../command/io.ts';
 import type { Config } from '../../config/index.ts';
 import { ConfigError } from '../../config/index.ts';
+import { startLineageRun, syncRunEnd } from '../../lineage/run.ts';
+import { LINEAGE_HELP } from '../../lineage/settings.ts';
 import { createLogger, type Logger } from '../../log.ts';
 
 export function registerAirbyteCommand(program: Command, io: CliIo): void {
@@ -84,6 +87,7 @@ export function registerAirbyteCommand(program: Command, io: CliIo): void {
     .description(
       'Read the streams of a configured catalog as RECORD messages, with STATE after each stream.',
     )
+    .addHelpText('after', LINEAGE_HELP)
     .requiredOption('--config <file>', 'the configuration, a JSON file (see spec)')
     .requiredOption('--catalog <file>', 'the configured catalog, a JSON file')
     .option('--state <file>', "the state a previous read wrote (its STATE messages' state objects)")
@@ -100,6 +104,17 @@ export function registerAirbyteCommand(program: Command, io: CliIo): void {
         const logger = airbyteLogger(io, config.config);
         warnIgnored(logger, config.ignored);
         const api = createApi(io, config.config, logger);
+        // Lineage (docs/lineage.md): START now, not waited for; off, nothing is loaded.
+        const before = apiStats(api);
+        const lineage = startLineageRun(
+          {
+            runId: randomUUID(),
+            command: 'airbyte.read',
+            credentials: config.credentials,
+            streams: [...catalog.streams.keys()],
+          },
+          { logger },
+        );
         try {
           const failures = await source.read({
             source: config,
@@ -114,6 +129,15 @@ export function registerAirbyteCommand(program: Command, io: CliIo): void {
           });
           for (const failure of failures) emit(source.failureMessage(failure, io.services?.now));
           io.exitCode = failures.length === 0 ? EXIT.ok : EXIT.fatal;
+          const failed = failures.map((f) => f.stream).join(', ');
+          await lineage?.end(
+            syncRunEnd(
+              io.signal.aborted ? 'interrupted' : failures.length ? 'failed' : 'succeeded',
+              {},
+              { before, after: apiStats(api) },
+              failures.length ? `streams that failed: ${failed}` : undefined,
+            ),
+          );
         } finally {
           await api.close();
         }

@@ -13,6 +13,7 @@ import { UsageError } from '../../command/usage-error.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
 import type { Config } from '../../config/index.ts';
 import { EXIT } from '../../errors.ts';
+import { LINEAGE_HELP } from '../../lineage/settings.ts';
 import type { Logger } from '../../log.ts';
 import { type InPlaceResult, replayInPlace } from '../../replay/in-place.ts';
 import type { KeptWholeReason } from '../../replay/merge.ts';
@@ -190,6 +191,7 @@ export function registerReplayCommand(program: Command, io: CliIo): void {
     .description(
       'Rebuild the warehouse from its raw zone into a fresh schema of the same database (alerts recomputed, never delivered).',
     )
+    .addHelpText('after', LINEAGE_HELP)
     .addOption(
       new Option('--from <date>', 'first night (UTC), YYYY-MM-DD').argParser(dateOption('--from')),
     )

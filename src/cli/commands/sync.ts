@@ -10,6 +10,7 @@ import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { UsageError } from '../../command/usage-error.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { type Credential, requireCredentials } from '../../config/index.ts';
+import { LINEAGE_HELP } from '../../lineage/settings.ts';
 import { STREAMS } from '../../streams/index.ts';
 import { shardOption } from '../options.ts';
 
@@ -61,6 +62,7 @@ export function registerSyncCommand(program: Command, io: CliIo): void {
   program
     .command('sync')
     .description('Pull every configured credential into the warehouse once.')
+    .addHelpText('after', LINEAGE_HELP)
     .option('--streams <list>', `comma-separated streams: ${STREAMS.join(', ')}`)
     .option('--account <name...>', 'only these credentials (by name)')
     .addOption(
