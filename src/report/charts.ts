@@ -3,6 +3,11 @@
  * per chart and its legend as an HTML list, inlined in the HTML, so a chart needs no
  * script and no network to view.
  *
+ * Every chart is drawn twice, for the page's width and for a phone's (`CHART_SIZES`), and
+ * the style sheet (`CHART_CSS`) shows the drawing made for the width its card has: an SVG
+ * scales with its box, so one drawing squeezed to a phone would shrink its 10-unit text to
+ * about 4.5 px (docs/running.md, "The report").
+ *
  * Every chart is disposed after rendering (with animation off), or ECharts' timers would
  * keep the process alive.
  */
@@ -56,11 +61,17 @@ export function renderChart(
   width: number,
   height: number,
   hover: HoverPoint[] = [],
+  className = '',
 ): string {
   const chart = echarts.init(null, null, { renderer: 'svg', ssr: true, width, height });
   try {
     chart.setOption({ animation: false, textStyle: { fontFamily: FONT }, ...option });
-    const svg = chart.renderToSVGString();
+    // ECharts measures the text in FONT and writes it on every text; the style sheet sets
+    // it once for every chart (CHART_CSS), which keeps two drawings per chart smaller.
+    const svg = chart
+      .renderToSVGString()
+      .replaceAll(`font-family:${FONT};`, '')
+      .replace(/^<svg /, className ? `<svg class="${className}" ` : '<svg ');
     const targets = hover
       .map((point) => {
         const at = chart.convertToPixel({ seriesIndex: point.seriesIndex }, point.value) as
@@ -100,12 +111,12 @@ export function dayLabel(day: string, withYear: boolean): string {
  * each). A label every `step` days, `step` chosen so that labels fit the plot's width:
  * each label is a different day.
  */
-export function dayAxis(first: string, last: string, plotWidth: number) {
+export function dayAxis(first: string, last: string, plotWidth: number, fontSize = 10) {
   const days = windowDays(first, last);
   const withYear = days.length > 365;
   // Room per label at 10 px type: "Nov 22" is about 36 px wide, "Nov 22, 2026" about
-  // 66 px, and a gap of at least 16 px between neighbours.
-  const slot = withYear ? 82 : 52;
+  // 66 px, and a gap of at least 16 px between neighbours; larger type, more room.
+  const slot = Math.ceil(((withYear ? 82 : 52) * fontSize) / 10);
   const fit = Math.max(1, Math.floor(plotWidth / slot));
   const interval = Math.ceil(days.length / fit) - 1;
   return {
@@ -115,7 +126,7 @@ export function dayAxis(first: string, last: string, plotWidth: number) {
     axisTick: { alignWithLabel: true, interval },
     axisLabel: {
       interval,
-      fontSize: 10,
+      fontSize,
       formatter: (day: string) => dayLabel(day, withYear),
     },
     splitLine: { show: false },
@@ -144,12 +155,89 @@ export function legendHtml(items: readonly LegendItem[]): string {
     .join('')}</ul>`;
 }
 
-/** The accuracy and review charts: the page's width; the legend is above them, in HTML. */
-const WIDE_WIDTH = 960;
-const WIDE_HEIGHT = 280;
-const WIDE_GRID = { left: 48, right: 52, top: 26, bottom: 28 };
-const RANK_CHART_WIDTH = 480;
-const RANK_GRID = { left: 36, right: 28, top: 44, bottom: 26 };
+/** One drawing of a chart: its size in SVG units, its text's size, and its plot's margins. */
+export interface ChartSize {
+  width: number;
+  height: number;
+  /** Axis labels and names, in SVG units. */
+  font: number;
+  grid: { left: number; right: number; top: number; bottom: number };
+}
+
+/**
+ * The two drawings of each kind of chart. `wide` is shown while the chart's card is at
+ * least `wide.width` CSS px wide, so that its units never shrink below a pixel: the
+ * page-wide charts (visibility, accuracy, reviews) from about 1034 px of window, the rank
+ * charts two to a row from about 1070 px. `narrow`, 340 units with 11-unit text, is shown
+ * below: its text is 10 px or more in a card of 310 px or more (a window of 360 px), and
+ * the drawing grows no wider than `NARROW_MAX` px. A phone has no hover, so the narrow
+ * drawing carries no hover targets.
+ */
+export const CHART_SIZES = {
+  page: {
+    wide: { width: 960, height: 280, font: 10, grid: { left: 48, right: 52, top: 26, bottom: 28 } },
+    narrow: {
+      width: 340,
+      height: 234,
+      font: 11,
+      grid: { left: 40, right: 46, top: 30, bottom: 28 },
+    },
+  },
+  rank: {
+    // 178 units of plot between the title and the day labels.
+    wide: { width: 480, height: 248, font: 10, grid: { left: 36, right: 28, top: 44, bottom: 26 } },
+    narrow: {
+      width: 340,
+      height: 220,
+      font: 11,
+      grid: { left: 34, right: 22, top: 48, bottom: 28 },
+    },
+  },
+} as const satisfies Record<string, { wide: ChartSize; narrow: ChartSize }>;
+
+/** The narrow drawing's widest, in CSS px: a window between a phone's and the wide drawing's. */
+const NARROW_MAX = 560;
+
+/**
+ * The charts' part of the report's style sheet: each card is a size container, and shows
+ * the drawing made for its width (`CHART_SIZES`).
+ */
+export const CHART_CSS = `
+.chart { container-type: inline-size; }
+.chart svg { display: block; width: 100%; height: auto; }
+.chart svg text { font-family: ${FONT}; }
+.chart svg.narrow { display: none; max-width: ${NARROW_MAX}px; margin: 0 auto; }
+${[...new Set(Object.values(CHART_SIZES).map((s) => s.wide.width))]
+  .map(
+    (width) =>
+      `@container (width < ${width}px) {
+  .chart svg.wide.w${width} { display: none; }
+  .chart svg.narrow.w${width} { display: block; }
+}`,
+  )
+  .join('\n')}
+`;
+
+/**
+ * A chart in both its drawings (`CHART_SIZES`): `draw` gives the ECharts option for a
+ * size, and `hover` the wide drawing's hover points.
+ */
+function drawnTwice(
+  sizes: { wide: ChartSize; narrow: ChartSize },
+  draw: (size: ChartSize) => echarts.EChartsCoreOption,
+  hover: HoverPoint[],
+): string {
+  const { wide, narrow } = sizes;
+  return (
+    renderChart(draw(wide), wide.width, wide.height, hover, `wide w${wide.width}`) +
+    renderChart(draw(narrow), narrow.width, narrow.height, [], `narrow w${wide.width}`)
+  );
+}
+
+/** Every day of the window on the x axis, labelled to fit the plot of `size`. */
+function sizedDayAxis(first: string, last: string, size: ChartSize) {
+  return dayAxis(first, last, size.width - size.grid.left - size.grid.right, size.font);
+}
 
 /**
  * One keyword: a line per site, rank 1 at the top. A day searched but not ranked is a
@@ -165,8 +253,9 @@ export function rankChart(
   // A round bottom for the axis: the worst rank shown, up to the next multiple of 5.
   const worst = Math.ceil(Math.max(10, ...ranks) / 5) * 5;
   return (
-    renderChart(
-      {
+    drawnTwice(
+      CHART_SIZES.rank,
+      (size) => ({
         title: {
           text: keyword.keyword,
           subtext:
@@ -177,17 +266,17 @@ export function rankChart(
           top: 0,
           itemGap: 2,
           textStyle: { fontSize: 13 },
-          subtextStyle: { fontSize: 10 },
+          subtextStyle: { fontSize: size.font },
         },
-        grid: RANK_GRID,
-        xAxis: dayAxis(first, last, RANK_CHART_WIDTH - RANK_GRID.left - RANK_GRID.right),
+        grid: size.grid,
+        xAxis: sizedDayAxis(first, last, size),
         yAxis: {
           type: 'value',
           inverse: true,
           min: 1,
           max: worst,
           minInterval: 1,
-          axisLabel: { fontSize: 10 },
+          axisLabel: { fontSize: size.font },
         },
         series: keyword.sites.map((s) => ({
           name: siteLabel(s.site),
@@ -199,10 +288,7 @@ export function rankChart(
           color: siteColor(s.site),
           data: s.points.map((p) => [p.day, p.rank]),
         })),
-      },
-      RANK_CHART_WIDTH,
-      // 178 px of plot between the title and the day labels.
-      RANK_GRID.top + 178 + RANK_GRID.bottom,
+      }),
       keyword.sites.flatMap((s, seriesIndex) =>
         s.points
           .filter((p) => p.rank !== null)
@@ -250,6 +336,19 @@ export function accuracyAxisRange(days: readonly AccuracyDay[]): { min: number; 
   return { min, max };
 }
 
+/**
+ * A round step for the accuracy axis that divides its range in six steps or fewer; a
+ * range no such step divides (65 points) takes a multiple of 5, and its last step is
+ * shorter.
+ */
+export function accuracyAxisStep(range: { min: number; max: number }): number {
+  const span = range.max - range.min;
+  return (
+    [5, 10, 20, 25, 50].find((step) => span % step === 0 && span / step <= 6) ??
+    5 * Math.ceil(span / 30)
+  );
+}
+
 /** Listings by status per day (stacked bars) and the accuracy score (line, right axis). */
 export function accuracyChart(days: AccuracyDay[], first: string, last: string): string {
   const range = accuracyAxisRange(days);
@@ -273,6 +372,9 @@ export function accuracyChart(days: AccuracyDay[], first: string, last: string):
       name: 'accuracy',
       min: range.min,
       max: range.max,
+      // Its own round steps, not ticks aligned with the counts' (82%, 85%, …), which the
+      // narrow drawing's height would put closer than their text is tall.
+      interval: accuracyAxisStep(range),
       axisLabel: { formatter: '{value}%' },
     },
     series: [
@@ -355,28 +457,41 @@ function countsAndLineChart(
   chart: {
     legend: readonly LegendItem[];
     countAxis: string;
-    lineAxis: { name: string; min: number; max: number; axisLabel?: { formatter: string } };
+    lineAxis: {
+      name: string;
+      min: number;
+      max: number;
+      interval?: number;
+      axisLabel?: { formatter: string };
+    };
     series: unknown[];
     hover: HoverPoint[];
   },
 ): string {
-  const svg = renderChart(
-    {
-      grid: WIDE_GRID,
-      xAxis: dayAxis(first, last, WIDE_WIDTH - WIDE_GRID.left - WIDE_GRID.right),
+  const svg = drawnTwice(
+    CHART_SIZES.page,
+    (size) => ({
+      grid: size.grid,
+      xAxis: sizedDayAxis(first, last, size),
       yAxis: [
-        { type: 'value', name: chart.countAxis, nameTextStyle: { fontSize: 10 }, minInterval: 1 },
         {
           type: 'value',
-          nameTextStyle: { fontSize: 10 },
+          name: chart.countAxis,
+          nameTextStyle: { fontSize: size.font },
+          minInterval: 1,
+          axisLabel: { fontSize: size.font },
+        },
+        {
+          type: 'value',
+          nameTextStyle: { fontSize: size.font },
           ...chart.lineAxis,
+          // A last step shorter than the others would put two labels on each other.
+          axisLabel: { fontSize: size.font, hideOverlap: true, ...chart.lineAxis.axisLabel },
           splitLine: { show: false },
         },
       ],
       series: chart.series,
-    },
-    WIDE_WIDTH,
-    WIDE_HEIGHT,
+    }),
     chart.hover,
   );
   return legendHtml(chart.legend) + svg;
@@ -405,17 +520,18 @@ export function visibilityChart(
   const legend = legendHtml(
     sites.map((s) => ({ label: siteLabel(s.site), color: siteColor(s.site), mark: 'line' })),
   );
-  const svg = renderChart(
-    {
-      grid: WIDE_GRID,
-      xAxis: dayAxis(first, last, WIDE_WIDTH - WIDE_GRID.left - WIDE_GRID.right),
+  const svg = drawnTwice(
+    CHART_SIZES.page,
+    (size) => ({
+      grid: size.grid,
+      xAxis: sizedDayAxis(first, last, size),
       yAxis: {
         type: 'value',
         name: 'visibility',
-        nameTextStyle: { fontSize: 10 },
+        nameTextStyle: { fontSize: size.font },
         min: 0,
         max: visibilityAxisMax(sites),
-        axisLabel: { formatter: '{value}%', fontSize: 10 },
+        axisLabel: { formatter: '{value}%', fontSize: size.font },
       },
       series: sites.map((s) => ({
         name: siteLabel(s.site),
@@ -426,9 +542,7 @@ export function visibilityChart(
         lineStyle: { width: 2 },
         data: s.points.map((p) => [p.day, p.visibility]),
       })),
-    },
-    WIDE_WIDTH,
-    WIDE_HEIGHT,
+    }),
     sites.flatMap((s, seriesIndex) =>
       s.points.map((p) => ({
         seriesIndex,

@@ -5,7 +5,14 @@
  * the default order (docs/running.md, "The report").
  */
 import { daysBetween } from '../calendar-day.ts';
-import { accuracyChart, rankChart, reviewChart, siteColors, visibilityChart } from './charts.ts';
+import {
+  accuracyChart,
+  CHART_CSS,
+  rankChart,
+  reviewChart,
+  siteColors,
+  visibilityChart,
+} from './charts.ts';
 import { counted, noun } from './counted.ts';
 import {
   HEALTH_WEIGHTS,
@@ -74,8 +81,7 @@ p.sub, .note { color: var(--muted); margin: 0 0 12px; }
 .kpi span { color: var(--muted); font-size: 12px; }
 .card { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 12px; margin-bottom: 12px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(420px, 100%), 1fr)); gap: 10px; }
-.chart svg { display: block; width: 100%; height: auto; }
-/* Legends are HTML, laid out by the browser with the widths it draws: no label can run
+${CHART_CSS}/* Legends are HTML, laid out by the browser with the widths it draws: no label can run
    into the next item's marker, at any page width (test/report measures every pair). */
 ul.legend { display: flex; flex-wrap: wrap; justify-content: center; gap: 4px 16px; list-style: none;
   margin: 4px 0; padding: 0; font-size: 12px; color: var(--muted); }
@@ -88,17 +94,19 @@ th, td { text-align: left; padding: 6px 6px; border-bottom: 1px solid var(--line
   white-space: nowrap; }
 th { background: #eef1f6; font-weight: 600; }
 /* Free text (keywords, names, review text) is cut with an ellipsis, never wrapped: the
-   full text is in the cell's title. Keeps every table inside 1200 px (test/report). An id
-   is never cut: a business's name is clipped on its own, its id follows in full. */
-td.clip { max-width: 230px; overflow: hidden; text-overflow: ellipsis; }
-.name { display: inline-block; max-width: 200px; overflow: hidden; text-overflow: ellipsis;
+   full text is in the cell's title. Keeps every table inside 1200 px (test/report); the
+   widths hold the sandbox's longest keywords and names whole. An id is never cut: a
+   business's name is clipped on its own, its id follows in full. */
+td.clip { max-width: 20em; overflow: hidden; text-overflow: ellipsis; }
+.name { display: inline-block; max-width: 20em; overflow: hidden; text-overflow: ellipsis;
   vertical-align: top; }
 .id { color: var(--muted); }
 ol.five { margin: 0; padding-left: 22px; }
-/* A phone's width wraps an item's "weakest: …" onto its own line, never the page. */
+/* A phone's width wraps an item's "weakest: …" onto its own line, never the page; a long
+   name wraps, it is never cut. */
 ol.five li { padding: 2px 0; }
 ol.five .note { white-space: nowrap; }
-ol.five .name { max-width: 180px; white-space: nowrap; }
+ol.five .name { display: inline; max-width: none; overflow: visible; }
 ol.five b { font-variant-numeric: tabular-nums; }
 th[data-sort] { cursor: pointer; user-select: none; }
 th[aria-sort="descending"]::after { content: " ▾"; }
@@ -120,10 +128,13 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
   .scroll table.sortable thead { display: block; }
   .scroll table.sortable thead tr { display: flex; flex-wrap: wrap; }
   .scroll tr { border-bottom: 1px solid var(--line); padding: 4px 0; }
-  .scroll td { border: 0; padding: 1px 6px; text-align: left; overflow: hidden; text-overflow: ellipsis; }
+  .scroll td { border: 0; padding: 1px 6px; text-align: left; white-space: normal;
+    overflow-wrap: anywhere; }
   .scroll td.clip { max-width: none; }
+  .scroll .name { display: inline; max-width: none; overflow: visible; }
+  /* A label longer than its column ("median time to first response") wraps in it. */
   .scroll td::before { content: attr(data-label); display: inline-block; width: 9.5em;
-    padding-right: 6px; overflow: hidden; text-overflow: ellipsis; vertical-align: top;
+    padding-right: 6px; white-space: normal; vertical-align: top;
     color: var(--muted); font-weight: 400; }
   .scroll td[data-label=""]::before { display: none; }
   .scroll td.num { text-align: left; }

@@ -15,6 +15,18 @@ import { join } from 'node:path';
 import { testCacheDir } from './temporary-root.ts';
 
 const DEBIAN_CHROMIUM = '/usr/bin/chromium';
+
+/** The switches every headless launch here takes (playwright-core's `args`). */
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const ROOT = join(import.meta.dirname, '../..');
 
 export interface ChromiumBinary {
