@@ -237,9 +237,16 @@ export interface SyncRunLine {
   /** Partial: rows written by older versions may lack fields added since. */
   stats: Partial<SyncRunStats> | null;
   error: string | null;
+  /**
+   * The upstream days the run read (`YYYY-MM-DD`, UTC), first and last: its raw reads'
+   * observation times (`raw_read_sets.observed_at`, on the upstream's clock: docs/warehouse.md,
+   * "Raw zone"). Null when the raw zone holds no read of it (a run that read nothing, a
+   * replay, or one RAW_RETENTION_DAYS pruned).
+   */
+  upstreamDays: { first: string; last: string } | null;
 }
 
-/** The `limit` most recent runs, newest first. */
+/** The `limit` most recent runs, newest first, each with the upstream days it read. */
 export async function readRecentRuns(db: Db, limit: number): Promise<SyncRunLine[]> {
   const rows = await db
     .selectFrom('sync_runs')
@@ -248,6 +255,25 @@ export async function readRecentRuns(db: Db, limit: number): Promise<SyncRunLine
     .orderBy('run_id', 'desc')
     .limit(limit)
     .execute();
+  const days = new Map(
+    (rows.length === 0
+      ? []
+      : await db
+          .selectFrom('raw_read_sets')
+          .select([
+            'run_id',
+            sql<string>`to_char(min(observed_at) at time zone 'UTC', 'YYYY-MM-DD')`.as('first'),
+            sql<string>`to_char(max(observed_at) at time zone 'UTC', 'YYYY-MM-DD')`.as('last'),
+          ])
+          .where(
+            'run_id',
+            'in',
+            rows.map((row) => row.run_id),
+          )
+          .groupBy('run_id')
+          .execute()
+    ).map((row) => [row.run_id, { first: row.first, last: row.last }]),
+  );
   return rows.map((row) => ({
     runId: row.run_id,
     startedAt: new Date(row.started_at),
@@ -259,6 +285,7 @@ export async function readRecentRuns(db: Db, limit: number): Promise<SyncRunLine
       ? JSON.parse(row.stats)
       : row.stats) as Partial<SyncRunStats> | null,
     error: row.error,
+    upstreamDays: days.get(row.run_id) ?? null,
   }));
 }
 

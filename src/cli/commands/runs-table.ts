@@ -1,6 +1,8 @@
 /**
  * `listings-sync runs [--limit N]`: the most recent sync runs from `sync_runs`, newest
- * first: status, duration, counts, and for a run that was not clean, what failed (the
+ * first: when each started, the upstream day it read (its raw reads' observation time,
+ * docs/warehouse.md "Raw zone": a sandbox's or the demo's simulated day, not the wall
+ * clock's), status, duration, counts, and for a run that was not clean, what failed (the
  * run's listed failures, docs/warehouse.md "sync_runs"). Reads only.
  */
 import { renderTable } from '../../command/table.ts';
@@ -21,11 +23,18 @@ export function formatDuration(ms: number | null): string {
   return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
 }
 
+/** `2026-03-09`, or `2026-03-09 … 2026-03-10` for a run that read across midnight; `–` with no read kept. */
+export function formatUpstreamDays(days: RunLine['upstreamDays']): string {
+  if (!days) return '–';
+  return days.first === days.last ? days.first : `${days.first} … ${days.last}`;
+}
+
 export function renderRuns(runs: readonly RunLine[]): string {
   if (runs.length === 0) return 'No sync has run against this warehouse yet.\n';
   const table = renderTable(
     [
       'started (UTC)',
+      'upstream day',
       'status',
       'trigger',
       'duration',
@@ -42,6 +51,7 @@ export function renderRuns(runs: readonly RunLine[]): string {
         : '–';
       return [
         `${run.startedAt.toISOString().slice(0, 19).replace('T', ' ')}${run.shard ? ` [${run.shard}]` : ''}`,
+        formatUpstreamDays(run.upstreamDays),
         run.status,
         run.trigger,
         formatDuration(run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null),

@@ -9,7 +9,9 @@ import { integerOption } from '../options.ts';
 export function registerRunsCommand(program: Command, io: CliIo): void {
   program
     .command('runs')
-    .description('List recent sync runs: status, duration, counts and what failed.')
+    .description(
+      'List recent sync runs: the upstream day each read, status, duration, counts and what failed.',
+    )
     .addOption(
       new Option('--limit <n>', 'how many, most recent first')
         .default(20)
