@@ -13,6 +13,7 @@ import { UsageError } from '../../command/usage-error.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
 import type { Config } from '../../config/index.ts';
 import { EXIT } from '../../errors.ts';
+import { type ReplayOutcome, replayRunResult, writeRunResult } from '../../lineage/run-result.ts';
 import { LINEAGE_HELP } from '../../lineage/settings.ts';
 import type { Logger } from '../../log.ts';
 import { type InPlaceResult, replayInPlace } from '../../replay/in-place.ts';
@@ -29,6 +30,10 @@ export interface ReplayCommandOptions {
   into?: string;
   inPlace?: boolean;
   dryRun?: boolean;
+  /** The run result (docs/running.md, "The run result"): to this file. */
+  resultFile?: string;
+  /** The run result on standard output (the summary then goes to standard error). */
+  resultJson?: boolean;
 }
 
 /** `--into` or `--in-place`, and `--in-place` rebuilds everything (a part would lose the rest). */
@@ -79,10 +84,19 @@ export async function runReplayCommand(
         );
       },
     };
+    // With --result-json, standard output holds the result alone.
+    const print = options.resultJson ? io.stderr : io.stdout;
+    const finish = (code: number, outcome: ReplayOutcome): number => {
+      writeRunResult(options, replayRunResult(outcome, code), io.stdout);
+      return code;
+    };
     if (options.inPlace) {
       const result = await replayInPlace({ ...common, dryRun: options.dryRun === true });
-      io.stdout(renderInPlace(result, warehouse.target.description));
-      return incomplete(result) ? EXIT.partial : EXIT.ok;
+      print(renderInPlace(result, warehouse.target.description));
+      return finish(incomplete(result) ? EXIT.partial : EXIT.ok, {
+        ...result,
+        runIds: [...result.runIds.keys()],
+      });
     }
     const into = options.into as string;
     const result = await replay({
@@ -94,7 +108,7 @@ export async function runReplayCommand(
       ...(options.business !== undefined ? { businessId: options.business } : {}),
     });
     const missing = result.notRebuilt.length;
-    io.stdout(
+    print(
       `${missing ? 'Replay incomplete: replayed' : 'Replayed'} ${result.runs} run(s), ${result.reads} kept reads, into schema "${into}" ` +
         `of ${warehouse.target.description} in ${result.seconds} s` +
         `${result.recovered ? `; ${result.recovered} quarantined record(s) recovered` : ''}.\n` +
@@ -104,7 +118,10 @@ export async function runReplayCommand(
         'Its alerts were recomputed and not delivered.\n' +
         renderNotRebuilt(result.notRebuilt, `schema "${into}" lacks their rows`),
     );
-    return missing ? EXIT.partial : EXIT.ok;
+    return finish(missing ? EXIT.partial : EXIT.ok, {
+      ...result,
+      runIds: [...result.runIds.keys()],
+    });
   } finally {
     await warehouse.close();
   }
@@ -211,6 +228,11 @@ export function registerReplayCommand(program: Command, io: CliIo): void {
       '--dry-run',
       'with --in-place: build and compare, print what would change per table, commit nothing',
     )
+    .option(
+      '--result-file <path>',
+      'write the run result, one JSON document, to this file (docs/running.md, "The run result")',
+    )
+    .option('--result-json', 'print the run result on standard output (the summary goes to stderr)')
     .action(async (options: ReplayCommandOptions) => {
       const config = loadCommandConfig(io, 'replay');
       io.exitCode = await runReplayCommand(config, options, createCommandLogger(io, config), io);

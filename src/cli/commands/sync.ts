@@ -2,7 +2,7 @@
 import { type Command, Option } from 'commander';
 import { alertSinksFromConfig } from '../../alerts/configured-sinks.ts';
 import { createAlertDispatcher } from '../../alerts/dispatcher.ts';
-import { createConfiguredApiClient } from '../../api/client.ts';
+import { createConfiguredApiClient, upstreamNow } from '../../api/client.ts';
 import { EXIT, EXIT_FOR_STATUS } from '../../command/exit-codes.ts';
 import type { CliIo } from '../../command/io.ts';
 import { createCommandLogger } from '../../command/logger.ts';
@@ -10,6 +10,7 @@ import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { UsageError } from '../../command/usage-error.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { type Credential, requireCredentials } from '../../config/index.ts';
+import { syncRunResult, writeRunResult } from '../../lineage/run-result.ts';
 import { LINEAGE_HELP } from '../../lineage/settings.ts';
 import { STREAMS } from '../../streams/index.ts';
 import { shardOption } from '../options.ts';
@@ -24,6 +25,10 @@ export interface SyncCommandOptions {
   shard?: import('../../sync/shard.ts').Shard;
   reapply?: boolean;
   exitZeroOnPartial?: boolean;
+  /** The run result (docs/running.md, "The run result"): to this file. */
+  resultFile?: string;
+  /** The run result on standard output (the summary then goes to standard error). */
+  resultJson?: boolean;
 }
 
 export function parseStreams(
@@ -81,6 +86,11 @@ export function registerSyncCommand(program: Command, io: CliIo): void {
       'exit 0, not 3, when the run ends partial (recorded and alerted on as partial all the ' +
         'same): for schedulers that count any other exit as a failed job (docs/deploy.md)',
     )
+    .option(
+      '--result-file <path>',
+      'write the run result, one JSON document, to this file (docs/running.md, "The run result"), e.g. /airflow/xcom/return.json',
+    )
+    .option('--result-json', 'print the run result on standard output (the summary goes to stderr)')
     .action(async (options: SyncCommandOptions) => {
       io.exitCode = await runSyncCommand(io, options, await import('../../sync/run.ts'));
     });
@@ -124,7 +134,10 @@ async function runSyncCommand(
       onProgress: (p) => progress.update(p),
     });
     progress.stop();
-    io.stdout(renderSyncSummary(result, { warehouse: warehouse.target.description }));
+    // With --result-json, standard output holds the result alone.
+    (options.resultJson ? io.stderr : io.stdout)(
+      renderSyncSummary(result, { warehouse: warehouse.target.description }),
+    );
     // This run's alerts go out now, within ALERT_SYNC_DELIVERY_SECONDS; older ones, and
     // what a slow or failing sink leaves, are `serve`'s (or the next run's). Delivery never
     // changes the exit code.
@@ -143,8 +156,13 @@ async function runSyncCommand(
       });
     // A partial night is the warehouse's to report (sync_runs, the sync_failed rule),
     // not the scheduler's; an interrupted run still exits 3, so that a Job retries it.
-    if (result.status === 'partial' && options.exitZeroOnPartial) return EXIT.ok;
-    return EXIT_FOR_STATUS[result.status];
+    const code =
+      result.status === 'partial' && options.exitZeroOnPartial
+        ? EXIT.ok
+        : EXIT_FOR_STATUS[result.status];
+    const days = Object.fromEntries(credentials.map((c) => [c.name, upstreamNow(api, c)]));
+    writeRunResult(options, syncRunResult(result, code, days), io.stdout);
+    return code;
   } catch (error) {
     progress.stop();
     throw error;
