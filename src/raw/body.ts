@@ -317,6 +317,15 @@ export function decompressBody(encoding: string, bytes: Uint8Array, base?: strin
   );
 }
 
+/**
+ * Why a kept body does not read, in the words replay names it with (docs/replay.md, "A
+ * night it cannot rebuild"): the request it answered, its hash, and the cause.
+ */
+export function unreadableBodyReason(request: string, hash: string, cause: unknown): string {
+  const text = cause instanceof Error ? cause.message : String(cause);
+  return `the kept body of ${request} (${hash}) cannot be read: ${text}`;
+}
+
 /** A kept body as stored, with its base's row when it is a delta. */
 export interface StoredBody {
   encoding: string;

@@ -25,6 +25,8 @@ export interface RawReadWithBody {
   attempt: number;
   status: number;
   observed_at: Date;
+  /** The body's sha256, hex. */
+  body_hash: string;
   /** The body as kept: `bytes` compressed with `encoding`, with its base's when a delta. */
   encoding: string;
   bytes: Uint8Array;
@@ -56,6 +58,7 @@ export async function readsOfBusinessDay(
       'r.attempt',
       'r.status',
       'r.observed_at',
+      'r.body_hash',
       'b.encoding',
       'b.bytes',
       'base.encoding as base_encoding',

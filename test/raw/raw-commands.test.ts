@@ -18,7 +18,7 @@ import { insertRawBodies, insertRawReads, type RawReadToInsert } from '../../src
 import { pruneRawZone } from '../../src/raw/retention.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { type CommandWarehouse, createCommandWarehouse, runCli } from '../helpers/cli.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { sync, testApiClient } from '../sync/harness.ts';
 
 const WORLD = { seed: 5, accounts: 1, businessesPerAccount: 3, startDate: '2026-05-10' };
@@ -203,13 +203,79 @@ describe('raw zone commands (pglite)', () => {
   });
 });
 
-describe.each(testBackends)('raw stats with bodies kept as bases (%s)', (backend) => {
+describe.each(testBackends)('raw show and raw stats on kept bodies (%s)', (backend) => {
+  let target: CommandWarehouse;
   let warehouse: TestWarehouse;
   beforeEach(async () => {
-    warehouse = await createTestWarehouse(backend);
+    target = await createCommandWarehouse(backend);
+    warehouse = target.warehouse;
   });
   afterEach(async () => {
-    await warehouse.close();
+    await target.close();
+  });
+
+  const whole = (text: string) => ({
+    body_hash: bodyHash(text),
+    encoding: BODY_ENCODING,
+    size: Buffer.byteLength(text),
+    bytes: compressBody(text),
+    base_hash: null,
+  });
+  const read = (
+    run: string,
+    at: Date,
+    business: number | null,
+    text: string,
+    operation = business === null ? 'list_businesses' : 'list_listings',
+  ) =>
+    ({
+      run_id: run,
+      account_name: 'account-1',
+      business_id: business,
+      operation,
+      request:
+        business === null
+          ? '/businesses.json'
+          : `/businesses/${business}/${operation === 'list_listings' ? 'listings' : 'reviews'}.json`,
+      attempt: 1,
+      status: 200,
+      observed_at: at,
+      body_hash: bodyHash(text),
+      uncommitted: false,
+    }) satisfies RawReadToInsert;
+
+  it('raw show names a body it cannot read and its request as replay does, and shows the others', async () => {
+    const at = new Date('2026-11-20T02:00:00Z');
+    const listings = JSON.stringify({ success: true, result: [{ id: 1, status: 'live' }] });
+    const reviews = JSON.stringify({ success: true, result: { google: [{ id: 9 }] } });
+    const cut = whole(reviews);
+    // A body cut short on disk: brotli's own word for it is "unexpected end of file".
+    await insertRawBodies(warehouse.db, [
+      whole(listings),
+      { ...cut, bytes: cut.bytes.subarray(0, cut.bytes.byteLength - 4) },
+    ]);
+    const run = randomUUID();
+    await insertRawReads(warehouse.db, [
+      read(run, at, 1, listings),
+      read(run, new Date(at.getTime() + 1_000), 1, reviews, 'list_reviews'),
+    ]);
+    const env = { ...target.env, LOG_LEVEL: 'warn' };
+    const named =
+      `listings-sync: 2026-11-20 business 1 (account account-1, run ${run}): ` +
+      `the kept body of /businesses/1/reviews.json (${bodyHash(reviews)}) cannot be read: unexpected end of file\n`;
+    const shown = await runCli(['raw', 'show', '--business', '1', '--date', '2026-11-20'], env);
+    expect(shown.stderr).toBe(named);
+    expect(shown.code).toBe(3);
+    expect(shown.stdout).toBe(
+      `# 2026-11-20T02:00:00.000Z account-1 list_listings /businesses/1/listings.json HTTP 200 run ${run}\n` +
+        `${JSON.stringify(JSON.parse(listings), null, 2)}\n` +
+        `# 2026-11-20T02:00:01.000Z account-1 list_reviews /businesses/1/reviews.json HTTP 200 run ${run}\n` +
+        '(its kept body cannot be read: see standard error)\n',
+    );
+    const raw = await runCli(['raw', 'show', '--business', '1', '--raw'], env);
+    expect(raw.stderr).toBe(named);
+    expect(raw.code).toBe(3);
+    expect(raw.stdout).toBe(`${listings}\n`);
   });
 
   /** A listings answer of 200 listings, one status changed where `changed` says. */
@@ -232,13 +298,6 @@ describe.each(testBackends)('raw stats with bodies kept as bases (%s)', (backend
     const now = new Date('2026-11-20T02:00:00Z');
     const before = new Date(now.getTime() - 40 * 86_400_000);
     const delta = compressDelta(changed, base);
-    const whole = (text: string) => ({
-      body_hash: bodyHash(text),
-      encoding: BODY_ENCODING,
-      size: Buffer.byteLength(text),
-      bytes: compressBody(text),
-      base_hash: null,
-    });
     await insertRawBodies(warehouse.db, [
       whole(base),
       whole('list then'),
@@ -251,19 +310,6 @@ describe.each(testBackends)('raw stats with bodies kept as bases (%s)', (backend
         base_hash: bodyHash(base),
       },
     ]);
-    const read = (run: string, at: Date, business: number | null, text: string) =>
-      ({
-        run_id: run,
-        account_name: 'account-1',
-        business_id: business,
-        operation: business === null ? 'list_businesses' : 'list_listings',
-        request: business === null ? '/businesses.json' : `/businesses/${business}/listings.json`,
-        attempt: 1,
-        status: 200,
-        observed_at: at,
-        body_hash: bodyHash(text),
-        uncommitted: false,
-      }) satisfies RawReadToInsert;
     const [then, later] = [randomUUID(), randomUUID()];
     await insertRawReads(warehouse.db, [
       read(then, before, null, 'list then'),

@@ -3,7 +3,8 @@
  * (docs/replay.md). Read only.
  */
 import type { Kysely } from 'kysely';
-import { storedBodyText } from '../../raw/body.ts';
+import { redactText } from '../../log.ts';
+import { storedBodyText, unreadableBodyReason } from '../../raw/body.ts';
 import {
   latestReadOf,
   operationsOfBusinessDay,
@@ -24,13 +25,15 @@ export interface RawShowOptions {
 }
 
 /**
- * The text to print; or, when the raw zone holds nothing that matches, null with the
- * operations it does hold reads of for that business on that night (none: no read at all).
+ * What to print: the reads' text, and a line for each read whose kept body does not read
+ * (night, business, account, run, then the body and its request as replay names them);
+ * or, when the raw zone holds nothing that matches, the operations it does hold reads of
+ * for that business on that night (none: no read at all).
  */
 export async function renderRawShow(
   db: Kysely<Database>,
   options: RawShowOptions,
-): Promise<string | { held: string[] }> {
+): Promise<{ text: string; unreadable: string[] } | { held: string[] }> {
   let date = options.date;
   if (date === undefined) {
     const latest = await latestReadOf(db, options.businessId);
@@ -42,24 +45,37 @@ export async function renderRawShow(
   if (rows.length === 0)
     return { held: await operationsOfBusinessDay(db, options.businessId, from) };
   const out: string[] = [];
+  const unreadable: string[] = [];
   for (const row of rows) {
-    const text = storedBodyText(row);
+    const at = new Date(row.observed_at).toISOString();
+    let text: string | undefined;
+    try {
+      text = storedBodyText(row);
+    } catch (error) {
+      // Redacted as any error text not our own (src/command/print-error.ts).
+      unreadable.push(
+        redactText(
+          `${at.slice(0, 10)} business ${options.businessId} (account ${row.account_name}, run ${row.run_id}): ` +
+            unreadableBodyReason(row.request, row.body_hash, error),
+        ),
+      );
+    }
     if (options.raw) {
-      out.push(text);
+      if (text !== undefined) out.push(text);
       continue;
     }
-    let pretty = text;
+    let pretty = text ?? '(its kept body cannot be read: see standard error)';
     try {
-      pretty = JSON.stringify(JSON.parse(text), null, 2);
+      if (text !== undefined) pretty = JSON.stringify(JSON.parse(text), null, 2);
     } catch {
       // Not JSON (an HTML error page): shown as it came.
     }
     out.push(
-      `# ${new Date(row.observed_at).toISOString()} ${row.account_name} ${row.operation} ${row.request} ` +
+      `# ${at} ${row.account_name} ${row.operation} ${row.request} ` +
         `HTTP ${row.status}${row.attempt > 1 ? ` (attempt ${row.attempt})` : ''} run ${row.run_id}\n${pretty}`,
     );
   }
-  return `${out.join('\n')}\n`;
+  return { text: out.length ? `${out.join('\n')}\n` : '', unreadable };
 }
 
 export interface RawNight {

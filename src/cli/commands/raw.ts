@@ -8,6 +8,7 @@ import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import { UsageError } from '../../command/usage-error.ts';
 import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { ConfigError } from '../../config/index.ts';
+import { EXIT } from '../../errors.ts';
 import { OPERATIONS } from '../../operations.ts';
 import { requireCurrentSchema } from '../../warehouse/driver/open.ts';
 import { dateOption, integerOption } from '../options.ts';
@@ -45,22 +46,25 @@ export function registerRawCommand(program: Command, io: CliIo): void {
       const warehouse = await openCommandWarehouse(io, config, 'read');
       try {
         await requireCurrentSchema(warehouse);
-        const text = await renderRawShow(warehouse.db, {
+        const shown = await renderRawShow(warehouse.db, {
           businessId: options.business,
           ...(options.date ? { date: options.date } : {}),
           ...(options.operation ? { operation: options.operation } : {}),
           ...(options.raw ? { raw: true } : {}),
         });
-        if (typeof text !== 'string') {
-          const held = text.held.length
-            ? ` It holds reads of it${options.date ? ' that night' : ''} by: ${text.held.join(', ')}.`
+        if ('held' in shown) {
+          const held = shown.held.length
+            ? ` It holds reads of it${options.date ? ' that night' : ''} by: ${shown.held.join(', ')}.`
             : '';
           throw new ConfigError(
             `The raw zone holds no read of business ${options.business}` +
               `${options.date ? ` on ${options.date}` : ''}${options.operation ? ` by ${options.operation}` : ''}.${options.operation ? held : ''}`,
           );
         }
-        io.stdout(text);
+        io.stdout(shown.text);
+        // A body that does not read is named as replay names it; the others are shown.
+        for (const line of shown.unreadable) io.stderr(`listings-sync: ${line}\n`);
+        if (shown.unreadable.length > 0) io.exitCode = EXIT.partial;
       } finally {
         await warehouse.close();
       }
