@@ -34,14 +34,10 @@ RUN --mount=type=cache,target=/root/.npm \
 FROM ${NODE_IMAGE} AS runtime
 WORKDIR /app
 ENV NODE_ENV=production
-# The sync's live heap is about 30 MB but it allocates fast; unbounded, V8 lets the young
-# generation grow to 128 MB and the old one as far before collecting (docs/benchmarks.md,
-# "Heap flags"). These keep a 10,000-business sync near 220 MB of RSS; override per
-# deployment through the environment. `--heap-growing-percent=50` (fewer full collections
-# for the same bound) and `--liftoff-only` (the embedded PGlite's WebAssembly on V8's
-# baseline compiler, docs/sizing.md) are not allowed in NODE_OPTIONS: the entrypoint
-# passes them.
-ENV NODE_OPTIONS="--max-semi-space-size=8 --max-old-space-size=256"
+# The V8 flags (heap caps, --liftoff-only) are not repeated here: the process entry,
+# bin/listings-sync.mjs, is the one place they are written, and it re-executes itself with
+# any that are missing (docs/sizing.md, "The V8 flags"). A deployment can still set its own
+# through NODE_OPTIONS (e.g. NODE_OPTIONS=--max-old-space-size=512): a flag given there wins.
 # The embedded PGlite database (used only when DATABASE_URL is unset) lives in
 # ./.data/pglite; the directory must exist and belong to the unprivileged user, or
 # `migrate`/`sync` without a DATABASE_URL fail on a read-only /app. In k8s the
@@ -49,8 +45,9 @@ ENV NODE_OPTIONS="--max-semi-space-size=8 --max-old-space-size=256"
 RUN mkdir -p /app/.data && chown node:node /app/.data
 # V8's compile cache (docs/deploy.md, "The image"): the modules compiled once, below, and
 # read by every process, each of which then starts about 0.2 s of CPU sooner. Node keeps
-# it per uid and per V8 flags, so the runtime user writes it with the entrypoint's flags;
-# then it goes to root, read-only like the code: at run time it is only read.
+# it per uid and per V8 flags, so the runtime user writes it, with the entry's flags (the
+# warm script re-executes itself with them as the entry does); then it goes to root,
+# read-only like the code: at run time it is only read.
 ENV NODE_COMPILE_CACHE=/app/.cache/node-compile
 RUN mkdir -p /app/.cache/node-compile && chown node:node /app/.cache/node-compile
 
@@ -58,15 +55,14 @@ RUN mkdir -p /app/.cache/node-compile && chown node:node /app/.cache/node-compil
 # process cannot rewrite its own code.
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
+COPY bin ./bin
 COPY src ./src
 COPY migrations ./migrations
 
 # The `node` user (uid 1000) ships with the base image. Numeric, so that
 # Kubernetes' runAsNonRoot can verify it without reading /etc/passwd.
 USER 1000:1000
-RUN node --heap-growing-percent=50 --liftoff-only src/cli/warm-compile-cache.ts
-# The airbyte target's entrypoint runs without --liftoff-only: its own cache, made here.
-RUN node --heap-growing-percent=50 src/cli/warm-compile-cache.ts
+RUN node src/cli/warm-compile-cache.ts
 USER root
 RUN chown -R root:root /app/.cache && chmod -R a-w /app/.cache
 USER 1000:1000
@@ -89,14 +85,15 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
 # business transactions commit, records the run as `interrupted`, and exits.
 STOPSIGNAL SIGTERM
 
-# node is PID 1 directly (exec form, no shell), so SIGTERM reaches it. As PID 1 the
+# node is PID 1 directly (exec form, no shell), so SIGTERM reaches it; the entry's re-exec
+# with the flags replaces the process in place (the same PID 1). As PID 1 the
 # kernel ignores a signal the process has no handler for: `sync` (and `serve`) handle
 # SIGTERM; `migrate` does not and is killed at the end of the grace period, which is
 # safe because Kysely applies Postgres migrations in a transaction.
 # Airbyte runs a source as "$AIRBYTE_ENTRYPOINT spec|check|discover|read …"
 # (docs/airbyte.md); `docker run IMAGE spec` works too: the CLI takes those as `airbyte …`.
-ENV AIRBYTE_ENTRYPOINT="node --heap-growing-percent=50 --liftoff-only src/cli/main.ts airbyte"
-ENTRYPOINT ["node", "--heap-growing-percent=50", "--liftoff-only", "src/cli/main.ts"]
+ENV AIRBYTE_ENTRYPOINT="node bin/listings-sync.mjs airbyte"
+ENTRYPOINT ["node", "bin/listings-sync.mjs"]
 CMD ["serve"]
 
 # ---- airbyte: the Airbyte source image ----------------------------------------------
@@ -108,8 +105,8 @@ CMD ["serve"]
 FROM runtime AS airbyte
 LABEL io.airbyte.name="listings-sync/source-listings-sync" \
       io.airbyte.version="0.1.0"
-ENV AIRBYTE_ENTRYPOINT="node --heap-growing-percent=50 src/cli/main.ts airbyte"
-ENTRYPOINT ["node", "--heap-growing-percent=50", "src/cli/main.ts", "airbyte"]
+ENV AIRBYTE_ENTRYPOINT="node bin/listings-sync.mjs airbyte"
+ENTRYPOINT ["node", "bin/listings-sync.mjs", "airbyte"]
 CMD ["--help"]
 # A source is a one-shot process with no metrics port to ask.
 HEALTHCHECK NONE

@@ -1,13 +1,10 @@
 /**
- * The V8 flags production runs the CLI with, read off its shebang line (src/cli/main.ts;
- * the Dockerfile and `npm start` pass the same, test/deploy/k8s-manifests.test.ts holds them to
- * it), so that what the benches measure is what a pod runs.
+ * The V8 flags production runs the CLI with: the process entry's (bin/listings-sync.mjs,
+ * the one place they are written; every route that starts the CLI goes through it), so
+ * that what the benches measure is what a pod runs.
  */
-import { readFileSync } from 'node:fs';
+import { NODE_FLAGS } from '../bin/listings-sync.mjs';
 
 export function productionNodeFlags(): string[] {
-  const cli = readFileSync(new URL('../src/cli/main.ts', import.meta.url), 'utf8');
-  return (/^#!.*?node\s+(.*)$/m.exec(cli)?.[1] ?? '')
-    .split(/\s+/)
-    .filter((flag) => flag.startsWith('--'));
+  return [...NODE_FLAGS];
 }

@@ -1,7 +1,8 @@
 /**
  * V8's compile cache for the image (docs/deploy.md, "The image"). The Dockerfile runs this
- * once at build time with `NODE_COMPILE_CACHE` set, as the runtime user and with the
- * entrypoint's flags, since Node keeps a cache per uid and per V8 flags. Every later process
+ * once at build time with `NODE_COMPILE_CACHE` set, as the runtime user; Node keeps a cache
+ * per uid and per V8 flags, so it first re-executes itself with the process entry's flags
+ * (bin/listings-sync.mjs), as every command does. Every later process
  * of the image then reads its modules compiled rather than stripping and compiling them:
  * about 0.2 s of CPU less per start (`listings-sync --help` 0.53 → 0.35 s), which a
  * one-shot command (a nightly sync, each Airbyte `spec`/`check`/`discover`/`read`) pays
@@ -15,7 +16,10 @@
 import { readdirSync } from 'node:fs';
 import { flushCompileCache, getCompileCacheDir } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { yamlParser } from '../config/alert-rules.ts';
+import { ensureNodeFlags } from '../../bin/listings-sync.mjs';
+
+await ensureNodeFlags(import.meta.filename, process.argv.slice(2));
+const { yamlParser } = await import('../config/alert-rules.ts');
 
 /** Files run as scripts (`node <file>`), which write when loaded. */
 const SCRIPTS = new Set(['config/print-docs-table.ts']);

@@ -66,9 +66,7 @@ describe('the image', () => {
       .at(-1);
     expect(lastFrom).toBe('FROM runtime AS worker');
     const runtime = dockerStage('runtime');
-    expect(runtime).toContain(
-      'ENTRYPOINT ["node", "--heap-growing-percent=50", "--liftoff-only", "src/cli/main.ts"]',
-    );
+    expect(runtime).toContain('ENTRYPOINT ["node", "bin/listings-sync.mjs"]');
     expect(runtime).toContain('CMD ["serve"]');
   });
 });

@@ -1,7 +1,7 @@
 /**
  * deploy/systemd (docs/deploy.md, "systemd"): `systemd-analyze verify` on the units where
  * it is installed (skipped, with the reason printed, where not), and what the docs say
- * of them: the CLI's heap flags, real commands, `migrate` first, SIGTERM with time to
+ * of them: the process entry (which brings its own V8 flags), real commands, `migrate` first, SIGTERM with time to
  * stop, `--exit-zero-on-partial` on the timer's sync, the timer at 03:00 UTC.
  */
 import { spawnSync } from 'node:child_process';
@@ -9,7 +9,6 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { productionNodeFlags } from '../../bench/node-flags.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const DIR = join(ROOT, 'deploy/systemd');
@@ -70,19 +69,16 @@ describe('deploy/systemd: what docs/deploy.md says of the units', () => {
     ].map((line) => line.split(/\s+/));
 
   it.each(UNITS.filter((u) => u.endsWith('.service')))(
-    '%s migrates first, then runs the CLI with its heap flags',
+    '%s migrates first, then runs the process entry, which brings its own V8 flags',
     (unit) => {
       const lines = commands(unit);
       expect(lines).toHaveLength(2);
-      for (const [node, ...args] of lines) {
+      for (const [node, entry] of lines) {
         expect(node).toBe('/usr/bin/node');
-        const flags = args.filter(
-          (a) => a.startsWith('--') && args.indexOf(a) < args.indexOf('src/cli/main.ts'),
-        );
-        expect([...flags].sort()).toEqual([...productionNodeFlags()].sort());
-        expect(args).toContain('src/cli/main.ts');
+        // No flag of its own: bin/listings-sync.mjs holds them (docs/sizing.md, "The V8 flags").
+        expect(entry).toBe('bin/listings-sync.mjs');
       }
-      const subcommand = (line: string[]) => line[line.indexOf('src/cli/main.ts') + 1];
+      const subcommand = (line: string[]) => line[line.indexOf('bin/listings-sync.mjs') + 1];
       expect(subcommand(lines[0]!)).toBe('migrate');
       const d = directives(unit);
       expect(d.get('WorkingDirectory')).toEqual(['/opt/listings-sync']);
@@ -101,9 +97,9 @@ describe('deploy/systemd: what docs/deploy.md says of the units', () => {
 
   it("serve runs serve; the timer's sync exits 0 on a partial night", () => {
     const serve = commands('listings-sync-serve.service')[1]!;
-    expect(serve.slice(serve.indexOf('src/cli/main.ts') + 1)).toEqual(['serve']);
+    expect(serve.slice(serve.indexOf('bin/listings-sync.mjs') + 1)).toEqual(['serve']);
     const sync = commands('listings-sync-sync.service')[1]!;
-    expect(sync.slice(sync.indexOf('src/cli/main.ts') + 1)).toEqual([
+    expect(sync.slice(sync.indexOf('bin/listings-sync.mjs') + 1)).toEqual([
       'sync',
       '--exit-zero-on-partial',
     ]);

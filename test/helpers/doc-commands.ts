@@ -53,7 +53,7 @@ export function shellWords(line: string): string[] {
 }
 
 /**
- * `A=1 B=2 npx listings-sync sync` (or `node_modules/.bin/node src/cli/main.ts …`) →
+ * `A=1 B=2 npx listings-sync sync` (or `node_modules/.bin/node bin/listings-sync.mjs …`) →
  * environment and CLI arguments; null for any other command.
  */
 export function parseCliLine(line: string): { env: Record<string, string>; args: string[] } | null {
@@ -65,7 +65,7 @@ export function parseCliLine(line: string): { env: Record<string, string>; args:
   }
   // Long-running commands are documented under `node` itself (npx does not pass SIGTERM on).
   const npx = words[0] === 'npx' && words[1] === 'listings-sync';
-  const node = words[0] === 'node_modules/.bin/node' && words[1] === 'src/cli/main.ts';
+  const node = words[0] === 'node_modules/.bin/node' && words[1] === 'bin/listings-sync.mjs';
   if (!npx && !node) return null;
   return { env, args: words.slice(2) };
 }

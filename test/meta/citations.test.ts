@@ -1,7 +1,7 @@
 /**
  * The repository cites only what it contains: no source file points at a design document
  * or a spec that is not in the repository, and the documented commands run on the
- * project's Node (`npx listings-sync …`), not the machine's (`node src/cli/main.ts …`).
+ * project's Node (`npx listings-sync …`), not the machine's (`node bin/listings-sync.mjs …`).
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -30,7 +30,7 @@ describe('citations', () => {
     expect(offending).toEqual([]);
   });
 
-  it('documented shell commands use npx listings-sync; node src/cli/main.ts only for serve and sandbox', () => {
+  it('documented shell commands use npx listings-sync; node bin/listings-sync.mjs only for serve and sandbox', () => {
     // npx does not pass SIGTERM on to its child (docs/serve.md, "Starting it"): the long-running
     // commands are started with node, everything else with npx.
     const docs = [join(ROOT, 'README.md'), ...files(join(ROOT, 'docs'), /\.md$/)];
@@ -51,8 +51,8 @@ describe('citations', () => {
         } else if (fence === 'shell') commands.push(line);
       }
       return commands
-        .filter((line) => /\bnode\s+src\/cli(\/main)?\.ts\b/.test(line))
-        .filter((line) => !/\bnode\s+src\/cli\/main\.ts\s+(serve|sandbox)\b/.test(line))
+        .filter((line) => /\bnode\s+(src\/cli(\/main)?\.ts|bin\/listings-sync\.mjs)\b/.test(line))
+        .filter((line) => !/\bnode\s+bin\/listings-sync\.mjs\s+(serve|sandbox)\b/.test(line))
         .map((line) => `${relative(ROOT, path)}: ${line.trim()}`);
     });
     expect(offending).toEqual([]);

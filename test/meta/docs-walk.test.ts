@@ -4,7 +4,7 @@
  * or listed as skipped with the reason. The inventory is asserted whole, so a new line
  * cannot slip in unwalked and unlisted.
  *
- * Substitutions, kept few and explicit: `npx listings-sync` and `node_modules/.bin/node src/cli/main.ts`
+ * Substitutions, kept few and explicit: `npx listings-sync` and `node_modules/.bin/node bin/listings-sync.mjs`
  * run `main(argv, io)` in this process, in the walk's directory and with only the line's
  * environment; the sandbox listens on a free port instead of 4010, and curl is pointed at
  * it. The lines of docs/writes.md that act on a configured account run against the
@@ -123,7 +123,7 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ],
   [
     'README.md',
-    'node_modules/.bin/node src/cli/main.ts sandbox --seed 7 --port 4010 --credentials-out credentials.json',
+    'node_modules/.bin/node bin/listings-sync.mjs sandbox --seed 7 --port 4010 --credentials-out credentials.json',
     README_WALK,
   ],
   [
@@ -412,7 +412,7 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ],
   [
     'docs/running.md',
-    'node_modules/.bin/node src/cli/main.ts sandbox --seed 7 --port 4010 --credentials-out credentials.json',
+    'node_modules/.bin/node bin/listings-sync.mjs sandbox --seed 7 --port 4010 --credentials-out credentials.json',
     WALKED,
   ],
   [
@@ -438,17 +438,17 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ],
   [
     'docs/serve.md',
-    'WEBHOOK_SECRET=… LISTINGS_CREDENTIALS_FILE=credentials.json node_modules/.bin/node src/cli/main.ts serve',
+    'WEBHOOK_SECRET=… LISTINGS_CREDENTIALS_FILE=credentials.json node_modules/.bin/node bin/listings-sync.mjs serve',
     SERVE,
   ],
   [
     'docs/serve.md',
-    'node_modules/.bin/node src/cli/main.ts sandbox --port 4010 --credentials-out /tmp/creds.json &',
+    'node_modules/.bin/node bin/listings-sync.mjs sandbox --port 4010 --credentials-out /tmp/creds.json &',
     BACKGROUND,
   ],
   [
     'docs/serve.md',
-    'WEBHOOK_SECRET=s1 LISTINGS_CREDENTIALS_FILE=/tmp/creds.json PORT=8080 node_modules/.bin/node src/cli/main.ts serve &',
+    'WEBHOOK_SECRET=s1 LISTINGS_CREDENTIALS_FILE=/tmp/creds.json PORT=8080 node_modules/.bin/node bin/listings-sync.mjs serve &',
     BACKGROUND,
   ],
   [

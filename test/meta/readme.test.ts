@@ -4,7 +4,7 @@
  * second sync after `clock/advance` adds a day), and every command of the command table
  * answers `--help` with its usage and the environment variables it reads.
  *
- * Substitutions, kept few and explicit: `npx listings-sync` (and `node_modules/.bin/node src/cli/main.ts`) runs `main(argv, io)` of
+ * Substitutions, kept few and explicit: `npx listings-sync` (and `node_modules/.bin/node bin/listings-sync.mjs`) runs `main(argv, io)` of
  * src/cli/program.ts in this process, in the line's directory and with only the line's
  * environment; the sandbox listens on a free port instead of 4010 (tests run side by
  * side), and the curl line is pointed at it.
@@ -50,7 +50,7 @@ describe('README: quick start', () => {
     const lines = (shellBlocks()[0] ?? '').trim().split('\n');
     expect(shellWords(lines[0] ?? '')).toEqual(['npm', 'ci', '&&', 'npm', 'start']);
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
-    expect(pkg.scripts.start).toMatch(/src\/cli\/main\.ts demo$/);
+    expect(pkg.scripts.start).toMatch(/bin\/listings-sync\.mjs demo$/);
   });
 
   it('line 2 works right after the demo, as written', async () => {
@@ -95,7 +95,7 @@ describe('README: the sandbox tutorial, line by line', () => {
   // Six commands in a row: the suite's limit (vitest.config.ts) only guards a hang.
   it('every line exits 0, and the sync after clock/advance records the next day', async () => {
     const block = shellBlocks().find((b) =>
-      b.includes('node_modules/.bin/node src/cli/main.ts sandbox'),
+      b.includes('node_modules/.bin/node bin/listings-sync.mjs sandbox'),
     );
     expect(block).toBeDefined();
     const lines = (block ?? '')
