@@ -12,7 +12,13 @@
  * day after the last one synced in full, and adds only the days since. A day whose run
  * was stopped (Ctrl-C) or killed is synced again: the businesses it had committed come
  * back unchanged and the others are written, so the day ends with the rows of a run that
- * was never stopped (docs/running.md).
+ * was never stopped (docs/running.md). A resumed demo keeps the size it was built with
+ * and ends on the last whole day; `--days` or `--businesses` that would shape another
+ * demo are refused unless `--fresh` empties the warehouse first.
+ *
+ * Stopped (Ctrl-C, SIGTERM), it says so: the day it was stopped on, the days synced in
+ * full, and what the warehouse holds; it writes no report (the report took most of the
+ * stop's 5 s), so it ends about as soon as the day's run has stopped.
  */
 
 import { existsSync } from 'node:fs';
@@ -22,17 +28,24 @@ import { digestMessages } from '../alerts/messages.ts';
 import { alertsOfRuns } from '../alerts/outbox.ts';
 import { createConfiguredApiClient } from '../api/client.ts';
 import { addDays, daysBetween } from '../calendar-day.ts';
+import { UsageError } from '../command/usage-error.ts';
 import { type Config, DEMO_PGLITE_DATA_DIR } from '../config/index.ts';
 import { type Logger, redactUrl } from '../log.ts';
 import { writeReport } from '../report/write-report.ts';
 import { startSandbox } from '../sandbox/server.ts';
+import { ID_SPAN } from '../sandbox/world.ts';
 import type { SyncProgress } from '../sync/options.ts';
 import { startTerminalBar } from '../sync/progress.ts';
 import { runSync, type SyncResult } from '../sync/run.ts';
 import type { Database } from '../warehouse/database.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/driver/connection.ts';
 import { migrateToLatest } from '../warehouse/driver/migrate.ts';
-import { createSchemaIfMissing, readDemoRunDays } from './progress.ts';
+import {
+  createSchemaIfMissing,
+  readDemoBusinessesPerAccount,
+  readDemoRunDays,
+  recreateCurrentSchema,
+} from './progress.ts';
 import { DEMO_ACCOUNTS, DEMO_BUSINESSES_PER_ACCOUNT, DEMO_DAYS } from './size.ts';
 import {
   type AlertExample,
@@ -58,10 +71,20 @@ export const DEMO_SCHEMA = 'listings_demo';
 const DEMO_TRIGGER = 'demo';
 
 export interface DemoOptions {
-  /** Days simulated after the first sync (the month ends on `endDate`). */
+  /**
+   * Days simulated after the first sync (the month ends on `endDate`), DEMO_DAYS unset. A
+   * resumed demo carries on to `endDate` whatever it is; given, it must be the span the
+   * demo was built with (its first day `days` before `endDate`), or the demo is refused.
+   */
   days?: number;
   accounts?: number;
+  /**
+   * The sandbox's businesses per account, DEMO_BUSINESSES_PER_ACCOUNT unset. A resumed
+   * demo keeps the size it was built with; given and different, the demo is refused.
+   */
   businessesPerAccount?: number;
+  /** Empty the demo's warehouse first (`--fresh`): a new demo of `days` and `businessesPerAccount`. */
+  fresh?: boolean;
   dataDir?: string;
   /** Load into this PostgreSQL (schema `schema`, `listings_demo` by default) instead of PGlite. */
   databaseUrl?: string;
@@ -101,14 +124,33 @@ export interface DemoSummary extends DemoCounts {
   alertExamples: AlertExample[];
 }
 
+/** A demo stopped before its last day was synced in full. */
+export interface DemoStop {
+  /** What stopped it: the signal's reason (`SIGINT`, `SIGTERM`, `EPIPE`). */
+  by: string;
+  /** The day it was stopped on (not synced in full), and its place among this run's days. */
+  day: string;
+  dayNumber: number;
+  daysToSync: number;
+  /** Days this run synced in full before it. */
+  daysInFull: number;
+}
+
 export interface DemoResult {
   daysSimulated: number;
   syncs: SyncResult[];
   summary: DemoSummary;
+  /** Where the report goes; not written when the demo was stopped (`reportWritten`). */
   reportPath: string;
+  reportWritten: boolean;
   startDate: string;
   endDate: string;
+  /** Set when the demo was stopped before its last day was synced in full. */
+  stopped?: DemoStop;
 }
+
+/** A demo's `--days` or `--businesses` that would shape another demo than the one stored. */
+export class DemoOptionsConflictError extends UsageError {}
 
 /**
  * The demo's schema in a PostgreSQL server: created when missing, and every connection's
@@ -158,13 +200,26 @@ export async function readDemoSummary(db: import('kysely').Kysely<Database>): Pr
 
 const number = new Intl.NumberFormat('en-US');
 
-export function renderDemoSummary(summary: DemoSummary): string[] {
+/**
+ * The summary's lines. Of a stopped demo (`stopped`), the heading names the days synced in
+ * full, and the stopped day when it committed any business: the counts below hold them.
+ */
+export function renderDemoSummary(
+  summary: DemoSummary,
+  stopped?: { firstDay: string; lastInFull: string | null; partOf: string | null },
+): string[] {
   const listings = Object.values(summary.listingsByStatus).reduce((a, b) => a + b, 0);
   const byStatus = Object.entries(summary.listingsByStatus)
     .map(([status, n]) => `${number.format(n)} ${status}`)
     .join(', ');
+  const part = stopped?.partOf ? `, and part of ${stopped.partOf}` : '';
+  const heading = !stopped
+    ? `Warehouse after ${summary.firstDay ?? '–'} … ${summary.lastDay ?? '–'}:`
+    : stopped.lastInFull
+      ? `Warehouse after ${stopped.firstDay} … ${stopped.lastInFull}, the days synced in full${part}:`
+      : `Warehouse with no day synced in full${part}:`;
   const lines = [
-    `Warehouse after ${summary.firstDay ?? '–'} … ${summary.lastDay ?? '–'}:`,
+    heading,
     `  accounts           ${number.format(summary.accounts)}`,
     `  businesses         ${number.format(summary.businesses)} (${number.format(summary.archivedBusinesses)} archived upstream)`,
     `  listings           ${number.format(listings)}: ${byStatus || 'none'}`,
@@ -200,7 +255,11 @@ function alertsLine(summary: DemoSummary): string {
   );
 }
 
-/** A bar over the simulated days on a terminal; a log line per day otherwise (after each sync's own lines). */
+/**
+ * A bar over the simulated days on a terminal; otherwise log lines: `demo day started`
+ * before each day's sync, `demo day synced` after it (after the sync's own lines), and
+ * `demo day stopped` for a day whose run was stopped.
+ */
 function dayProgress(stream: NodeJS.WriteStream | undefined, logger: Logger, total: number) {
   if (stream?.isTTY && total > 0) {
     const bar = startTerminalBar(
@@ -209,15 +268,37 @@ function dayProgress(stream: NodeJS.WriteStream | undefined, logger: Logger, tot
     );
     bar.update(0, total, { day: '', alerts: 0 });
     return {
+      started: (_number: number, _day: string) => {},
       day: (done: number, day: string, alerts: number) => bar.update(done, total, { day, alerts }),
+      stopped: (_number: number, _day: string, _by: string) => {},
       stop: () => bar.stop(),
     };
   }
   return {
+    started: (number: number, day: string) =>
+      logger.info({ day, number, total }, 'demo day started'),
     day: (done: number, day: string, alerts: number) =>
       logger.info({ day, done, total, alerts }, 'demo day synced'),
+    stopped: (number: number, day: string, by: string) =>
+      logger.info({ day, number, total, signal: by }, 'demo day stopped'),
     stop: () => {},
   };
+}
+
+/** What stopped the demo, as its summary says it: ` by Ctrl-C (SIGINT)`; nothing for a stop of no name. */
+function stopCause(by: string): string {
+  if (by === 'SIGINT') return ' by Ctrl-C (SIGINT)';
+  if (by === 'EPIPE') return ' by a closed pipe';
+  return /^SIG[A-Z0-9]+$/.test(by) ? ` by ${by}` : '';
+}
+
+/** The command line that rebuilds the demo with the options given, for a refusal. */
+function freshCommand(days: number | undefined, businesses: number | undefined): string {
+  const given = [
+    ...(days === undefined ? [] : [`--days ${days}`]),
+    ...(businesses === undefined ? [] : [`--businesses ${businesses}`]),
+  ];
+  return `npm start -- --fresh ${given.join(' ')}`;
 }
 
 /** The demo as a function: the CLI uses the defaults, tests shrink it. */
@@ -228,6 +309,7 @@ export async function runDemo(
 ): Promise<DemoResult> {
   const out = options.write ?? (() => {});
   const days = options.days ?? DEMO_DAYS;
+  const stopped = () => options.signal?.aborted === true;
   const clock = options.clock ?? (() => new Date());
   // Not today: the sandbox dates today's reviews at any time of the day, ahead of the clock.
   const endDate = options.endDate ?? addDays(clock().toISOString().slice(0, 10), -1);
@@ -251,28 +333,54 @@ export async function runDemo(
   const api = createConfiguredApiClient(config, logger);
   let sandbox: Awaited<ReturnType<typeof startSandbox>> | undefined;
   try {
+    // --fresh: the demo's schema emptied, so what is stored below is a new demo's.
+    if (options.fresh) await recreateCurrentSchema(warehouse.db);
     const { applied } = await migrateToLatest(warehouse.db);
     const done = await simulatedDays(warehouse);
-    // Resume after the last day synced in full, or begin `days` days before the end.
+    const builtWith = await readDemoBusinessesPerAccount(warehouse.db, ID_SPAN);
+    // A stored demo is carried on as it was built: options that shape another are refused.
+    const otherDays =
+      options.days !== undefined && done !== null && addDays(endDate, -days) !== done.first;
+    const otherSize =
+      options.businessesPerAccount !== undefined &&
+      builtWith !== null &&
+      options.businessesPerAccount !== builtWith;
+    if (otherDays || otherSize) {
+      throw new DemoOptionsConflictError(
+        `the demo in ${where} already holds ${done ? `the days from ${done.first}` : 'a demo'}` +
+          `${builtWith === null ? '' : ` of ${builtWith} businesses per account`}; ` +
+          `${[otherDays ? '--days' : '', otherSize ? '--businesses' : ''].filter(Boolean).join(' and ')} would make another. ` +
+          `\`${freshCommand(options.days, options.businessesPerAccount)}\` rebuilds it so (the stored demo is deleted); ` +
+          '`npm start` carries the stored one on to the last whole day.',
+      );
+    }
+    // Resume after the last day synced in full, to the end date (the last whole day), or
+    // begin `days` days before the end.
     const startDate = done?.first ?? addDays(endDate, -days);
     const firstToSync = done?.lastComplete ? addDays(done.lastComplete, 1) : startDate;
-    // At most the first run's length per run, should the demo be resumed months later.
-    const toSimulate = Math.min(days + 1, Math.max(0, daysBetween(firstToSync, endDate) + 1));
+    const toSimulate = Math.max(0, daysBetween(firstToSync, endDate) + 1);
     const lastToSync = addDays(firstToSync, toSimulate - 1);
 
     sandbox = await startSandbox({
       seed: DEMO_SEED,
       accounts: options.accounts ?? DEMO_ACCOUNTS,
-      businessesPerAccount: options.businessesPerAccount ?? DEMO_BUSINESSES_PER_ACCOUNT,
+      businessesPerAccount:
+        options.businessesPerAccount ?? builtWith ?? DEMO_BUSINESSES_PER_ACCOUNT,
       startDate,
       port: 0,
     });
     out(`Sandbox of the upstream API (seed ${DEMO_SEED}, from ${startDate}) at ${sandbox.baseUrl}`);
-    out(`Warehouse: ${where}${applied.length ? ` (${applied.length} migration(s) applied)` : ''}`);
+    out(
+      `Warehouse: ${where}${options.fresh ? ', emptied (--fresh)' : ''}` +
+        `${applied.length ? ` (${applied.length} migration(s) applied)` : ''}`,
+    );
     out(
       done?.lastComplete
         ? toSimulate
-          ? `Resuming after ${done.lastComplete}, the last day synced in full: simulating ${toSimulate} more day(s) to ${lastToSync}.`
+          ? `Resuming after ${done.lastComplete}, the last day synced in full: simulating ${toSimulate} more day(s) to ${lastToSync}.` +
+            (toSimulate > DEMO_DAYS + 1
+              ? ' (`npm start -- --fresh` starts a new month instead.)'
+              : '')
           : `Already simulated through ${done.lastComplete}; nothing new to sync.`
         : `Simulating ${startDate} to ${lastToSync} (${toSimulate} syncs): advance the sandbox a day, sync, repeat.`,
     );
@@ -292,10 +400,24 @@ export async function runDemo(
     const syncLogger = options.terminal?.isTTY ? logger.child({}, { level: 'warn' }) : logger;
     const syncs: SyncResult[] = [];
     let alerts = 0;
+    let stop: DemoStop | undefined;
     const started = performance.now();
     try {
-      for (let i = 0; i < toSimulate && !options.signal?.aborted; i++) {
+      for (let i = 0; i < toSimulate; i++) {
         if (i > 0) running.advanceDays(1);
+        const day = running.today();
+        const stoppedHere = () => ({
+          by: String(options.signal?.reason ?? 'abort'),
+          day,
+          dayNumber: i + 1,
+          daysToSync: toSimulate,
+          daysInFull: syncs.filter((s) => s.status !== 'interrupted').length,
+        });
+        if (stopped()) {
+          stop = stoppedHere();
+          break;
+        }
+        progress.started(i + 1, day);
         const result = await runSync({
           warehouse,
           api,
@@ -314,15 +436,31 @@ export async function runDemo(
               }
             : {}),
         });
-        syncs.push(result);
         alerts += result.stats.alerts;
-        progress.day(i + 1, running.today(), alerts);
+        // A run stopped part-way did not sync its day: that day is synced again next time.
+        if (result.status === 'interrupted') {
+          stop = stoppedHere();
+          syncs.push(result);
+          progress.stopped(i + 1, day, stop.by);
+          break;
+        }
+        syncs.push(result);
+        progress.day(i + 1, day, alerts);
       }
     } finally {
       progress.stop();
     }
     const seconds = (performance.now() - started) / 1000;
-    if (toSimulate) out(`${syncs.length} day(s) synced in ${seconds.toFixed(0)}s.`);
+    const partOf = stop && (syncs.at(-1)?.stats.businesses.synced ?? 0) > 0 ? stop.day : null;
+    if (stop) {
+      const inFull = stop.daysInFull;
+      out(
+        `Stopped${stopCause(stop.by)} on ${stop.day}, day ${stop.dayNumber} of the ${stop.daysToSync} to sync: ` +
+          `${inFull} day(s) synced in full${inFull ? ` (${firstToSync} … ${addDays(firstToSync, inFull - 1)})` : ''} ` +
+          `in ${seconds.toFixed(0)}s; ${stop.day} is synced again when the demo is run again` +
+          `${partOf ? ' (its businesses committed so far come back unchanged)' : ''}.`,
+      );
+    } else if (toSimulate) out(`${syncs.length} day(s) synced in ${seconds.toFixed(0)}s.`);
     const digests = digestMessages(
       await alertsOfRuns(
         warehouse.db,
@@ -333,6 +471,28 @@ export async function runDemo(
       out(`Slack would get ${digests.length} message(s): one digest per account and day.`);
 
     const summary = await readDemoSummary(warehouse.db);
+    if (stop) {
+      const lastInFull = stop.daysInFull
+        ? addDays(firstToSync, stop.daysInFull - 1)
+        : (done?.lastComplete ?? null);
+      out('');
+      for (const line of renderDemoSummary(summary, { firstDay: startDate, lastInFull, partOf }))
+        out(line);
+      out('');
+      out(
+        `No report written: the demo was stopped. Run \`npm start\` again to carry on to ${lastToSync}; it writes ${options.reportPath ?? 'report.html'}.`,
+      );
+      return {
+        daysSimulated: stop.daysInFull,
+        syncs,
+        summary,
+        reportPath: options.reportPath ?? 'report.html',
+        reportWritten: false,
+        startDate,
+        endDate,
+        stopped: stop,
+      };
+    }
     const report = await writeReport(warehouse.db, {
       out: options.reportPath ?? 'report.html',
       days: 90,
@@ -368,6 +528,7 @@ export async function runDemo(
       syncs,
       summary,
       reportPath: report.path,
+      reportWritten: true,
       startDate,
       endDate,
     };

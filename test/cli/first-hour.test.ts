@@ -74,10 +74,14 @@ describe('after the demo, in a fresh directory', () => {
     expect(run.code).toBe(0);
     const lines = run.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe("Sync runs in the demo's embedded PGlite database in ./.data/demo:");
-    expect(lines[1]).toMatch(/^started \(UTC\)\s+status\s+trigger\s+duration\s+businesses/);
+    expect(lines[1]).toMatch(
+      /^started \(UTC\)\s+upstream day\s+status\s+trigger\s+duration\s+businesses/,
+    );
     const rows = lines.slice(3);
     expect(rows).toHaveLength(2);
-    for (const row of rows) expect(row).toMatch(/ succeeded\s+demo\s+\d+(\.\d)? s\s+2\/2\s+\d+/);
+    // The upstream day each synced: the demo's last two.
+    expect(rows[0]).toMatch(/ 2026-03-10\s+succeeded\s+demo\s+\d+(\.\d)? s\s+2\/2\s+\d+/);
+    expect(rows[1]).toMatch(/ 2026-03-09\s+succeeded\s+demo\s+\d+(\.\d)? s\s+2\/2\s+\d+/);
   });
 
   it('with PGLITE_DATA_DIR set, reads exactly that one and never the demo', async () => {

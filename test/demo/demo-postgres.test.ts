@@ -50,6 +50,10 @@ describe.skipIf(!testBackends.includes('postgres') || !url)('demo into PostgreSQ
     const runs = await runCli(['runs'], { DATABASE_URL: url as string, DATABASE_SCHEMA: schema });
     expect(runs.code).toBe(0);
     expect(runs.stdout).toContain('demo');
+    // Each run's upstream day, the simulated one, read from the raw zone on PostgreSQL too.
+    for (const day of ['2026-03-08', '2026-03-09', '2026-03-10']) {
+      expect(runs.stdout).toMatch(new RegExp(`\\s${day}\\s+succeeded\\s+demo\\s`));
+    }
 
     // Read back the way an analyst would: a plain client, the schema by name.
     const client = new pg.Client({ connectionString: url });
@@ -61,6 +65,30 @@ describe.skipIf(!testBackends.includes('postgres') || !url)('demo into PostgreSQ
       expect(days.rows.map((r) => r.day)).toEqual(['2026-03-08', '2026-03-09', '2026-03-10']);
       const view = await client.query(`select count(*)::int as n from "${schema}".v_rank_latest`);
       expect(view.rows[0].n).toBeGreaterThan(0);
+
+      // --fresh: the schema made again, and a new demo of the size asked in it.
+      const again: string[] = [];
+      await runDemo(loadConfig({ DATABASE_URL: url }), silentLogger(), {
+        days: 1,
+        accounts: 1,
+        businessesPerAccount: 1,
+        fresh: true,
+        schema,
+        dataDir: join(dir, 'never-used'),
+        reportPath: join(dir, 'report.html'),
+        endDate: '2026-03-10',
+        write: (line) => again.push(line),
+      });
+      expect(again.find((l) => l.startsWith('Warehouse: '))).toContain(
+        `, schema ${schema}, emptied (--fresh) (`,
+      );
+      const rebuilt = await client.query(
+        `select (select count(*)::int from "${schema}".sync_runs) as runs,
+           (select max(business_id % 10000000)::int from "${schema}".businesses) as size,
+           (select array_agg(distinct observed_on::text order by observed_on::text)
+              from "${schema}".rank_observations) as days`,
+      );
+      expect(rebuilt.rows[0]).toEqual({ runs: 2, size: 1, days: ['2026-03-09', '2026-03-10'] });
     } finally {
       await client.end();
     }

@@ -225,7 +225,8 @@ describe('demo', () => {
 
   it('a run on a later day carries on from the next day, at the same start date', async () => {
     const { counts: afterFirst } = await firstRun();
-    const later = await demo({ endDate: '2026-03-12' });
+    // No --days: a resumed demo carries on to its end date, whatever the span it began with.
+    const later = await demo({ endDate: '2026-03-12', days: undefined });
     expect(later.result.startDate).toBe('2026-03-07');
     expect(later.result.daysSimulated).toBe(2);
     const after = await warehouseCounts();
@@ -246,6 +247,82 @@ describe('demo', () => {
     expect(after).toEqual(await warehouseCounts(continuousWarehouse));
     // And the printed numbers still match.
     expect(leadingNumber(printed(later.lines, 'alerts raised'))).toBe(after.alerts);
+  });
+
+  it('`listings-sync runs` shows the upstream day each demo run read, not only when it ran', async () => {
+    const pglite = join(dir, 'runs-pglite');
+    onTestFinished(attachWarehouse(pglite, first.warehouse).detach);
+    const runs = await startCli(['runs'], { PGLITE_DATA_DIR: pglite }).done;
+    expect(runs.code, runs.stderr).toBe(0);
+    const rows = runs.stdout
+      .split('\n')
+      .filter((line) => / demo /.test(line))
+      .map((line) =>
+        line
+          .trim()
+          .split(/\s{2,}/)
+          .slice(1, 3),
+      );
+    // Newest first: the four simulated days, which the wall-clock start times (seconds
+    // apart) do not show.
+    expect(rows).toEqual([
+      ['2026-03-10', 'succeeded'],
+      ['2026-03-09', 'succeeded'],
+      ['2026-03-08', 'succeeded'],
+      ['2026-03-07', 'succeeded'],
+    ]);
+  });
+
+  it('an existing demo refuses --days and --businesses that would shape another, keeps its size when resumed, and --fresh rebuilds it', async () => {
+    const { counts: afterFirst } = await firstRun();
+    onTestFinished(attachWarehouse(join(dir, '.data/demo'), warehouse).detach);
+    // Four days after the first run's last: the 11th to the 13th are still to sync.
+    const at = { cwd: dir, now: () => new Date('2026-03-14T12:00:00Z') };
+    for (const [args, refused] of [
+      [['--days', '1'], '--days would make another'],
+      [['--businesses', '5'], '--businesses would make another'],
+      [['--days', '7', '--businesses', '5'], '--days and --businesses would make another'],
+    ] as const) {
+      const ended = await startCli(['demo', ...args], {}, at).done;
+      expect(ended.code, ended.stderr).toBe(2);
+      expect(ended.stderr).toContain(
+        'listings-sync: the demo in embedded PGlite in ./.data/demo already holds the days from 2026-03-07 of 3 businesses per account; ' +
+          `${refused}. \`npm start -- --fresh ${args.join(' ')}\` rebuilds it so (the stored demo is deleted); ` +
+          '`npm start` carries the stored one on to the last whole day.',
+      );
+      expect(await warehouseCounts()).toEqual(afterFirst);
+    }
+    // Resumed without options: to the last whole day, from the sandbox it was built from
+    // (3 businesses an account, none new).
+    const resumedRun = await startCli(['demo'], {}, at).done;
+    expect(resumedRun.code, resumedRun.stderr).toBe(0);
+    expect(resumedRun.stdout).toContain(
+      'Resuming after 2026-03-10, the last day synced in full: simulating 3 more day(s) to 2026-03-13.',
+    );
+    const resumed = await warehouseCounts();
+    expect(resumed.days).toEqual([...afterFirst.days, '2026-03-11', '2026-03-12', '2026-03-13']);
+    const size = async () =>
+      (
+        await sql<{
+          n: number;
+        }>`select max(business_id % 10000000)::int as n from businesses`.execute(warehouse.db)
+      ).rows[0]?.n;
+    expect(await size()).toBe(3);
+    // Options that say what the stored demo is (from the 7th, 6 days before the 13th; 3
+    // businesses) shape no other.
+    const same = await startCli(['demo', '--days', '6', '--businesses', '3'], {}, at).done;
+    expect(same.code, same.stderr).toBe(0);
+    expect(same.stdout).toContain('Already simulated through 2026-03-13; nothing new to sync.');
+
+    const fresh = await startCli(['demo', '--fresh', '--days', '1', '--businesses', '1'], {}, at)
+      .done;
+    expect(fresh.code, fresh.stderr).toBe(0);
+    expect(fresh.stdout).toContain('Warehouse: embedded PGlite in ./.data/demo, emptied (--fresh)');
+    expect(fresh.stdout).toContain('Simulating 2026-03-12 to 2026-03-13 (2 syncs)');
+    const rebuilt = await warehouseCounts();
+    expect(rebuilt.days).toEqual(['2026-03-12', '2026-03-13']);
+    expect(rebuilt.syncRuns).toBe(2);
+    expect(await size()).toBe(1);
   });
 
   it('`listings-sync demo --days N --businesses N` simulates that many, and refuses what it cannot', async () => {
@@ -312,24 +389,37 @@ describe('demo', () => {
   // The command's own demo, with its defaults: a first day of 50 businesses before the
   // stop. Its warehouse, ./.data/demo under the command's working directory, is the test's
   // (attached to that directory).
-  it('`listings-sync demo` runs in-process and, stopped as by SIGTERM, ends after the day in flight with exit 3', async () => {
+  it('`listings-sync demo` runs in-process and, stopped as by SIGTERM, ends after the day in flight with exit 143, saying so', async () => {
     const attached = attachWarehouse(join(dir, '.data/demo'), warehouse);
     onTestFinished(attached.detach);
     const demo = startCli(['demo'], {}, { cwd: dir, now: () => new Date(`${END}T12:00:00Z`) });
     await demo.waitForStderr('"msg":"demo day synced"');
     demo.stop('SIGTERM');
     const ended = await demo.done;
-    expect(ended.code, ended.stderr).toBe(3);
+    // 128 + SIGTERM's 15, as a shell reports a process SIGTERM ended.
+    expect(ended.code, ended.stderr).toBe(143);
     expect(ended.stdout).toMatch(/Sandbox of the upstream API \(seed \d+, from 2026-02-07\)/);
-    // The stop lands after day 1's line, as day 2 may already have begun: one or two of the
-    // 31 days, never all.
-    expect(ended.stdout).toMatch(/^[12] day\(s\) synced in/m);
-    // The report, in the command's working directory.
-    expect(ended.stdout).toContain(`Report: ${join(dir, 'report.html')}`);
-    expect(existsSync(join(dir, 'report.html'))).toBe(true);
+    // The stop lands after day 1's line, on day 2 or (were day 2 done already) day 3: the
+    // days before it synced in full, never all 31.
+    const said =
+      /^Stopped by SIGTERM on (2026-02-\d\d), day ([23]) of the 31 to sync: ([12]) day\(s\) synced in full \(2026-02-07 … (2026-02-0\d)\)/m.exec(
+        ended.stdout,
+      );
+    expect(said, ended.stdout).not.toBeNull();
+    const [, day, number, inFull, lastInFull] = said!;
+    expect(Number(inFull)).toBe(Number(number) - 1);
+    expect(day).toBe(`2026-02-0${7 + Number(inFull)}`);
+    expect(lastInFull).toBe(`2026-02-0${6 + Number(inFull)}`);
+    expect(ended.stdout).toContain(
+      `Warehouse after 2026-02-07 … ${lastInFull}, the days synced in full`,
+    );
+    expect(ended.stdout).not.toMatch(/^\d+ day\(s\) synced in/m);
+    // No report of a stopped demo: the next run writes it.
+    expect(ended.stdout).toContain('No report written: the demo was stopped.');
+    expect(existsSync(join(dir, 'report.html'))).toBe(false);
     // The demo's own warehouse, under the command's working directory.
     const days = (await warehouseCounts()).days;
     expect(days[0]).toBe('2026-02-07');
-    expect(days.length).toBeLessThanOrEqual(2);
+    expect(days.length).toBeLessThanOrEqual(Number(number));
   });
 });

@@ -1,4 +1,5 @@
 /** `listings-sync demo` (`npm start`): the whole product on this machine (src/demo/demo.ts). */
+import { constants } from 'node:os';
 import type { Command } from 'commander';
 import { EXIT } from '../../command/exit-codes.ts';
 import type { CliIo } from '../../command/io.ts';
@@ -28,7 +29,11 @@ export function registerDemoCommand(program: Command, io: CliIo): void {
       `businesses of each of the demo's two accounts (default ${DEMO_BUSINESSES_PER_ACCOUNT})`,
       integerOption('--businesses', 1, MAX_DEMO_BUSINESSES_PER_ACCOUNT),
     )
-    .action(async (options: { days?: number; businesses?: number }) => {
+    .option(
+      '--fresh',
+      "delete the demo's stored warehouse and build a new one (an existing demo refuses --days and --businesses that would shape another)",
+    )
+    .action(async (options: { days?: number; businesses?: number; fresh?: boolean }) => {
       const config = loadCommandConfig(io, 'demo');
       const logger = createCommandLogger(io, config);
       const { DEMO_DATA_DIR, runDemo } = await import('../../demo/demo.ts');
@@ -44,6 +49,7 @@ export function registerDemoCommand(program: Command, io: CliIo): void {
         ...(given ? { warehouse: given } : {}),
         ...(options.days === undefined ? {} : { days: options.days }),
         ...(options.businesses === undefined ? {} : { businessesPerAccount: options.businesses }),
+        ...(options.fresh ? { fresh: true } : {}),
         // Its clock, not today's date: the demo ends on the last whole day before it
         // (src/demo/demo.ts), so nothing it stores is dated after the clock.
         clock: () => io.now(),
@@ -51,8 +57,16 @@ export function registerDemoCommand(program: Command, io: CliIo): void {
         signal: io.signal,
         ...(io.terminal ? { terminal: io.terminal } : {}),
       });
-      // A day that did not sync cleanly, or a demo stopped early, is partial.
-      const complete = !io.signal.aborted && result.syncs.every((s) => s.status === 'succeeded');
-      io.exitCode = complete ? EXIT.ok : EXIT.partial;
+      // A demo stopped by a signal exits as a shell reports a process that signal ended
+      // (130 for Ctrl-C); a day that did not sync cleanly, or another stop, is partial.
+      if (result.stopped) io.exitCode = stoppedExitCode(result.stopped.by);
+      else
+        io.exitCode = result.syncs.every((s) => s.status === 'succeeded') ? EXIT.ok : EXIT.partial;
     });
+}
+
+/** 128 + the signal's number (SIGINT 130, SIGTERM 143); a stop by no signal (EPIPE): partial. */
+export function stoppedExitCode(by: string): number {
+  const number = (constants.signals as Record<string, number | undefined>)[by];
+  return number === undefined ? EXIT.partial : 128 + number;
 }
