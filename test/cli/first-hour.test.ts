@@ -31,6 +31,10 @@ function cli(args: string[], cwd: string, env: Record<string, string> = {}): Pro
   return runCli(args, env, { cwd });
 }
 
+/** What every read command that falls back to the demo's warehouse says, on standard error. */
+const FALLBACK =
+  "listings-sync: reading the demo's embedded PGlite database in ./.data/demo: neither DATABASE_URL nor PGLITE_DATA_DIR is set, and ./.data/pglite holds no database (commands that write never fall back).\n";
+
 describe('after the demo, in a fresh directory', () => {
   let dir: string;
   let warehouse: TestWarehouse | undefined;
@@ -60,7 +64,7 @@ describe('after the demo, in a fresh directory', () => {
 
   it('`report` reads the demo warehouse, says so, and creates no other database', async () => {
     const run = await cli(['report', '--out', 'report.html'], dir);
-    expect(run.stderr).toBe('');
+    expect(run.stderr).toBe(FALLBACK);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(
       /^Report of the demo's embedded PGlite database in \.\/\.data\/demo \(2026-03-0\d to 2026-03-10\) written to /,
@@ -83,6 +87,32 @@ describe('after the demo, in a fresh directory', () => {
     expect(rows[0]).toMatch(/ 2026-03-10\s+succeeded\s+demo\s+\d+(\.\d)? s\s+2\/2\s+\d+/);
     expect(rows[1]).toMatch(/ 2026-03-09\s+succeeded\s+demo\s+\d+(\.\d)? s\s+2\/2\s+\d+/);
   });
+
+  it.each([
+    ['report', '--out', 'again.html'],
+    ['runs'],
+    ['alerts'],
+    ['alerts', '--pending'],
+    ['raw', 'stats'],
+    ['raw', 'show', '--business', 'FIRST'],
+  ])(
+    '`%s …` falls back to the demo and says so, in the words every read command uses',
+    async (...args) => {
+      const first = await warehouse!.db
+        .selectFrom('businesses')
+        .select('business_id')
+        .orderBy('business_id')
+        .executeTakeFirstOrThrow();
+      const run = await cli(
+        args.map((a) => (a === 'FIRST' ? String(first.business_id) : a)),
+        dir,
+      );
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stderr.split(/(?<=\n)/).filter((line) => line.includes('./.data/demo'))).toEqual([
+        FALLBACK,
+      ]);
+    },
+  );
 
   it('with PGLITE_DATA_DIR set, reads exactly that one and never the demo', async () => {
     const run = await cli(['report'], dir, { PGLITE_DATA_DIR: './elsewhere' });
