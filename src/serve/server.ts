@@ -167,11 +167,11 @@ async function listenOn(
     const settings = `${where.portText}, ${where.hostSetting}=${where.host}`;
     const why =
       code === 'EADDRINUSE'
-        ? `the port is already in use (another serve, or another program). Stop that one, or set ${where.portSetting} to a free port`
+        ? `the port is already in use (EADDRINUSE: another serve, or another program). Stop that one, or set ${where.portSetting} to a free port`
         : code === 'EACCES'
-          ? `this user may not listen on port ${where.port} (ports below 1024 need privileges). Set ${where.portSetting} to 1024 or above`
+          ? `this user may not listen on port ${where.port} (EACCES: ports below 1024 need privileges). Set ${where.portSetting} to 1024 or above`
           : code === 'EADDRNOTAVAIL'
-            ? `${where.host} is not an address of this machine. Set ${where.hostSetting} to one of its addresses, or 0.0.0.0 for every interface`
+            ? `${where.host} is not an address of this machine (EADDRNOTAVAIL). Set ${where.hostSetting} to one of its addresses, or 0.0.0.0 for every interface`
             : `${code ?? 'error'}: ${error instanceof Error ? error.message : String(error)}`;
     throw new ListenError(
       `serve cannot listen on ${address} ${where.what} (${settings}): ${why}.`,

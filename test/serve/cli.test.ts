@@ -132,7 +132,7 @@ describe('serve and sync from the command line', () => {
         expect(serve.stderr).toContain(
           `listings-sync: serve cannot listen on 127.0.0.1:${port} ${what} ` +
             `(${portSetting}=${port}, ${hostSetting}=127.0.0.1): the port is already in use ` +
-            `(another serve, or another program). Stop that one, or set ${portSetting} to a free port.`,
+            `(EADDRINUSE: another serve, or another program). Stop that one, or set ${portSetting} to a free port.`,
         );
       } finally {
         await new Promise((resolve) => taken.close(resolve));
