@@ -16,7 +16,19 @@
  *   plus those its filters and rechecks removed, times its loops) and the shared buffers
  *   it touches;
  * - for the local-SEO views, on the last night, a 30-day and a 365-day window: rows read
- *   and shared buffers (EXPLAIN (ANALYZE, BUFFERS)).
+ *   and shared buffers (EXPLAIN (ANALYZE, BUFFERS));
+ * - bytes per rank observation with and without the raw zone, and for the tables a night
+ *   rewrites (`rank_latest`, `rank_months`, `visibility_months`, `listings`) after the last
+ *   night, their dead row versions' share and the share of their updates that were HOT;
+ * - the rank views' windows (one business's 90-day trend and every business's last 30 days
+ *   through `v_rank_daily`, and `v_rank_latest`) beside the flat layout of migration 0005
+ *   built from the same observations (`rank_history_flat`, `v_rank_daily_flat`): rows
+ *   returned, rows read (function scans included), buffers and the fastest of 3 runs.
+ *
+ * `--no-vacuum` runs the nights back to back (a backfill, a replay, a catch-up after an
+ * outage): ANALYZE between them, never VACUUM. Without it, the rewritten tables are
+ * vacuumed after each set-based night and the whole schema before each writer's night, as
+ * autovacuum would between real nights a day apart.
  *
  * The set-based nights also store about one new review a night for one business in two
  * (most answered within 60 hours) with their `review_backlog` counts, the day's
@@ -31,7 +43,7 @@
  * minutes rather than hours.
  *
  *   npm run bench:warehouse                                   # 1,000 businesses, 365 days
- *   npm run bench:warehouse -- --businesses 300 --days 365 [--keep]
+ *   npm run bench:warehouse -- --businesses 300 --days 365 [--keep] [--no-vacuum]
  *   BENCH_DATABASE_URL=postgres://… npm run bench:warehouse   # default: the local PostgreSQL
  *
  * Runs in a schema of its own (`bench_warehouse_<pid>`), dropped at the end unless --keep.
@@ -88,8 +100,18 @@ const { values: args } = parseArgs({
     businesses: { type: 'string', default: '1000' },
     days: { type: 'string', default: '365' },
     keep: { type: 'boolean', default: false },
+    'no-vacuum': { type: 'boolean', default: false },
   },
 });
+/**
+ * `--no-vacuum`: nights back to back (a backfill, a replay, a catch-up after an outage),
+ * with no VACUUM between them, only ANALYZE for the planner's statistics. Without it, a
+ * VACUUM of the rewritten tables follows each set-based night and precedes each writer's
+ * night, as autovacuum would between real nights a day apart.
+ */
+const VACUUM = !args['no-vacuum'];
+/** Between nights: statistics always, a vacuum unless --no-vacuum. */
+const maintenance = () => (VACUUM ? sql`vacuum analyze` : sql`analyze`);
 const BUSINESSES = positive('businesses', args.businesses);
 const DAYS = positive('days', args.days);
 if (DAYS < 31)
@@ -216,7 +238,7 @@ function snapshotOf(b: number, ranks: Int16Array): BusinessSnapshot {
 /** A night through the sync's writer: one transaction per business. Returns seconds. */
 async function writerNight(wh: Warehouse, at: Date): Promise<number> {
   // Statistics as autovacuum would have them after a day; not part of the night's time.
-  await sql`vacuum analyze`.execute(wh.db);
+  await maintenance().execute(wh.db);
   const { ranks } = advanceWorld();
   const limit = pLimit(WRITERS);
   const started = performance.now();
@@ -574,6 +596,7 @@ async function rawNight(wh: Warehouse, at: Date, ranks: Int16Array): Promise<voi
 
 /** What autovacuum does between two nights a day apart; the set-based nights come seconds apart. */
 async function vacuumUpdated(wh: Warehouse): Promise<void> {
+  if (!VACUUM) return;
   await sql`vacuum rank_latest, rank_months, visibility_months, listings`.execute(wh.db);
 }
 
@@ -634,10 +657,14 @@ interface PlanNode {
 
 const SCANS = new Set(['Seq Scan', 'Index Scan', 'Index Only Scan', 'Bitmap Heap Scan']);
 
-/** Rows every table scan of the plan produced or discarded, over all its loops. */
-function rowsRead(node: PlanNode): number {
+/**
+ * Rows every table scan of the plan produced or discarded, over all its loops; with
+ * `functions`, function scans too (rows through the plan: 0030's `v_rank_daily` unnested a
+ * month's array for each row it returned).
+ */
+function rowsRead(node: PlanNode, functions = false): number {
   let own = 0;
-  if (SCANS.has(node['Node Type'])) {
+  if (SCANS.has(node['Node Type']) || (functions && node['Node Type'] === 'Function Scan')) {
     const loops = node['Actual Loops'] ?? 1;
     own =
       ((node['Actual Rows'] ?? 0) +
@@ -645,7 +672,7 @@ function rowsRead(node: PlanNode): number {
         (node['Rows Removed by Index Recheck'] ?? 0)) *
       loops;
   }
-  return own + (node.Plans ?? []).reduce((sum, child) => sum + rowsRead(child), 0);
+  return own + (node.Plans ?? []).reduce((sum, child) => sum + rowsRead(child, functions), 0);
 }
 
 /**
@@ -663,7 +690,7 @@ async function measureQueries(
   wh: Warehouse,
   night: Date,
 ): Promise<Map<string, { ms: number; rows: number; read: number; buffers: number }>> {
-  await sql`vacuum analyze`.execute(wh.db);
+  await maintenance().execute(wh.db);
   const out = new Map<string, { ms: number; rows: number; read: number; buffers: number }>();
   for (const [i, query] of documentedQueries().entries()) {
     // The second run is the one reported: the first warms the cache, as a dashboard's would be.
@@ -731,7 +758,7 @@ const WINDOW_QUERIES: { title: string; text: (days: number) => string }[] = [
 ];
 
 async function measureWindows(wh: Warehouse, night: Date): Promise<string[][]> {
-  await sql`vacuum analyze`.execute(wh.db);
+  await maintenance().execute(wh.db);
   const rows: string[][] = [];
   for (const query of WINDOW_QUERIES) {
     for (const days of [30, 365]) {
@@ -759,6 +786,172 @@ async function measureWindows(wh: Warehouse, night: Date): Promise<string[][]> {
   return rows;
 }
 
+/**
+ * The rank views side by side with the flat layout they replaced, on the same data:
+ * `rank_history_flat` holds every observation as 0005 stored it (one row per series and
+ * day with its previous observation, key `(series_id, observed_on)`, a BRIN on the day, the
+ * rows in the nights' order), `v_rank_daily_flat` is 0005's `v_rank_daily` over it. Both
+ * read the same `rank_series`; `v_rank_latest` reads `rank_latest` in either layout.
+ */
+async function buildFlatLayout(wh: Warehouse): Promise<void> {
+  await sql`
+    create table rank_history_flat (series_id integer not null, observed_on date not null,
+      rank smallint, previous_rank smallint, days_since_previous smallint,
+      primary key (series_id, observed_on) with (fillfactor = 100))`.execute(wh.db);
+  await sql`
+    insert into rank_history_flat
+    select series_id, observed_on, rank, lag(rank) over w,
+      (observed_on - lag(observed_on) over w)::smallint
+    from (
+      select m.series_id, m.month + (u.i - 1)::int as observed_on,
+        nullif(u.r, -1::smallint) as rank
+      from rank_months m, unnest(m.ranks) with ordinality as u(r, i)
+      where u.r is not null
+    ) d
+    window w as (partition by series_id order by observed_on)
+    order by observed_on, series_id`.execute(wh.db);
+  await sql`create index rank_history_flat_observed_on_brin on rank_history_flat
+    using brin (observed_on) with (pages_per_range = 16)`.execute(wh.db);
+  await sql`
+    create view v_rank_daily_flat as
+    select s.business_id, s.keyword, s.site, h.observed_on, h.rank::int as rank,
+      h.rank is not null as ranked,
+      h.observed_on - h.days_since_previous::int as previous_observed_on,
+      h.previous_rank::int as previous_rank, h.rank::int - h.previous_rank as rank_change,
+      case
+        when h.days_since_previous is null then 'first'
+        when h.rank is null and h.previous_rank is null then 'not ranked'
+        when h.previous_rank is null then 'entered'
+        when h.rank is null then 'dropped'
+        when h.rank < h.previous_rank then 'up'
+        when h.rank > h.previous_rank then 'down'
+        else 'same'
+      end as movement
+    from rank_history_flat h
+    join rank_series s on s.series_id = h.series_id`.execute(wh.db);
+  await sql`vacuum analyze rank_history_flat`.execute(wh.db);
+}
+
+/** The rank views' windows (issue 53): `view` is v_rank_daily or v_rank_daily_flat. */
+const RANK_WINDOW_QUERIES: { title: string; text: (view: string) => string }[] = [
+  {
+    title: "one business's 90-day trend",
+    text: (view) => `select * from ${view}
+      where business_id = ${businessId(0)} and observed_on >= current_date - 90`,
+  },
+  {
+    title: "every business's last 30 days",
+    text: (view) => `select business_id, site, count(*), avg(rank) from ${view}
+      where observed_on > current_date - 30 group by business_id, site`,
+  },
+  { title: 'v_rank_latest, every series', text: () => 'select * from v_rank_latest' },
+];
+
+interface Measured {
+  ms: number;
+  rows: number;
+  read: number;
+  buffers: number;
+}
+
+/**
+ * A query's plan the morning after `night`: the fastest of `runs` runs, with its rows read.
+ * Without per-node timing (`timing off`), whose clock reads cost more than the work of a
+ * plan's cheap nodes and would count each node a row passes through, not the query.
+ */
+async function measured(wh: Warehouse, text: string, night: Date, runs = 3): Promise<Measured> {
+  let best: Measured | undefined;
+  for (let i = 0; i < runs + 1; i++) {
+    const { rows } = await sql<{
+      'QUERY PLAN': unknown;
+    }>`explain (analyze, buffers, timing off, format json) ${sql.raw(asOf(text, night))}`.execute(
+      wh.db,
+    );
+    const value = rows[0]?.['QUERY PLAN'];
+    const plan = (
+      (typeof value === 'string' ? JSON.parse(value) : value) as {
+        Plan: BufferedPlan;
+        'Execution Time': number;
+      }[]
+    )[0];
+    // The first run warms the cache, as a dashboard's would be.
+    if (!plan || i === 0) continue;
+    const run = {
+      ms: plan['Execution Time'],
+      rows: plan.Plan['Actual Rows'] ?? 0,
+      read: rowsRead(plan.Plan, true),
+      buffers: buffersOf(plan.Plan),
+    };
+    if (!best || run.ms < best.ms) best = run;
+  }
+  if (!best) throw new Error(`no plan for ${text}`);
+  return best;
+}
+
+/** Each rank window query on the packed layout and the flat one, runs alternated. */
+async function measureRankWindows(wh: Warehouse, night: Date): Promise<string[][]> {
+  await sql`analyze`.execute(wh.db);
+  const out: string[][] = [];
+  for (const query of RANK_WINDOW_QUERIES) {
+    const packed = await measured(wh, query.text('v_rank_daily'), night);
+    const flat = await measured(wh, query.text('v_rank_daily_flat'), night);
+    const packedAgain = await measured(wh, query.text('v_rank_daily'), night);
+    const p = packedAgain.ms < packed.ms ? packedAgain : packed;
+    out.push([
+      query.title,
+      String(p.rows),
+      String(p.read),
+      String(flat.read),
+      (p.read / Math.max(1, flat.read)).toFixed(2),
+      String(p.buffers),
+      String(flat.buffers),
+      p.ms.toFixed(1),
+      flat.ms.toFixed(1),
+      (p.ms / Math.max(0.001, flat.ms)).toFixed(2),
+    ]);
+  }
+  return out;
+}
+
+/**
+ * The tables a night rewrites: their dead row versions' share of all versions (what a
+ * vacuum would remove), and the share of their updates that were HOT (in place, no new
+ * index entry), from the statistics collector.
+ */
+async function rewrittenTables(wh: Warehouse): Promise<string[][]> {
+  // The writers' connections report their counts when idle, within a second.
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  await sql`select pg_stat_clear_snapshot()`.execute(wh.db);
+  const { rows } = await sql<{
+    relation: string;
+    live: number;
+    dead: number;
+    updates: number;
+    hot: number;
+    bytes: number;
+  }>`
+    select relname as relation, n_live_tup::bigint as live, n_dead_tup::bigint as dead,
+      n_tup_upd::bigint as updates, n_tup_hot_upd::bigint as hot,
+      pg_total_relation_size(relid)::bigint as bytes
+    from pg_stat_user_tables
+    where schemaname = current_schema()
+      and relname in ('rank_latest', 'rank_months', 'visibility_months', 'listings')
+    order by relname`.execute(wh.db);
+  return rows.map((r) => {
+    const live = Number(r.live);
+    const dead = Number(r.dead);
+    const updates = Number(r.updates);
+    return [
+      r.relation,
+      String(live),
+      String(dead),
+      `${((100 * dead) / Math.max(1, live + dead)).toFixed(0)} %`,
+      `${((100 * Number(r.hot)) / Math.max(1, updates)).toFixed(0)} %`,
+      (Number(r.bytes) / 1024).toFixed(0),
+    ];
+  });
+}
+
 async function main(): Promise<void> {
   const url = process.env['BENCH_DATABASE_URL']?.trim() || DEFAULT_URL;
   const schema = `bench_warehouse_${process.pid}`;
@@ -775,10 +968,10 @@ async function main(): Promise<void> {
     await sql`insert into accounts (name, user_email, base_url) values (${ACCOUNT}, 'bench@example.com', 'https://upstream.example')`.execute(
       wh.db,
     );
-    await sql`vacuum analyze`.execute(wh.db);
+    await maintenance().execute(wh.db);
     const emptyBytes = await warehouseBytes(wh);
     out(
-      `Warehouse bench: ${BUSINESSES} businesses × ${SERIES_PER_BUSINESS} rank series, ${DAYS} nights, schema ${schema}`,
+      `Warehouse bench: ${BUSINESSES} businesses × ${SERIES_PER_BUSINESS} rank series, ${DAYS} nights, ${VACUUM ? 'a vacuum between nights' : 'nights back to back, no vacuum'}, schema ${schema}`,
     );
 
     const night1 = await writerNight(wh, nightAt(1));
@@ -803,6 +996,7 @@ async function main(): Promise<void> {
     }
     const buildSeconds = (performance.now() - build) / 1000;
     const nightLast = await writerNight(wh, nightAt(DAYS));
+    const rewritten = await rewrittenTables(wh);
     const atLast = await measureQueries(wh, nightAt(DAYS));
     const windows = await measureWindows(wh, nightAt(DAYS));
     const bytesLast = (await warehouseBytes(wh)) - emptyBytes;
@@ -825,6 +1019,9 @@ async function main(): Promise<void> {
     const rawBytes = sizes
       .filter((s) => s.relation === 'raw_read_sets' || s.relation === 'raw_bodies')
       .reduce((sum, s) => sum + Number(s.bytes), 0);
+    // The flat layout beside the packed one, once the bytes are counted.
+    await buildFlatLayout(wh);
+    const rankWindows = await measureRankWindows(wh, nightAt(DAYS));
 
     out('');
     out(
@@ -833,9 +1030,10 @@ async function main(): Promise<void> {
         [
           ['rank observations stored', String(observations)],
           [
-            'bytes per rank observation, all tables and indexes, raw zone included (target ≤ 64)',
+            `bytes per rank observation, all tables and indexes, raw zone included (target ≤ ${VACUUM ? 24 : 40}, ${VACUUM ? 'a vacuum between nights' : 'no vacuum'})`,
             (bytesLast / observations).toFixed(1),
           ],
+          ['  … raw zone not included', ((bytesLast - rawBytes) / observations).toFixed(1)],
           [
             '  of which the raw zone (raw_read_sets, raw_bodies), bytes per observation · share',
             `${(rawBytes / observations).toFixed(1)} · ${((100 * rawBytes) / allBytes).toFixed(0)} %`,
@@ -891,6 +1089,37 @@ async function main(): Promise<void> {
           `buffers @${DAYS}`,
         ],
         queryRows,
+      ),
+    );
+    out('');
+    out(
+      `Rewritten nightly, after night ${DAYS} (${VACUUM ? 'vacuumed before it' : 'no vacuum since night 1'})`,
+    );
+    out(
+      renderTable(
+        ['table', 'live rows', 'dead rows', 'dead share', 'HOT updates', 'KiB'],
+        rewritten,
+      ),
+    );
+    out('');
+    out(
+      `Rank views at night ${DAYS}, packed (v_rank_daily) beside the flat layout (v_rank_daily_flat), same data; rows read include function scans; ms: the fastest of 3 runs, EXPLAIN ANALYZE without per-node timing`,
+    );
+    out(
+      renderTable(
+        [
+          'query',
+          'rows',
+          'read',
+          'read flat',
+          '÷ flat',
+          'buffers',
+          'buffers flat',
+          'ms',
+          'ms flat',
+          '÷ flat',
+        ],
+        rankWindows,
       ),
     );
     out('');

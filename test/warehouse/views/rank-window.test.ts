@@ -1,12 +1,12 @@
 /**
  * `v_rank_daily` reads its window, not the history (migration 0037; docs/warehouse.md,
- * "v_rank_daily"; docs/benchmarks.md, "The rank views' window"): on three years of month
- * rows, one business's 90-day trend reads at most 3 × (its series × 90) rows through its
- * plan, and every business's last 30 days at most 3 × (every series × 30). "Read": every
- * scan's rows, those its filters and rechecks removed, function scans included (0030's
- * definition unnested a month's array for each row it returned), times their loops, from
- * EXPLAIN (ANALYZE, FORMAT JSON). The history is inserted with SQL (day rows by
- * generate_series, packed by 0030's own move), not synced night by night.
+ * "v_rank_daily"; docs/benchmarks.md, "The rank views' window, and a year's bytes"): on
+ * three years of month rows, one business's 90-day trend reads at most 3 × (its series ×
+ * 90) rows through its plan, and every business's last 30 days at most 3 × (every series
+ * × 30). "Read": every scan's rows, those its filters and rechecks removed, function scans
+ * included (0030's definition unnested a month's array for each row it returned), times
+ * their loops, from EXPLAIN (ANALYZE, FORMAT JSON). The history is inserted with SQL (day
+ * rows by generate_series, packed by 0030's own move), not synced night by night.
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
