@@ -29,9 +29,15 @@ export function lineageSettingsInForce(): LineageSettings | undefined {
 }
 
 export interface LineageRun {
-  /** Sends the last event; never rejects, resolves within the emit's bounds. */
+  /**
+   * Sends the last event; never rejects, resolves within the emit's bounds. Only the
+   * first call sends: a later one (the run's `finally`) does nothing.
+   */
   end(end: LineageRunEnd): Promise<void>;
 }
+
+/** The client's counters of a run that called nothing (or whose calls are not known). */
+export const NO_CALLS = { before: { byOperation: {} }, after: { byOperation: {} } } as const;
 
 export function startLineageRun(
   info: LineageRunInfo,
@@ -43,8 +49,11 @@ export function startLineageRun(
     startEmitter({ settings, info, ...options }),
   );
   emitter.catch(() => {});
+  let ended = false;
   return {
     async end(end) {
+      if (ended) return;
+      ended = true;
       try {
         await (await emitter).end(end);
       } catch {

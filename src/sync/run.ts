@@ -20,7 +20,13 @@ import pLimit from 'p-limit';
 import { answerSettings, apiStats } from '../api/index.ts';
 import type { Config } from '../config/index.ts';
 import { ListingsSyncError } from '../errors.ts';
-import { lineageCommand, startLineageRun, syncRunEnd } from '../lineage/run.ts';
+import {
+  type LineageRun,
+  lineageCommand,
+  NO_CALLS,
+  startLineageRun,
+  syncRunEnd,
+} from '../lineage/run.ts';
 import { type RawCapture, startRawCapture } from '../raw/capture.ts';
 import { pruneRawZone } from '../raw/retention.ts';
 import { currentTraceId, inSpan } from '../tracing.ts';
@@ -134,6 +140,7 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
   const stats = emptyStats();
   let runId = '';
   let raw: RawCapture | undefined;
+  let lineage: LineageRun | undefined;
   // Work a stopped run left in flight after its grace: the lock is held until it settles.
   let leftInFlight: Promise<unknown> | undefined;
   let stopStillWorking = () => {};
@@ -166,7 +173,7 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
       'sync started',
     );
     // Lineage (docs/lineage.md): START goes now, not waited for; off, nothing is loaded.
-    const lineage = startLineageRun(
+    lineage = startLineageRun(
       {
         runId,
         command: lineageCommand(options.trigger),
@@ -334,6 +341,10 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
     );
     return { runId, status, stats, ...(error ? { error } : {}) };
   } finally {
+    // A run that threw after its START (a warehouse outage as it ended) still ends FAIL.
+    await lineage?.end(
+      syncRunEnd('failed', {}, NO_CALLS, 'the run ended before its outcome was recorded'),
+    );
     runOver.abort();
     raw?.stop();
     stopStillWorking();

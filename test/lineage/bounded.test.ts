@@ -6,12 +6,15 @@
  * warn, naming the receiver without its user or password and the reason. The file
  * transport writes one JSON event per line. Nothing of lineage loads when it is off.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NO_CALLS, startLineageRun, syncRunEnd, withLineage } from '../../src/lineage/run.ts';
 import { lineageSettings } from '../../src/lineage/settings.ts';
 import { runCli, type SyncCommandFixture, startSyncFixture } from '../helpers/cli.ts';
 import { testBackends } from '../helpers/database.ts';
+import { memoryLogger } from '../helpers/memory-logger.ts';
 import { closedPort, specErrors, startReceiver } from './receiver.ts';
 
 function warned(stderr: string): Record<string, unknown>[] {
@@ -172,6 +175,42 @@ describe('nothing of lineage loads when it is off', () => {
       );
       expect(statics.every((name) => name === 'counts.ts')).toBe(true);
       if (entry === 'run.ts') expect(text).toContain("import('./emit.ts')");
+    }
+  });
+});
+
+describe("a run's last event", () => {
+  it("is sent once: the end a failing run's finally adds after the recorded one does nothing", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lineage-once-'));
+    try {
+      const path = join(dir, 'events.jsonl');
+      const settings = lineageSettings(
+        { OPENLINEAGE__TRANSPORT__TYPE: 'file', OPENLINEAGE__TRANSPORT__LOG_FILE_PATH: path },
+        '1',
+      );
+      const run = withLineage(settings, () =>
+        startLineageRun(
+          {
+            runId: '3f1a2b4c-5d6e-4f70-8a9b-0c1d2e3f4a5b',
+            command: 'sync',
+            credentials: [{ name: 'east', baseUrl: 'https://api.example.com' }],
+            streams: ['listings'],
+          },
+          { logger: memoryLogger().logger },
+        ),
+      );
+      await run?.end(syncRunEnd('succeeded', {}, NO_CALLS, undefined));
+      await run?.end(
+        syncRunEnd('failed', {}, NO_CALLS, 'the run ended before its outcome was recorded'),
+      );
+      const types = readFileSync(path, 'utf8')
+        .trimEnd()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as { eventType?: string }).eventType)
+        .filter(Boolean);
+      expect(types).toEqual(['START', 'COMPLETE']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
