@@ -1,7 +1,7 @@
 /**
  * `npm run bench:answer-shape`: a sync's peak memory does not depend on one answer's shape
  * (docs/configuration.md, "Limits"). Each case is one `listings-sync sync` process, started
- * as production starts it (the heap flags of `src/cli/main.ts`'s shebang), against a
+ * as production starts it (the process entry's heap flags, bench/node-flags.ts), against a
  * sandbox whose first answer of one operation is reshaped; its peak RSS is read from
  * /proc (VmHWM) while it runs. Nothing asserts: it prints figures.
  *

@@ -16,7 +16,7 @@
  * starts it, answers after 20 ms), every answer read once unmeasured (the sandbox builds an
  * answer on its first read), one live night synced by bench/run-sync.ts in a process of
  * its own, then its replay by bench/run-replay.ts in another, into a fresh schema; both
- * under the production node flags (src/cli/main.ts's shebang; `BENCH_NODE_FLAGS` replaces
+ * under the production node flags (the process entry's, bench/node-flags.ts; `BENCH_NODE_FLAGS` replaces
  * them). Per size: each one's wall seconds and peak RSS, replay wall ÷ live wall, and
  * whether the replay's peak RSS stays within the sync's (the bound of the issue "Replay runs
  * out of memory").

@@ -227,7 +227,7 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ['docs/benchmarks.md', 'git worktree remove --force /tmp/floor', FLOORS],
   [
     'docs/benchmarks.md',
-    'npm run bench:memory                  # every command and the demo',
+    'npm run bench:memory                  # every command by every route, and the demo',
     BENCH,
   ],
   [
