@@ -278,10 +278,14 @@ export async function countAlertsByKind(db: Kysely<Database>): Promise<Record<st
   return Object.fromEntries(rows.map((row) => [row.kind, Number(row.n)]));
 }
 
-/** The most recent alerts' ids and delivery state, newest first; `pending`: undelivered only. */
+/**
+ * The most recent alerts' ids and delivery state, newest first; `pending`: undelivered only,
+ * and with `pendingFor`, only those one of these sinks has neither taken nor skipped (the
+ * sinks that will take an open alert: `alerts --pending`, src/cli/commands/alerts.ts).
+ */
 export async function recentAlertRows(
   db: Kysely<Database>,
-  options: { pending: boolean; limit: number },
+  options: { pending: boolean; limit: number; pendingFor?: readonly string[] },
 ): Promise<{ alert_id: number; delivered_at: Date | null; last_error: string | null }[]> {
   let query = db
     .selectFrom('alerts')
@@ -290,7 +294,35 @@ export async function recentAlertRows(
     .orderBy('alert_id', 'desc')
     .limit(options.limit);
   if (options.pending) query = query.where('delivered_at', 'is', null);
+  if (options.pending && options.pendingFor) {
+    const sinks = JSON.stringify(options.pendingFor);
+    query = query.where(
+      sql<boolean>`exists (
+        select 1 from jsonb_array_elements_text(${sinks}::jsonb) t(sink)
+         where not (alerts.delivered_sinks || alerts.skipped_sinks) @> jsonb_build_array(t.sink))`,
+    );
+  }
   return query.execute();
+}
+
+/**
+ * Per sink, how many open alerts it has neither taken nor skipped: what a sink not seen
+ * yet would skip at its first pass under ALERT_BACKLOG=skip (`markSkipped`), or take
+ * under `send`.
+ */
+export async function countOpenNotTakenBy(
+  db: Kysely<Database>,
+  sinks: readonly string[],
+): Promise<Record<string, number>> {
+  if (sinks.length === 0) return {};
+  const { rows } = await sql<{ sink: string; n: number }>`
+    select s.sink, count(a.alert_id)::int as n
+      from jsonb_array_elements_text(${JSON.stringify(sinks)}::jsonb) s(sink)
+      left join alerts a
+        on a.delivered_at is null
+       and not (a.delivered_sinks || a.skipped_sinks) @> jsonb_build_array(s.sink)
+     group by s.sink`.execute(db);
+  return Object.fromEntries(rows.map((row) => [row.sink, Number(row.n)]));
 }
 
 /**
@@ -357,7 +389,9 @@ export async function markSkipped(
       from me
       where a.delivered_at is null
         and not (a.delivered_sinks || a.skipped_sinks) @> me.sink
-        and a.run_id is distinct from ${options.exceptRunId ?? null}::uuid
+        -- No run exempted, none is: alerts of no run (serve's sync_stale) are skipped too.
+        and (${options.exceptRunId ?? null}::uuid is null
+             or a.run_id is distinct from ${options.exceptRunId ?? null}::uuid)
       returning a.alert_id
     )
     select count(*)::int as marked from marked`.execute(db);

@@ -218,10 +218,13 @@ export async function recordDeliveryAttempts(
   );
 }
 
-/** The most recent alerts first, with their details; `pending` keeps the undelivered ones. */
+/**
+ * The most recent alerts first, with their details; `pending` keeps the undelivered ones
+ * (with `pendingFor`, those one of these sinks will still take: `recentAlertRows`).
+ */
 export async function recentAlerts(
   db: Kysely<Database>,
-  options: { pending: boolean; limit: number },
+  options: { pending: boolean; limit: number; pendingFor?: readonly string[] },
 ): Promise<(AlertForDelivery & { deliveredAt: Date | null; lastError: string | null })[]> {
   const rows = await recentAlertRows(db, options);
   const byId = new Map(rows.map((row) => [Number(row.alert_id), row]));

@@ -25,26 +25,64 @@ function minute(at: Date | null): string {
   return at ? `${at.toISOString().slice(0, 16).replace('T', ' ')}Z` : '';
 }
 
-/** What became of the alert for one sink. */
-function sinkState(row: AlertListRow, sink: string): string {
+/**
+ * What became of the alert for one sink. `skipsBacklog`: the sink has not run yet and
+ * ALERT_BACKLOG=skip, so at its first pass it skips every alert open then.
+ */
+function sinkState(row: AlertListRow, sink: string, skipsBacklog = false): string {
   if (row.deliveredSinks.includes(sink)) return 'sent';
   if (row.skippedSinks.includes(sink)) return `skipped (raised before sink ${sink} was added)`;
   // Closed without this sink: a sink added since, or an alert replay added closed.
-  return row.deliveredAt ? 'not sent' : 'pending';
+  if (row.deliveredAt) return 'not sent';
+  return skipsBacklog ? `will skip (raised before sink ${sink} first runs)` : 'pending';
 }
 
 /**
- * Per configured sink: `sent`, `pending`, `skipped (…)` or `not sent`; with none, the
- * alert is only logged, unless a sink configured before skipped it.
+ * Per configured sink: `sent`, `pending`, `will skip (…)`, `skipped (…)` or `not sent`;
+ * with none, the alert is only logged, unless a sink configured before skipped it.
  */
-function delivery(row: AlertListRow, sinks: readonly string[]): string {
+function delivery(
+  row: AlertListRow,
+  sinks: readonly string[],
+  skipsBacklog: ReadonlySet<string>,
+): string {
   if (sinks.length === 0) {
     if (row.skippedSinks.length > 0 && row.deliveredSinks.length === 0) {
       return row.skippedSinks.map((sink) => `${sink}: ${sinkState(row, sink)}`).join(', ');
     }
     return row.deliveredAt ? `sent ${minute(row.deliveredAt)}` : 'no sink (log only)';
   }
-  return sinks.map((sink) => `${sink}: ${sinkState(row, sink)}`).join(', ');
+  return sinks.map((sink) => `${sink}: ${sinkState(row, sink, skipsBacklog.has(sink))}`).join(', ');
+}
+
+/** What `alerts --pending` says where no sink is configured: alerts are only logged. */
+export const NO_SINK_PENDING =
+  'no sink configured: nothing is pending (alerts are only logged; set ALERT_SLACK_WEBHOOK_URL, ' +
+  'or ALERT_WEBHOOK_URL with ALERT_WEBHOOK_SECRET, to deliver them).\n';
+
+/**
+ * The configured sinks no dispatcher has run with yet (no `alert_sinks` row): what each
+ * will do at its first pass with the alerts open now, under ALERT_BACKLOG.
+ */
+export interface NewSinks {
+  backlog: BacklogPolicy;
+  /** Sink name → the open alerts it has neither taken nor skipped. */
+  open: Readonly<Record<string, number>>;
+}
+
+function newSinkLines(fresh: NewSinks | undefined): string {
+  if (!fresh) return '';
+  return Object.keys(fresh.open)
+    .sort()
+    .map((sink) => {
+      const n = fresh.open[sink] ?? 0;
+      const alerts = `${n} open ${n === 1 ? 'alert' : 'alerts'}`;
+      return fresh.backlog === 'skip'
+        ? `Sink ${sink} has not run yet: at its first pass it skips the ${alerts} raised before it ` +
+            `(ALERT_BACKLOG=skip; \`listings-sync alerts send-backlog --sink ${sink}\` sends them then).\n`
+        : `Sink ${sink} has not run yet: at its first pass it takes the ${alerts} (ALERT_BACKLOG=send).\n`;
+    })
+    .join('');
 }
 
 /** A sink's `alert_sinks` row: when it was first configured and what it did with the backlog. */
@@ -83,9 +121,15 @@ export function renderAlerts(
     /** The `alert_sinks` rows, and how many alerts each sink skips now. */
     seen?: readonly SinkSeenRow[];
     skipped?: Readonly<Record<string, number>>;
+    /** The configured sinks not run yet, and what their first pass does. */
+    fresh?: NewSinks;
   },
 ): string {
-  const footer = backlogLines(options.seen ?? [], options.skipped ?? {});
+  const footer =
+    backlogLines(options.seen ?? [], options.skipped ?? {}) + newSinkLines(options.fresh);
+  const skipsBacklog = new Set(
+    options.fresh?.backlog === 'skip' ? Object.keys(options.fresh.open) : [],
+  );
   if (rows.length === 0) {
     return `${options.pending ? 'No pending alerts.' : 'No alerts.'}\n${footer}`;
   }
@@ -98,7 +142,7 @@ export function renderAlerts(
         : `${row.businessId} ${oneLine(row.businessName ?? '', 32)}`.trim(),
       oneLine(whatChanged(row), 70),
       minute(row.detectedAt),
-      delivery(row, options.sinks),
+      delivery(row, options.sinks, skipsBacklog),
       row.attempts,
       oneLine(row.lastError, 60),
     ]),
