@@ -13,7 +13,7 @@ import { EXIT } from '../../command/exit-codes.ts';
 import type { CliIo } from '../../command/io.ts';
 import type { Config } from '../../config/index.ts';
 import { ConfigError } from '../../config/index.ts';
-import { startLineageRun, syncRunEnd } from '../../lineage/run.ts';
+import { NO_CALLS, startLineageRun, syncRunEnd } from '../../lineage/run.ts';
 import { LINEAGE_HELP } from '../../lineage/settings.ts';
 import { createLogger, type Logger } from '../../log.ts';
 
@@ -139,6 +139,8 @@ export function registerAirbyteCommand(program: Command, io: CliIo): void {
             ),
           );
         } finally {
+          // A read that threw still ends its lineage run FAIL (after an end, nothing).
+          await lineage?.end(syncRunEnd('failed', {}, NO_CALLS, 'the read stopped with an error'));
           await api.close();
         }
       });
