@@ -29,7 +29,7 @@ const CHECK_TIMEOUT_MS = 10_000;
 /** The checks, in order; `load` loads the configuration (its error is the first failed row). */
 export async function runChecks(
   load: () => Config,
-  io: Pick<CliIo, 'services'> = {},
+  io: Pick<CliIo, 'services'> & Partial<Pick<CliIo, 'stderr'>> = {},
 ): Promise<CheckRow[]> {
   let config: Config;
   try {
@@ -91,7 +91,11 @@ export async function runChecks(
   }
   const target = resolveWarehouse(config, 'inspect');
   try {
-    const warehouse = await openCommandWarehouse(io, config, 'inspect');
+    const warehouse = await openCommandWarehouse(
+      { ...io, stderr: io.stderr ?? (() => {}) },
+      config,
+      'inspect',
+    );
     try {
       rows.push({ check: 'warehouse', ok: true, detail: `${target.description} answers` });
       const pending = await pendingMigrations(warehouse.db);
