@@ -19,7 +19,13 @@ import { type AnswerSettings, createApiClient } from '../api/client.ts';
 import type { Credential } from '../api/index.ts';
 import { ListingsSyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { businessIdOfPath, decompressBody, requestKey, SECRET_PARAMS } from '../raw/body.ts';
+import {
+  businessIdOfPath,
+  decompressBody,
+  requestKey,
+  SECRET_PARAMS,
+  unreadableBodyReason,
+} from '../raw/body.ts';
 import { replayRule } from '../streams/index.ts';
 import { runSync, STREAMS, type Stream } from '../sync/run.ts';
 import { parseShard } from '../sync/shard.ts';
@@ -404,10 +410,7 @@ async function replayAccountRun(
       try {
         data = await bodyOf(answer.hash);
       } catch (error) {
-        cannotRebuild(
-          businessId,
-          `the kept body of ${path} (${answer.hash}) cannot be read: ${errorText(error)}`,
-        );
+        cannotRebuild(businessId, unreadableBodyReason(path, answer.hash, errorText(error)));
         return { statusCode: NOT_KEPT_STATUS, data: 'kept body unreadable' };
       }
       return {
