@@ -235,6 +235,8 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
     'npm run bench:memory -- --no-demo     # the commands only (minutes less)',
     BENCH,
   ],
+  ['docs/benchmarks.md', 'npm run bench:figures                 # 3 runs', BENCH],
+  ['docs/benchmarks.md', 'npm run bench:figures -- --runs 5', BENCH],
   ['docs/benchmarks.md', 'npm run bench:answer-shape', BENCH],
   [
     'docs/benchmarks.md',
