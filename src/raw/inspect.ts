@@ -6,6 +6,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../warehouse/database.ts';
 import { storedBodyText } from './body.ts';
+import { UNREAD_BODY_HASHES } from './prune.ts';
 
 /** When the business was last read (its latest read's `observed_at`); undefined with none. */
 export async function latestReadOf(db: Db, businessId: number): Promise<Date | undefined> {
@@ -138,12 +139,7 @@ export async function readRawZoneTotals(db: Db): Promise<RawZoneTotals | undefin
       select b.bytes,
              exists (select 1 from raw_bodies delta where delta.base_hash = b.body_hash) as base
         from raw_bodies b
-       where b.body_hash in (
-               select body_hash from raw_bodies
-               except
-               select substring(s.body_hashes from (i - 1) * 32 + 1 for 32)
-                 from raw_read_sets s
-                 cross join lateral generate_series(1, octet_length(s.body_hashes) / 32) as i)
+       where b.body_hash in (${UNREAD_BODY_HASHES})
     )
     select (select count(*) from raw_reads)::bigint as reads,
            (select count(*) from raw_bodies)::bigint as bodies,
