@@ -7,8 +7,8 @@
  * resetting one a test has used costs about 20–50 ms. A reset rolls back what the test left
  * open, discards the session's state (settings, advisory locks, prepared statements,
  * temporary tables), empties every table that holds a row (`TRUNCATE … RESTART IDENTITY`),
- * restarts every sequence and forgets the planner statistics a test's ANALYZE gathered; so
- * the next test sees exactly the migrated template. A test that changed the schema
+ * restarts every sequence and forgets the planner statistics and sizes a test's ANALYZE
+ * gathered; so the next test sees exactly the migrated template. A test that changed the schema
  * itself (a migration run down, a replay that swapped tables in, an index of its own) is
  * seen by a fingerprint of the catalog taken when the instance was opened: that
  * instance is closed and a fresh one opened from the dump, never reused.
@@ -28,6 +28,8 @@ interface Pooled {
   db: Kysely<Database>;
   /** The catalog as the template left it (see `catalogFingerprint`). */
   fingerprint: string;
+  /** The planner's sizes of the relations as the template left them (see `plannerSizes`). */
+  sizes: string;
   busy: boolean;
 }
 
@@ -65,6 +67,20 @@ async function catalogFingerprint(db: Kysely<Database>): Promise<string> {
   return rows[0]?.fingerprint ?? '';
 }
 
+/**
+ * The sizes the planner reads off `pg_class` for every relation of `public` (`reltuples`,
+ * `relpages`, `relallvisible`), as JSON. An ANALYZE or VACUUM sets them, and a TRUNCATE
+ * does not put them back: a test's `analyze` of empty tables would tell the next test's
+ * planner that they hold no rows (an index chosen otherwise than on the template).
+ */
+async function plannerSizes(db: Kysely<Database>): Promise<string> {
+  const { rows } = await sql<{ sizes: string }>`
+    select coalesce(json_agg(json_build_object('oid', oid, 'reltuples', reltuples,
+             'relpages', relpages, 'relallvisible', relallvisible)), '[]')::text as sizes
+      from pg_class where relnamespace = 'public'::regnamespace`.execute(db);
+  return rows[0]?.sizes ?? '[]';
+}
+
 /** The tables of `public` that hold at least one row (the migrations' own log aside). */
 async function tablesWithRows(db: Kysely<Database>): Promise<string[]> {
   const { rows: tables } = await sql<{ name: string }>`
@@ -89,7 +105,13 @@ async function open(dump?: Blob): Promise<Pooled> {
   });
   const db = pgliteKysely(pglite);
   pglites.set(db, pglite);
-  return { pglite, db, fingerprint: await catalogFingerprint(db), busy: true };
+  return {
+    pglite,
+    db,
+    fingerprint: await catalogFingerprint(db),
+    sizes: await plannerSizes(db),
+    busy: true,
+  };
 }
 
 async function discard(entry: Pooled): Promise<void> {
@@ -120,6 +142,13 @@ async function reset(entry: Pooled): Promise<boolean> {
                where c.oid = s.starelid and c.relnamespace = 'public'::regnamespace`.execute(
       entry.db,
     );
+    await sql`update pg_class c
+                 set reltuples = v.reltuples, relpages = v.relpages, relallvisible = v.relallvisible
+                from json_to_recordset(${entry.sizes}::json)
+                  as v(oid oid, reltuples real, relpages int, relallvisible int)
+               where c.oid = v.oid
+                 and (c.reltuples, c.relpages, c.relallvisible)
+                     is distinct from (v.reltuples, v.relpages, v.relallvisible)`.execute(entry.db);
     return true;
   } catch {
     return false;
@@ -142,6 +171,7 @@ export async function dumpPgliteWarehouse(warehouse: TestWarehouse): Promise<Blo
 export async function clonePgliteWarehouse(warehouse: TestWarehouse): Promise<TestWarehouse> {
   const entry = await open(await dumpPgliteWarehouse(warehouse));
   entry.fingerprint = templateFingerprint ?? entry.fingerprint;
+  entry.sizes = templateSizes ?? entry.sizes;
   pool.push(entry);
   return lend(entry);
 }
@@ -163,6 +193,7 @@ export async function acquirePgliteWarehouse(): Promise<TestWarehouse> {
   if (!entry) {
     entry = await open();
     templateFingerprint ??= entry.fingerprint;
+    templateSizes ??= entry.sizes;
     pool.push(entry);
   }
   return lend(entry);
@@ -170,6 +201,8 @@ export async function acquirePgliteWarehouse(): Promise<TestWarehouse> {
 
 /** The catalog of a fresh instance of the template, once one was opened. */
 let templateFingerprint: string | undefined;
+/** Its planner's sizes, likewise. */
+let templateSizes: string | undefined;
 
 function lend(entry: Pooled): TestWarehouse {
   let closed = false;
