@@ -893,6 +893,48 @@ describe('airbyte read', () => {
   });
 });
 
+/**
+ * `airbyte read` of the rankings stream alone, incremental, for one credential, one
+ * account at a time, with `services` (an API client the test watches).
+ */
+function readRankings(
+  name: string,
+  credential: RunningSandbox['credentials'][number],
+  services: NonNullable<Parameters<typeof runCli>[2]>['services'],
+) {
+  const config = {
+    credentials: [
+      {
+        name: credential.name,
+        baseUrl: credential.baseUrl,
+        authToken: credential.authToken,
+        userEmail: credential.userEmail,
+      },
+    ],
+    sync_account_concurrency: 1,
+  };
+  const stream = {
+    name: 'rankings',
+    json_schema: {},
+    supported_sync_modes: ['full_refresh', 'incremental'],
+  };
+  const catalog = {
+    streams: [{ stream, sync_mode: 'incremental', destination_sync_mode: 'append_dedup' }],
+  };
+  return runCli(
+    [
+      'airbyte',
+      'read',
+      '--config',
+      file(`${name}.json`, config),
+      '--catalog',
+      file(`${name}-catalog.json`, catalog),
+    ],
+    {},
+    { services },
+  );
+}
+
 describe("the upstream's midnight during a read", () => {
   it('each rankings record carries the day of its own answer, and the state the latest', async () => {
     // The sandbox's clock at 23:59:58 of its day; the day turns after the first business's
@@ -935,36 +977,7 @@ describe("the upstream's midnight during a read", () => {
           return api;
         },
       };
-      const config = {
-        credentials: [
-          {
-            name: credential.name,
-            baseUrl: credential.baseUrl,
-            authToken: credential.authToken,
-            userEmail: credential.userEmail,
-          },
-        ],
-        sync_account_concurrency: 1,
-      };
-      const stream = {
-        name: 'rankings',
-        json_schema: {},
-        supported_sync_modes: ['full_refresh', 'incremental'],
-      };
-      const finished = await runCli(
-        [
-          'airbyte',
-          'read',
-          '--config',
-          file('midnight.json', config),
-          '--catalog',
-          file('midnight-catalog.json', {
-            streams: [{ stream, sync_mode: 'incremental', destination_sync_mode: 'append_dedup' }],
-          }),
-        ],
-        {},
-        { services: turning },
-      );
+      const finished = await readRankings('midnight', credential, turning);
       expect(finished.code, finished.stdout.slice(-1000)).toBe(0);
       const messages = protocolLines(finished.stdout);
       const after = upstream.today();
@@ -1022,36 +1035,7 @@ describe("an answer held across the upstream's midnight", () => {
           return api;
         },
       };
-      const config = {
-        credentials: [
-          {
-            name: credential.name,
-            baseUrl: credential.baseUrl,
-            authToken: credential.authToken,
-            userEmail: credential.userEmail,
-          },
-        ],
-        sync_account_concurrency: 1,
-      };
-      const stream = {
-        name: 'rankings',
-        json_schema: {},
-        supported_sync_modes: ['full_refresh', 'incremental'],
-      };
-      const finished = await runCli(
-        [
-          'airbyte',
-          'read',
-          '--config',
-          file('held.json', config),
-          '--catalog',
-          file('held-catalog.json', {
-            streams: [{ stream, sync_mode: 'incremental', destination_sync_mode: 'append_dedup' }],
-          }),
-        ],
-        {},
-        { services: holding },
-      );
+      const finished = await readRankings('held', credential, holding);
       expect(finished.code, finished.stdout.slice(-1000)).toBe(0);
       const after = upstream.today();
       expect(after).not.toBe(before);
