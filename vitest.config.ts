@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import LongestFirstSequencer from './test/helpers/sequencer.ts';
 
 /**
  * The fast project, chosen here rather than by a folder (test/ is grouped by subject):
@@ -20,9 +21,11 @@ const UNIT = [
   'test/meta/error-codes.test.ts',
   'test/meta/import-graph.test.ts',
   'test/meta/settings-docs.test.ts',
+  'test/meta/suite-order.test.ts',
   'test/meta/test-isolation.test.ts',
   'test/meta/unit-project.test.ts',
   'test/meta/wall-clock.test.ts',
+  'test/meta/world-per-test.test.ts',
   'test/raw/body-secrets.test.ts',
   'test/raw/kept-body.test.ts',
   'test/streams/descriptors.test.ts',
@@ -68,6 +71,9 @@ export default defineConfig({
     // sandbox and PostgreSQL: three workers took the whole suite on both backends from
     // 385 s to 246 s here (docs/development.md, "The test suite").
     maxWorkers: 2,
+    // Longest first across the projects, the e2e files (waits on child processes) mixed in
+    // among the CPU-bound ones rather than run as a phase of their own (test/helpers/sequencer.ts).
+    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {
         extends: true,

@@ -71,6 +71,9 @@ const respondArgs = (review: { businessId: number; id: string }, extra: string[]
   ...extra,
 ];
 
+// world per test: every test responds to reviews, which changes the sandbox's world (the
+// responses, the requests it completes or fails) and the warehouse's rows; a copy of a
+// shared warehouse would still need a sandbox of its own in that state.
 async function openResponseWorld(backend: TestBackend): Promise<ResponseWorld> {
   const sandbox = await startSandbox({ seed: 23, accounts: 2, businessesPerAccount: 8, port: 0 });
   const warehouse = await createTestWarehouse(backend);
