@@ -9,7 +9,8 @@
  * duration in vitest's results cache (the last run on this checkout), else its wall in the
  * lead's baseline below (a fresh clone has no cache), else a guess from its size; files are
  * sorted by it, longest first, and no two e2e files start one after the other while a
- * CPU-bound file is left to pair with.
+ * CPU-bound file is left to pair with. With `--sequence.shuffle` it shuffles instead, by
+ * the run's seed.
  */
 import { statSync } from 'node:fs';
 import { relative } from 'node:path';
@@ -58,8 +59,29 @@ export function longestFirst(files: string[], cost: (file: string) => number): s
   return sorted;
 }
 
+/** `items` in an order drawn from `seed` (mulberry32): the same seed, the same order. */
+export function shuffled<T>(items: readonly T[], seed: number): T[] {
+  let state = seed >>> 0;
+  const random = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
 export default class LongestFirstSequencer extends BaseSequencer {
   override async sort(specs: TestSpecification[]): Promise<TestSpecification[]> {
+    // `--sequence.shuffle` still means any order: vitest only shuffles the files itself
+    // when no sequencer is configured.
+    if (this.ctx.config.sequence.shuffle) return shuffled(specs, this.ctx.config.sequence.seed);
     const root = this.ctx.config.root;
     const byFile = new Map<string, TestSpecification[]>();
     for (const spec of specs) {

@@ -4,7 +4,7 @@
  * file is left to start between them.
  */
 import { describe, expect, it } from 'vitest';
-import { BASELINE_SECONDS, isE2e, longestFirst } from '../helpers/sequencer.ts';
+import { BASELINE_SECONDS, isE2e, longestFirst, shuffled } from '../helpers/sequencer.ts';
 
 describe('the suite order', () => {
   it('starts the longest first and mixes the e2e files in among the CPU-bound ones', () => {
@@ -26,6 +26,14 @@ describe('the suite order', () => {
       'f.e2e.test.ts',
     ]);
     expect(new Set(order).size).toBe(Object.keys(cost).length);
+  });
+
+  it('shuffles by the seed when asked to (--sequence.shuffle): the same seed, the same order', () => {
+    const files = Array.from({ length: 20 }, (_, i) => `f${i}.test.ts`);
+    const once = shuffled(files, 42);
+    expect(shuffled(files, 42)).toEqual(once);
+    expect(once).not.toEqual(files);
+    expect([...once].sort()).toEqual([...files].sort());
   });
 
   it('names real files in its baseline, e2e among them', async () => {
