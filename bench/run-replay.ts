@@ -51,6 +51,7 @@ const warehouse = await openWarehouse(
       }
     : { pgliteDataDir: args.pgliteDataDir ?? './.data/bench' },
 );
+const startup = process.cpuUsage();
 const started = performance.now();
 let result: Awaited<ReturnType<typeof replay>>;
 try {
@@ -73,6 +74,7 @@ process.stdout.write(
   `${JSON.stringify({
     wallSeconds,
     cpuSeconds: (cpu.user + cpu.system) / 1e6,
+    startupCpuSeconds: (startup.user + startup.system) / 1e6,
     runs: result.runs,
     reads: result.reads,
     recovered: result.recovered,
