@@ -225,6 +225,49 @@ export async function keptBody(
     .executeTakeFirstOrThrow();
 }
 
+/** A kept body as stored: compressed, with the hash of its base when it is a delta. */
+export interface StoredBody {
+  encoding: string;
+  bytes: Uint8Array;
+  base_hash: string | null;
+}
+
+/**
+ * The kept bodies of these hashes in one statement (a business's reads of a night, say),
+ * with the bases of those kept as deltas, by hash; a hash the raw zone lacks is left out
+ * (`keptBody` then names it, as it would).
+ */
+export async function keptBodiesOf(
+  raw: Kysely<Database>,
+  hashes: readonly string[],
+): Promise<Map<string, StoredBody>> {
+  const found = new Map<string, StoredBody>();
+  if (hashes.length === 0) return found;
+  const rows = await raw
+    .selectFrom('raw_bodies')
+    .select([
+      sql<string>`encode(body_hash, 'hex')`.as('hash'),
+      'encoding',
+      'bytes',
+      sql<string | null>`encode(base_hash, 'hex')`.as('base_hash'),
+    ])
+    .where((eb) => {
+      const keys = hashes.map((hash) => Buffer.from(hash, 'hex'));
+      // The bases of those kept as deltas too (migration 0032): one step, never a chain.
+      return eb.or([
+        eb('body_hash', 'in', keys),
+        eb(
+          'body_hash',
+          'in',
+          eb.selectFrom('raw_bodies as d').select('d.base_hash').where('d.body_hash', 'in', keys),
+        ),
+      ]);
+    })
+    .execute();
+  for (const { hash, ...body } of rows) found.set(hash, body);
+  return found;
+}
+
 /**
  * Copies into `db`'s schema the `source` schema's quarantine rows of these runs whose
  * record is not quarantined again there (no equal row), with `recovered_at` set (a row

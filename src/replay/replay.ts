@@ -45,9 +45,11 @@ import {
   type KeptReadRow,
   type KeptRun,
   keptAccounts,
+  keptBodiesOf,
   keptBody,
   keptReadSpan,
   keptRuns,
+  type StoredBody,
   setSearchPath,
   tablesInSchema,
 } from './reads.ts';
@@ -304,16 +306,23 @@ const BODY_CACHE_ENTRIES = 64;
 
 /**
  * The kept bodies, fetched when a request asks for one and decompressed then: memory
- * holds the run's index (request → body hash) and a few bodies, never the night.
+ * holds the run's index (request → body hash) and a few bodies, never the night. A
+ * business's bodies come in one statement when its reads are indexed (`prefetched`, its
+ * compressed bytes and its deltas' bases, dropped once served); a body not among them is
+ * fetched alone.
  */
-function keptBodies(raw: Kysely<Database>): (hash: string) => Promise<string> {
+function keptBodies(
+  raw: Kysely<Database>,
+): (hash: string, prefetched?: Map<string, StoredBody>) => Promise<string> {
   const cache = new Map<string, string>();
-  const textOf = async (hash: string): Promise<string> => {
+  const textOf = async (hash: string, prefetched?: Map<string, StoredBody>): Promise<string> => {
     const hit = cache.get(hash);
     if (hit !== undefined) return hit;
-    const row = await keptBody(raw, hash);
+    const held = prefetched?.get(hash);
+    prefetched?.delete(hash);
+    const row = held ?? (await keptBody(raw, hash));
     // A delta's base is a body kept whole (migration 0032): one step, cached like any body.
-    const base = row.base_hash === null ? undefined : await textOf(row.base_hash);
+    const base = row.base_hash === null ? undefined : await textOf(row.base_hash, prefetched);
     const text = decompressBody(row.encoding, row.bytes, base);
     if (cache.size >= BODY_CACHE_ENTRIES) cache.delete(cache.keys().next().value as string);
     cache.set(hash, text);
@@ -356,8 +365,13 @@ async function replayAccountRun(
   const reads = await countReadsOfRun(raw, { ...ofRun, ...onlyBusiness });
   // Reference data is read once a run, by one credential: the others have none to replay.
   const fetchedReference = accountAnswers.operations.has('list_countries');
-  const indexed = new Map<number, Promise<Map<string, KeptAnswer>>>();
-  const businessAnswers = (id: number): Promise<Map<string, KeptAnswer>> => {
+  // A business's read index and its bodies, compressed, fetched in one statement each.
+  interface BusinessIndex {
+    answers: Map<string, KeptAnswer>;
+    bodies: Map<string, StoredBody>;
+  }
+  const indexed = new Map<number, Promise<BusinessIndex>>();
+  const businessAnswers = (id: number): Promise<BusinessIndex> => {
     const hit = indexed.get(id);
     if (hit) return hit;
     const loading = businessReadsOfRun(raw, {
@@ -365,16 +379,28 @@ async function replayAccountRun(
       businessId: id,
       first: run.first_observed,
       last: run.last_observed,
-    }).then((rows) => indexAnswers(rows).answers);
+    }).then(async (rows) => {
+      const { answers } = indexAnswers(rows);
+      const hashes = new Set([...answers.values()].map((a) => a.hash));
+      return { answers, bodies: await keptBodiesOf(raw, [...hashes]) };
+    });
     if (indexed.size >= BUSINESSES_INDEXED) indexed.delete(indexed.keys().next().value as number);
     indexed.set(id, loading);
     return loading;
   };
-  const answerFor = async (path: string, key: string): Promise<KeptAnswer | undefined> => {
+  const answerFor = async (
+    path: string,
+    key: string,
+  ): Promise<{ answer: KeptAnswer; bodies?: Map<string, StoredBody> } | undefined> => {
     const id = businessIdOfPath(path);
-    if (id === null) return accountAnswers.answers.get(key);
+    if (id === null) {
+      const answer = accountAnswers.answers.get(key);
+      return answer ? { answer } : undefined;
+    }
     if (!businessTimes.has(id)) return undefined;
-    return (await businessAnswers(id)).get(key);
+    const index = await businessAnswers(id);
+    const answer = index.answers.get(key);
+    return answer ? { answer, bodies: index.bodies } : undefined;
   };
   const bodyOf = keptBodies(raw);
   // Businesses the run committed whose night this replay cannot rebuild, with the first reason.
@@ -398,17 +424,18 @@ async function replayAccountRun(
       const query: Record<string, string> = {};
       for (const [name, value] of url.searchParams)
         if (!SECRET_PARAMS.has(name)) query[name] = value;
-      const answer = await answerFor(path, requestKey(path, query));
+      const found = await answerFor(path, requestKey(path, query));
       const businessId = businessIdOfPath(path);
-      if (!answer) {
+      if (!found) {
         cannotRebuild(businessId, `the raw zone holds no answer to ${path}`);
         return { statusCode: NOT_KEPT_STATUS, data: 'not in the raw zone' };
       }
+      const { answer } = found;
       // The credential's clock (archiving, the account's sync time, a poll): the read's own.
       if (answer.observedAt > clock) clock = answer.observedAt;
       let data: string;
       try {
-        data = await bodyOf(answer.hash);
+        data = await bodyOf(answer.hash, found.bodies);
       } catch (error) {
         cannotRebuild(businessId, unreadableBodyReason(path, answer.hash, errorText(error)));
         return { statusCode: NOT_KEPT_STATUS, data: 'kept body unreadable' };
