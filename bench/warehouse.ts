@@ -274,12 +274,13 @@ async function bulkNight(
     // observation before it), as the rankings writer stores it.
     const month = `${day.slice(0, 8)}01`;
     const index = Number(day.slice(8, 10));
-    // The month's days in the calendar the views read days from, as the writer adds them.
+    // The month's days up to today in the calendar the views read days from, as the
+    // writer adds them (migration 0038).
     await sql`
       insert into rank_days (observed_on, month, day)
       select g::date, ${month}::date, extract(day from g)::smallint
-      from generate_series(${month}::date, ${month}::date + interval '1 month' - interval '1 day',
-        interval '1 day') g
+      from generate_series(${month}::date, ${day}::date, interval '1 day') g
+      where not exists (select from rank_days where observed_on = ${day}::date)
       on conflict (observed_on) do nothing`.execute(trx);
     await sql`
       insert into rank_months as m (series_id, month, ranks, previous_on, previous_rank)

@@ -523,18 +523,20 @@ function monthOf(day: string): { month: string; index: number } {
 }
 
 /**
- * A common table expression that adds `month`'s days to the calendar the views read days
- * from (`rank_days`, migration 0030), unless the month is there: it goes before any
- * statement that may start a month row. (Two businesses starting the same month at once:
- * the second waits for the first's transaction, on the month's first night only.)
+ * A common table expression that adds the days of `day`'s month up to `day` to the
+ * calendar the views read days from (`rank_days`, migrations 0030 and 0038), unless `day`
+ * is there: it goes before any statement that writes `day`'s element of a month row. The
+ * calendar reaches the last day written, not the rest of the month, so a window that runs
+ * to the month's end reads no day that no row holds. (Two businesses writing a day first
+ * at once: the second waits for the first's transaction, on that day's first write only.)
  */
-function calendarOf(month: string) {
+function calendarOf(day: string) {
+  const { month } = monthOf(day);
   return sql`with calendar as (
       insert into rank_days (observed_on, month, day)
       select g::date, ${month}::date, extract(day from g)::smallint
-      from generate_series(${month}::date, ${month}::date + interval '1 month' - interval '1 day',
-        interval '1 day') g
-      where not exists (select from rank_days where observed_on = ${month}::date)
+      from generate_series(${month}::date, ${day}::date, interval '1 day') g
+      where not exists (select from rank_days where observed_on = ${day}::date)
       on conflict (observed_on) do nothing
     )`;
 }
@@ -557,8 +559,7 @@ async function writeForwardDay(
   // means the row exists, and keeps what it carries).
   const carried = (stored: LatestState | null) =>
     stored && stored.observed_on < month ? stored : null;
-  const startsMonth = rows.some((r) => !r.stored || r.stored.observed_on < month);
-  await sql`${startsMonth ? calendarOf(month) : sql``}
+  await sql`${calendarOf(day)}
     insert into rank_months as m (series_id, month, ranks, previous_on, previous_rank)
     select t.series_id, ${month}::date, array_fill(null::smallint, array[${index - 1}::int]) || t.rank,
       t.previous_on, t.previous_rank
@@ -672,7 +673,7 @@ async function upsertDay(
     db,
   );
   const stored = new Map(before.map((r) => [r.series_id, r.rank]));
-  await sql`${calendarOf(month)}
+  await sql`${calendarOf(day)}
     insert into rank_months as m (series_id, month, ranks, previous_on, previous_rank)
     select t.series_id, ${month}::date, array_fill(null::smallint, array[${index - 1}::int]) || t.rank,
       l.last_on, l.last_rank

@@ -119,6 +119,30 @@ describe.each(testBackends)('rank history (%s)', (backend) => {
     ]);
   });
 
+  it('the calendar reaches the last day written, not the rest of its month (migration 0038)', async () => {
+    const calendar = async () => {
+      const { rows } = await sql<{ first: string; last: string; days: number }>`
+        select min(observed_on)::text as first, max(observed_on)::text as last,
+          count(*)::int as days from rank_days`.execute(wh.db);
+      return rows[0];
+    };
+    await sql`delete from rank_days`.execute(wh.db);
+    await write(wh, ranks(5, 5), ctx(DAY2));
+    expect(await calendar()).toEqual({ first: '2025-03-01', last: '2025-03-02', days: 2 });
+    await write(wh, ranks(6, 6), ctx(DAY3));
+    expect(await calendar()).toEqual({ first: '2025-03-01', last: '2025-03-03', days: 3 });
+    // A day dated before the stored ones, in a month the calendar did not hold.
+    await write(wh, ranks(4, null), ctx(new Date('2025-02-27T03:00:00.000Z')));
+    expect(await calendar()).toEqual({ first: '2025-02-01', last: '2025-03-03', days: 30 });
+    const { rows } = await sql`select observed_on, rank from v_rank_daily
+      where site = 'Google' order by observed_on`.execute(wh.db);
+    expect(rows).toEqual([
+      { observed_on: '2025-02-27', rank: 4 },
+      { observed_on: '2025-03-02', rank: 5 },
+      { observed_on: '2025-03-03', rank: 6 },
+    ]);
+  });
+
   it('a run dated before a stored day fills the gap and relinks the day after it', async () => {
     await write(wh, ranks(5, 5), ctx(DAY1));
     await write(wh, ranks(7, 7), ctx(DAY3));
