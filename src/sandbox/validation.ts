@@ -232,19 +232,13 @@ function checkList(
   }
 }
 
-/**
- * Validate `body.business` for create (every required field, description 200–1024) or
- * update (only the fields given; description at most 1024).
- */
-export function validateBusinessInput(body: unknown, mode: Mode): ValidationResult {
-  const given = isObject(body) ? body['business'] : undefined;
-  if (mode === 'update' && !isObject(given)) {
-    return { ok: false, message: `${NOT_CREATED} Business can't be blank.` };
-  }
-  const business = isObject(given) ? given : {};
-  const problems: string[] = [];
-  const fields: BusinessFields = { extra: {} };
-
+/** Name, address, phone and sub category: the fields every listing is found by. */
+function checkIdentity(
+  business: Record<string, unknown>,
+  mode: Mode,
+  problems: string[],
+  fields: BusinessFields,
+): void {
   const name = requiredText(business, 'name', 'Name', mode, problems);
   if (name !== undefined) {
     if (name.length < 2) problems.push('Name is too short (minimum is 2 characters)');
@@ -291,6 +285,15 @@ export function validateBusinessInput(body: unknown, mode: Mode): ValidationResu
       fields.subCategoryId = category.id;
     }
   }
+}
+
+/** Description, the optional texts, owner email, hide address and additional categories. */
+function checkProfile(
+  business: Record<string, unknown>,
+  mode: Mode,
+  problems: string[],
+  fields: BusinessFields,
+): void {
   const description = requiredText(business, 'description', 'Description', mode, problems);
   if (description !== undefined) {
     const raw = String(business['description']);
@@ -347,6 +350,14 @@ export function validateBusinessInput(body: unknown, mode: Mode): ValidationResu
       problems.push('Additional categories is too long (maximum is 9 categories)');
     } else fields.additionalCategories = categories.map(String);
   }
+}
+
+/** Payment methods, photos and videos: each item checked, each list kept as given. */
+function checkAttributeLists(
+  business: Record<string, unknown>,
+  problems: string[],
+  fields: BusinessFields,
+): void {
   checkList(business, 'payment_methods_attributes', problems, (item) =>
     typeof item['name'] !== 'string' || !PAYMENT_METHODS.has(item['name'])
       ? 'name is not included in the list'
@@ -371,6 +382,24 @@ export function validateBusinessInput(body: unknown, mode: Mode): ValidationResu
   ]) {
     if (Array.isArray(business[key])) fields.extra[key] = business[key];
   }
+}
+
+/**
+ * Validate `body.business` for create (every required field, description 200–1024) or
+ * update (only the fields given; description at most 1024).
+ */
+export function validateBusinessInput(body: unknown, mode: Mode): ValidationResult {
+  const given = isObject(body) ? body['business'] : undefined;
+  if (mode === 'update' && !isObject(given)) {
+    return { ok: false, message: `${NOT_CREATED} Business can't be blank.` };
+  }
+  const business = isObject(given) ? given : {};
+  const problems: string[] = [];
+  const fields: BusinessFields = { extra: {} };
+
+  checkIdentity(business, mode, problems, fields);
+  checkProfile(business, mode, problems, fields);
+  checkAttributeLists(business, problems, fields);
   if (problems.length > 0) {
     return { ok: false, message: `${NOT_CREATED} ${problems.join('. ')}.` };
   }
