@@ -29,8 +29,6 @@ const LONG_FUNCTIONS: readonly string[] = [
   'demo/demo.ts:runDemo',
   'replay/merge.ts:mergeRebuild',
   'replay/replay.ts:replayAccountRun',
-  'sandbox/server.ts:startSandbox',
-  'sandbox/validation.ts:validateBusinessInput',
   'serve/metrics.ts:createServeMetrics',
   'serve/server.ts:startServe',
   'serve/webhook-intake.ts:registerWebhookIntake',
