@@ -250,6 +250,11 @@ const INVENTORY: [file: string, line: string, verdict: string][] = [
   ],
   [
     'docs/benchmarks.md',
+    'BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:replay -- --businesses 50 --nights 10',
+    BENCH,
+  ],
+  [
+    'docs/benchmarks.md',
     'BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node bench/raw-prune.ts',
     BENCH,
   ],
