@@ -257,21 +257,18 @@ async function syncBusinessInSpan(
 }
 
 /**
- * Turns one business's answers into its snapshot and writes it in one transaction (a
- * reader never sees half a business). A failed stream is recorded and left out (its
- * stored rows stay); a value the database refuses costs its record (quarantined), never
- * the business.
+ * A business's snapshot from its answers: each failed stream recorded (and counted in
+ * `failedStreams`) and left out, each refused record kept for quarantine, each stream's
+ * records built from its reads unless all of them are as its rows already are.
  */
-export async function writeBusiness(
+function snapshotOf(
   context: RunContext,
   credential: Credential,
   business: BusinessSummary,
   answers: BusinessAnswers,
   observedAt: Date,
-  /** Runs last in the business's transaction: the raw reads of these answers. */
-  inTransaction?: (db: Db) => Promise<void>,
-): Promise<'ok' | 'failed'> {
-  const { options, stats, log } = context;
+): { snapshot: BusinessSnapshot; failedStreams: number } {
+  const { stats, log } = context;
   const id = business.id;
   const { reads, applied, seen } = answers;
   let failedStreams = 0;
@@ -344,6 +341,35 @@ export async function writeBusiness(
     rejected,
     answers: { before: applied, seen },
   };
+  return { snapshot, failedStreams };
+}
+
+/**
+ * Turns one business's answers into its snapshot and writes it in one transaction (a
+ * reader never sees half a business). A failed stream is recorded and left out (its
+ * stored rows stay); a value the database refuses costs its record (quarantined), never
+ * the business.
+ */
+export async function writeBusiness(
+  context: RunContext,
+  credential: Credential,
+  business: BusinessSummary,
+  answers: BusinessAnswers,
+  observedAt: Date,
+  /** Runs last in the business's transaction: the raw reads of these answers. */
+  inTransaction?: (db: Db) => Promise<void>,
+): Promise<'ok' | 'failed'> {
+  const { options, stats, log } = context;
+  const id = business.id;
+  const { applied } = answers;
+  const { snapshot, failedStreams } = snapshotOf(
+    context,
+    credential,
+    business,
+    answers,
+    observedAt,
+  );
+  const { rejected, records } = snapshot;
   if (
     failedStreams === 0 &&
     rejected.length === 0 &&

@@ -33,7 +33,6 @@ const LONG_FUNCTIONS: readonly string[] = [
   'serve/server.ts:startServe',
   'serve/webhook-intake.ts:registerWebhookIntake',
   'serve/webhook-intake.ts:registerWebhookIntake (a callback)',
-  'sync/business.ts:writeBusiness',
   'sync/credential.ts:syncCredentialInSpan',
   'sync/run.ts:runSyncInSpan',
   'warehouse/reviews.ts:writeReviews',
