@@ -27,12 +27,13 @@ import { LISTING_INACCURATE } from '../alerts/kinds.ts';
 import { digestMessages } from '../alerts/messages.ts';
 import { alertsOfRuns } from '../alerts/outbox.ts';
 import { createConfiguredApiClient } from '../api/client.ts';
+import type { ApiClient } from '../api/client-state.ts';
 import { addDays, daysBetween } from '../calendar-day.ts';
 import { UsageError } from '../command/usage-error.ts';
 import { type Config, DEMO_PGLITE_DATA_DIR } from '../config/index.ts';
 import { type Logger, redactUrl } from '../log.ts';
 import { writeReport } from '../report/write-report.ts';
-import { startSandbox } from '../sandbox/server.ts';
+import { type RunningSandbox, startSandbox } from '../sandbox/server.ts';
 import { ID_SPAN } from '../sandbox/world.ts';
 import type { SyncProgress } from '../sync/options.ts';
 import { startTerminalBar } from '../sync/progress.ts';
@@ -301,6 +302,227 @@ function freshCommand(days: number | undefined, businesses: number | undefined):
   return `npm start -- --fresh ${given.join(' ')}`;
 }
 
+type Done = { first: string; lastComplete: string | null } | null;
+
+/** The days this run syncs: resumed after the last day synced in full, or a new demo's. */
+interface DemoPlan {
+  done: Done;
+  builtWith: number | null;
+  startDate: string;
+  firstToSync: string;
+  toSimulate: number;
+  lastToSync: string;
+}
+
+/**
+ * How far the stored demo got, and the days this run syncs; options that would shape
+ * another demo than the stored one are refused (DemoOptionsConflictError).
+ */
+async function planDemo(
+  warehouse: Warehouse,
+  options: DemoOptions,
+  days: number,
+  endDate: string,
+  where: string,
+): Promise<DemoPlan> {
+  const done = await simulatedDays(warehouse);
+  const builtWith = await readDemoBusinessesPerAccount(warehouse.db, ID_SPAN);
+  // A stored demo is carried on as it was built: options that shape another are refused.
+  const otherDays =
+    options.days !== undefined && done !== null && addDays(endDate, -days) !== done.first;
+  const otherSize =
+    options.businessesPerAccount !== undefined &&
+    builtWith !== null &&
+    options.businessesPerAccount !== builtWith;
+  if (otherDays || otherSize) {
+    throw new DemoOptionsConflictError(
+      `the demo in ${where} already holds ${done ? `the days from ${done.first}` : 'a demo'}` +
+        `${builtWith === null ? '' : ` of ${builtWith} businesses per account`}; ` +
+        `${[otherDays ? '--days' : '', otherSize ? '--businesses' : ''].filter(Boolean).join(' and ')} would make another. ` +
+        `\`${freshCommand(options.days, options.businessesPerAccount)}\` rebuilds it so (the stored demo is deleted); ` +
+        '`npm start` carries the stored one on to the last whole day.',
+    );
+  }
+  // Resume after the last day synced in full, to the end date (the last whole day), or
+  // begin `days` days before the end.
+  const startDate = done?.first ?? addDays(endDate, -days);
+  const firstToSync = done?.lastComplete ? addDays(done.lastComplete, 1) : startDate;
+  const toSimulate = Math.max(0, daysBetween(firstToSync, endDate) + 1);
+  const lastToSync = addDays(firstToSync, toSimulate - 1);
+  return { done, builtWith, startDate, firstToSync, toSimulate, lastToSync };
+}
+
+/** What the demo says it will do: resume, nothing new, or a new month. */
+function planLine({ done, startDate, toSimulate, lastToSync }: DemoPlan): string {
+  return done?.lastComplete
+    ? toSimulate
+      ? `Resuming after ${done.lastComplete}, the last day synced in full: simulating ${toSimulate} more day(s) to ${lastToSync}.` +
+        (toSimulate > DEMO_DAYS + 1 ? ' (`npm start -- --fresh` starts a new month instead.)' : '')
+      : `Already simulated through ${done.lastComplete}; nothing new to sync.`
+    : `Simulating ${startDate} to ${lastToSync} (${toSimulate} syncs): advance the sandbox a day, sync, repeat.`;
+}
+
+/** The simulated days' runs, and the stop when one was stopped before its last day. */
+interface Simulation {
+  syncs: SyncResult[];
+  stop: DemoStop | undefined;
+  seconds: number;
+}
+
+/**
+ * The days simulated: advance the sandbox a day, sync, repeat, from the sandbox's current
+ * day; stopped between days by the signal, or by a run stopped part-way.
+ */
+async function simulate(
+  config: Config,
+  logger: Logger,
+  options: DemoOptions,
+  run: { warehouse: Warehouse; api: ApiClient; sandbox: RunningSandbox; toSimulate: number },
+): Promise<Simulation> {
+  const { warehouse, api, sandbox: running, toSimulate } = run;
+  const clock = options.clock ?? (() => new Date());
+  const stopped = () => options.signal?.aborted === true;
+  // The sync's clock follows the sandbox: each day is synced at its last instant (its
+  // UTC date keys ranks and history), after everything the sandbox dates on that day and
+  // never after the wall clock, so no alert or run is stamped ahead of `clock()`.
+  const now = () => {
+    const endOfDay = new Date(`${running.today()}T23:59:59.999Z`);
+    const wall = clock();
+    return endOfDay < wall ? endOfDay : wall;
+  };
+  const progress = dayProgress(options.terminal, logger, toSimulate);
+  // Under the bar, each run's 'sync started/finished' lines would tear it: warnings only.
+  const syncLogger = options.terminal?.isTTY ? logger.child({}, { level: 'warn' }) : logger;
+  const syncs: SyncResult[] = [];
+  let alerts = 0;
+  let stop: DemoStop | undefined;
+  const started = performance.now();
+  try {
+    for (let i = 0; i < toSimulate; i++) {
+      if (i > 0) running.advanceDays(1);
+      const day = running.today();
+      const stoppedHere = () => ({
+        by: String(options.signal?.reason ?? 'abort'),
+        day,
+        dayNumber: i + 1,
+        daysToSync: toSimulate,
+        daysInFull: syncs.filter((s) => s.status !== 'interrupted').length,
+      });
+      if (stopped()) {
+        stop = stoppedHere();
+        break;
+      }
+      progress.started(i + 1, day);
+      const result = await runSync({
+        warehouse,
+        api,
+        credentials: running.credentials,
+        logger: syncLogger,
+        trigger: DEMO_TRIGGER,
+        now,
+        // SYNC_ACCOUNT_CONCURRENCY and SYNC_CONCURRENCY apply to the demo's syncs too.
+        businessConcurrency: config.syncAccountConcurrency,
+        overallBusinessConcurrency: config.syncConcurrency,
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.onSyncProgress
+          ? {
+              onProgress: (progress: SyncProgress) =>
+                options.onSyncProgress?.(running.today(), progress),
+            }
+          : {}),
+      });
+      alerts += result.stats.alerts;
+      // A run stopped part-way did not sync its day: that day is synced again next time.
+      if (result.status === 'interrupted') {
+        stop = stoppedHere();
+        syncs.push(result);
+        progress.stopped(i + 1, day, stop.by);
+        break;
+      }
+      syncs.push(result);
+      progress.day(i + 1, day, alerts);
+    }
+  } finally {
+    progress.stop();
+  }
+  return { syncs, stop, seconds: (performance.now() - started) / 1000 };
+}
+
+/** A stopped demo's end: the summary of what the warehouse holds, and no report. */
+function endStopped(
+  out: (line: string) => void,
+  options: DemoOptions,
+  plan: DemoPlan,
+  endDate: string,
+  { syncs, stop }: Simulation & { stop: DemoStop },
+  summary: DemoSummary,
+  partOf: string | null,
+): DemoResult {
+  const { done, startDate, firstToSync, lastToSync } = plan;
+  const lastInFull = stop.daysInFull
+    ? addDays(firstToSync, stop.daysInFull - 1)
+    : (done?.lastComplete ?? null);
+  out('');
+  for (const line of renderDemoSummary(summary, { firstDay: startDate, lastInFull, partOf }))
+    out(line);
+  out('');
+  out(
+    `No report written: the demo was stopped. Run \`npm start\` again to carry on to ${lastToSync}; it writes ${options.reportPath ?? 'report.html'}.`,
+  );
+  return {
+    daysSimulated: stop.daysInFull,
+    syncs,
+    summary,
+    reportPath: options.reportPath ?? 'report.html',
+    reportWritten: false,
+    startDate,
+    endDate,
+    stopped: stop,
+  };
+}
+
+/** A finished demo's end: the report, the summary, and how to read it again or go on. */
+async function endWithReport(
+  out: (line: string) => void,
+  warehouse: Warehouse,
+  options: DemoOptions,
+  place: { databaseUrl: string | undefined; schema: string },
+  summary: DemoSummary,
+): Promise<string> {
+  const { databaseUrl, schema } = place;
+  const report = await writeReport(warehouse.db, {
+    out: options.reportPath ?? 'report.html',
+    days: 90,
+  });
+  out('');
+  for (const line of renderDemoSummary(summary)) out(line);
+  out('');
+  out(`Report: ${report.path}  (open it in a browser; it needs no network)`);
+  if (databaseUrl) {
+    for (const line of readAgainLines(databaseUrl, schema)) out(line);
+    out(
+      `BI: connect to ${redactUrl(databaseUrl)} and \`set search_path to ${schema}\` ` +
+        '(views: docs/warehouse.md, "Views"). Run `npm start` again to add the days since.',
+    );
+  } else {
+    out(
+      'Warehouse views for BI: docs/warehouse.md, "Views". Run `npm start` again to add the days since.',
+    );
+    out(
+      `(PGlite serves this process only: set DATABASE_URL to load the demo into PostgreSQL, schema ${schema}, for psql, Metabase or Grafana.)`,
+    );
+  }
+  // Alert digests (src/alerts): the count of Slack digest messages the demo's alerts
+  // would make goes here, once that module exposes it.
+  out('');
+  out('Next, against a real account:');
+  out(
+    '  export LISTINGS_BASE_URL=https://… LISTINGS_AUTH_TOKEN=… LISTINGS_USER_EMAIL=you@example.com',
+  );
+  out('  npx listings-sync migrate && npx listings-sync sync && npx listings-sync report');
+  return report.path;
+}
+
 /** The demo as a function: the CLI uses the defaults, tests shrink it. */
 export async function runDemo(
   config: Config,
@@ -309,7 +531,6 @@ export async function runDemo(
 ): Promise<DemoResult> {
   const out = options.write ?? (() => {});
   const days = options.days ?? DEMO_DAYS;
-  const stopped = () => options.signal?.aborted === true;
   const clock = options.clock ?? (() => new Date());
   // Not today: the sandbox dates today's reviews at any time of the day, ahead of the clock.
   const endDate = options.endDate ?? addDays(clock().toISOString().slice(0, 10), -1);
@@ -331,41 +552,19 @@ export async function runDemo(
     ? `PostgreSQL at ${redactUrl(databaseUrl)}, schema ${schema}`
     : `embedded PGlite in ${dataDir}`;
   const api = createConfiguredApiClient(config, logger);
-  let sandbox: Awaited<ReturnType<typeof startSandbox>> | undefined;
+  let sandbox: RunningSandbox | undefined;
   try {
     // --fresh: the demo's schema emptied, so what is stored below is a new demo's.
     if (options.fresh) await recreateCurrentSchema(warehouse.db);
     const { applied } = await migrateToLatest(warehouse.db);
-    const done = await simulatedDays(warehouse);
-    const builtWith = await readDemoBusinessesPerAccount(warehouse.db, ID_SPAN);
-    // A stored demo is carried on as it was built: options that shape another are refused.
-    const otherDays =
-      options.days !== undefined && done !== null && addDays(endDate, -days) !== done.first;
-    const otherSize =
-      options.businessesPerAccount !== undefined &&
-      builtWith !== null &&
-      options.businessesPerAccount !== builtWith;
-    if (otherDays || otherSize) {
-      throw new DemoOptionsConflictError(
-        `the demo in ${where} already holds ${done ? `the days from ${done.first}` : 'a demo'}` +
-          `${builtWith === null ? '' : ` of ${builtWith} businesses per account`}; ` +
-          `${[otherDays ? '--days' : '', otherSize ? '--businesses' : ''].filter(Boolean).join(' and ')} would make another. ` +
-          `\`${freshCommand(options.days, options.businessesPerAccount)}\` rebuilds it so (the stored demo is deleted); ` +
-          '`npm start` carries the stored one on to the last whole day.',
-      );
-    }
-    // Resume after the last day synced in full, to the end date (the last whole day), or
-    // begin `days` days before the end.
-    const startDate = done?.first ?? addDays(endDate, -days);
-    const firstToSync = done?.lastComplete ? addDays(done.lastComplete, 1) : startDate;
-    const toSimulate = Math.max(0, daysBetween(firstToSync, endDate) + 1);
-    const lastToSync = addDays(firstToSync, toSimulate - 1);
+    const plan = await planDemo(warehouse, options, days, endDate, where);
+    const { startDate, firstToSync, toSimulate } = plan;
 
     sandbox = await startSandbox({
       seed: DEMO_SEED,
       accounts: options.accounts ?? DEMO_ACCOUNTS,
       businessesPerAccount:
-        options.businessesPerAccount ?? builtWith ?? DEMO_BUSINESSES_PER_ACCOUNT,
+        options.businessesPerAccount ?? plan.builtWith ?? DEMO_BUSINESSES_PER_ACCOUNT,
       startDate,
       port: 0,
     });
@@ -374,83 +573,16 @@ export async function runDemo(
       `Warehouse: ${where}${options.fresh ? ', emptied (--fresh)' : ''}` +
         `${applied.length ? ` (${applied.length} migration(s) applied)` : ''}`,
     );
-    out(
-      done?.lastComplete
-        ? toSimulate
-          ? `Resuming after ${done.lastComplete}, the last day synced in full: simulating ${toSimulate} more day(s) to ${lastToSync}.` +
-            (toSimulate > DEMO_DAYS + 1
-              ? ' (`npm start -- --fresh` starts a new month instead.)'
-              : '')
-          : `Already simulated through ${done.lastComplete}; nothing new to sync.`
-        : `Simulating ${startDate} to ${lastToSync} (${toSimulate} syncs): advance the sandbox a day, sync, repeat.`,
-    );
+    out(planLine(plan));
 
     sandbox.advanceDays(daysBetween(startDate, firstToSync));
-    const running = sandbox;
-    // The sync's clock follows the sandbox: each day is synced at its last instant (its
-    // UTC date keys ranks and history), after everything the sandbox dates on that day and
-    // never after the wall clock, so no alert or run is stamped ahead of `clock()`.
-    const now = () => {
-      const endOfDay = new Date(`${running.today()}T23:59:59.999Z`);
-      const wall = clock();
-      return endOfDay < wall ? endOfDay : wall;
-    };
-    const progress = dayProgress(options.terminal, logger, toSimulate);
-    // Under the bar, each run's 'sync started/finished' lines would tear it: warnings only.
-    const syncLogger = options.terminal?.isTTY ? logger.child({}, { level: 'warn' }) : logger;
-    const syncs: SyncResult[] = [];
-    let alerts = 0;
-    let stop: DemoStop | undefined;
-    const started = performance.now();
-    try {
-      for (let i = 0; i < toSimulate; i++) {
-        if (i > 0) running.advanceDays(1);
-        const day = running.today();
-        const stoppedHere = () => ({
-          by: String(options.signal?.reason ?? 'abort'),
-          day,
-          dayNumber: i + 1,
-          daysToSync: toSimulate,
-          daysInFull: syncs.filter((s) => s.status !== 'interrupted').length,
-        });
-        if (stopped()) {
-          stop = stoppedHere();
-          break;
-        }
-        progress.started(i + 1, day);
-        const result = await runSync({
-          warehouse,
-          api,
-          credentials: running.credentials,
-          logger: syncLogger,
-          trigger: DEMO_TRIGGER,
-          now,
-          // SYNC_ACCOUNT_CONCURRENCY and SYNC_CONCURRENCY apply to the demo's syncs too.
-          businessConcurrency: config.syncAccountConcurrency,
-          overallBusinessConcurrency: config.syncConcurrency,
-          ...(options.signal ? { signal: options.signal } : {}),
-          ...(options.onSyncProgress
-            ? {
-                onProgress: (progress: SyncProgress) =>
-                  options.onSyncProgress?.(running.today(), progress),
-              }
-            : {}),
-        });
-        alerts += result.stats.alerts;
-        // A run stopped part-way did not sync its day: that day is synced again next time.
-        if (result.status === 'interrupted') {
-          stop = stoppedHere();
-          syncs.push(result);
-          progress.stopped(i + 1, day, stop.by);
-          break;
-        }
-        syncs.push(result);
-        progress.day(i + 1, day, alerts);
-      }
-    } finally {
-      progress.stop();
-    }
-    const seconds = (performance.now() - started) / 1000;
+    const simulation = await simulate(config, logger, options, {
+      warehouse,
+      api,
+      sandbox,
+      toSimulate,
+    });
+    const { syncs, stop, seconds } = simulation;
     const partOf = stop && (syncs.at(-1)?.stats.businesses.synced ?? 0) > 0 ? stop.day : null;
     if (stop) {
       const inFull = stop.daysInFull;
@@ -471,63 +603,20 @@ export async function runDemo(
       out(`Slack would get ${digests.length} message(s): one digest per account and day.`);
 
     const summary = await readDemoSummary(warehouse.db);
-    if (stop) {
-      const lastInFull = stop.daysInFull
-        ? addDays(firstToSync, stop.daysInFull - 1)
-        : (done?.lastComplete ?? null);
-      out('');
-      for (const line of renderDemoSummary(summary, { firstDay: startDate, lastInFull, partOf }))
-        out(line);
-      out('');
-      out(
-        `No report written: the demo was stopped. Run \`npm start\` again to carry on to ${lastToSync}; it writes ${options.reportPath ?? 'report.html'}.`,
-      );
-      return {
-        daysSimulated: stop.daysInFull,
-        syncs,
-        summary,
-        reportPath: options.reportPath ?? 'report.html',
-        reportWritten: false,
-        startDate,
-        endDate,
-        stopped: stop,
-      };
-    }
-    const report = await writeReport(warehouse.db, {
-      out: options.reportPath ?? 'report.html',
-      days: 90,
-    });
-    out('');
-    for (const line of renderDemoSummary(summary)) out(line);
-    out('');
-    out(`Report: ${report.path}  (open it in a browser; it needs no network)`);
-    if (databaseUrl) {
-      for (const line of readAgainLines(databaseUrl, schema)) out(line);
-      out(
-        `BI: connect to ${redactUrl(databaseUrl)} and \`set search_path to ${schema}\` ` +
-          '(views: docs/warehouse.md, "Views"). Run `npm start` again to add the days since.',
-      );
-    } else {
-      out(
-        'Warehouse views for BI: docs/warehouse.md, "Views". Run `npm start` again to add the days since.',
-      );
-      out(
-        `(PGlite serves this process only: set DATABASE_URL to load the demo into PostgreSQL, schema ${schema}, for psql, Metabase or Grafana.)`,
-      );
-    }
-    // Alert digests (src/alerts): the count of Slack digest messages the demo's alerts
-    // would make goes here, once that module exposes it.
-    out('');
-    out('Next, against a real account:');
-    out(
-      '  export LISTINGS_BASE_URL=https://… LISTINGS_AUTH_TOKEN=… LISTINGS_USER_EMAIL=you@example.com',
+    if (stop)
+      return endStopped(out, options, plan, endDate, { ...simulation, stop }, summary, partOf);
+    const reportPath = await endWithReport(
+      out,
+      warehouse,
+      options,
+      { databaseUrl, schema },
+      summary,
     );
-    out('  npx listings-sync migrate && npx listings-sync sync && npx listings-sync report');
     return {
       daysSimulated: syncs.length,
       syncs,
       summary,
-      reportPath: report.path,
+      reportPath,
       reportWritten: true,
       startDate,
       endDate,

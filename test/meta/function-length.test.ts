@@ -26,7 +26,6 @@ const LONG_FUNCTIONS: readonly string[] = [
   'api/error-mapping.ts:interpret',
   'cli/commands/airbyte.ts:registerAirbyteCommand',
   'cli/commands/alerts.ts:registerAlertsCommand',
-  'demo/demo.ts:runDemo',
   'replay/merge.ts:mergeRebuild',
   'replay/replay.ts:replayAccountRun',
   'serve/metrics.ts:createServeMetrics',
