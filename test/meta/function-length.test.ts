@@ -25,7 +25,6 @@ const LONG_FUNCTIONS: readonly string[] = [
   'alerts/dispatcher.ts:createAlertDispatcher',
   'api/error-mapping.ts:interpret',
   'cli/commands/airbyte.ts:registerAirbyteCommand',
-  'cli/commands/alerts.ts:registerAlertsCommand',
   'replay/merge.ts:mergeRebuild',
   'replay/replay.ts:replayAccountRun',
   'serve/metrics.ts:createServeMetrics',

@@ -86,6 +86,13 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
       }
     });
 
+  registerTestCommand(alerts, io);
+  registerSendBacklogCommand(alerts, io);
+  registerSkipBacklogCommand(alerts, io);
+}
+
+/** `alerts test`: one test message to each configured sink, each answer printed. */
+function registerTestCommand(alerts: Command, io: CliIo): void {
   alerts
     .command('test')
     .description(
@@ -104,7 +111,10 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
       io.stdout(renderTestResults(results));
       io.exitCode = results.every((r) => r.ok) ? EXIT.ok : EXIT.fatal;
     });
+}
 
+/** `alerts send-backlog`: the alerts a sink skipped (ALERT_BACKLOG=skip) due again, and sent. */
+function registerSendBacklogCommand(alerts: Command, io: CliIo): void {
   alerts
     .command('send-backlog')
     .description(
@@ -144,7 +154,10 @@ export function registerAlertsCommand(program: Command, io: CliIo): void {
         io.exitCode = result.failed + result.released > 0 ? EXIT.partial : EXIT.ok;
       });
     });
+}
 
+/** `alerts skip-backlog`: sinks start from now, every alert still pending for them skipped. */
+function registerSkipBacklogCommand(alerts: Command, io: CliIo): void {
   alerts
     .command('skip-backlog')
     .description(
