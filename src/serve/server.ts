@@ -12,12 +12,10 @@
  * schedule (a running sync stops starting businesses, the ones in flight commit), stop the
  * alert interval and wait for a dispatch in flight.
  */
-import type { Socket } from 'node:net';
-import Fastify, { type FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { alertSinksFromConfig } from '../alerts/configured-sinks.ts';
 import { type AlertDispatcher, type Backoff, createAlertDispatcher } from '../alerts/dispatcher.ts';
 import type { AlertSink } from '../alerts/sinks.ts';
-import { raiseSyncHealthAlerts } from '../alerts/sync-health.ts';
 import type { ApiClient, Credential } from '../api/index.ts';
 import {
   type Config,
@@ -28,12 +26,13 @@ import {
 } from '../config/index.ts';
 import { ListingsSyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { runConfiguredSync, SyncLockedError } from '../sync/run.ts';
 import type { Warehouse } from '../warehouse/driver/connection.ts';
-import { registerHealth } from './health.ts';
+import { startAlertPasses } from './alert-passes.ts';
+import { createOperatorApp, createWebhookApp } from './listeners.ts';
 import { createServeMetrics, type ServeMetrics } from './metrics.ts';
+import { scheduledRun } from './scheduled-run.ts';
 import { type Scheduler, startScheduler } from './scheduler.ts';
-import { registerWebhookIntake, STORE_TIMEOUT_MS } from './webhook-intake.ts';
+import { registerWebhookIntake } from './webhook-intake.ts';
 
 export interface ServeOptions {
   config: Config;
@@ -83,30 +82,6 @@ export interface RunningServe {
   /** Resolves when the sync health checks and alert passes started so far are done. */
   settled(): Promise<void>;
   close(): Promise<void>;
-}
-
-/**
- * The HTTP server's time limits, all from WEBHOOK_REQUEST_TIMEOUT_MS: a request's headers
- * and body must arrive within it (a body dripped a byte at a time is cut off), and a
- * connection with no bytes moving for that long plus STORE_TIMEOUT_MS is closed (a
- * request waiting for the database moves no bytes either, and gets its 503 first). Node
- * checks running requests every
- * `connectionsCheckingInterval`, so that interval is a fraction of the timeout, or a
- * 30 s timeout would be enforced up to 30 s late.
- */
-function connectionLimits(config: Config) {
-  const timeoutMs = config.webhookRequestTimeoutMs;
-  return {
-    requestTimeout: timeoutMs,
-    connectionTimeout: timeoutMs + STORE_TIMEOUT_MS,
-    // Node's own default for idle keep-alive sockets, never longer than a request may take.
-    keepAliveTimeout: Math.min(5_000, timeoutMs),
-    http: {
-      requestTimeout: timeoutMs,
-      headersTimeout: timeoutMs,
-      connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(timeoutMs / 4))),
-    },
-  };
 }
 
 /**
@@ -199,16 +174,12 @@ function hostForUrl(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-export async function startServe(options: ServeOptions): Promise<RunningServe> {
+/** /metrics' counters and the alert dispatcher, which counts each delivery in them. */
+function metricsAndDispatcher(options: ServeOptions): {
+  metrics: ServeMetrics;
+  dispatcher: AlertDispatcher;
+} {
   const { config, warehouse, api, logger } = options;
-  const log = logger.child({ component: 'serve' });
-  const secrets = requireWebhookSecrets(config);
-  const schedule = options.schedule ?? config.syncSchedule;
-  const scheduleOn = schedule.toLowerCase() !== 'off';
-  const credentials = scheduleOn
-    ? (options.credentials ?? requireCredentials(config))
-    : (options.credentials ?? []);
-
   const sinks = options.alertSinks ?? alertSinksFromConfig(config);
   const metrics = createServeMetrics({
     db: warehouse.db,
@@ -224,123 +195,21 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
     onDelivered: (sink, alerts) => metrics.recordAlertDelivered(sink, alerts),
     onFailed: (sink, alerts) => metrics.recordAlertFailed(sink, alerts),
   });
-  // The dead man's switch measures an account that never synced from here.
-  const watchingSince = new Date();
-  const accountNames = (options.credentials ?? config.credentials).map((c) => c.name);
-  // One check and pass at a time; close() waits for the last. The sinks are recorded
-  // first, so what this process raises is never taken for a new sink's backlog
-  // (docs/alerts.md, "A sink added later"); on failure the first pass tries again.
-  let passes: Promise<void> = dispatcher.recordSinks().catch((error: unknown) => {
-    log.error({ err: error }, 'recording the alert sinks failed; the next pass tries again');
-  });
-  const dispatch = () => {
-    passes = passes.then(checkAndDispatch);
-    return passes;
-  };
-  const checkAndDispatch = async () => {
-    try {
-      await raiseSyncHealthAlerts(warehouse.db, config.alertRules, {
-        now: new Date(),
-        accounts: accountNames,
-        watchingSince,
-      });
-    } catch (error) {
-      log.error({ err: error }, 'sync health check failed; it runs again on the next interval');
-    }
-    await dispatcher.dispatch().catch((error: unknown) => {
-      log.error({ err: error }, 'alert dispatch failed; pending alerts stay queued');
-    });
-  };
+  return { metrics, dispatcher };
+}
 
-  const app = Fastify({ logger: false, return503OnClosing: true, ...connectionLimits(config) });
-  // Past WEBHOOK_MAX_IN_FLIGHT deliveries the intake answers 503 (webhook-intake.ts); past
-  // WEBHOOK_MAX_CONNECTIONS Node refuses the connection, so that a flood of connections
-  // cannot take the process's open-file limit.
-  app.server.maxConnections = config.webhookMaxConnections;
-  let lastDropLogAt = 0;
-  app.server.on('drop', () => {
-    // At most one line a second: a flood of refused connections must not flood the log.
-    if (Date.now() - lastDropLogAt < 1000) return;
-    lastDropLogAt = Date.now();
-    log.warn(
-      { limit: config.webhookMaxConnections },
-      'connection refused: WEBHOOK_MAX_CONNECTIONS connections are open',
-    );
-  });
-  app.server.on('timeout', (socket: Socket) => {
-    // A listener here means Node leaves the idle socket to us: close it.
-    socket.destroy();
-    log.warn(
-      { timeoutMs: config.webhookRequestTimeoutMs + STORE_TIMEOUT_MS },
-      'connection closed: idle for WEBHOOK_REQUEST_TIMEOUT_MS plus the 10 s a delivery may wait for the database',
-    );
-  });
-  app.server.on('clientError', (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'ERR_HTTP_REQUEST_TIMEOUT') return;
-    log.warn(
-      { timeoutMs: config.webhookRequestTimeoutMs },
-      'request cut off: not received in full within WEBHOOK_REQUEST_TIMEOUT_MS',
-    );
-  });
-  registerHealth(app, warehouse.db);
-  // The operator's listener: scraping and the kubelet's probes, never the webhook senders.
-  // Probes here too, so that a flood of webhook connections (WEBHOOK_MAX_CONNECTIONS
-  // reached) cannot fail liveness and have a busy pod restarted.
-  const operator = Fastify({ logger: false });
-  registerHealth(operator, warehouse.db);
-  operator.get('/metrics', async (_request, reply) => {
-    reply.header('content-type', metrics.registry.contentType);
-    return metrics.render();
-  });
-  await registerWebhookIntake(app, {
-    db: warehouse.db,
-    secrets,
-    bodyLimitBytes: config.webhookBodyLimitBytes,
-    maxInFlight: config.webhookMaxInFlight,
-    logger,
-    onOutcome: (outcome) => metrics.recordWebhook(outcome),
-    onInFlight: (count) => metrics.setWebhooksInFlight(count),
-  });
-
-  const runScheduled = async (signal: AbortSignal): Promise<void> => {
-    const started = performance.now();
-    const seconds = () => (performance.now() - started) / 1000;
-    try {
-      const result = await runConfiguredSync(config, {
-        warehouse,
-        api,
-        credentials,
-        logger,
-        ...(options.businessConcurrency !== undefined
-          ? { businessConcurrency: options.businessConcurrency }
-          : {}),
-        trigger: 'schedule',
-        signal,
-      });
-      metrics.recordRun(result.status, seconds(), result);
-      const level = result.status === 'succeeded' ? 'info' : 'warn';
-      log[level](
-        {
-          runId: result.runId,
-          status: result.status,
-          seconds: result.stats.seconds,
-          error: result.error,
-        },
-        'scheduled sync finished',
-      );
-    } catch (error) {
-      if (error instanceof SyncLockedError) {
-        metrics.recordRun('locked', seconds());
-        log.info('scheduled sync skipped: another replica is running it');
-        return;
-      }
-      metrics.recordRun('error', seconds());
-      log.error({ err: error }, 'scheduled sync could not run');
-    } finally {
-      await dispatch();
-    }
-  };
-
+/**
+ * Both listeners bound: the operator's first, then the public one (the operator's is
+ * closed again when the public one cannot bind); their URLs and addresses as bound.
+ */
+async function listenBoth(
+  options: ServeOptions,
+  app: FastifyInstance,
+  operator: FastifyInstance,
+): Promise<
+  Pick<RunningServe, 'url' | 'port' | 'address' | 'metricsUrl' | 'metricsPort' | 'metricsAddress'>
+> {
+  const { config } = options;
   const port = options.port ?? config.port;
   // LISTEN_ADDRESS and METRICS_LISTEN_ADDRESS (docs/serve.md, "What it serves").
   const host = options.host ?? config.listenAddress;
@@ -371,10 +240,60 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
   // What the sockets are bound to, not what was asked: the line and the URLs say that.
   const bound = boundAddressOf(app);
   const boundMetrics = boundAddressOf(operator);
-  const boundPort = bound.port;
-  const url = `http://${hostForUrl(bound.host)}:${boundPort}`;
-  const boundMetricsPort = boundMetrics.port;
-  const metricsUrl = `http://${hostForUrl(boundMetrics.host)}:${boundMetricsPort}`;
+  return {
+    url: `http://${hostForUrl(bound.host)}:${bound.port}`,
+    port: bound.port,
+    address: bound.text,
+    metricsUrl: `http://${hostForUrl(boundMetrics.host)}:${boundMetrics.port}`,
+    metricsPort: boundMetrics.port,
+    metricsAddress: boundMetrics.text,
+  };
+}
+
+export async function startServe(options: ServeOptions): Promise<RunningServe> {
+  const { config, warehouse, api, logger } = options;
+  const log = logger.child({ component: 'serve' });
+  const secrets = requireWebhookSecrets(config);
+  const schedule = options.schedule ?? config.syncSchedule;
+  const scheduleOn = schedule.toLowerCase() !== 'off';
+  const credentials = scheduleOn
+    ? (options.credentials ?? requireCredentials(config))
+    : (options.credentials ?? []);
+
+  const { metrics, dispatcher } = metricsAndDispatcher(options);
+  const passes = startAlertPasses({
+    config,
+    warehouse,
+    dispatcher,
+    accountNames: (options.credentials ?? config.credentials).map((c) => c.name),
+    log,
+  });
+  const dispatch = passes.dispatch;
+  const app = createWebhookApp(config, warehouse.db, log);
+  const operator = createOperatorApp(warehouse.db, metrics);
+  await registerWebhookIntake(app, {
+    db: warehouse.db,
+    secrets,
+    bodyLimitBytes: config.webhookBodyLimitBytes,
+    maxInFlight: config.webhookMaxInFlight,
+    logger,
+    onOutcome: (outcome) => metrics.recordWebhook(outcome),
+    onInFlight: (count) => metrics.setWebhooksInFlight(count),
+  });
+
+  const runScheduled = scheduledRun({
+    config,
+    warehouse,
+    api,
+    credentials,
+    logger,
+    log,
+    businessConcurrency: options.businessConcurrency,
+    metrics,
+    dispatch,
+  });
+
+  const listening = await listenBoth(options, app, operator);
 
   const scheduler = scheduleOn
     ? startScheduler({
@@ -398,10 +317,10 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
 
   log.info(
     {
-      address: bound.text,
-      metricsAddress: boundMetrics.text,
-      url,
-      metricsUrl,
+      address: listening.address,
+      metricsAddress: listening.metricsAddress,
+      url: listening.url,
+      metricsUrl: listening.metricsUrl,
       schedule: scheduleOn ? schedule : 'off',
       sinks: dispatcher.sinks.map((s) => s.name),
     },
@@ -410,16 +329,11 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
 
   let closing: Promise<void> | undefined;
   return {
-    url,
-    port: boundPort,
-    address: bound.text,
-    metricsUrl,
-    metricsPort: boundMetricsPort,
-    metricsAddress: boundMetrics.text,
+    ...listening,
     metrics,
     scheduler,
     dispatcher,
-    settled: () => passes,
+    settled: passes.settled,
     close() {
       closing ??= (async () => {
         log.info(
@@ -428,7 +342,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServe> {
         await app.close();
         await scheduler?.stop();
         if (interval) clearInterval(interval);
-        await passes;
+        await passes.settled();
         await dispatcher.idle();
         // Last, so that probes and a final scrape answer while the rest winds down.
         await operator.close();
