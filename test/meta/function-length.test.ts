@@ -24,7 +24,6 @@ const LIMIT = 120;
 const LONG_FUNCTIONS: readonly string[] = [
   'alerts/dispatcher.ts:createAlertDispatcher',
   'api/error-mapping.ts:interpret',
-  'cli/commands/airbyte.ts:registerAirbyteCommand',
   'replay/merge.ts:mergeRebuild',
   'replay/replay.ts:replayAccountRun',
   'serve/metrics.ts:createServeMetrics',

@@ -23,9 +23,7 @@ export function registerAirbyteCommand(program: Command, io: CliIo): void {
     .description(
       'Run as an Airbyte source: spec, check, discover and read speak the Airbyte protocol on standard output (docs/airbyte.md).',
     );
-  const emitter = () => {
-    return (message: unknown) => io.stdout(`${JSON.stringify(message)}\n`);
-  };
+  const emitter = emitterFor(io);
 
   airbyte
     .command('spec')
@@ -36,6 +34,21 @@ export function registerAirbyteCommand(program: Command, io: CliIo): void {
       io.exitCode = EXIT.ok;
     });
 
+  registerCheckCommand(airbyte, io);
+  registerDiscoverCommand(airbyte, io);
+  registerReadCommand(airbyte, io);
+}
+
+/** Each protocol message as one JSON line on standard output. */
+function emitterFor(io: CliIo): () => (message: unknown) => void {
+  return () => {
+    return (message: unknown) => io.stdout(`${JSON.stringify(message)}\n`);
+  };
+}
+
+/** `airbyte check`: the configuration and each credential, as a CONNECTION_STATUS. */
+function registerCheckCommand(airbyte: Command, io: CliIo): void {
+  const emitter = emitterFor(io);
   airbyte
     .command('check')
     .description('Check the configuration and each credential (one cheap authenticated read).')
@@ -66,7 +79,11 @@ export function registerAirbyteCommand(program: Command, io: CliIo): void {
       }
       io.exitCode = EXIT.ok;
     });
+}
 
+/** `airbyte discover`: the catalog, each stream with its schema, key and sync modes. */
+function registerDiscoverCommand(airbyte: Command, io: CliIo): void {
+  const emitter = emitterFor(io);
   airbyte
     .command('discover')
     .description('Print the catalog: each stream, its JSON schema, primary key and sync modes.')
@@ -81,7 +98,11 @@ export function registerAirbyteCommand(program: Command, io: CliIo): void {
         emit({ type: 'CATALOG', catalog: discover(source) });
       });
     });
+}
 
+/** `airbyte read`: the configured catalog's streams as RECORD and STATE messages, with lineage. */
+function registerReadCommand(airbyte: Command, io: CliIo): void {
+  const emitter = emitterFor(io);
   airbyte
     .command('read')
     .description(
