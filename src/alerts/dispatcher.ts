@@ -131,6 +131,162 @@ interface WorkItem {
   alerts: AlertForDelivery[];
 }
 
+/** What the log says of an alert when no sink is configured. */
+function alertLogFields(alert: AlertForDelivery): Record<string, unknown> {
+  return {
+    alertId: alert.alertId,
+    kind: alert.kind,
+    business: alert.businessName,
+    businessId: alert.businessId,
+    site: alert.siteName,
+    change: whatChanged(alert),
+    ...(alert.listing ? { wrong: wrongFields(alert), liveLink: alert.listing.liveLink } : {}),
+    ...(alert.responseRequest
+      ? {
+          requestId: alert.responseRequest.requestId,
+          reviewId: alert.responseRequest.reviewId,
+        }
+      : {}),
+  };
+}
+
+/** Each sink's sends of the claimed alerts it has not taken: one an alert, or one a digest group. */
+function workItems(sinks: readonly AlertSink[], claimed: AlertForDelivery[]): WorkItem[] {
+  const items: WorkItem[] = [];
+  for (const sink of sinks) {
+    const open = claimed.filter(
+      (alert) =>
+        !alert.deliveredSinks.includes(sink.name) && !alert.skippedSinks.includes(sink.name),
+    );
+    if (sink.grouping === 'each') {
+      for (const alert of open) items.push({ sink, alerts: [alert] });
+      continue;
+    }
+    const groups = new Map<string, AlertForDelivery[]>();
+    for (const alert of open) {
+      const key = digestGroupKey(alert);
+      groups.set(key, [...(groups.get(key) ?? []), alert]);
+    }
+    for (const group of groups.values()) items.push({ sink, alerts: group });
+  }
+  return items;
+}
+
+/** What a round needs of its dispatcher. */
+interface RoundContext {
+  db: DispatcherOptions['db'];
+  sinks: readonly AlertSink[];
+  log: Logger;
+  now: () => Date;
+  batchSize: number;
+  concurrency: number;
+  sinkTimeoutMs: number;
+  backoff: Backoff;
+  options: DispatcherOptions;
+}
+
+/** One round of a pass: claim a batch, send it, record each alert's attempt. */
+async function round(
+  context: RoundContext,
+  dispatchOptions: DispatchOptions,
+  result: DispatchResult,
+): Promise<number> {
+  const { db, sinks, log, now, batchSize, concurrency, sinkTimeoutMs, backoff, options } = context;
+  const started = now();
+  const leaseMs = leaseFor(batchSize, sinks.length, concurrency, sinkTimeoutMs);
+  const leaseEnd = started.getTime() + leaseMs - LEASE_MARGIN_MS;
+  const claimed = await claimDueAlerts(db, {
+    limit: batchSize,
+    now: started,
+    leaseMs,
+    ...(dispatchOptions.runId ? { runId: dispatchOptions.runId } : {}),
+  });
+  if (claimed.length === 0) return 0;
+  // A send is started only if it can end, at the sink's own timeout, before the deadline
+  // (`sync`'s delivery budget) and before the lease nears its end; once started it is
+  // never cut short. Cutting one would record as failed a message the receiver may
+  // already have taken, and `serve` would send it again (docs/alerts.md,
+  // "Delivery"): only a crash may repeat a delivery.
+  const deadline = dispatchOptions.deadline?.getTime() ?? Infinity;
+  const latestStart = Math.min(leaseEnd, deadline) - sinkTimeoutMs;
+  const taken = new Map(claimed.map((alert) => [alert.alertId, new Set(alert.deliveredSinks)]));
+  const errors = new Map<number, string[]>();
+  const attempted = new Set<number>();
+  const limit = pLimit(concurrency);
+  await Promise.all(
+    workItems(sinks, claimed).map((item) =>
+      limit(async () => {
+        // One that could not end in time is left for a later pass (or `serve`).
+        if (now().getTime() > latestStart) return;
+        for (const alert of item.alerts) attempted.add(alert.alertId);
+        try {
+          await item.sink.send(item.alerts);
+          for (const alert of item.alerts) taken.get(alert.alertId)?.add(item.sink.name);
+          options.onDelivered?.(item.sink.name, item.alerts.length);
+        } catch (error) {
+          for (const alert of item.alerts) {
+            errors.set(alert.alertId, [
+              ...(errors.get(alert.alertId) ?? []),
+              `${item.sink.name}: ${(error as Error).message}`,
+            ]);
+          }
+          options.onFailed?.(item.sink.name, item.alerts.length);
+        }
+      }),
+    ),
+  );
+
+  const at = now();
+  const attempts: DeliveryAttempt[] = [];
+  const unattempted: number[] = [];
+  for (const alert of claimed) {
+    const sinksTaken = taken.get(alert.alertId) ?? new Set<string>();
+    // A sink that skips the alert (raised before it was configured) is done with it.
+    const delivered = sinks.every(
+      (sink) => sinksTaken.has(sink.name) || alert.skippedSinks.includes(sink.name),
+    );
+    if (!attempted.has(alert.alertId) && !delivered) {
+      unattempted.push(alert.alertId);
+      continue;
+    }
+    const failure = errors.get(alert.alertId);
+    attempts.push({
+      alertId: alert.alertId,
+      deliveredSinks: [...sinksTaken].sort(),
+      delivered,
+      error: failure ? failure.join('; ') : null,
+      nextAttemptAt: delivered
+        ? null
+        : new Date(at.getTime() + nextAttemptDelay(alert.attempts + 1, backoff)),
+    });
+    if (delivered) result.delivered += 1;
+    else result.failed += 1;
+  }
+  await recordDeliveryAttempts(db, at, attempts);
+  await releaseClaims(db, unattempted);
+  result.released += unattempted.length;
+  const failed = attempts.filter((a) => !a.delivered);
+  if (attempts.length > failed.length) {
+    log.info({ alerts: attempts.length - failed.length }, 'alerts delivered');
+  }
+  if (failed.length) {
+    log.warn(
+      { alerts: failed.length, error: failed[0]?.error },
+      'alerts not delivered yet; they will be retried',
+    );
+  }
+  if (unattempted.length) {
+    log.info(
+      { alerts: unattempted.length, sinkTimeoutMs },
+      deadline <= leaseEnd
+        ? 'alerts left for serve: a send could not end within the delivery time of sync ' +
+            '(ALERT_SYNC_DELIVERY_SECONDS) at the sink timeout (ALERT_SINK_TIMEOUT_SECONDS)'
+        : 'alerts left for the next pass: the claim lease is nearly over',
+    );
+  }
+  return unattempted.length ? 0 : claimed.length;
+}
+
 export function createAlertDispatcher(options: DispatcherOptions): AlertDispatcher {
   const { db, sinks, logger } = options;
   const backoff = options.backoff ?? DEFAULT_BACKOFF;
@@ -184,146 +340,13 @@ export function createAlertDispatcher(options: DispatcherOptions): AlertDispatch
         lastLoggedId = Math.max(lastLoggedId, alert.alertId);
         logged += 1;
         log.warn(
-          {
-            alertId: alert.alertId,
-            kind: alert.kind,
-            business: alert.businessName,
-            businessId: alert.businessId,
-            site: alert.siteName,
-            change: whatChanged(alert),
-            ...(alert.listing
-              ? { wrong: wrongFields(alert), liveLink: alert.listing.liveLink }
-              : {}),
-            ...(alert.responseRequest
-              ? {
-                  requestId: alert.responseRequest.requestId,
-                  reviewId: alert.responseRequest.reviewId,
-                }
-              : {}),
-          },
+          alertLogFields(alert),
           `${alert.kind.replace(/_/g, ' ')} (no alert sink configured; it stays in the alerts table)`,
         );
       }
       if (page.length < LOG_PAGE) break;
     }
     return { delivered: 0, failed: 0, logged, released: 0 };
-  }
-
-  function workItems(claimed: AlertForDelivery[]): WorkItem[] {
-    const items: WorkItem[] = [];
-    for (const sink of sinks) {
-      const open = claimed.filter(
-        (alert) =>
-          !alert.deliveredSinks.includes(sink.name) && !alert.skippedSinks.includes(sink.name),
-      );
-      if (sink.grouping === 'each') {
-        for (const alert of open) items.push({ sink, alerts: [alert] });
-        continue;
-      }
-      const groups = new Map<string, AlertForDelivery[]>();
-      for (const alert of open) {
-        const key = digestGroupKey(alert);
-        groups.set(key, [...(groups.get(key) ?? []), alert]);
-      }
-      for (const group of groups.values()) items.push({ sink, alerts: group });
-    }
-    return items;
-  }
-
-  async function round(dispatchOptions: DispatchOptions, result: DispatchResult): Promise<number> {
-    const started = now();
-    const leaseMs = leaseFor(batchSize, sinks.length, concurrency, sinkTimeoutMs);
-    const leaseEnd = started.getTime() + leaseMs - LEASE_MARGIN_MS;
-    const claimed = await claimDueAlerts(db, {
-      limit: batchSize,
-      now: started,
-      leaseMs,
-      ...(dispatchOptions.runId ? { runId: dispatchOptions.runId } : {}),
-    });
-    if (claimed.length === 0) return 0;
-    // A send is started only if it can end, at the sink's own timeout, before the deadline
-    // (`sync`'s delivery budget) and before the lease nears its end; once started it is
-    // never cut short. Cutting one would record as failed a message the receiver may
-    // already have taken, and `serve` would send it again (docs/alerts.md,
-    // "Delivery"): only a crash may repeat a delivery.
-    const deadline = dispatchOptions.deadline?.getTime() ?? Infinity;
-    const latestStart = Math.min(leaseEnd, deadline) - sinkTimeoutMs;
-    const taken = new Map(claimed.map((alert) => [alert.alertId, new Set(alert.deliveredSinks)]));
-    const errors = new Map<number, string[]>();
-    const attempted = new Set<number>();
-    const limit = pLimit(concurrency);
-    await Promise.all(
-      workItems(claimed).map((item) =>
-        limit(async () => {
-          // One that could not end in time is left for a later pass (or `serve`).
-          if (now().getTime() > latestStart) return;
-          for (const alert of item.alerts) attempted.add(alert.alertId);
-          try {
-            await item.sink.send(item.alerts);
-            for (const alert of item.alerts) taken.get(alert.alertId)?.add(item.sink.name);
-            options.onDelivered?.(item.sink.name, item.alerts.length);
-          } catch (error) {
-            for (const alert of item.alerts) {
-              errors.set(alert.alertId, [
-                ...(errors.get(alert.alertId) ?? []),
-                `${item.sink.name}: ${(error as Error).message}`,
-              ]);
-            }
-            options.onFailed?.(item.sink.name, item.alerts.length);
-          }
-        }),
-      ),
-    );
-
-    const at = now();
-    const attempts: DeliveryAttempt[] = [];
-    const unattempted: number[] = [];
-    for (const alert of claimed) {
-      const sinksTaken = taken.get(alert.alertId) ?? new Set<string>();
-      // A sink that skips the alert (raised before it was configured) is done with it.
-      const delivered = sinks.every(
-        (sink) => sinksTaken.has(sink.name) || alert.skippedSinks.includes(sink.name),
-      );
-      if (!attempted.has(alert.alertId) && !delivered) {
-        unattempted.push(alert.alertId);
-        continue;
-      }
-      const failure = errors.get(alert.alertId);
-      attempts.push({
-        alertId: alert.alertId,
-        deliveredSinks: [...sinksTaken].sort(),
-        delivered,
-        error: failure ? failure.join('; ') : null,
-        nextAttemptAt: delivered
-          ? null
-          : new Date(at.getTime() + nextAttemptDelay(alert.attempts + 1, backoff)),
-      });
-      if (delivered) result.delivered += 1;
-      else result.failed += 1;
-    }
-    await recordDeliveryAttempts(db, at, attempts);
-    await releaseClaims(db, unattempted);
-    result.released += unattempted.length;
-    const failed = attempts.filter((a) => !a.delivered);
-    if (attempts.length > failed.length) {
-      log.info({ alerts: attempts.length - failed.length }, 'alerts delivered');
-    }
-    if (failed.length) {
-      log.warn(
-        { alerts: failed.length, error: failed[0]?.error },
-        'alerts not delivered yet; they will be retried',
-      );
-    }
-    if (unattempted.length) {
-      log.info(
-        { alerts: unattempted.length, sinkTimeoutMs },
-        deadline <= leaseEnd
-          ? 'alerts left for serve: a send could not end within the delivery time of sync ' +
-              '(ALERT_SYNC_DELIVERY_SECONDS) at the sink timeout (ALERT_SINK_TIMEOUT_SECONDS)'
-          : 'alerts left for the next pass: the claim lease is nearly over',
-      );
-    }
-    return unattempted.length ? 0 : claimed.length;
   }
 
   async function pass(dispatchOptions: DispatchOptions): Promise<DispatchResult> {
@@ -342,7 +365,11 @@ export function createAlertDispatcher(options: DispatcherOptions): AlertDispatch
         }
         break;
       }
-      const claimed = await round(dispatchOptions, result);
+      const claimed = await round(
+        { db, sinks, log, now, batchSize, concurrency, sinkTimeoutMs, backoff, options },
+        dispatchOptions,
+        result,
+      );
       if (claimed < batchSize) break;
     }
     return result;
