@@ -27,7 +27,7 @@ import {
 import { ListingsSyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Warehouse } from '../warehouse/driver/connection.ts';
-import { startAlertPasses } from './alert-passes.ts';
+import { startAlertPasses } from './background-passes.ts';
 import { createOperatorApp, createWebhookApp } from './listeners.ts';
 import { createServeMetrics, type ServeMetrics } from './metrics.ts';
 import { scheduledRun } from './scheduled-run.ts';
