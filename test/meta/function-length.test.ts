@@ -22,12 +22,10 @@ const LIMIT = 120;
  * anything; remove an entry when its function is split.
  */
 const LONG_FUNCTIONS: readonly string[] = [
-  'alerts/dispatcher.ts:createAlertDispatcher',
   'api/error-mapping.ts:interpret',
   'replay/merge.ts:mergeRebuild',
   'replay/replay.ts:replayAccountRun',
   'serve/metrics.ts:createServeMetrics',
-  'serve/server.ts:startServe',
   'serve/webhook-intake.ts:registerWebhookIntake',
   'serve/webhook-intake.ts:registerWebhookIntake (a callback)',
   'sync/credential.ts:syncCredentialInSpan',
