@@ -12,6 +12,7 @@ import { ApiError } from '../api/errors.ts';
 import type { BusinessSummary, Credential, ListResult } from '../api/index.ts';
 import { listBusinesses } from '../api/index.ts';
 import { readableIdOf } from '../api/schemas.ts';
+import type { Logger } from '../log.ts';
 import { inSpan } from '../tracing.ts';
 import { markAccountSynced, upsertAccount } from '../warehouse/accounts.ts';
 import {
@@ -94,95 +95,18 @@ async function syncCredentialInSpan(
   await keepAccountReads(context, credential);
   await context.writeReferenceOnce(credential);
 
-  // An entry refused for a value the warehouse cannot store (a NUL in a name) whose id
-  // reads is still a listed business: it is synced under the summary last stored, and
-  // not archived, so its listings and their alerts go on. One never stored waits.
-  const readable = new Set(listed.records.map((business) => business.id));
-  const unreadable = [
-    ...new Set(
-      listed.rejected
-        .map((record) => readableIdOf(record.payload))
-        .filter((id): id is number => id !== null && !readable.has(id)),
-    ),
-  ];
-  const listedIds = [...readable, ...unreadable];
-  context.listedBusinesses ??= new Map();
-  context.listedBusinesses.set(credential.name, new Set(listedIds));
-  const summaries = [
-    ...listed.records,
-    ...(await storedBusinessSummaries(db, credential.name, unreadable)),
-  ];
-  const only = options.businessIds ? new Set(options.businessIds) : undefined;
-  const inScope = (id: number) =>
-    inShard(options.shard, id) && (!only || only.has(id)) && (options.businessFilter?.(id) ?? true);
-  // In ascending id: the one owner rule's order (`order` below).
-  const mine = summaries.filter((business) => inScope(business.id)).sort((a, b) => a.id - b.id);
-  // A refused entry is quarantined, and makes the run partial, only when it may be one of
-  // this run's businesses: a re-sync of one business is not partial for another's entry.
-  const refusedInScope = listed.rejected.filter((record) => {
-    const id = readableIdOf(record.payload);
-    return id === null ? !only : inScope(id);
-  });
-  await quarantineRejected(context, credential, 'businesses', refusedInScope);
-  // Identical copies in the list are one business: synced once, counted here.
-  stats.duplicates += listed.duplicates ?? 0;
-  stats.businesses.listed += summaries.length;
-  stats.businesses.inShard += mine.length;
-  context.progress.businessesTotal += mine.length;
-  context.report();
-  accountLog.info({ listed: listed.records.length, inShard: mine.length }, 'businesses listed');
-
-  // The first error that ends this credential's remaining work (isCredentialStop).
-  let stopped: ApiError | undefined;
-  let failedBusinesses = 0;
-  const limit = pLimit(options.businessConcurrency ?? DEFAULT_BUSINESS_CONCURRENCY);
-  // One owner rule (write-order.ts): an id two businesses' answers carry goes to the lower
-  // one, whatever order the reads end in. They start in id order, so a lower business a
-  // write waits on always holds a slot, or is done.
-  const order = new WriteOrder(mine.map((business) => business.id));
-  await Promise.all(
-    mine.map((business) =>
-      limit(() =>
-        context.businessSlot(async () => {
-          try {
-            if (context.isStopped() || stopped) return;
-            const outcome = await syncBusiness(context, credential, business, order);
-            if (outcome === 'failed') failedBusinesses += 1;
-          } catch (error) {
-            if (isCredentialStop(error)) {
-              stopped ??= error;
-              return;
-            }
-            if (isWarehouseGone(error)) {
-              context.fail(new WarehouseGoneError(error, timeoutsOf(db)));
-              return;
-            }
-            failedBusinesses += 1;
-            options.onBusinessError?.(credential, business.id, error);
-            recordFailure(stats, {
-              credential: credential.name,
-              businessId: business.id,
-              stream: 'business',
-              reason: describeDatabaseError(error, timeoutsOf(db)),
-            });
-            accountLog.error(
-              {
-                businessId: business.id,
-                err: error,
-                reason: describeDatabaseError(error, timeoutsOf(db)),
-              },
-              'business failed',
-            );
-          } finally {
-            order.finish(business.id);
-            context.progress.businessesDone += 1;
-            context.report();
-          }
-        }),
-      ),
-    ),
+  const { listedIds, mine, refusedInScope } = await scopeListed(
+    context,
+    credential,
+    listed,
+    accountLog,
   );
-  stats.businesses.failed += failedBusinesses;
+  const { stopped, failedBusinesses } = await syncListedBusinesses(
+    context,
+    credential,
+    mine,
+    accountLog,
+  );
 
   if (stopped?.code === 'AUTH_FAILURE') {
     accountLog.error({ err: stopped }, 'credential failed: authentication failed mid-run');
@@ -240,6 +164,131 @@ async function syncCredentialInSpan(
     status: complete && refusedInScope.length === 0 ? 'succeeded' : 'partial',
     businesses: mine.length,
   };
+}
+
+/**
+ * The credential's businesses of this run from its list: each listed id (and a refused
+ * entry's whose id reads), the summaries in scope (shard, chosen ids, filter) in ascending
+ * id, and the refused entries that may be one of them, quarantined; counted and reported.
+ */
+async function scopeListed(
+  context: RunContext,
+  credential: Credential,
+  listed: ListResult<BusinessSummary>,
+  accountLog: Logger,
+): Promise<{
+  listedIds: number[];
+  mine: BusinessSummary[];
+  refusedInScope: typeof listed.rejected;
+}> {
+  const { options, stats } = context;
+  const db = options.warehouse.db;
+  // An entry refused for a value the warehouse cannot store (a NUL in a name) whose id
+  // reads is still a listed business: it is synced under the summary last stored, and
+  // not archived, so its listings and their alerts go on. One never stored waits.
+  const readable = new Set(listed.records.map((business) => business.id));
+  const unreadable = [
+    ...new Set(
+      listed.rejected
+        .map((record) => readableIdOf(record.payload))
+        .filter((id): id is number => id !== null && !readable.has(id)),
+    ),
+  ];
+  const listedIds = [...readable, ...unreadable];
+  context.listedBusinesses ??= new Map();
+  context.listedBusinesses.set(credential.name, new Set(listedIds));
+  const summaries = [
+    ...listed.records,
+    ...(await storedBusinessSummaries(db, credential.name, unreadable)),
+  ];
+  const only = options.businessIds ? new Set(options.businessIds) : undefined;
+  const inScope = (id: number) =>
+    inShard(options.shard, id) && (!only || only.has(id)) && (options.businessFilter?.(id) ?? true);
+  // In ascending id: the one owner rule's order (`order` below).
+  const mine = summaries.filter((business) => inScope(business.id)).sort((a, b) => a.id - b.id);
+  // A refused entry is quarantined, and makes the run partial, only when it may be one of
+  // this run's businesses: a re-sync of one business is not partial for another's entry.
+  const refusedInScope = listed.rejected.filter((record) => {
+    const id = readableIdOf(record.payload);
+    return id === null ? !only : inScope(id);
+  });
+  await quarantineRejected(context, credential, 'businesses', refusedInScope);
+  // Identical copies in the list are one business: synced once, counted here.
+  stats.duplicates += listed.duplicates ?? 0;
+  stats.businesses.listed += summaries.length;
+  stats.businesses.inShard += mine.length;
+  context.progress.businessesTotal += mine.length;
+  context.report();
+  accountLog.info({ listed: listed.records.length, inShard: mine.length }, 'businesses listed');
+
+  return { listedIds, mine, refusedInScope };
+}
+
+/**
+ * Syncs the credential's businesses under the per-credential and run-wide limits, in the
+ * one owner rule's order. Returns the first error that ends the credential's remaining
+ * work (`isCredentialStop`), if any, and how many businesses failed.
+ */
+async function syncListedBusinesses(
+  context: RunContext,
+  credential: Credential,
+  mine: readonly BusinessSummary[],
+  accountLog: Logger,
+): Promise<{ stopped: ApiError | undefined; failedBusinesses: number }> {
+  const { options, stats } = context;
+  const db = options.warehouse.db;
+  // The first error that ends this credential's remaining work (isCredentialStop).
+  let stopped: ApiError | undefined;
+  let failedBusinesses = 0;
+  const limit = pLimit(options.businessConcurrency ?? DEFAULT_BUSINESS_CONCURRENCY);
+  // One owner rule (write-order.ts): an id two businesses' answers carry goes to the lower
+  // one, whatever order the reads end in. They start in id order, so a lower business a
+  // write waits on always holds a slot, or is done.
+  const order = new WriteOrder(mine.map((business) => business.id));
+  await Promise.all(
+    mine.map((business) =>
+      limit(() =>
+        context.businessSlot(async () => {
+          try {
+            if (context.isStopped() || stopped) return;
+            const outcome = await syncBusiness(context, credential, business, order);
+            if (outcome === 'failed') failedBusinesses += 1;
+          } catch (error) {
+            if (isCredentialStop(error)) {
+              stopped ??= error;
+              return;
+            }
+            if (isWarehouseGone(error)) {
+              context.fail(new WarehouseGoneError(error, timeoutsOf(db)));
+              return;
+            }
+            failedBusinesses += 1;
+            options.onBusinessError?.(credential, business.id, error);
+            recordFailure(stats, {
+              credential: credential.name,
+              businessId: business.id,
+              stream: 'business',
+              reason: describeDatabaseError(error, timeoutsOf(db)),
+            });
+            accountLog.error(
+              {
+                businessId: business.id,
+                err: error,
+                reason: describeDatabaseError(error, timeoutsOf(db)),
+              },
+              'business failed',
+            );
+          } finally {
+            order.finish(business.id);
+            context.progress.businessesDone += 1;
+            context.report();
+          }
+        }),
+      ),
+    ),
+  );
+  stats.businesses.failed += failedBusinesses;
+  return { stopped, failedBusinesses };
 }
 
 /** The businesses the other credentials' lists answered this run so far: moved there. */
