@@ -27,6 +27,7 @@ import {
   startLineageRun,
   syncRunEnd,
 } from '../lineage/run.ts';
+import type { Logger } from '../log.ts';
 import { type RawCapture, startRawCapture } from '../raw/capture.ts';
 import { pruneRawZone } from '../raw/retention.ts';
 import { currentTraceId, inSpan } from '../tracing.ts';
@@ -37,7 +38,7 @@ import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
 import { interruptAbandonedRuns, recordSyncRunEnd, startSyncRun } from '../warehouse/sync-runs.ts';
 import { syncCredential } from './credential.ts';
 import { InFlight, STILL_WORKING_EVERY_MS, startStillWorking, systemTicker } from './in-flight.ts';
-import { observationClock } from './observation-clock.ts';
+import { type ObservationClock, observationClock } from './observation-clock.ts';
 import {
   DEFAULT_OVERALL_BUSINESS_CONCURRENCY,
   DEFAULT_STOP_GRACE_MS,
@@ -119,7 +120,6 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
   const traceId = currentTraceId();
   // The run's log lines carry its trace id, to go from a line to its trace.
   const logger = traceId ? options.logger.child({ traceId }) : options.logger;
-  const db = warehouse.db;
   const now = observationClock(api, options.now, logger);
   const streams = new Set<Stream>(options.streams ?? STREAMS);
   // A full run has the warehouse to itself; shards of one night share the nightly key and
@@ -138,147 +138,38 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
   const started = performance.now();
   const apiBefore = apiStats(api);
   const stats = emptyStats();
-  let runId = '';
-  let raw: RawCapture | undefined;
-  let lineage: LineageRun | undefined;
-  // Work a stopped run left in flight after its grace: the lock is held until it settles.
-  let leftInFlight: Promise<unknown> | undefined;
-  let stopStillWorking = () => {};
+  const held: RunHeld = { stopStillWorking: () => {} };
   // Aborted when the run is over: its stop listeners and grace timer go with it, so a
   // signal shared by many runs (serve) neither arms a finished run's grace nor keeps the
   // process waiting for it.
   const runOver = new AbortController();
   try {
-    const abandoned = await interruptAbandonedRuns(db, formatShard(options.shard));
-    if (abandoned)
-      logger.warn({ abandoned }, 'earlier runs ended without finishing; marked interrupted');
-    runId = await startSyncRun(db, {
-      trigger: options.trigger ?? 'cli',
-      streams: [...streams],
-      accounts: options.credentials.map((c) => c.name),
-      shard: formatShard(options.shard),
-      settings: { ...answerSettings(api) },
-      traceId: traceId ?? null,
-    });
-    span.setAttribute('listings.run_id', runId);
-    const log = logger.child({ runId });
-    // Each read is stamped when it is observed, on the credential's clock.
-    if (options.keepRaw !== false) raw = startRawCapture(api, options.credentials, now);
-    log.info(
-      {
-        credentials: options.credentials.length,
-        streams: [...streams],
-        shard: formatShard(options.shard),
-      },
-      'sync started',
-    );
-    // Lineage (docs/lineage.md): START goes now, not waited for; off, nothing is loaded.
-    lineage = startLineageRun(
-      {
-        runId,
-        command: lineageCommand(options.trigger),
-        shard: formatShard(options.shard),
-        credentials: options.credentials,
-        streams: [...streams],
-      },
-      { warehouse, logger: log },
-    );
-
-    const progress: SyncProgress = {
-      accountsTotal: options.credentials.length,
-      accountsDone: 0,
-      businessesTotal: 0,
-      businessesDone: 0,
-      requests: 0,
-      elapsedSeconds: 0,
-    };
-    const report = () => {
-      if (!options.onProgress) return;
-      progress.requests = apiStats(api).requests - apiBefore.requests;
-      progress.elapsedSeconds = (performance.now() - started) / 1000;
-      options.onProgress({ ...progress });
-    };
-
-    let fatal: Error | undefined;
+    const { runId, log } = await startRun(options, streams, { logger, now, traceId, span }, held);
+    const { progress, report } = progressReporter(options, apiBefore, started);
     // Aborted when the run stops: every upstream call of the run takes its signal.
     const requests = new AbortController();
     const ticker = options.ticker ?? systemTicker;
     const inFlight = new InFlight(ticker);
-    stopStillWorking = startStillWorking(
+    held.stopStillWorking = startStillWorking(
       ticker,
       options.stillWorkingEveryMs ?? STILL_WORKING_EVERY_MS,
       inFlight,
       progress,
       log,
     );
-    const graceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
-    const stopped = whenAborted(options.signal, runOver.signal).then(() => {
-      log.warn(
-        { graceSeconds: graceMs / 1000, requestsInFlight: inFlight.count },
-        'stopping: no new work starts, upstream requests in flight are aborted, business ' +
-          'transactions in flight may commit',
-      );
-      requests.abort(new Error('the sync run was stopped'));
-    });
     // Resolves once the stopped run has waited its grace (or a second stop cut it short).
-    const graceOver = stopped.then(() =>
-      Promise.race([delay(graceMs, runOver.signal), whenAborted(options.stopNow, runOver.signal)]),
+    const graceOver = graceAfterStop(options, runOver.signal, requests, inFlight, log);
+    const { context, reference, fatal } = createRunContext(
+      { options, runId, stats, streams, now, log, progress, report, raw: held.raw, inFlight },
+      requests.signal,
     );
-    const reference = referenceDataOnce(
-      streams.has('reference'),
-      (credential) => syncReferenceData(context, credential),
-      log,
-      db,
-    );
-    const context: RunContext = {
-      options,
-      runId,
-      stats,
-      streams,
-      now,
-      log,
-      progress,
-      report,
-      fail(error) {
-        if (fatal) return;
-        fatal = error;
-        log.error({ err: error }, 'the run stops: the warehouse failed');
-      },
-      isStopped: () => fatal !== undefined || options.signal?.aborted === true,
-      writeReferenceOnce: (credential) => reference.write(credential),
-      businessSlot: pLimit(
-        options.overallBusinessConcurrency ?? DEFAULT_OVERALL_BUSINESS_CONCURRENCY,
-      ),
-      raw,
-      call: { signal: requests.signal },
-      inFlight,
-      keywordsGone: new Set(),
-    };
 
-    // Credentials run side by side: each has its own request limits in the client.
-    const credentialsWork = options.credentials.map(async (credential) => {
-      const outcome = await syncCredential(context, credential).catch((error: unknown) => {
-        if (error instanceof WarehouseGoneError) context.fail(error);
-        else if (isWarehouseGone(error))
-          context.fail(new WarehouseGoneError(error, timeoutsOf(db)));
-        const outcome: CredentialOutcome = {
-          name: credential.name,
-          status: 'failed',
-          businesses: 0,
-          error: errorText(error),
-        };
-        return outcome;
-      });
-      await keepAccountReads(context, credential);
-      stats.credentials.push(outcome);
-      progress.accountsDone += 1;
-      report();
-    });
+    const credentialsWork = syncCredentials(context);
     const work = Promise.all(credentialsWork);
     const ended = await Promise.race([work.then(() => true), graceOver.then(() => false)]);
     // The run is over: a stop that comes now is not this run's (its listeners go).
     runOver.abort();
-    stopStillWorking();
+    held.stopStillWorking();
     if (!ended) {
       log.warn(
         { requestsInFlight: inFlight.count, businessesDone: progress.businessesDone },
@@ -287,80 +178,304 @@ async function runSyncInSpan(options: SyncOptions, span: Span): Promise<SyncResu
       // What is still in flight is not waited for; an error it ends with is not the run's.
       work.catch(() => {});
       // Every credential's, not the first to fail: Promise.all stops following the others.
-      leftInFlight = Promise.allSettled(credentialsWork);
+      held.leftInFlight = Promise.allSettled(credentialsWork);
     }
-    stats.credentials.sort((a, b) => a.name.localeCompare(b.name));
-    const referenceFailure = reference.failure();
-    if (!reference.done() && stats.credentials.some((c) => c.status !== 'failed')) {
-      stats.streamFailures += 1;
-      if (referenceFailure) {
-        recordFailure(stats, { ...referenceFailure, businessId: null, stream: 'reference' });
-      }
-    }
-
-    const apiAfter = apiStats(api);
-    stats.requests = apiAfter.requests - apiBefore.requests;
-    stats.retries = apiAfter.retries - apiBefore.retries;
-    stats.seconds = Math.round((performance.now() - started) / 10) / 100;
-
-    // A shard leaves pruning to full runs: another shard may be writing reads of a body.
-    // So does a run whose work is still in flight after its grace: a business transaction
-    // that has not committed may yet write reads of a body that pruning would delete.
-    if (options.rawRetentionDays !== undefined && !fatal && !options.shard) {
-      if (!ended) {
-        log.warn(
-          { days: options.rawRetentionDays },
-          'raw zone: not pruned, work still in flight; the next full run prunes it',
-        );
-      } else {
-        await pruneRawZone(db, options.rawRetentionDays).then(
-          (pruned) => log.info({ ...pruned, days: options.rawRetentionDays }, 'raw zone pruned'),
-          (error: unknown) =>
-            log.warn({ err: error }, 'raw zone: pruning failed; the next run tries again'),
-        );
-      }
-    }
-    const status = decideStatus(stats, fatal, options.signal);
-    const error = fatal ? fatal.message : summariseFailures(stats);
-    await recordSyncRunEnd(db, runId, { status, stats, error: error ?? null }, log);
-    await lineage?.end(
-      syncRunEnd(status, stats.tables, { before: apiBefore, after: apiAfter }, error),
-    );
-    span.setAttribute('listings.run_status', status);
-    log.info(
-      {
-        status,
-        seconds: stats.seconds,
-        requests: stats.requests,
-        retries: stats.retries,
-        businesses: stats.businesses,
-        quarantined: stats.quarantined,
-        alerts: stats.alerts,
-      },
-      'sync finished',
-    );
-    return { runId, status, stats, ...(error ? { error } : {}) };
+    return await finishRun(context, {
+      span,
+      lineage: held.lineage,
+      reference,
+      fatal,
+      ended,
+      apiBefore,
+      started,
+    });
   } finally {
-    // A run that threw after its START (a warehouse outage as it ended) still ends FAIL.
-    await lineage?.end(
-      syncRunEnd('failed', {}, NO_CALLS, 'the run ended before its outcome was recorded'),
+    await releaseRun(held, runOver, lock, logger);
+  }
+}
+
+/** What a run holds until it is over, for its end (`releaseRun`) to let go of. */
+interface RunHeld {
+  raw?: RawCapture;
+  lineage?: LineageRun;
+  /** Work a stopped run left in flight after its grace: the lock is held until it settles. */
+  leftInFlight?: Promise<unknown>;
+  stopStillWorking: () => void;
+}
+
+/**
+ * The run's start: earlier runs that never finished marked interrupted, its `sync_runs`
+ * row, the raw capture (`held.raw`), the `sync started` line and lineage's START
+ * (`held.lineage`). Returns the run's id and its log.
+ */
+async function startRun(
+  options: SyncOptions,
+  streams: ReadonlySet<Stream>,
+  run: { logger: Logger; now: ObservationClock; traceId: string | undefined; span: Span },
+  held: RunHeld,
+): Promise<{ runId: string; log: Logger }> {
+  const { warehouse, api } = options;
+  const { logger, now, traceId, span } = run;
+  const db = warehouse.db;
+  const abandoned = await interruptAbandonedRuns(db, formatShard(options.shard));
+  if (abandoned)
+    logger.warn({ abandoned }, 'earlier runs ended without finishing; marked interrupted');
+  const runId = await startSyncRun(db, {
+    trigger: options.trigger ?? 'cli',
+    streams: [...streams],
+    accounts: options.credentials.map((c) => c.name),
+    shard: formatShard(options.shard),
+    settings: { ...answerSettings(api) },
+    traceId: traceId ?? null,
+  });
+  span.setAttribute('listings.run_id', runId);
+  const log = logger.child({ runId });
+  // Each read is stamped when it is observed, on the credential's clock.
+  if (options.keepRaw !== false) held.raw = startRawCapture(api, options.credentials, now);
+  log.info(
+    {
+      credentials: options.credentials.length,
+      streams: [...streams],
+      shard: formatShard(options.shard),
+    },
+    'sync started',
+  );
+  // Lineage (docs/lineage.md): START goes now, not waited for; off, nothing is loaded.
+  held.lineage = startLineageRun(
+    {
+      runId,
+      command: lineageCommand(options.trigger),
+      shard: formatShard(options.shard),
+      credentials: options.credentials,
+      streams: [...streams],
+    },
+    { warehouse, logger: log },
+  );
+  return { runId, log };
+}
+
+/** The run's progress, and `report` to tell `onProgress` of it (requests and seconds so far). */
+function progressReporter(
+  options: SyncOptions,
+  apiBefore: ReturnType<typeof apiStats>,
+  started: number,
+): { progress: SyncProgress; report: () => void } {
+  const { api } = options;
+  const progress: SyncProgress = {
+    accountsTotal: options.credentials.length,
+    accountsDone: 0,
+    businessesTotal: 0,
+    businessesDone: 0,
+    requests: 0,
+    elapsedSeconds: 0,
+  };
+  const report = () => {
+    if (!options.onProgress) return;
+    progress.requests = apiStats(api).requests - apiBefore.requests;
+    progress.elapsedSeconds = (performance.now() - started) / 1000;
+    options.onProgress({ ...progress });
+  };
+  return { progress, report };
+}
+
+/**
+ * The run's stop: once `options.signal` aborts (before the run is over), the upstream
+ * requests in flight are aborted. Resolves once the stopped run has waited its grace, or a
+ * second stop (`stopNow`) cut it short.
+ */
+function graceAfterStop(
+  options: SyncOptions,
+  runOver: AbortSignal,
+  requests: AbortController,
+  inFlight: InFlight,
+  log: Logger,
+): Promise<void> {
+  const graceMs = options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS;
+  const stopped = whenAborted(options.signal, runOver).then(() => {
+    log.warn(
+      { graceSeconds: graceMs / 1000, requestsInFlight: inFlight.count },
+      'stopping: no new work starts, upstream requests in flight are aborted, business ' +
+        'transactions in flight may commit',
     );
-    runOver.abort();
-    raw?.stop();
-    stopStillWorking();
-    // Until the work left in flight settles (or the process exits, which ends the lock's
-    // session), no other run may start: its transactions may still commit, older
-    // observations over a later run's rows, or a read of a body that run's pruning deleted.
-    if (leftInFlight) {
-      void leftInFlight
-        .then(() => lock.release())
-        .then(() =>
-          logger.info('sync lock released: the work a stopped run left in flight has ended'),
-        )
-        .catch(() => {});
-    } else {
-      await lock.release();
+    requests.abort(new Error('the sync run was stopped'));
+  });
+  return stopped.then(() =>
+    Promise.race([delay(graceMs, runOver), whenAborted(options.stopNow, runOver)]),
+  );
+}
+
+/**
+ * What the parts of the run share (run-context.ts), with its stop switch (`fail`,
+ * `isStopped`), the reference data written once, and the run-wide business limit.
+ * `fatal` is the error that ends the run `failed`, if one did.
+ */
+function createRunContext(
+  base: Omit<
+    RunContext,
+    'fail' | 'isStopped' | 'writeReferenceOnce' | 'businessSlot' | 'call' | 'keywordsGone'
+  >,
+  signal: AbortSignal,
+) {
+  const { options, log } = base;
+  let fatal: Error | undefined;
+  const reference = referenceDataOnce(
+    base.streams.has('reference'),
+    (credential) => syncReferenceData(context, credential),
+    log,
+    options.warehouse.db,
+  );
+  const context: RunContext = {
+    ...base,
+    fail(error) {
+      if (fatal) return;
+      fatal = error;
+      log.error({ err: error }, 'the run stops: the warehouse failed');
+    },
+    isStopped: () => fatal !== undefined || options.signal?.aborted === true,
+    writeReferenceOnce: (credential) => reference.write(credential),
+    businessSlot: pLimit(
+      options.overallBusinessConcurrency ?? DEFAULT_OVERALL_BUSINESS_CONCURRENCY,
+    ),
+    call: { signal },
+    keywordsGone: new Set(),
+  };
+  return { context, reference, fatal: (): Error | undefined => fatal };
+}
+
+/**
+ * Credentials run side by side: each has its own request limits in the client. Each one's
+ * outcome is counted as it ends (a warehouse outage fails the run).
+ */
+function syncCredentials(context: RunContext): Promise<void>[] {
+  const { options, stats, progress, report } = context;
+  const db = options.warehouse.db;
+  return options.credentials.map(async (credential) => {
+    const outcome = await syncCredential(context, credential).catch((error: unknown) => {
+      if (error instanceof WarehouseGoneError) context.fail(error);
+      else if (isWarehouseGone(error)) context.fail(new WarehouseGoneError(error, timeoutsOf(db)));
+      const outcome: CredentialOutcome = {
+        name: credential.name,
+        status: 'failed',
+        businesses: 0,
+        error: errorText(error),
+      };
+      return outcome;
+    });
+    await keepAccountReads(context, credential);
+    stats.credentials.push(outcome);
+    progress.accountsDone += 1;
+    report();
+  });
+}
+
+/**
+ * The run's outcome: the reference data's failure counted, the requests and seconds, the
+ * raw zone pruned (a full run whose work ended), the `sync_runs` row and lineage's end
+ * recorded, and the `sync finished` line.
+ */
+async function finishRun(
+  context: RunContext,
+  run: {
+    span: Span;
+    lineage: LineageRun | undefined;
+    reference: ReturnType<typeof referenceDataOnce>;
+    /** The error that ends the run `failed`, if one did, as it is when asked. */
+    fatal: () => Error | undefined;
+    /** False when work was still in flight after the grace. */
+    ended: boolean;
+    apiBefore: ReturnType<typeof apiStats>;
+    started: number;
+  },
+): Promise<SyncResult> {
+  const { options, stats, log, runId } = context;
+  const { api } = options;
+  const db = options.warehouse.db;
+  const { span, lineage, reference, fatal, ended, apiBefore, started } = run;
+  stats.credentials.sort((a, b) => a.name.localeCompare(b.name));
+  const referenceFailure = reference.failure();
+  if (!reference.done() && stats.credentials.some((c) => c.status !== 'failed')) {
+    stats.streamFailures += 1;
+    if (referenceFailure) {
+      recordFailure(stats, { ...referenceFailure, businessId: null, stream: 'reference' });
     }
+  }
+
+  const apiAfter = apiStats(api);
+  stats.requests = apiAfter.requests - apiBefore.requests;
+  stats.retries = apiAfter.retries - apiBefore.retries;
+  stats.seconds = Math.round((performance.now() - started) / 10) / 100;
+
+  // A shard leaves pruning to full runs: another shard may be writing reads of a body.
+  // So does a run whose work is still in flight after its grace: a business transaction
+  // that has not committed may yet write reads of a body that pruning would delete.
+  if (options.rawRetentionDays !== undefined && !fatal() && !options.shard) {
+    if (!ended) {
+      log.warn(
+        { days: options.rawRetentionDays },
+        'raw zone: not pruned, work still in flight; the next full run prunes it',
+      );
+    } else {
+      await pruneRawZone(db, options.rawRetentionDays).then(
+        (pruned) => log.info({ ...pruned, days: options.rawRetentionDays }, 'raw zone pruned'),
+        (error: unknown) =>
+          log.warn({ err: error }, 'raw zone: pruning failed; the next run tries again'),
+      );
+    }
+  }
+  const failed = fatal();
+  const status = decideStatus(stats, failed, options.signal);
+  const error = failed ? failed.message : summariseFailures(stats);
+  await recordSyncRunEnd(db, runId, { status, stats, error: error ?? null }, log);
+  await lineage?.end(
+    syncRunEnd(status, stats.tables, { before: apiBefore, after: apiAfter }, error),
+  );
+  span.setAttribute('listings.run_status', status);
+  log.info(
+    {
+      status,
+      seconds: stats.seconds,
+      requests: stats.requests,
+      retries: stats.retries,
+      businesses: stats.businesses,
+      quarantined: stats.quarantined,
+      alerts: stats.alerts,
+    },
+    'sync finished',
+  );
+  return { runId, status, stats, ...(error ? { error } : {}) };
+}
+
+/**
+ * The run's end, however it ended: lineage's FAIL if it never recorded its outcome, the
+ * stop listeners, the raw capture and the still-working line stopped, and the sync lock
+ * released (once the work a stopped run left in flight settles).
+ */
+async function releaseRun(
+  held: RunHeld,
+  runOver: AbortController,
+  lock: { release(): Promise<void> },
+  logger: Logger,
+): Promise<void> {
+  const { lineage, raw, leftInFlight } = held;
+  // A run that threw after its START (a warehouse outage as it ended) still ends FAIL.
+  await lineage?.end(
+    syncRunEnd('failed', {}, NO_CALLS, 'the run ended before its outcome was recorded'),
+  );
+  runOver.abort();
+  raw?.stop();
+  held.stopStillWorking();
+  // Until the work left in flight settles (or the process exits, which ends the lock's
+  // session), no other run may start: its transactions may still commit, older
+  // observations over a later run's rows, or a read of a body that run's pruning deleted.
+  if (leftInFlight) {
+    void leftInFlight
+      .then(() => lock.release())
+      .then(() =>
+        logger.info('sync lock released: the work a stopped run left in flight has ended'),
+      )
+      .catch(() => {});
+  } else {
+    await lock.release();
   }
 }
 

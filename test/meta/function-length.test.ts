@@ -28,7 +28,6 @@ const LONG_FUNCTIONS: readonly string[] = [
   'serve/metrics.ts:createServeMetrics',
   'serve/webhook-intake.ts:registerWebhookIntake',
   'serve/webhook-intake.ts:registerWebhookIntake (a callback)',
-  'sync/run.ts:runSyncInSpan',
   'warehouse/reviews.ts:writeReviews',
 ];
 
