@@ -10,9 +10,9 @@
  * it at the same time.
  */
 import { type Kysely, sql } from 'kysely';
-import { insertRows } from '../warehouse/bulk-write.ts';
 import type { Database, Db, JsonValue } from '../warehouse/database.ts';
-import type { AlertKind } from './kinds.ts';
+import { insertRows } from '../warehouse/write/bulk-write.ts';
+import type { AlertKind } from './kinds/kind.ts';
 
 /** An alert to raise. `details` holds what changed, for messages (ranks, a rating, a run). */
 export interface NewAlert {

@@ -2,11 +2,11 @@
  * The raw zone's writes, `raw_reads` and `raw_bodies` (docs/warehouse.md, "Raw zone:
  * raw_bodies, raw_reads"; docs/replay.md, "The raw zone"): rows in, as src/raw/capture.ts
  * builds them (what a read keeps, its body compressed). Every business runs these, so each
- * statement's text is built once (src/warehouse/bulk-write.ts).
+ * statement's text is built once (src/warehouse/write/bulk-write.ts).
  */
 import { CompiledQuery, type Selectable } from 'kysely';
-import { arrayLiteral } from '../warehouse/bulk-write.ts';
 import type { Db, RawReadsTable } from '../warehouse/database.ts';
+import { arrayLiteral } from '../warehouse/write/bulk-write.ts';
 
 /** One distinct body to keep, compressed. */
 export interface RawBodyToInsert {

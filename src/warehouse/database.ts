@@ -19,8 +19,8 @@
  */
 import type { ColumnType, Generated, Kysely, Selectable, Transaction } from 'kysely';
 import type { AnyShape, RowOf, RowSqlOf } from '../api/index.ts';
-import type { BusinessesTable, BusinessVersionsTable } from './businesses.ts';
-import type { CountriesTable, StatesTable, SubCategoriesTable } from './reference-data.ts';
+import type { BusinessesTable, BusinessVersionsTable } from './tables/businesses.ts';
+import type { CountriesTable, StatesTable, SubCategoriesTable } from './tables/reference-data.ts';
 
 export type JsonValue =
   | string
@@ -302,7 +302,7 @@ export interface BusinessAnswersTable {
   body_hash: string | null;
   /** A daily read's UTC day its rows were written for (a later day's are new rows); else null. */
   applied_on: ColumnType<string | null, string | null, string | null>;
-  /** The write path that applied it (src/warehouse/applied-answers.ts, APPLIED_BY). */
+  /** The write path that applied it (src/warehouse/write/applied-answers.ts, APPLIED_BY). */
   applied_by: string;
   updated_at: Timestamp;
 }
