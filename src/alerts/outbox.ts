@@ -10,7 +10,7 @@
  */
 import type { Kysely } from 'kysely';
 import { redactText } from '../log.ts';
-import type { AlertSinksTable, Database, JsonValue } from '../warehouse/database.ts';
+import type { Database, JsonValue } from '../warehouse/database.ts';
 import {
   type AlertReadRow,
   alertIdsOfRuns,
@@ -21,7 +21,7 @@ import {
   recordAttempts,
   undeliveredAlertIdsAfter,
 } from './outbox-rows.ts';
-import { insertNewSinks, setSinkSkipped } from './sink-rows.ts';
+import { type AlertSinksTable, insertNewSinks, setSinkSkipped } from './sink-rows.ts';
 
 /** What a sink does with the alerts raised before it was first configured (ALERT_BACKLOG). */
 export type BacklogPolicy = AlertSinksTable['backlog'];

@@ -5,7 +5,7 @@
  */
 
 import { EXIT } from '../../errors.ts';
-import type { SyncRunStatus } from '../../warehouse/database.ts';
+import type { SyncRunStatus } from '../../warehouse/runs/sync-runs.ts';
 
 export { EXIT };
 

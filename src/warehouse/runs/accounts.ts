@@ -3,8 +3,9 @@
  * password inside the base URL (`http://user:pw@host`): `base_url` is kept without its
  * userinfo.
  */
+import type { ColumnType } from 'kysely';
 import { withoutUserinfo } from '../../log.ts';
-import type { Db } from '../database.ts';
+import type { Db, JsonValue, Timestamp, TimestampWithDefault } from '../database.ts';
 
 export interface AccountInput {
   name: string;
@@ -52,4 +53,24 @@ export async function markAccountSynced(db: Db, name: string, at: Date): Promise
 export async function knownAccountNames(db: Db): Promise<string[]> {
   const rows = await db.selectFrom('accounts').select('name').execute();
   return rows.map((row) => row.name);
+}
+
+export interface AccountsTable {
+  name: string;
+  user_email: string;
+  base_url: string;
+  last_synced_at: Timestamp | null;
+  created_at: TimestampWithDefault;
+  updated_at: TimestampWithDefault;
+  /**
+   * Added (0016): the business lists held on a volume drop, by list key (`HeldRemovals`'s
+   * entry shape, `businessListKey` in held-removals.ts); null when none is held.
+   */
+  removals_held: ColumnType<JsonValue | null, string | null | undefined, string | null>;
+}
+
+declare module '../database.ts' {
+  interface Database {
+    accounts: AccountsTable;
+  }
 }

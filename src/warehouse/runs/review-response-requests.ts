@@ -5,14 +5,9 @@
  * reported as a change (`changes.ts`) to the caller's `onChanges` (the alert rules,
  * `src/alerts`), in the same transaction as the status change.
  */
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import { redactText } from '../../log.ts';
-import type {
-  Database,
-  Db,
-  ReviewResponseRequestEventRow,
-  ReviewResponseRequestRow,
-} from '../database.ts';
+import type { Database, Db, Timestamp } from '../database.ts';
 import type { ChangeHandler } from '../write/changes.ts';
 
 /** The statuses after which the upstream never changes a request again. */
@@ -248,4 +243,41 @@ export async function recordResponseStatusError(
     .set({ status_checked_at: at, last_error: redactText(error) })
     .where('request_id', '=', requestId)
     .execute();
+}
+
+/** Migration 0004: a review response submitted through the command line (operation 9). */
+export interface ReviewResponseRequestsTable {
+  request_id: string;
+  account_name: string;
+  business_id: number;
+  review_id: string;
+  content: string;
+  /** The last status operation 10 answered (`Created` at submission). */
+  status: string;
+  submitted_at: Timestamp;
+  status_checked_at: Timestamp | null;
+  /** When it reached `Completed` or `Failed`; null while open (polled by every sync). */
+  completed_at: Timestamp | null;
+  /** Why the last status read failed; null after a successful read. */
+  last_error: string | null;
+}
+
+/** Migration 0004: each status a request was seen in, first observation first. */
+export interface ReviewResponseRequestEventsTable {
+  request_id: string;
+  status: string;
+  observed_at: Timestamp;
+  previous_status: string | null;
+  run_id: string | null;
+}
+
+export type ReviewResponseRequestRow = Selectable<ReviewResponseRequestsTable>;
+
+export type ReviewResponseRequestEventRow = Selectable<ReviewResponseRequestEventsTable>;
+
+declare module '../database.ts' {
+  interface Database {
+    review_response_requests: ReviewResponseRequestsTable;
+    review_response_request_events: ReviewResponseRequestEventsTable;
+  }
 }

@@ -6,9 +6,9 @@
  * (docs/warehouse.md, "sync_runs").
  */
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { type ColumnType, sql } from 'kysely';
 import { type Logger, redactSecrets, redactText } from '../../log.ts';
-import type { Db, SyncRunStatus } from '../database.ts';
+import type { Db, Json, JsonValue, Timestamp, TimestampWithDefault } from '../database.ts';
 import type { WriteStats } from '../write/write-stats.ts';
 
 /** How one credential's part of a run ended. */
@@ -357,4 +357,29 @@ export async function lastSuccessByAccount(
       )
     group by a.name`.execute(db);
   return new Map(rows.filter((r) => r.at).map((r) => [r.name, new Date(r.at as Date)]));
+}
+
+export interface SyncRunsTable {
+  run_id: string;
+  started_at: TimestampWithDefault;
+  finished_at: Timestamp | null;
+  status: ColumnType<SyncRunStatus, SyncRunStatus, SyncRunStatus>;
+  trigger: string;
+  streams: Json;
+  accounts: Json;
+  shard: string | null;
+  stats: Json | null;
+  error: string | null;
+  /** Migration 0015: the settings that shaped the run's writes (`RunSettings`); null before. */
+  settings: ColumnType<JsonValue | null, string | null | undefined, string | null>;
+  /** Migration 0020: the run's OpenTelemetry trace id when traces were on; else null. */
+  trace_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export type SyncRunStatus = 'running' | 'succeeded' | 'partial' | 'failed' | 'interrupted';
+
+declare module '../database.ts' {
+  interface Database {
+    sync_runs: SyncRunsTable;
+  }
 }

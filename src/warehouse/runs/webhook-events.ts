@@ -5,7 +5,7 @@
  * through `redactSecrets` so no secret lands in the table.
  */
 import { redactSecrets } from '../../log.ts';
-import type { Db } from '../database.ts';
+import type { Db, Json, Timestamp, TimestampWithDefault } from '../database.ts';
 
 export interface BoostInput {
   adRunId: string;
@@ -74,4 +74,36 @@ export async function recordWebhookEvent(
     return { stored };
   };
   return db.isTransaction ? run(db) : db.transaction().execute(run);
+}
+
+export interface WebhookEventsTable {
+  event_key: string;
+  event: string | null;
+  account_id: number | null;
+  /** As delivered: a numeric string for location-scoped events, null for brand-scoped. */
+  location_id: string | null;
+  emitted_at: Timestamp | null;
+  received_at: TimestampWithDefault;
+  payload: Json;
+}
+
+export interface SocialPostBoostsTable {
+  ad_run_id: string;
+  event_key: string;
+  account_id: number | null;
+  location_id: string | null;
+  post_id: string | null;
+  social_profile_id: string | null;
+  platform: string | null;
+  boost_state: string | null;
+  is_boost: boolean | null;
+  emitted_at: Timestamp | null;
+  received_at: TimestampWithDefault;
+}
+
+declare module '../database.ts' {
+  interface Database {
+    webhook_events: WebhookEventsTable;
+    social_post_boosts: SocialPostBoostsTable;
+  }
 }

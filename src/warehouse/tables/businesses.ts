@@ -9,7 +9,7 @@
  * the `*_first_synced_at` columns are set once, by the first successful read of their
  * stream (the first listings read is the alert baseline).
  */
-import { sql } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import {
   type BusinessFull,
   type BusinessSummary,
@@ -20,7 +20,7 @@ import {
   rowOf,
 } from '../../api/index.ts';
 import { ListingsSyncError } from '../../errors.ts';
-import type { BusinessRow, Db, Json, TableColumns, Timestamp } from '../database.ts';
+import type { Db, Json, TableColumns, Timestamp } from '../database.ts';
 import { contentHash } from '../write/content-hash.ts';
 import type { BusinessWriteContext, FirstSyncedColumn } from '../write/write-context.ts';
 import { addCounts, type WriteStats } from '../write/write-stats.ts';
@@ -377,4 +377,14 @@ export async function archiveMissingBusinesses(
     .where('archived_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
+}
+
+/** The row shapes read outside this file (a stored row, as Kysely returns it). */
+export type BusinessRow = Selectable<BusinessesTable>;
+
+declare module '../database.ts' {
+  interface Database {
+    businesses: BusinessesTable;
+    business_versions: BusinessVersionsTable;
+  }
 }

@@ -2,6 +2,7 @@
  * `countries`, `states`, `sub_categories`: reference data, upserted whole. Nothing is
  * deleted: a partial read (one country's states failing) must not erase the rest.
  */
+import type { Selectable } from 'kysely';
 import {
   type Country,
   columnTypesOf,
@@ -118,4 +119,18 @@ async function upsertReference<T extends ReferenceTable>(
     updated: result.updated,
     unchanged: result.unchanged,
   });
+}
+
+export type CountryRow = Selectable<CountriesTable>;
+
+export type StateRow = Selectable<StatesTable>;
+
+export type SubCategoryRow = Selectable<SubCategoriesTable>;
+
+declare module '../database.ts' {
+  interface Database {
+    countries: CountriesTable;
+    states: StatesTable;
+    sub_categories: SubCategoriesTable;
+  }
 }

@@ -3,7 +3,8 @@
  * `sub_categories`: docs/warehouse.md, "countries, states, sub_categories"). Written by
  * reference-data.ts.
  */
-import type { CountryRow, Db, StateRow, SubCategoryRow } from '../database.ts';
+import type { Db } from '../database.ts';
+import type { CountryRow, StateRow, SubCategoryRow } from './reference-data.ts';
 
 export interface StoredReferenceTables {
   countries: Pick<CountryRow, 'country_id' | 'name'>[];

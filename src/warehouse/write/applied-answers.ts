@@ -18,11 +18,12 @@
  * business exclude each other (src/warehouse/runs/sync-lock.ts).
  */
 import { createHash } from 'node:crypto';
-import { CompiledQuery, sql } from 'kysely';
+import { type ColumnType, CompiledQuery, sql } from 'kysely';
 import * as api from '../../api/index.ts';
 import { describeShape, isRecordShape } from '../../api/index.ts';
 import { ANSWER_READS, type AnswerRead, DAILY_READS, type DailyRead } from '../../streams/index.ts';
-import type { BusinessRow, Db } from '../database.ts';
+import type { Db, Timestamp } from '../database.ts';
+import type { BusinessRow } from '../tables/businesses.ts';
 
 /**
  * The write path, as named by hand: raise `name` in a change that makes the same body write
@@ -175,4 +176,27 @@ export async function recordAppliedAnswers(
     on conflict (business_id, read) do update set body_hash = excluded.body_hash,
       applied_on = excluded.applied_on, applied_by = excluded.applied_by,
       updated_at = excluded.updated_at`.execute(trx);
+}
+
+/**
+ * The answer each read's rows were last built from (migrations 0014 and 0022;
+ * docs/warehouse.md, "Answers applied"): one row per business and read.
+ */
+export interface BusinessAnswersTable {
+  business_id: number;
+  /** The read's name (`ANSWER_READS`, src/streams/index.ts). */
+  read: string;
+  /** The `raw_bodies.body_hash` of the body its rows were written from in full; null: not known. */
+  body_hash: string | null;
+  /** A daily read's UTC day its rows were written for (a later day's are new rows); else null. */
+  applied_on: ColumnType<string | null, string | null, string | null>;
+  /** The write path that applied it (src/warehouse/write/applied-answers.ts, APPLIED_BY). */
+  applied_by: string;
+  updated_at: Timestamp;
+}
+
+declare module '../database.ts' {
+  interface Database {
+    business_answers: BusinessAnswersTable;
+  }
 }

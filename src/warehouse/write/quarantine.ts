@@ -7,8 +7,9 @@
  * lone surrogate), so every string of the row, payload keys included, has those replaced
  * by U+FFFD: the quarantine write itself must never fail its business.
  */
+import type { ColumnType, Generated } from 'kysely';
 import { redactSecrets, redactText } from '../../log.ts';
-import type { Db } from '../database.ts';
+import type { Db, Json, TimestampWithDefault } from '../database.ts';
 import { insertRows } from './bulk-write.ts';
 
 export interface QuarantineInput {
@@ -74,4 +75,24 @@ export async function quarantineRecords(
       quarantined_at: now,
     })),
   );
+}
+
+export interface QuarantineTable {
+  quarantine_id: Generated<number>;
+  run_id: string;
+  account_name: string;
+  business_id: number | null;
+  stream: string;
+  location: string | null;
+  reason: string;
+  payload: Json | null;
+  quarantined_at: TimestampWithDefault;
+  /** Set when a replay loaded the record after all (migration 0011). */
+  recovered_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+declare module '../database.ts' {
+  interface Database {
+    quarantine: QuarantineTable;
+  }
 }
