@@ -15,12 +15,12 @@
  * the month rows around that day, and the history behind the 31 days before the latest.
  */
 
-import { type ColumnType, type Generated, type Selectable, sql } from 'kysely';
+import { type ColumnType, type Generated, sql } from 'kysely';
 import type { RankObservation, rankObservationShape } from '../../api/index.ts';
 import { addDays, daysBetween, utcDay } from '../../calendar-day.ts';
 import type { Db, TableColumns } from '../database.ts';
 import { arrayLiteral } from '../write/bulk-write.ts';
-import type { Change } from '../write/changes.ts';
+import type { Change, LatestState } from '../write/changes.ts';
 import {
   day,
   history,
@@ -134,8 +134,7 @@ declare module '../database.ts' {
 /** Days in the 30-day figures: the latest day and the 30 before it. */
 const WINDOW = 31;
 
-/** `rank_latest` as stored (the row `v_rank_latest` shows, and the window it is computed from). */
-export type LatestState = Omit<Selectable<RankLatestTable>, 'series_id'>;
+export type { LatestState } from '../write/changes.ts';
 
 /** A series of this business as stored: its id and its `rank_latest` row, if any. */
 interface StoredSeries {

@@ -35,7 +35,6 @@ import {
 } from 'kysely';
 import type { SqlType } from '../../api/index.ts';
 import type { Database } from '../database.ts';
-import type { BusinessWriteContext } from './write-context.ts';
 import { addCounts, type WriteStats } from './write-stats.ts';
 
 export type TableName = keyof Database & string;
@@ -507,12 +506,26 @@ export interface ChildRead<T extends TableName, R> {
 
 /**
  * The business a child collection belongs to, its run's time (the stamp of rows gone),
- * and whether rows new to it go by COPY (`copyRows`).
+ * and whether rows new to it go by COPY (`copyRows`): the part of a business's write
+ * context (`BusinessWriteContext`, write-context.ts) the bulk writes read.
  */
-export type ChildOwner = Pick<
-  BusinessWriteContext,
-  'businessId' | 'observedAt' | 'copyNewRows' | 'newBusiness'
->;
+export interface ChildOwner {
+  businessId: number;
+  /** The run's observation time: first_seen_at/last_seen_at/history rows use it. */
+  observedAt: Date;
+  /**
+   * Rows new to the business (no stored row has their id) go by one COPY per table rather
+   * than the upsert (bulk-write.ts, `copyRows`): PostgreSQL over pg only.
+   */
+  copyNewRows?: boolean | undefined;
+  /**
+   * No row of the business was stored before this transaction: no child table holds one
+   * of its rows (each goes with the business, by a foreign key's cascade or a delete
+   * trigger), so the writers take their stored rows as none instead of reading them, and
+   * insert their derived rows without looking for a conflict.
+   */
+  newBusiness?: boolean | undefined;
+}
 
 /**
  * Fewer new rows than this go with the upsert: a COPY is a statement of its own, parsed

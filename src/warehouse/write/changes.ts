@@ -7,8 +7,8 @@
  * the caller hands in and the writer calls inside its transaction, so the alerts a change
  * raises commit with it or not at all.
  */
-import type { Db } from '../database.ts';
-import type { LatestState } from '../tables/rankings.ts';
+import type { Selectable } from 'kysely';
+import type { Database, Db } from '../database.ts';
 import type { RemovalsHeld } from './held-removals.ts';
 
 /** A listing whose last recorded status was not `Inaccurate` and is now (or a new one). */
@@ -37,6 +37,9 @@ export interface NewReview {
   rating: number | null;
   authorName: string | null;
 }
+
+/** `rank_latest` as stored (the row `v_rank_latest` shows, and the window it is computed from). */
+export type LatestState = Omit<Selectable<Database['rank_latest']>, 'series_id'>;
 
 /** A series whose rank of the day was written (new for the day, or changed). */
 export interface RankWritten {

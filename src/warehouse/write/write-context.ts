@@ -1,6 +1,6 @@
 import type { RecordStream, RemovalStream, StreamRecord } from '../../streams/index.ts';
-import type { Db } from '../database.ts';
-import type { BusinessesTable } from '../tables/businesses.ts';
+import type { Database, Db } from '../database.ts';
+import type { ChildOwner } from './bulk-write.ts';
 import type { Change } from './changes.ts';
 import type { RemovalCheck } from './held-removals.ts';
 import type { QuarantinedRecord } from './quarantine.ts';
@@ -8,12 +8,9 @@ import type { ReplayTable } from './replay-table.ts';
 import type { WriteStats } from './write-stats.ts';
 
 /** What every per-business writer needs to know about the write it is part of. */
-export interface BusinessWriteContext {
+export interface BusinessWriteContext extends ChildOwner {
   accountName: string;
-  businessId: number;
   runId: string;
-  /** The run's observation time: first_seen_at/last_seen_at/history rows use it. */
-  observedAt: Date;
   /**
    * Ids (as text) of records read this run but refused and quarantined, per stream. They
    * are still upstream, so their stored rows are kept as they were, not marked gone.
@@ -21,18 +18,6 @@ export interface BusinessWriteContext {
   refused?: RefusedIds;
   /** Whether a stream's gone rows are marked gone now or held (held-removals.ts); absent: now. */
   removals?: RemovalCheck;
-  /**
-   * Rows new to the business (no stored row has their id) go by one COPY per table rather
-   * than the upsert (bulk-write.ts, `copyRows`): PostgreSQL over pg only.
-   */
-  copyNewRows?: boolean | undefined;
-  /**
-   * No row of the business was stored before this transaction: no child table holds one
-   * of its rows (each goes with the business, by a foreign key's cascade or a delete
-   * trigger), so the writers take their stored rows as none instead of reading them, and
-   * insert their derived rows without looking for a conflict.
-   */
-  newBusiness?: boolean | undefined;
   /**
    * The run's keywords marked gone so far (ids as text), shared by its businesses: a
    * keyword another business takes over in the same run is counted moved, not deleted.
@@ -49,7 +34,7 @@ export function isRefused(ctx: BusinessWriteContext, stream: RemovalStream, id: 
 }
 
 /** A `businesses` column that a stream's first successful write sets (docs/warehouse.md). */
-export type FirstSyncedColumn = Extract<keyof BusinessesTable, `${string}_first_synced_at`>;
+export type FirstSyncedColumn = Extract<keyof Database['businesses'], `${string}_first_synced_at`>;
 
 /** What a record stream's writer is told besides the business write's context. */
 export interface StreamWriteContext extends BusinessWriteContext {
