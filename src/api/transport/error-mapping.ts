@@ -18,18 +18,9 @@ import {
   parseRetryAfter,
   TIMEOUT_ERROR_CODES,
 } from './retry.ts';
-import type { ClientState, UpstreamCall } from './state.ts';
-import { BODY_TOO_LARGE, type Exchange, errorCodeOf, TOTAL_TIMEOUT } from './transport.ts';
+import type { AttemptFailure, ClientState, UpstreamCall } from './state.ts';
 
-/** A failure of one attempt, and whether another attempt may help. */
-export interface AttemptFailure {
-  error: ApiError;
-  /** The reason, as put after "failed: " in the error's message. */
-  detail: string;
-  retryable: boolean;
-  /** Milliseconds the upstream asked us to wait (Retry-After), if it said. */
-  retryAfterMs?: number;
-}
+import { BODY_TOO_LARGE, type Exchange, errorCodeOf, TOTAL_TIMEOUT } from './transport.ts';
 
 export type Interpretation<T> =
   | { kind: 'value'; value: T }

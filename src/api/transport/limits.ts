@@ -6,30 +6,11 @@
  * assumes"): a credential-wide pause, and a spacing learned from 429s that the
  * credential's next requests keep.
  */
-import pLimit, { type LimitFunction } from 'p-limit';
+import pLimit from 'p-limit';
 import type { Credential } from '../../config/index.ts';
-import type { AttemptFailure } from './error-mapping.ts';
 import { ApiError } from './errors.ts';
 import { backoffDelayMs } from './retry.ts';
-import type { ClientState, UpstreamCall } from './state.ts';
-
-export interface AccountState {
-  limit: LimitFunction;
-  /** No request of this credential starts before this time (after a 429). */
-  blockedUntil: number;
-  /** The earliest start of the next request under the requests-per-second cap. */
-  nextSlotAt: number;
-  /**
-   * Spacing learned from 429s (additive-increase, multiplicative-decrease, in reverse):
-   * doubled by each 429, shrunk by each success, so that after a pause the queued calls
-   * of a rate-limited credential trickle out instead of colliding again all at once.
-   */
-  learnedSpacingMs: number;
-  /** When the last 429 was taken into account; 429s of requests sent before it are not. */
-  lastRateLimitAt: number;
-  /** The upstream's clock at its latest answer (its `Date` header), and ours then. */
-  upstreamDate?: { upstreamMs: number; localMs: number };
-}
+import type { AccountState, AttemptFailure, ClientState, UpstreamCall } from './state.ts';
 
 // A 429 starts the learned spacing at 50 ms (20 requests/s) and doubles it up to 2 s;
 // each success takes 10 % off, and under 5 ms it is dropped.

@@ -11,33 +11,15 @@ import { readFileSync } from 'node:fs';
 import type { Credential } from '../../config/index.ts';
 import { DEFAULTS } from '../../config/index.ts';
 import { inSpan } from '../../tracing.ts';
-import type { OperationName } from './errors.ts';
 import { accountFor } from './limits.ts';
 import { poolFor } from './pools.ts';
-import type { ClientState, UpstreamCall } from './state.ts';
+import type { ClientState, Timeouts, UpstreamCall } from './state.ts';
 
-/**
- * One upstream answer as received, for the raw zone (src/raw/capture.ts): the operation,
- * its path and query under /api/v2 (never `auth_token` or `user_email`, which are added
- * after), the attempt, the HTTP status and the body text.
- */
-export interface ObservedResponse {
-  credential: Credential;
-  operation: OperationName;
-  method: string;
-  path: string;
-  query: Readonly<Record<string, string>>;
-  attempt: number;
-  status: number;
-  text: string;
-}
-
-export type ResponseObserver = (response: ObservedResponse) => void;
+export type { ObservedResponse, ResponseObserver } from './state.ts';
 
 // Upstream reads are small JSON documents; 10 s to connect and 30 s to answer are generous
 // for a healthy upstream and short enough that a hung socket cannot stall a nightly run.
-export const DEFAULT_TIMEOUTS = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000 };
-export type Timeouts = typeof DEFAULT_TIMEOUTS;
+export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000 };
 /** LISTINGS_MAX_BODY_BYTES's default, 16 MiB (why: src/config/settings.ts). */
 export const DEFAULT_MAX_BODY_BYTES = DEFAULTS.upstreamMaxBodyBytes;
 /** LISTINGS_REQUEST_TIMEOUT_SECONDS's default, two minutes (why: src/config/settings.ts). */
