@@ -5,7 +5,7 @@
  * them together (docs/alerts.md, "Slack" and "Generic JSON").
  */
 import type { JsonValue } from '../warehouse/database.ts';
-import type { AlertForDelivery } from './outbox.ts';
+import type { AlertForDelivery } from './alert.ts';
 
 export interface SlackMessage {
   text: string;

@@ -10,27 +10,12 @@
  * it at the same time.
  */
 import { type ColumnType, type Generated, type Kysely, sql } from 'kysely';
-import type { Database, Db, JsonValue, JsonWithDefault, Timestamp } from '../warehouse/database.ts';
+import type { Database, Db, JsonWithDefault, Timestamp } from '../warehouse/database.ts';
 import { insertRows } from '../warehouse/write/bulk-write.ts';
+import type { NewAlert } from './alert.ts';
 import type { AlertKind } from './kinds/kind.ts';
 
-/** An alert to raise. `details` holds what changed, for messages (ranks, a rating, a run). */
-export interface NewAlert {
-  kind: AlertKind;
-  dedupeKey: string;
-  accountName: string | null;
-  businessId: number | null;
-  listingId?: number | null;
-  siteName?: string | null;
-  keyword?: string | null;
-  reviewId?: string | null;
-  requestId?: string | null;
-  previousStatus: string | null;
-  status: string;
-  details?: Record<string, JsonValue>;
-  detectedAt: Date;
-  runId: string | null;
-}
+export type { NewAlert } from './alert.ts';
 
 /**
  * Appends alerts in one statement, skipping any whose dedupe_key exists (the same event

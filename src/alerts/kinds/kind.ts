@@ -16,12 +16,19 @@ import type { Kysely } from 'kysely';
 import { ALERT_RULE_KINDS, type AlertRuleKind, type AlertRules } from '../../config/alert-rules.ts';
 import type { Database, Db } from '../../warehouse/database.ts';
 import type { Change } from '../../warehouse/write/changes.ts';
+import type { AlertForDelivery, NewAlert } from '../alert.ts';
 import type { SlackMessage } from '../message-text.ts';
-import type { AlertForDelivery } from '../outbox.ts';
-import type { NewAlert } from '../outbox-rows.ts';
-import type { SyncHealthCheck } from './sync-health.ts';
 
 export type AlertKind = AlertRuleKind;
+
+/** What the sync health kinds (sync-health.ts) check against. */
+export interface SyncHealthCheck {
+  now: Date;
+  /** The configured credentials' names; accounts in the warehouse are checked too. */
+  accounts: readonly string[];
+  /** When this process started watching: the reference for an account never synced. */
+  watchingSince: Date;
+}
 
 export const LISTING_INACCURATE = 'listing_inaccurate' satisfies AlertKind;
 export const LISTING_BROKEN_AGAIN = 'listing_broken_again' satisfies AlertKind;

@@ -22,17 +22,12 @@ import {
   type AlertKindEntry,
   SYNC_FAILED,
   SYNC_STALE,
+  type SyncHealthCheck,
   syncFailedKey,
   syncStaleKey,
 } from './kind.ts';
 
-export interface SyncHealthCheck {
-  now: Date;
-  /** The configured credentials' names; accounts in the warehouse are checked too. */
-  accounts: readonly string[];
-  /** When this process started watching: the reference for an account never synced. */
-  watchingSince: Date;
-}
+export type { SyncHealthCheck } from './kind.ts';
 
 /** The `sync_failed` alert the last finished runs call for, if any (none when the rule is off). */
 async function syncFailedAlerts(
