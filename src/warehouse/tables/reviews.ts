@@ -232,51 +232,58 @@ function itemName(review: Review): string {
   return review.category === 'social' ? 'social item' : 'review';
 }
 
-/**
- * Writes every review and social item of one business (all review reads succeeded).
- * Only new and changed reviews and responses are sent: one whose stored content hash
- * matches and that is not marked removed counts as unchanged without travelling. A review
- * or response whose id another business holds is not written, and neither are a held
- * review's responses: they come back as `quarantined`, and the stored rows stay as they
- * were.
- */
-export async function writeReviews(
-  db: Db,
+/** A response of the answer: its review, and its row to send (null: stored and unchanged, still counted). */
+interface ResponseSeen {
+  review: Review;
+  response: ReviewResponse;
+  row: BulkRow<'review_responses'> | null;
+}
+
+/** The answer's reviews and responses against the stored rows: what to send, what is new. */
+interface ReviewPlan {
+  latest: Map<string, Review>;
+  rows: BulkRow<'reviews'>[];
+  /** Reviews whose content changed (or new): each gets a version row. */
+  changedIds: string[];
+  unchangedReviews: number;
+  responses: Map<string, ResponseSeen>;
+  firstSeen: Review[];
+}
+
+type StoredReviewState = Awaited<ReturnType<typeof storedState>>;
+
+/** Compares the answer with the stored hashes: only new and changed rows are sent. */
+function planReviews(
   ctx: StreamWriteContext,
   reviews: readonly Review[],
-): Promise<{ stats: WriteStats; changes: Change[]; quarantined: QuarantinedRecord[] }> {
+  stored: StoredReviewState,
+): ReviewPlan {
   const { businessId, observedAt } = ctx;
-  const { storedReviews, storedResponses } = ctx.newBusiness
-    ? { storedReviews: [], storedResponses: [] }
-    : await storedState(db, businessId);
-  const reviewState = new Map(storedReviews.map((row) => [row.review_id, row]));
-  const responseState = new Map(storedResponses.map((row) => [row.response_id, row]));
-
-  const latest = new Map(reviews.map((review) => [review.id, review]));
-  const rows: BulkRow<'reviews'>[] = [];
-  const changedIds: string[] = [];
-  let unchangedReviews = 0;
-  // row null marks a response seen and unchanged: kept off the upsert, still counted.
-  const responses = new Map<
-    string,
-    { review: Review; response: ReviewResponse; row: BulkRow<'review_responses'> | null }
-  >();
-  const firstSeen: Review[] = [];
-  for (const review of latest.values()) {
+  const reviewState = new Map(stored.storedReviews.map((row) => [row.review_id, row]));
+  const responseState = new Map(stored.storedResponses.map((row) => [row.response_id, row]));
+  const plan: ReviewPlan = {
+    latest: new Map(reviews.map((review) => [review.id, review])),
+    rows: [],
+    changedIds: [],
+    unchangedReviews: 0,
+    responses: new Map(),
+    firstSeen: [],
+  };
+  for (const review of plan.latest.values()) {
     const content = reviewToRow(review);
     const responseContents = review.responses.map(responseToRow);
     const hash = reviewHash(content, responseContents);
-    const stored = reviewState.get(review.id);
-    if (!stored) firstSeen.push(review);
-    if (isUnchanged(stored, hash)) unchangedReviews += 1;
+    const storedRow = reviewState.get(review.id);
+    if (!storedRow) plan.firstSeen.push(review);
+    if (isUnchanged(storedRow, hash)) plan.unchangedReviews += 1;
     else {
-      rows.push({ ...seenRow(content, businessId, hash, observedAt), removed_at: null });
-      if (stored?.content_hash !== hash) changedIds.push(review.id);
+      plan.rows.push({ ...seenRow(content, businessId, hash, observedAt), removed_at: null });
+      if (storedRow?.content_hash !== hash) plan.changedIds.push(review.id);
     }
     review.responses.forEach((response, i) => {
       const responseContent = responseContents[i] as ReturnType<typeof responseToRow>;
       const responseHashValue = responseHash(responseContent, review.id);
-      responses.set(responseContent.response_id, {
+      plan.responses.set(responseContent.response_id, {
         review,
         response,
         row: isUnchanged(responseState.get(responseContent.response_id), responseHashValue)
@@ -289,52 +296,36 @@ export async function writeReviews(
       });
     });
   }
+  return plan;
+}
 
-  // Responses go with their reviews: held together on a volume drop (held-removals.ts).
-  let removeGone = true;
-  const stats = await writeChildRows(
-    db,
-    {},
-    ctx,
-    {
-      table: 'reviews',
-      key: ['review_id'],
-      columns: REVIEW_COLUMNS,
-      insertOnly: ['first_seen_at'],
-      compare: ['content_hash', 'removed_at'],
-      owner: 'business_id',
-      id: 'review_id',
-      stamp: 'removed_at',
-    },
-    {
-      rows,
-      unsent: unchangedReviews,
-      stored: storedReviews,
-      seen: latest,
-      refused: (row) => isRefused(ctx, 'reviews', row.review_id),
-      removeGone: (live, gone) => {
-        removeGone = ctx.removals?.('reviews', live, gone) ?? true;
-        return removeGone;
-      },
-    },
-  );
-
-  // Every row sent is new or changed, so one the upsert left unwritten is another
-  // business's: the only statement spent on the question is on that path.
-  const quarantined: QuarantinedRecord[] = [];
+/**
+ * The reviews another business holds, quarantined. Every row sent is new or changed, so
+ * one the upsert left unwritten is another business's: the only statement spent on the
+ * question is on that path. Returns who owns each such review (by id, lowercased).
+ */
+async function quarantineHeldReviews(
+  db: Db,
+  stats: WriteStats,
+  businessId: number,
+  plan: ReviewPlan,
+  quarantined: QuarantinedRecord[],
+): Promise<(review: Review) => number | undefined> {
   const owners =
-    unwritten(stats, 'reviews', rows.length) > 0
+    unwritten(stats, 'reviews', plan.rows.length) > 0
       ? await storedElsewhere(
           db,
           'reviews',
           businessId,
-          rows.map((row) => row.review_id),
+          plan.rows.map((row) => row.review_id),
         )
       : new Map<string, number>();
   const ownerOf = (review: Review) => owners.get(review.id.toLowerCase());
-  for (const review of latest.values()) {
+  let held = 0;
+  for (const review of plan.latest.values()) {
     const owner = ownerOf(review);
     if (owner === undefined) continue;
+    held += 1;
     quarantined.push({
       stream: 'reviews',
       location: `reviews ${review.id}`,
@@ -343,34 +334,47 @@ export async function writeReviews(
     });
   }
   // The upsert counted them unchanged: they are quarantined instead.
-  addCounts(stats, 'reviews', { unchanged: -quarantined.length });
-  const ownReviewIds = changedIds.filter((id) => ownerOf(latest.get(id) as Review) === undefined);
-  // Reviews this business had never stored (its first reviews read, above all) have no
-  // version yet: a new review's row was just inserted, and a version goes with its review.
-  const fresh = ownReviewIds.every((id) => !reviewState.has(id));
-  const versionsInserted = await appendReviewVersions(db, ctx, ownReviewIds, fresh);
-  addCounts(stats, 'review_versions', { inserted: versionsInserted });
+  addCounts(stats, 'reviews', { unchanged: -held });
+  return ownerOf;
+}
 
-  // The first reviews read is the baseline: a business's whole history is not "new".
-  const changes: Change[] = [];
-  const firstSeenHere = firstSeen.filter((review) => ownerOf(review) === undefined);
-  if (ctx.hadSync && firstSeenHere.length) {
-    changes.push({
+/** The first reviews read is the baseline: a business's whole history is not "new". */
+function firstSeenChanges(ctx: StreamWriteContext, firstSeenHere: readonly Review[]): Change[] {
+  if (!ctx.hadSync || firstSeenHere.length === 0) return [];
+  return [
+    {
       type: 'reviews_first_seen',
       accountName: ctx.accountName,
-      businessId,
+      businessId: ctx.businessId,
       runId: ctx.runId,
-      detectedAt: observedAt,
+      detectedAt: ctx.observedAt,
       reviews: firstSeenHere.map((review) => ({
         reviewId: review.id,
         siteName: review.siteName,
         rating: review.rating,
         authorName: review.authorName,
       })),
-    });
-  }
+    },
+  ];
+}
 
-  // A held review's responses are its owner's: none is written here.
+/**
+ * Writes the responses of the reviews written here (a held review's responses are its
+ * owner's: none is written here), and quarantines those another business holds.
+ */
+async function writeResponses(
+  db: Db,
+  stats: WriteStats,
+  ctx: StreamWriteContext,
+  written: {
+    responses: ReadonlyMap<string, ResponseSeen>;
+    stored: StoredReviewState['storedResponses'];
+    ownerOf: (review: Review) => number | undefined;
+    removeGone: boolean;
+  },
+  quarantined: QuarantinedRecord[],
+): Promise<void> {
+  const { responses, ownerOf } = written;
   const changedResponses: BulkRow<'review_responses'>[] = [];
   let unchangedResponses = 0;
   for (const { review, row } of responses.values()) {
@@ -395,34 +399,106 @@ export async function writeReviews(
     {
       rows: changedResponses,
       unsent: unchangedResponses,
-      stored: storedResponses,
+      stored: written.stored,
       seen: responses,
       // A response goes with its review: kept while the review is refused.
       refused: (row) => isRefused(ctx, 'reviews', row.review_id),
-      removeGone: () => removeGone,
+      removeGone: () => written.removeGone,
     },
   );
-  if (unwritten(stats, 'review_responses', changedResponses.length) > 0) {
-    const responseOwners = await storedElsewhere(
-      db,
-      'review_responses',
-      businessId,
-      changedResponses.map((row) => row.response_id),
-    );
-    let held = 0;
-    for (const [responseId, { review, response }] of responses) {
-      const owner = responseOwners.get(responseId.toLowerCase());
-      if (owner === undefined) continue;
-      held += 1;
-      quarantined.push({
-        stream: 'reviews',
-        location: `responses ${responseId}`,
-        reason: `response ${responseId} (of ${itemName(review)} ${review.id}) is stored under business ${owner}; business ${businessId}'s answer carries it too`,
-        payload: response,
-      });
-    }
-    addCounts(stats, 'review_responses', { unchanged: -held });
+  if (unwritten(stats, 'review_responses', changedResponses.length) === 0) return;
+  const responseOwners = await storedElsewhere(
+    db,
+    'review_responses',
+    ctx.businessId,
+    changedResponses.map((row) => row.response_id),
+  );
+  let held = 0;
+  for (const [responseId, { review, response }] of responses) {
+    const owner = responseOwners.get(responseId.toLowerCase());
+    if (owner === undefined) continue;
+    held += 1;
+    quarantined.push({
+      stream: 'reviews',
+      location: `responses ${responseId}`,
+      reason: `response ${responseId} (of ${itemName(review)} ${review.id}) is stored under business ${owner}; business ${ctx.businessId}'s answer carries it too`,
+      payload: response,
+    });
   }
+  addCounts(stats, 'review_responses', { unchanged: -held });
+}
+
+/**
+ * Writes every review and social item of one business (all review reads succeeded).
+ * Only new and changed reviews and responses are sent: one whose stored content hash
+ * matches and that is not marked removed counts as unchanged without travelling. A review
+ * or response whose id another business holds is not written, and neither are a held
+ * review's responses: they come back as `quarantined`, and the stored rows stay as they
+ * were.
+ */
+export async function writeReviews(
+  db: Db,
+  ctx: StreamWriteContext,
+  reviews: readonly Review[],
+): Promise<{ stats: WriteStats; changes: Change[]; quarantined: QuarantinedRecord[] }> {
+  const { businessId } = ctx;
+  const stored: StoredReviewState = ctx.newBusiness
+    ? { storedReviews: [], storedResponses: [] }
+    : await storedState(db, businessId);
+  const plan = planReviews(ctx, reviews, stored);
+
+  // Responses go with their reviews: held together on a volume drop (held-removals.ts).
+  let removeGone = true;
+  const stats = await writeChildRows(
+    db,
+    {},
+    ctx,
+    {
+      table: 'reviews',
+      key: ['review_id'],
+      columns: REVIEW_COLUMNS,
+      insertOnly: ['first_seen_at'],
+      compare: ['content_hash', 'removed_at'],
+      owner: 'business_id',
+      id: 'review_id',
+      stamp: 'removed_at',
+    },
+    {
+      rows: plan.rows,
+      unsent: plan.unchangedReviews,
+      stored: stored.storedReviews,
+      seen: plan.latest,
+      refused: (row) => isRefused(ctx, 'reviews', row.review_id),
+      removeGone: (live, gone) => {
+        removeGone = ctx.removals?.('reviews', live, gone) ?? true;
+        return removeGone;
+      },
+    },
+  );
+
+  const quarantined: QuarantinedRecord[] = [];
+  const ownerOf = await quarantineHeldReviews(db, stats, businessId, plan, quarantined);
+  const ownReviewIds = plan.changedIds.filter(
+    (id) => ownerOf(plan.latest.get(id) as Review) === undefined,
+  );
+  // Reviews this business had never stored (its first reviews read, above all) have no
+  // version yet: a new review's row was just inserted, and a version goes with its review.
+  const storedIds = new Set(stored.storedReviews.map((row) => row.review_id));
+  const fresh = ownReviewIds.every((id) => !storedIds.has(id));
+  const versionsInserted = await appendReviewVersions(db, ctx, ownReviewIds, fresh);
+  addCounts(stats, 'review_versions', { inserted: versionsInserted });
+
+  const changes = firstSeenChanges(
+    ctx,
+    plan.firstSeen.filter((review) => ownerOf(review) === undefined),
+  );
+  await writeResponses(
+    db,
+    stats,
+    ctx,
+    { responses: plan.responses, stored: stored.storedResponses, ownerOf, removeGone },
+    quarantined,
+  );
   if (wroteAny(stats, 'reviews') || wroteAny(stats, 'review_responses')) {
     await countReviewsWaiting(db, businessId);
   }
