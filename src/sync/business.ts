@@ -257,21 +257,19 @@ async function syncBusinessInSpan(
 }
 
 /**
- * Turns one business's answers into its snapshot and writes it in one transaction (a
- * reader never sees half a business). A failed stream is recorded and left out (its
- * stored rows stay); a value the database refuses costs its record (quarantined), never
- * the business.
+ * One business's answers as its snapshot: each record stream's records from its reads
+ * (src/streams/index.ts, `streamRecords`), null for a stream whose read failed or is as
+ * its rows already are. A failed read is recorded (stats, log) and counted in
+ * `failedStreams`; refused records go to `rejected`, for quarantine.
  */
-export async function writeBusiness(
+function snapshotOf(
   context: RunContext,
   credential: Credential,
   business: BusinessSummary,
   answers: BusinessAnswers,
   observedAt: Date,
-  /** Runs last in the business's transaction: the raw reads of these answers. */
-  inTransaction?: (db: Db) => Promise<void>,
-): Promise<'ok' | 'failed'> {
-  const { options, stats, log } = context;
+): { snapshot: BusinessSnapshot; failedStreams: number } {
+  const { stats, log } = context;
   const id = business.id;
   const { reads, applied, seen } = answers;
   let failedStreams = 0;
@@ -308,7 +306,6 @@ export async function writeBusiness(
 
   const day = utcDay(observedAt);
   const full = value(reads.business, 'businesses');
-  // Each record stream's records from its reads (src/streams/index.ts, `streamRecords`).
   const records: StreamRecords = {};
   for (const { name } of RECORD_STREAMS) {
     const entries = BUSINESS_READS.filter((entry) => entry.stream === name);
@@ -344,16 +341,55 @@ export async function writeBusiness(
     rejected,
     answers: { before: applied, seen },
   };
-  if (
+  return { snapshot, failedStreams };
+}
+
+/**
+ * Every read is as its rows already are and the list changes no field of the business
+ * row: the business's transaction would write nothing.
+ */
+function writesNothing(
+  snapshot: BusinessSnapshot,
+  failedStreams: number,
+  applied: BusinessAnswers['applied'],
+  credential: Credential,
+): boolean {
+  return (
     failedStreams === 0 &&
-    rejected.length === 0 &&
+    snapshot.rejected.length === 0 &&
     snapshot.full === null &&
-    Object.values(records).every((list) => list === null) &&
+    Object.values(snapshot.records).every((list) => list === null) &&
     applied.stored !== undefined &&
-    summaryLeavesRow(applied.stored, business, credential.name)
-  ) {
-    // Every read is as its rows already are and the list changes no field of the business
-    // row: the transaction would write nothing, so only the raw reads are kept.
+    summaryLeavesRow(applied.stored, snapshot.summary, credential.name)
+  );
+}
+
+/**
+ * Turns one business's answers into its snapshot and writes it in one transaction (a
+ * reader never sees half a business). A failed stream is recorded and left out (its
+ * stored rows stay); a value the database refuses costs its record (quarantined), never
+ * the business.
+ */
+export async function writeBusiness(
+  context: RunContext,
+  credential: Credential,
+  business: BusinessSummary,
+  answers: BusinessAnswers,
+  observedAt: Date,
+  /** Runs last in the business's transaction: the raw reads of these answers. */
+  inTransaction?: (db: Db) => Promise<void>,
+): Promise<'ok' | 'failed'> {
+  const { options, stats, log } = context;
+  const id = business.id;
+  const { snapshot, failedStreams } = snapshotOf(
+    context,
+    credential,
+    business,
+    answers,
+    observedAt,
+  );
+  if (writesNothing(snapshot, failedStreams, answers.applied, credential)) {
+    // Only the raw reads are kept.
     await inTransaction?.(options.warehouse.db);
     addCounts(stats.tables, 'businesses', { unchanged: 1 });
     addCounts(stats.tables, 'business_versions', { inserted: 0 });

@@ -40,23 +40,16 @@ type MappingState = Pick<
   'maxBodyBytes' | 'requestTimeoutMs' | 'timeouts' | 'policy' | 'clock' | 'bounds'
 >;
 
-/**
- * The exchange as a value or a failure. Throws only the signal's reason, when the caller
- * aborted the request.
- */
-export function interpret<T>(
-  state: MappingState,
-  credential: Credential,
-  call: UpstreamCall<T>,
-  exchange: Exchange,
-  signal: AbortSignal | undefined,
-): Interpretation<T> {
-  const fail = (
-    code: ApiErrorCode,
-    rawDetail: string,
-    retryable: boolean,
-    { retryAfterMs, ...extras }: FailureExtras = {},
-  ): Interpretation<T> => {
+/** A failure of the call, its detail scrubbed of the credential's secrets. */
+type Fail = (
+  code: ApiErrorCode,
+  rawDetail: string,
+  retryable: boolean,
+  extras?: FailureExtras,
+) => Interpretation<never>;
+
+function failureOf(call: UpstreamCall<unknown>, credential: Credential): Fail {
+  return (code, rawDetail, retryable, { retryAfterMs, ...extras } = {}) => {
     const detail = scrub(rawDetail, credential);
     const error = new ApiError({
       code,
@@ -71,41 +64,74 @@ export function interpret<T>(
       failure: { error, detail, retryable, ...(retryAfterMs !== undefined && { retryAfterMs }) },
     };
   };
+}
 
+/**
+ * The exchange as a value or a failure. Throws only the signal's reason, when the caller
+ * aborted the request.
+ */
+export function interpret<T>(
+  state: MappingState,
+  credential: Credential,
+  call: UpstreamCall<T>,
+  exchange: Exchange,
+  signal: AbortSignal | undefined,
+): Interpretation<T> {
+  const fail = failureOf(call, credential);
   if (exchange.kind === 'transport') {
     if (signal?.aborted) throw signal.reason;
-    const errorCode = errorCodeOf(exchange.error);
-    const cause = scrubbedCause(exchange.error, credential);
-    if (errorCode === BODY_TOO_LARGE) {
-      // Permanent: the same read would bring the same body again.
-      return fail(
-        'RESPONSE_TOO_LARGE',
-        `the response body is larger than ${state.maxBodyBytes} bytes, the limit set by ` +
-          'LISTINGS_MAX_BODY_BYTES; raise it if such a body is expected',
-        false,
-        { cause },
-      );
-    }
-    if (errorCode === TOTAL_TIMEOUT) {
-      // Not retried: an answer that drips past the limit would drip again, and each
-      // attempt would hold the run that much longer.
-      return fail(
-        'TIMEOUT',
-        `the request took longer than ${state.requestTimeoutMs / 1000} s in all (headers and ` +
-          'body), the limit set by LISTINGS_REQUEST_TIMEOUT_SECONDS; it was not retried',
-        false,
-        { cause },
-      );
-    }
-    const timeout = errorCode !== undefined && TIMEOUT_ERROR_CODES.has(errorCode);
+    return transportFailure(state, exchange.error, credential, fail);
+  }
+  return answerOf(state, credential, call, exchange, fail);
+}
+
+/** A request that got no answer: too large, too slow, or not through. */
+function transportFailure(
+  state: MappingState,
+  exchangeError: unknown,
+  credential: Credential,
+  fail: Fail,
+): Interpretation<never> {
+  const errorCode = errorCodeOf(exchangeError);
+  const cause = scrubbedCause(exchangeError, credential);
+  if (errorCode === BODY_TOO_LARGE) {
+    // Permanent: the same read would bring the same body again.
     return fail(
-      timeout ? 'TIMEOUT' : 'UPSTREAM_UNAVAILABLE',
-      transportDescription(exchange.error, errorCode, state.timeouts),
-      isRetryableErrorCode(state.policy, errorCode),
+      'RESPONSE_TOO_LARGE',
+      `the response body is larger than ${state.maxBodyBytes} bytes, the limit set by ` +
+        'LISTINGS_MAX_BODY_BYTES; raise it if such a body is expected',
+      false,
       { cause },
     );
   }
+  if (errorCode === TOTAL_TIMEOUT) {
+    // Not retried: an answer that drips past the limit would drip again, and each
+    // attempt would hold the run that much longer.
+    return fail(
+      'TIMEOUT',
+      `the request took longer than ${state.requestTimeoutMs / 1000} s in all (headers and ` +
+        'body), the limit set by LISTINGS_REQUEST_TIMEOUT_SECONDS; it was not retried',
+      false,
+      { cause },
+    );
+  }
+  const timeout = errorCode !== undefined && TIMEOUT_ERROR_CODES.has(errorCode);
+  return fail(
+    timeout ? 'TIMEOUT' : 'UPSTREAM_UNAVAILABLE',
+    transportDescription(exchangeError, errorCode, state.timeouts),
+    isRetryableErrorCode(state.policy, errorCode),
+    { cause },
+  );
+}
 
+/** An answer: its status, its envelope and its records, as a value or a failure. */
+function answerOf<T>(
+  state: MappingState,
+  credential: Credential,
+  call: UpstreamCall<T>,
+  exchange: Extract<Exchange, { kind: 'response' }>,
+  fail: Fail,
+): Interpretation<T> {
   const { status, text } = exchange;
   const retryAfterMs = parseRetryAfter(exchange.retryAfter, state.clock.now());
   const statusRetryable = isRetryableStatus(state.policy, status);
