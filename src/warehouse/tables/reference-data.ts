@@ -1,8 +1,3 @@
-/**
- * `countries`, `states`, `sub_categories`: reference data, upserted whole. Nothing is
- * deleted: a partial read (one country's states failing) must not erase the rest.
- */
-import type { Selectable } from 'kysely';
 import {
   type Country,
   columnTypesOf,
@@ -120,12 +115,6 @@ async function upsertReference<T extends ReferenceTable>(
     unchanged: result.unchanged,
   });
 }
-
-export type CountryRow = Selectable<CountriesTable>;
-
-export type StateRow = Selectable<StatesTable>;
-
-export type SubCategoryRow = Selectable<SubCategoriesTable>;
 
 declare module '../database.ts' {
   interface Database {

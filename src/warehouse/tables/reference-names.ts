@@ -3,13 +3,14 @@
  * `sub_categories`: docs/warehouse.md, "countries, states, sub_categories"). Written by
  * reference-data.ts.
  */
+import type { Selectable } from 'kysely';
 import type { Db } from '../database.ts';
-import type { CountryRow, StateRow, SubCategoryRow } from './reference-data.ts';
+import type { CountriesTable, StatesTable, SubCategoriesTable } from './reference-data.ts';
 
 export interface StoredReferenceTables {
-  countries: Pick<CountryRow, 'country_id' | 'name'>[];
-  states: Pick<StateRow, 'state_id' | 'name' | 'iso' | 'country_id'>[];
-  subCategories: Pick<SubCategoryRow, 'sub_category_id' | 'name'>[];
+  countries: Pick<Selectable<CountriesTable>, 'country_id' | 'name'>[];
+  states: Pick<Selectable<StatesTable>, 'state_id' | 'name' | 'iso' | 'country_id'>[];
+  subCategories: Pick<Selectable<SubCategoriesTable>, 'sub_category_id' | 'name'>[];
 }
 
 /** Every row of the three tables, each in id order (empty tables before the first sync). */
