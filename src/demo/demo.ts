@@ -23,7 +23,7 @@
 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { LISTING_INACCURATE } from '../alerts/kinds/kind.ts';
+import { LISTING_INACCURATE } from '../alerts/kinds/index.ts';
 import { digestMessages } from '../alerts/messages.ts';
 import { alertsOfRuns } from '../alerts/outbox.ts';
 import { createConfiguredApiClient } from '../api/client.ts';

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAlertDispatcher } from '../../src/alerts/dispatcher.ts';
-import { LISTING_INACCURATE } from '../../src/alerts/kinds/kind.ts';
+import { LISTING_INACCURATE } from '../../src/alerts/kinds/index.ts';
 import { type NewAlert, raise } from '../../src/alerts/outbox-rows.ts';
 import { slackSink } from '../../src/alerts/slack-sink.ts';
 import { jsonWebhookSink } from '../../src/alerts/webhook-sink.ts';

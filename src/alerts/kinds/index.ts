@@ -8,46 +8,22 @@
  * trigger").
  */
 
-import { detail } from '../message-text.ts';
-import {
-  type AlertKind,
-  type AlertKindEntry,
-  eachChange,
-  isAlertKind,
-  VOLUME_DROP,
-} from './kind.ts';
+import { type AlertKind, type AlertKindEntry, isAlertKind } from './kind.ts';
 import { listingBrokenAgain } from './listing-broken-again.ts';
 import { listingInaccurate } from './listing-inaccurate.ts';
 import { lowRatingReview } from './low-rating-review.ts';
 import { rankDrop } from './rank-drop.ts';
 import { reviewResponseFailed } from './review-response-failed.ts';
 import { syncFailed, syncStale } from './sync-health.ts';
-import { raiseVolumeDrop } from './volume-drop.ts';
+import { volumeDrop } from './volume-drop.ts';
 
-/** `volume_drop`: its trigger and raise are src/alerts/kinds/volume-drop.ts's. */
-const volumeDrop: AlertKindEntry<typeof VOLUME_DROP> = {
-  kind: VOLUME_DROP,
-  label: ['held volume drop', 'held volume drops'],
-  // Rows the warehouse would have lost: BI is wrong tomorrow unless someone looks.
-  severity: 2,
-  icon: ':arrow_down_small:',
-  summary: (alert) => {
-    const stream = detail(alert, 'stream');
-    return (
-      `${typeof stream === 'string' ? stream : 'a stream'}: ${detail(alert, 'stored') ?? alert.previousStatus} stored, ` +
-      `${detail(alert, 'answered') ?? alert.status} answered; removals held until the next run confirms them`
-    );
-  },
-  webhook: (alert) => ({
-    volume_drop: {
-      stream: detail(alert, 'stream') ?? null,
-      stored: detail(alert, 'stored') ?? null,
-      answered: detail(alert, 'answered') ?? null,
-    },
-  }),
-  // The business lists' holds raise through `raiseVolumeDrop` too, called by the sync.
-  raise: { on: 'removals_held', raise: eachChange(raiseVolumeDrop) },
-};
+export { LISTING_BROKEN_AGAIN } from './listing-broken-again.ts';
+export { LISTING_INACCURATE } from './listing-inaccurate.ts';
+export { LOW_RATING_REVIEW } from './low-rating-review.ts';
+export { RANK_DROP } from './rank-drop.ts';
+export { REVIEW_RESPONSE_FAILED } from './review-response-failed.ts';
+export { SYNC_FAILED, SYNC_STALE } from './sync-health.ts';
+export { VOLUME_DROP } from './volume-drop.ts';
 
 /**
  * Every kind's entry, in the order of `ALERT_RULE_KINDS`. Kinds raised from the same

@@ -13,8 +13,18 @@ import { detail } from '../message-text.ts';
 import type { AlertForDelivery } from '../outbox.ts';
 import { type NewAlert, raise } from '../outbox-rows.ts';
 import type { AlertRules } from '../rules.ts';
-import { type AlertKindEntry, LISTING_BROKEN_AGAIN, listingBrokenAgainKey } from './kind.ts';
+import type { AlertKind, AlertKindEntry } from './kind.ts';
 import { turnedInaccurateFields } from './listing-inaccurate.ts';
+
+export const LISTING_BROKEN_AGAIN = 'listing_broken_again' satisfies AlertKind;
+
+/**
+ * A listing Inaccurate again soon after a fix: once per fix (the listing and the time of
+ * the fix it undid), however often that transition is re-applied.
+ */
+export function listingBrokenAgainKey(businessId: number, listingId: number, fixedAt: Date) {
+  return `${LISTING_BROKEN_AGAIN}:${businessId}:${listingId}:${fixedAt.toISOString()}`;
+}
 
 const DAY_MS = 86_400_000;
 

@@ -22,7 +22,23 @@ import {
 import type { AlertForDelivery } from '../outbox.ts';
 import { listingsWithAlertSince, raise } from '../outbox-rows.ts';
 import type { AlertRules } from '../rules.ts';
-import { type AlertKindEntry, LISTING_INACCURATE, listingInaccurateKey } from './kind.ts';
+import type { AlertKind, AlertKindEntry } from './kind.ts';
+
+export const LISTING_INACCURATE = 'listing_inaccurate' satisfies AlertKind;
+
+/**
+ * A listing turning Inaccurate: the listing and the time its previous status began, the
+ * same however often that one transition is re-applied; a later relapse has a different
+ * previous period and raises again. A listing first seen as Inaccurate uses `first-seen`.
+ */
+export function listingInaccurateKey(
+  businessId: number,
+  listingId: number,
+  previousStatusSince: Date | null,
+): string {
+  const since = previousStatusSince ? previousStatusSince.toISOString() : 'first-seen';
+  return `${LISTING_INACCURATE}:${businessId}:${listingId}:${since}`;
+}
 
 /**
  * What an alert of a listing's turn to Inaccurate says of it, whichever kind raises it

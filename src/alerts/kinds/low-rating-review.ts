@@ -11,7 +11,14 @@ import { detail } from '../message-text.ts';
 import type { AlertForDelivery } from '../outbox.ts';
 import { raise } from '../outbox-rows.ts';
 import type { AlertRules } from '../rules.ts';
-import { type AlertKindEntry, eachChange, LOW_RATING_REVIEW, lowRatingReviewKey } from './kind.ts';
+import { type AlertKind, type AlertKindEntry, eachChange } from './kind.ts';
+
+export const LOW_RATING_REVIEW = 'low_rating_review' satisfies AlertKind;
+
+/** A low rating: once per review, whatever later edits do. */
+export function lowRatingReviewKey(reviewId: string): string {
+  return `${LOW_RATING_REVIEW}:${reviewId}`;
+}
 
 export async function raiseLowRatingReviews(
   db: Db,

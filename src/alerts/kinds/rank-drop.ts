@@ -19,7 +19,14 @@ import { detail } from '../message-text.ts';
 import type { AlertForDelivery } from '../outbox.ts';
 import { type NewAlert, raise } from '../outbox-rows.ts';
 import type { AlertRules } from '../rules.ts';
-import { type AlertKindEntry, type ChangeOf, eachChange, RANK_DROP, rankDropKey } from './kind.ts';
+import { type AlertKind, type AlertKindEntry, type ChangeOf, eachChange } from './kind.ts';
+
+export const RANK_DROP = 'rank_drop' satisfies AlertKind;
+
+/** A rank drop: at most one per series (business, site, keyword) and UTC day. */
+export function rankDropKey(businessId: number, site: string, keyword: string, day: string) {
+  return `${RANK_DROP}:${businessId}:${site}:${keyword}:${day}`;
+}
 
 export interface RankSeriesDay {
   keyword: string;

@@ -16,7 +16,14 @@ import {
 import type { AlertForDelivery } from '../outbox.ts';
 import { raise } from '../outbox-rows.ts';
 import type { AlertRules } from '../rules.ts';
-import { type AlertKindEntry, REVIEW_RESPONSE_FAILED, reviewResponseFailedKey } from './kind.ts';
+import type { AlertKind, AlertKindEntry } from './kind.ts';
+
+export const REVIEW_RESPONSE_FAILED = 'review_response_failed' satisfies AlertKind;
+
+/** A failed review response: once per request (a request fails once). */
+export function reviewResponseFailedKey(requestId: string): string {
+  return `${REVIEW_RESPONSE_FAILED}:${requestId}`;
+}
 
 /** Returns true when the alert was raised now (false: the rule is off, or it exists). */
 export async function raiseReviewResponseFailed(

@@ -18,16 +18,25 @@ import { lastSuccessByAccount, latestFinishedRuns } from '../../warehouse/runs/s
 import { detail, oneLine } from '../message-text.ts';
 import { type NewAlert, raise } from '../outbox-rows.ts';
 import type { AlertRules } from '../rules.ts';
-import {
-  type AlertKindEntry,
-  SYNC_FAILED,
-  SYNC_STALE,
-  type SyncHealthCheck,
-  syncFailedKey,
-  syncStaleKey,
-} from './kind.ts';
+import type { AlertKind, AlertKindEntry, SyncHealthCheck } from './kind.ts';
 
 export type { SyncHealthCheck } from './kind.ts';
+
+export const SYNC_FAILED = 'sync_failed' satisfies AlertKind;
+export const SYNC_STALE = 'sync_stale' satisfies AlertKind;
+
+/** A failed run: once per run (the last of the consecutive failures that crossed the threshold). */
+export function syncFailedKey(runId: string): string {
+  return `${SYNC_FAILED}:${runId}`;
+}
+
+/**
+ * A stale account: once per silence, named by the last success it follows (`never` when
+ * the account has none), so the next silence after a success raises again.
+ */
+export function syncStaleKey(accountName: string, lastSuccess: Date | null): string {
+  return `${SYNC_STALE}:${accountName}:${lastSuccess ? lastSuccess.toISOString() : 'never'}`;
+}
 
 /** The `sync_failed` alert the last finished runs call for, if any (none when the rule is off). */
 async function syncFailedAlerts(

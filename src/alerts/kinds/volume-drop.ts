@@ -16,9 +16,29 @@ import { utcDay } from '../../calendar-day.ts';
 import type { Db } from '../../warehouse/database.ts';
 import type { Change } from '../../warehouse/write/changes.ts';
 import type { BusinessListHeld, RemovalLimit } from '../../warehouse/write/held-removals.ts';
+import { detail } from '../message-text.ts';
 import { raise } from '../outbox-rows.ts';
 import type { AlertRules } from '../rules.ts';
-import { VOLUME_DROP, volumeDropKey, volumeDropListKey } from './kind.ts';
+import { type AlertKind, type AlertKindEntry, eachChange } from './kind.ts';
+
+export const VOLUME_DROP = 'volume_drop' satisfies AlertKind;
+
+/**
+ * A held volume drop: once per business, stream and UTC day (`YYYY-MM-DD`), so a second
+ * run the same night that still holds the drop does not raise it again.
+ */
+export function volumeDropKey(businessId: number, stream: string, day: string): string {
+  return `${VOLUME_DROP}:${businessId}:${stream}:${day}`;
+}
+
+/**
+ * A held business list: once per account, list (`businesses`, or a shard's
+ * `businesses:I/N`) and UTC day. `account:` keeps it apart from a business's keys, whose
+ * ids are numbers.
+ */
+export function volumeDropListKey(accountName: string, list: string, day: string): string {
+  return `${VOLUME_DROP}:account:${accountName}:${list}:${day}`;
+}
 
 type RemovalsHeldChange = Extract<Change, { type: 'removals_held' }>;
 
@@ -67,3 +87,28 @@ export async function raiseVolumeDrop(
     },
   ]);
 }
+
+/** `volume_drop`'s entry: its messages, and its raise (`raiseVolumeDrop`, above). */
+export const volumeDrop: AlertKindEntry<typeof VOLUME_DROP> = {
+  kind: VOLUME_DROP,
+  label: ['held volume drop', 'held volume drops'],
+  // Rows the warehouse would have lost: BI is wrong tomorrow unless someone looks.
+  severity: 2,
+  icon: ':arrow_down_small:',
+  summary: (alert) => {
+    const stream = detail(alert, 'stream');
+    return (
+      `${typeof stream === 'string' ? stream : 'a stream'}: ${detail(alert, 'stored') ?? alert.previousStatus} stored, ` +
+      `${detail(alert, 'answered') ?? alert.status} answered; removals held until the next run confirms them`
+    );
+  },
+  webhook: (alert) => ({
+    volume_drop: {
+      stream: detail(alert, 'stream') ?? null,
+      stored: detail(alert, 'stored') ?? null,
+      answered: detail(alert, 'answered') ?? null,
+    },
+  }),
+  // The business lists' holds raise through `raiseVolumeDrop` too, called by the sync.
+  raise: { on: 'removals_held', raise: eachChange(raiseVolumeDrop) },
+};
