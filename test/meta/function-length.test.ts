@@ -23,7 +23,6 @@ const LIMIT = 120;
  */
 const LONG_FUNCTIONS: readonly string[] = [
   'alerts/dispatcher.ts:createAlertDispatcher',
-  'api/error-mapping.ts:interpret',
   'cli/commands/airbyte.ts:registerAirbyteCommand',
   'cli/commands/alerts.ts:registerAlertsCommand',
   'demo/demo.ts:runDemo',
@@ -33,10 +32,8 @@ const LONG_FUNCTIONS: readonly string[] = [
   'serve/server.ts:startServe',
   'serve/webhook-intake.ts:registerWebhookIntake',
   'serve/webhook-intake.ts:registerWebhookIntake (a callback)',
-  'sync/business.ts:writeBusiness',
   'sync/credential.ts:syncCredentialInSpan',
   'sync/run.ts:runSyncInSpan',
-  'warehouse/reviews.ts:writeReviews',
 ];
 
 function sourceFiles(dir: string): string[] {
