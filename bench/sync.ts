@@ -46,7 +46,7 @@ import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { renderTable } from '../src/command/table.ts';
+import { renderTable } from '../src/text-table.ts';
 import { productionNodeFlags } from './node-flags.ts';
 import { renderRawZoneFigures, runRawZoneBench } from './raw-zone.ts';
 

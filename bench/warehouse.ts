@@ -57,18 +57,18 @@ import pLimit from 'p-limit';
 import pg from 'pg';
 import type { Keyword, Listing, ListingStatus, RankObservation } from '../src/api/index.ts';
 import { listingSchema } from '../src/api/listings.ts';
-import type { ObservedResponse } from '../src/api/transport.ts';
-import { renderTable } from '../src/command/table.ts';
+import type { ObservedResponse } from '../src/api/transport/transport.ts';
 import { type KeptRead, keptRead, writeRawReads } from '../src/raw/capture.ts';
+import { renderTable } from '../src/text-table.ts';
 import { openWarehouse, type Warehouse } from '../src/warehouse/driver/connection.ts';
 import { migrateToLatest } from '../src/warehouse/driver/migrate.ts';
-import { listingContentHash, listingToRow } from '../src/warehouse/listings.ts';
-import { type BusinessSnapshot, writeBusinessSnapshot } from '../src/warehouse/snapshot.ts';
+import { listingContentHash, listingToRow } from '../src/warehouse/tables/listings.ts';
 import {
   CLICKS_PER_1000,
   UNRANKED_POSITION,
   VISIBILITY_FIGURES,
-} from '../src/warehouse/visibility.ts';
+} from '../src/warehouse/tables/visibility.ts';
+import { type BusinessSnapshot, writeBusinessSnapshot } from '../src/warehouse/write/snapshot.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const DEFAULT_URL = 'postgres://postgres@127.0.0.1:5432/postgres';

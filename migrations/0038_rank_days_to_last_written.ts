@@ -5,7 +5,7 @@
  * ("the last 30 days": `observed_on > current_date - 30`) read the current month's days
  * after today too, each of them met by every series' month row, for no row: on 2 December,
  * 29 of the window's 59 days. Now the writer adds the days of a month up to the day it
- * writes (src/warehouse/rankings.ts, `calendarOf`), and this migration removes the days
+ * writes (src/warehouse/tables/rankings.ts, `calendarOf`), and this migration removes the days
  * after the last one any `rank_months` or `visibility_months` row holds.
  *
  * Every view over the calendar (`rank_history`, `rank_observations`, `v_rank_daily`,

@@ -1,6 +1,6 @@
 /**
  * The one timer that waits and stops waiting when told: the upstream client's clock
- * (src/api/retry.ts) and the sandbox's wall clock (src/sandbox/server.ts) both wait on it.
+ * (src/api/transport/retry.ts) and the sandbox's wall clock (src/sandbox/server.ts) both wait on it.
  */
 
 /** Resolve after `ms`, or reject with the signal's reason as soon as it aborts. */

@@ -1,11 +1,11 @@
 /**
  * The pieces every alert's text is made of: the business's label, the directory's wrong
  * fields, Slack escaping, one-line cuts, a detail read from `alerts.details`. Each kind's
- * own words are in its entry (src/alerts/kind-entries.ts); src/alerts/messages.ts puts
+ * own words are in its entry (src/alerts/kinds/index.ts); src/alerts/messages.ts puts
  * them together (docs/alerts.md, "Slack" and "Generic JSON").
  */
 import type { JsonValue } from '../warehouse/database.ts';
-import type { AlertForDelivery } from './outbox.ts';
+import type { AlertForDelivery } from './alert.ts';
 
 export interface SlackMessage {
   text: string;

@@ -4,7 +4,7 @@
  * signed webhook (documented in docs/alerts.md). Pure functions of
  * the alerts as read from the outbox.
  */
-import { kindEntry, kindSeverity } from './kind-entries.ts';
+import { kindEntry, kindSeverity } from './kinds/index.ts';
 import {
   businessLabel,
   detectedLine,

@@ -9,28 +9,13 @@
  * lease ends, so two dispatchers (two `serve` replicas, or `sync` and `serve`) never send
  * it at the same time.
  */
-import { type Kysely, sql } from 'kysely';
-import { insertRows } from '../warehouse/bulk-write.ts';
-import type { Database, Db, JsonValue } from '../warehouse/database.ts';
-import type { AlertKind } from './kinds.ts';
+import { type ColumnType, type Generated, type Kysely, sql } from 'kysely';
+import type { Database, Db, JsonWithDefault, Timestamp } from '../warehouse/database.ts';
+import { insertRows } from '../warehouse/write/bulk-write.ts';
+import type { NewAlert } from './alert.ts';
+import type { AlertKind } from './kinds/kind.ts';
 
-/** An alert to raise. `details` holds what changed, for messages (ranks, a rating, a run). */
-export interface NewAlert {
-  kind: AlertKind;
-  dedupeKey: string;
-  accountName: string | null;
-  businessId: number | null;
-  listingId?: number | null;
-  siteName?: string | null;
-  keyword?: string | null;
-  reviewId?: string | null;
-  requestId?: string | null;
-  previousStatus: string | null;
-  status: string;
-  details?: Record<string, JsonValue>;
-  detectedAt: Date;
-  runId: string | null;
-}
+export type { NewAlert } from './alert.ts';
 
 /**
  * Appends alerts in one statement, skipping any whose dedupe_key exists (the same event
@@ -430,4 +415,45 @@ export async function reopenSkipped(
         where s.sink = any(${sinks}::text[]))
       and a.detected_at >= ${options.since ?? new Date(0)}::timestamptz`.execute(db);
   return Number(result.numAffectedRows ?? 0);
+}
+
+export interface AlertsTable {
+  alert_id: Generated<number>;
+  kind: string;
+  dedupe_key: string;
+  account_name: string | null;
+  /** Null (migration 0007) for `sync_failed` and `sync_stale`: a run or an account. */
+  business_id: number | null;
+  listing_id: number | null;
+  site_name: string | null;
+  previous_status: string | null;
+  status: string;
+  detected_at: Timestamp;
+  delivered_at: Timestamp | null;
+  attempts: Generated<number>;
+  last_error: string | null;
+  /** Added: when a failed delivery may be retried; null means now. */
+  next_attempt_at: Timestamp | null;
+  run_id: string | null;
+  /** Migration 0002: names of the sinks that took the alert (`slack`, `webhook`). */
+  delivered_sinks: JsonWithDefault;
+  /** Migration 0004: the review response request of a `review_response_failed` alert. */
+  request_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Migration 0007: the keyword of a `rank_drop`. */
+  keyword: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Migration 0007: the review of a `low_rating_review`. */
+  review_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Migration 0007: what changed (ranks, a rating, a run's status), per kind. */
+  details: JsonWithDefault;
+  /**
+   * Migration 0018: names of the sinks that will not get the alert, because it was raised
+   * before they were configured (docs/alerts.md, "A sink added later").
+   */
+  skipped_sinks: JsonWithDefault;
+}
+
+declare module '../warehouse/database.ts' {
+  interface Database {
+    alerts: AlertsTable;
+  }
 }

@@ -10,7 +10,8 @@
  */
 import type { Kysely } from 'kysely';
 import { redactText } from '../log.ts';
-import type { AlertSinksTable, Database, JsonValue } from '../warehouse/database.ts';
+import type { Database, JsonValue } from '../warehouse/database.ts';
+import type { AlertForDelivery } from './alert.ts';
 import {
   type AlertReadRow,
   alertIdsOfRuns,
@@ -21,59 +22,12 @@ import {
   recordAttempts,
   undeliveredAlertIdsAfter,
 } from './outbox-rows.ts';
-import { insertNewSinks, setSinkSkipped } from './sink-rows.ts';
+import { type AlertSinksTable, insertNewSinks, setSinkSkipped } from './sink-rows.ts';
+
+export type { AlertForDelivery } from './alert.ts';
 
 /** What a sink does with the alerts raised before it was first configured (ALERT_BACKLOG). */
 export type BacklogPolicy = AlertSinksTable['backlog'];
-
-/** One alert with what a message needs. */
-export interface AlertForDelivery {
-  alertId: number;
-  kind: string;
-  dedupeKey: string;
-  accountName: string | null;
-  businessId: number | null;
-  businessName: string | null;
-  listingId: number | null;
-  siteName: string | null;
-  keyword: string | null;
-  previousStatus: string | null;
-  status: string;
-  details: Record<string, JsonValue>;
-  detectedAt: Date;
-  runId: string | null;
-  attempts: number;
-  deliveredSinks: string[];
-  /** Sinks that will not get it: it was raised before they were configured (ALERT_BACKLOG=skip). */
-  skippedSinks: string[];
-  /** The listing as stored now; null when the alert names none or its row is gone. */
-  listing: {
-    name: string | null;
-    nameValid: boolean | null;
-    phone: string | null;
-    phoneValid: boolean | null;
-    address: string | null;
-    addressValid: boolean | null;
-    liveLink: string | null;
-  } | null;
-  /** For `review_response_failed`: the request and its review as stored now. */
-  responseRequest: {
-    requestId: string;
-    reviewId: string;
-    content: string;
-    submittedAt: Date;
-    reviewAuthor: string | null;
-    reviewPermalink: string | null;
-  } | null;
-  /** For `low_rating_review`: the review as stored now. */
-  review: {
-    reviewId: string;
-    rating: number | null;
-    authorName: string | null;
-    content: string | null;
-    permalink: string | null;
-  } | null;
-}
 
 export interface ClaimOptions {
   limit: number;

@@ -1,17 +1,17 @@
 /**
  * The one entry point from what the warehouse changed to the alerts it raises: the writers
- * report their changes (`src/warehouse/changes.ts`), and this hands each run of
+ * report their changes (`src/warehouse/write/changes.ts`), and this hands each run of
  * consecutive changes of one type to the kinds raised from that type (their entries'
- * `raise`, src/alerts/kind-entries.ts), in the writer's transaction, so the outbox rows
+ * `raise`, src/alerts/kinds/index.ts), in the writer's transaction, so the outbox rows
  * commit with the data. The kinds are raised in the order the changes come; kinds of the
  * same change type in the entries' order (a business's listing transitions: newly
  * Inaccurate, then broken again).
  */
 import type { AlertRules } from '../config/alert-rules.ts';
-import type { Change, ChangeHandler } from '../warehouse/changes.ts';
 import type { Db } from '../warehouse/database.ts';
-import { ALERT_KIND_ENTRIES } from './kind-entries.ts';
-import type { ChangeType, KindRaise } from './kinds.ts';
+import type { Change, ChangeHandler } from '../warehouse/write/changes.ts';
+import { ALERT_KIND_ENTRIES } from './kinds/index.ts';
+import type { ChangeType, KindRaise } from './kinds/kind.ts';
 import { DEFAULT_ALERT_RULES } from './rules.ts';
 
 type ChangeRaise = Exclude<KindRaise, { on: 'sync_runs' }>;

@@ -4,8 +4,8 @@
  * dispatcher runs with it; what a new sink does with the older alerts is src/alerts'
  * (src/alerts/outbox.ts, `recordSinksSeen`).
  */
-import type { Kysely } from 'kysely';
-import type { AlertSinksTable, Database, Db } from '../warehouse/database.ts';
+import type { ColumnType, Kysely } from 'kysely';
+import type { Database, Db, Timestamp } from '../warehouse/database.ts';
 
 type Backlog = AlertSinksTable['backlog'];
 
@@ -55,4 +55,23 @@ export async function sinksSeen(
     backlog: row.backlog,
     skipped: row.skipped,
   }));
+}
+
+/**
+ * Migration 0018: one row per sink name, written the first time a dispatcher runs with it
+ * (docs/warehouse.md, "alert_sinks").
+ */
+export interface AlertSinksTable {
+  sink: string;
+  first_seen_at: Timestamp;
+  /** ALERT_BACKLOG when the sink was first seen. */
+  backlog: 'skip' | 'send';
+  /** How many alerts raised before it were marked as skipping it. */
+  skipped: ColumnType<number, number | undefined, number>;
+}
+
+declare module '../warehouse/database.ts' {
+  interface Database {
+    alert_sinks: AlertSinksTable;
+  }
 }

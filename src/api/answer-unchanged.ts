@@ -1,6 +1,6 @@
 /**
  * A signal, not a failure: a read answered a body whose rows the caller already holds
- * (`CallOptions.unchanged`, src/warehouse/applied-answers.ts), so the body was not
+ * (`CallOptions.unchanged`, src/warehouse/write/applied-answers.ts), so the body was not
  * parsed. The call rejects with it so that a caller that did not ask cannot mistake it
  * for a value; the one that asked catches it (`error instanceof AnswerUnchanged`) and
  * calls `parse()` only if it needs the value after all.

@@ -18,6 +18,16 @@ import { type Config, DEFAULTS } from '../config/index.ts';
 import { type Logger, silentLogger } from '../log.ts';
 import { AnswerUnchanged } from './answer-unchanged.ts';
 import { type AnswerBounds, answerBoundsOf, resolveAnswerBounds } from './bounds.ts';
+import { idSegment } from './path-segments.ts';
+import { ApiError, type OperationName } from './transport/errors.ts';
+import { accountFor } from './transport/limits.ts';
+import {
+  type Clock,
+  type RetryPolicy,
+  resolveRetryPolicy,
+  systemClock,
+} from './transport/retry.ts';
+import { runWithRetries } from './transport/retry-loop.ts';
 import {
   type ApiClient,
   type CallOptions,
@@ -25,32 +35,27 @@ import {
   clientFor,
   stateOf,
   type UpstreamCall,
-} from './client-state.ts';
-import { ApiError, type OperationName } from './errors.ts';
-import { accountFor } from './limits.ts';
-import { idSegment } from './path-segments.ts';
-import { type Clock, type RetryPolicy, resolveRetryPolicy, systemClock } from './retry.ts';
-import { runWithRetries } from './retry-loop.ts';
-import { type ApiStats, countOutcome, emptyStats, snapshotStats } from './stats.ts';
+} from './transport/state.ts';
+import { type ApiStats, countOutcome, emptyStats, snapshotStats } from './transport/stats.ts';
 import {
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_TIMEOUTS,
   type ResponseObserver,
-} from './transport.ts';
+} from './transport/transport.ts';
 
 export { type ProxySettings, proxyFromEnvironment } from '../config/index.ts';
 export { AnswerUnchanged } from './answer-unchanged.ts';
-export type { ApiClient, CallOptions, HttpMethod, UpstreamCall } from './client-state.ts';
 export { idSegment, textSegment } from './path-segments.ts';
-export type { ApiStats } from './stats.ts';
+export type { ApiClient, CallOptions, HttpMethod, UpstreamCall } from './transport/state.ts';
+export type { ApiStats } from './transport/stats.ts';
 export {
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_REQUEST_TIMEOUT_MS,
   type ObservedResponse,
   type ResponseObserver,
   templatedPath,
-} from './transport.ts';
+} from './transport/transport.ts';
 
 export interface ApiClientOptions {
   /** Requests in flight overall. Default 16. */

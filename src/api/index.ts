@@ -37,15 +37,6 @@ export {
   upstreamNow,
 } from './client.ts';
 export {
-  API_ERROR_CODES,
-  ApiError,
-  type ApiErrorCode,
-  isApiError,
-  isValidationCode,
-  OPERATIONS,
-  type OperationName,
-} from './errors.ts';
-export {
   addKeyword,
   deleteKeyword,
   type Keyword,
@@ -88,7 +79,6 @@ export {
   stateShape,
   subCategoryShape,
 } from './reference.ts';
-export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.ts';
 export {
   getResponseStatus,
   listReviews,
@@ -99,6 +89,16 @@ export {
   reviewResponseShape,
   reviewShape,
 } from './reviews.ts';
+export {
+  API_ERROR_CODES,
+  ApiError,
+  type ApiErrorCode,
+  isApiError,
+  isValidationCode,
+  OPERATIONS,
+  type OperationName,
+} from './transport/errors.ts';
+export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './transport/retry.ts';
 export type * from './types.ts';
 export {
   KNOWN_REVIEW_TYPES,

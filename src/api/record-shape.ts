@@ -360,7 +360,7 @@ export function isRecordShape(value: unknown): value is AnyShape {
  * A shape's column list as text, one line a field in the shape's order: the field, its
  * table column (`-` when the table does not store it), its SQL type, `derived` when the
  * row holds a value computed from the field, and a list column's element shape. The answers stamp digests it
- * (src/warehouse/applied-answers.ts): a column added, renamed, retyped or derived otherwise
+ * (src/warehouse/write/applied-answers.ts): a column added, renamed, retyped or derived otherwise
  * moves it. Only what decides a row: not the Airbyte record's JSON schema, whose
  * descriptions and zod's own patterns and bounds would move the stamp, and re-apply every
  * answer, with no row changed.

@@ -6,9 +6,9 @@
 import { z } from 'zod';
 import type { Credential } from '../config/index.ts';
 import { type ApiClient, type CallOptions, callUpstream, idSegment } from './client.ts';
-import type { OperationName } from './errors.ts';
 import { columns as c, recordShape } from './record-shape.ts';
 import { id, parseRecords, storableString, text } from './schemas.ts';
+import type { OperationName } from './transport/errors.ts';
 import type { ListResult } from './types.ts';
 
 /** A record of an `{id, name}` list: a country, or a sub category. */

@@ -18,9 +18,10 @@
  * the first SIGTERM would (a long-running one winds down cleanly), and later writes to
  * that stream are dropped (docs/running.md, "Signals").
  */
-import { EXIT } from '../command/exit-codes.ts';
-import type { CliIo } from '../command/io.ts';
+
 import { processEnvironment } from '../config/environment.ts';
+import { EXIT } from './command/exit-codes.ts';
+import type { CliIo } from './command/io.ts';
 
 async function readAllStdin(): Promise<string> {
   const chunks: Buffer[] = [];

@@ -2,21 +2,21 @@
  * The command line: migrate | sync | serve | alerts | sandbox | demo | report | check |
  * config | runs | api | keywords, one file each under src/cli/commands/.
  *
- * `main(argv, io)` runs a command with the I/O context it is given (src/command/io.ts) and
+ * `main(argv, io)` runs a command with the I/O context it is given (src/cli/command/io.ts) and
  * returns its exit code (README.md, "Commands": 0 success, 1 fatal, 2 usage, 3 partial);
  * tests call it in-process. The process entry is src/cli/main.ts.
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { EXIT } from '../command/exit-codes.ts';
-import type { CliIo } from '../command/io.ts';
-import { printError } from '../command/print-error.ts';
-import { environmentHelp } from '../command/settings-bridge.ts';
 import { ConfigError } from '../config/index.ts';
 import { withLineage } from '../lineage/run.ts';
 import { lineageSettings } from '../lineage/settings.ts';
 import { createLogger } from '../log.ts';
 import { startTracing, type Tracing, type TracingOptions } from '../tracing.ts';
+import { EXIT } from './command/exit-codes.ts';
+import type { CliIo } from './command/io.ts';
+import { printError } from './command/print-error.ts';
+import { environmentHelp } from './command/settings-bridge.ts';
 import { registerAirbyteCommand } from './commands/airbyte.ts';
 import { registerAlertsCommand } from './commands/alerts.ts';
 import { registerApiCommand } from './commands/api.ts';

@@ -70,7 +70,7 @@ const names = z.array(z.string().min(1, { error: 'must not be blank' }), {
 
 /**
  * The alert kinds (`alerts.kind`): the one list of them. It lives in the base so that the
- * rules file's schema can be keyed by it; src/alerts/kinds.ts builds each kind's entry
+ * rules file's schema can be keyed by it; src/alerts/kinds/kind.ts builds each kind's entry
  * (label, severity, icon, message, raise) over the same list, and the type check fails
  * when a kind lacks a rule here or an entry there (docs/alerts.md, "Alert rules").
  */

@@ -23,13 +23,12 @@
 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { LISTING_INACCURATE } from '../alerts/kinds.ts';
+import { LISTING_INACCURATE } from '../alerts/kinds/index.ts';
 import { digestMessages } from '../alerts/messages.ts';
 import { alertsOfRuns } from '../alerts/outbox.ts';
 import { createConfiguredApiClient } from '../api/client.ts';
-import type { ApiClient } from '../api/client-state.ts';
+import type { ApiClient } from '../api/transport/state.ts';
 import { addDays, daysBetween } from '../calendar-day.ts';
-import { UsageError } from '../command/usage-error.ts';
 import { type Config, DEMO_PGLITE_DATA_DIR } from '../config/index.ts';
 import { type Logger, redactUrl } from '../log.ts';
 import { writeReport } from '../report/write-report.ts';
@@ -38,6 +37,7 @@ import { ID_SPAN } from '../sandbox/world.ts';
 import type { SyncProgress } from '../sync/options.ts';
 import { startTerminalBar } from '../sync/progress.ts';
 import { runSync, type SyncResult } from '../sync/run.ts';
+import { UsageError } from '../usage-error.ts';
 import type { Database } from '../warehouse/database.ts';
 import { openWarehouse, type Warehouse } from '../warehouse/driver/connection.ts';
 import { migrateToLatest } from '../warehouse/driver/migrate.ts';

@@ -5,7 +5,7 @@
  * tables agree), the credential's other reads (its business list, reference data,
  * operation-10 polls, a business that read as missing) when the credential is done.
  */
-import type { Kysely, Transaction } from 'kysely';
+import type { ColumnType, Kysely, Transaction } from 'kysely';
 import { type ApiClient, type ObservedResponse, observeResponses } from '../api/client.ts';
 import type { Credential } from '../api/index.ts';
 import type { Database } from '../warehouse/database.ts';
@@ -211,4 +211,25 @@ function bodiesToInsert(reads: readonly KeptRead[], kept: readonly BodyBase[]): 
     });
   });
   return out;
+}
+
+/**
+ * One distinct upstream body, compressed (migration 0011; docs/warehouse.md, "Raw zone").
+ * Its hashes are the sha256's 32 bytes since migration 0035: the raw zone's statements
+ * convert them to and from the program's hex (`encode(…, 'hex')`, `decode(…, 'hex')`).
+ */
+export interface RawBodiesTable {
+  body_hash: Uint8Array;
+  encoding: string;
+  size: number;
+  bytes: Uint8Array;
+  first_seen_at: ColumnType<Date, Date | undefined, never>;
+  /** Migration 0032: a delta's base (a body kept whole); null for a body kept whole. */
+  base_hash: Uint8Array | null;
+}
+
+declare module '../warehouse/database.ts' {
+  interface Database {
+    raw_bodies: RawBodiesTable;
+  }
 }

@@ -2,11 +2,11 @@
  * The raw zone's writes, `raw_reads` and `raw_bodies` (docs/warehouse.md, "Raw zone:
  * raw_bodies, raw_reads"; docs/replay.md, "The raw zone"): rows in, as src/raw/capture.ts
  * builds them (what a read keeps, its body compressed). Every business runs these, so each
- * statement's text is built once (src/warehouse/bulk-write.ts).
+ * statement's text is built once (src/warehouse/write/bulk-write.ts).
  */
-import { CompiledQuery, type Selectable } from 'kysely';
-import { arrayLiteral } from '../warehouse/bulk-write.ts';
-import type { Db, RawReadsTable } from '../warehouse/database.ts';
+import { type ColumnType, CompiledQuery, type Generated, type Selectable } from 'kysely';
+import type { Db } from '../warehouse/database.ts';
+import { arrayLiteral } from '../warehouse/write/bulk-write.ts';
 
 /** One distinct body to keep, compressed. */
 export interface RawBodyToInsert {
@@ -340,3 +340,51 @@ const BODY_BASES = `
        limit 1) prev on true
     left join raw_bodies p on p.body_hash = decode(prev.body_hash, 'hex')
     left join raw_bodies base on base.body_hash = coalesce(p.base_hash, p.body_hash)`;
+
+/**
+ * One upstream read of a sync: what was asked, when, the status, and its body's hash. A
+ * view since migration 0035 (one row per read of `raw_read_sets`): read it, write sets.
+ */
+export interface RawReadsTable {
+  read_id: Generated<number>;
+  run_id: string;
+  account_name: string;
+  business_id: number | null;
+  operation: string;
+  request: string;
+  attempt: number;
+  status: number;
+  observed_at: Date;
+  body_hash: string;
+  /** Migration 0015: a read of a business whose transaction never committed: not replayed. */
+  uncommitted: ColumnType<boolean, boolean | undefined, boolean>;
+}
+
+/**
+ * The reads of one business and night (or of the credential, at one time), as stored
+ * (migration 0035; docs/warehouse.md, "Raw zone"). Written by src/raw/reads.ts alone;
+ * everything else reads the `raw_reads` view.
+ */
+export interface RawReadSetsTable {
+  set_id: Generated<number>;
+  run_id: string;
+  account_name: string;
+  business_id: number | null;
+  observed_at: Date;
+  uncommitted: ColumnType<boolean, boolean | undefined, boolean>;
+  aged_out: ColumnType<boolean, boolean | undefined, boolean>;
+  /**
+   * A line per read, in read order: `operation request attempt status`, a request under
+   * `/businesses/<business_id>` written `~` and the rest.
+   */
+  reads: string;
+  /** The reads' sha256, 32 bytes each, concatenated in read order. */
+  body_hashes: Uint8Array;
+}
+
+declare module '../warehouse/database.ts' {
+  interface Database {
+    raw_reads: RawReadsTable;
+    raw_read_sets: RawReadSetsTable;
+  }
+}

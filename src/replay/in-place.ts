@@ -31,7 +31,7 @@ import type { Logger } from '../log.ts';
 import { NIGHTLY_LOCK_KEY } from '../sync/run.ts';
 import type { Db } from '../warehouse/database.ts';
 import type { Warehouse } from '../warehouse/driver/connection.ts';
-import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
+import { tryAcquireSyncLock } from '../warehouse/runs/sync-lock.ts';
 import {
   type KeptWholeReason,
   lockMergedTables,

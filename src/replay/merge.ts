@@ -12,7 +12,7 @@
  */
 import { type RawBuilder, sql, type Transaction } from 'kysely';
 import type { Database, Db } from '../warehouse/database.ts';
-import type { Merge, Owner, ReplayTable } from '../warehouse/replay-table.ts';
+import type { Merge, Owner, ReplayTable } from '../warehouse/write/replay-table.ts';
 import { type ColumnInfo, columnsOf, idsPastLive, windowsTable } from './scratch.ts';
 import { REPLAY_TABLES } from './tables.ts';
 

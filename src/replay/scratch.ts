@@ -6,7 +6,7 @@
  */
 import { type RawBuilder, sql } from 'kysely';
 import type { Db } from '../warehouse/database.ts';
-import type { ReplayTable, WoundBack } from '../warehouse/replay-table.ts';
+import type { ReplayTable, WoundBack } from '../warehouse/write/replay-table.ts';
 import { REPLAY_TABLES } from './tables.ts';
 
 /** Drops the scratch schema and all it holds; nothing when there is none. */

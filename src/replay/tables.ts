@@ -17,8 +17,8 @@ import {
   type ReplayTable,
   setBefore,
   time,
-} from '../warehouse/replay-table.ts';
-import { WRITE_ORDER } from '../warehouse/stream-writers.ts';
+} from '../warehouse/write/replay-table.ts';
+import { WRITE_ORDER } from '../warehouse/write/stream-writers.ts';
 
 /** Reference data, upserted by key; a live row keeps its `updated_at`. */
 const REFERENCE: Merge = { kind: 'upsert', leaveOut: ['updated_at'] };

@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FaultDecision } from './faults.ts';
 import { type OperationResult, SANDBOX_MESSAGES } from './operations.ts';
-import type { SandboxClock } from './server.ts';
+import type { SandboxClock } from './sandbox-state.ts';
 
 const BAD_GATEWAY_HTML =
   '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n';

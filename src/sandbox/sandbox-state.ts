@@ -7,8 +7,38 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../log.ts';
 import type { BodyCache } from './body-cache.ts';
 import type { FaultState } from './faults.ts';
-import type { SandboxClock, SandboxCredential, SandboxStats } from './server.ts';
 import { today, type World } from './world.ts';
+
+/**
+ * The sandbox's time: added latency, a dripped body's ticks and the pauses between webhook
+ * delivery attempts wait on `sleep`; the rate limit's buckets, the time of day in each
+ * answer's `Date` and a webhook event's time read `now`. A test gives a clock it moves by
+ * hand, so that it can hold a request and release it by moving the time, and assert the
+ * order of what happens rather than how long it took (docs/development.md, "The test
+ * suite"). The same shape as the API client's clock, but the sandbox's own: the sandbox is
+ * a separate program, written from the spec, and imports nothing of the client.
+ */
+export interface SandboxClock {
+  /** Milliseconds since the epoch, as `Date.now()`. */
+  now(): number;
+  /** Resolves after `ms`; rejects with the signal's reason as soon as it aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+export interface SandboxCredential {
+  name: string;
+  /** Everything before `/api/v2`. */
+  baseUrl: string;
+  authToken: string;
+  userEmail: string;
+}
+
+export interface SandboxStats {
+  requests: number;
+  /** Operation name → outcome (`ok`, `auth_failure`, `not_found`, `validation`, `429`, ...) → count. */
+  byOperation: Record<string, Record<string, number>>;
+  malformedRecordsServed: number;
+}
 
 export interface SandboxState {
   world: World;

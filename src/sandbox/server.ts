@@ -14,12 +14,21 @@ import { registerApiRoutes, registerBodyParsers } from './api-routes.ts';
 import { createBodyCache } from './body-cache.ts';
 import { registerControlRoutes } from './control-routes.ts';
 import { createFaultState, DEFAULT_FAULTS, type FaultSettings, mergeFaults } from './faults.ts';
-import { advanceDays, answerDate, emptyStats, type SandboxState } from './sandbox-state.ts';
+import {
+  advanceDays,
+  answerDate,
+  emptyStats,
+  type SandboxClock,
+  type SandboxCredential,
+  type SandboxState,
+  type SandboxStats,
+} from './sandbox-state.ts';
 import { createWorld, today } from './world.ts';
 
 export type { FaultSettings, ScriptedFault } from './faults.ts';
 /** No faults at all: what a test restores between cases. */
 export { DEFAULT_FAULTS } from './faults.ts';
+export type { SandboxClock, SandboxCredential, SandboxStats } from './sandbox-state.ts';
 
 export interface SandboxOptions {
   seed?: number;
@@ -37,42 +46,11 @@ export interface SandboxOptions {
   clock?: SandboxClock;
 }
 
-/**
- * The sandbox's time: added latency, a dripped body's ticks and the pauses between webhook
- * delivery attempts wait on `sleep`; the rate limit's buckets, the time of day in each
- * answer's `Date` and a webhook event's time read `now`. A test gives a clock it moves by
- * hand, so that it can hold a request and release it by moving the time, and assert the
- * order of what happens rather than how long it took (docs/development.md, "The test
- * suite"). The same shape as the API client's clock, but the sandbox's own: the sandbox is
- * a separate program, written from the spec, and imports nothing of the client.
- */
-export interface SandboxClock {
-  /** Milliseconds since the epoch, as `Date.now()`. */
-  now(): number;
-  /** Resolves after `ms`; rejects with the signal's reason as soon as it aborts. */
-  sleep(ms: number, signal?: AbortSignal): Promise<void>;
-}
-
 /** The real time: what the sandbox always waited on, a timer per wait. */
 export const wallClock: SandboxClock = Object.freeze({
   now: () => Date.now(),
   sleep,
 });
-
-export interface SandboxCredential {
-  name: string;
-  /** Everything before `/api/v2`. */
-  baseUrl: string;
-  authToken: string;
-  userEmail: string;
-}
-
-export interface SandboxStats {
-  requests: number;
-  /** Operation name → outcome (`ok`, `auth_failure`, `not_found`, `validation`, `429`, ...) → count. */
-  byOperation: Record<string, Record<string, number>>;
-  malformedRecordsServed: number;
-}
 
 export interface RunningSandbox {
   baseUrl: string;

@@ -1,9 +1,9 @@
 /**
- * serve's alert passes: the sync health checks (src/alerts/sync-health.ts) and an alert
+ * serve's alert passes: the sync health checks (src/alerts/kinds/sync-health.ts) and an alert
  * dispatch, one at a time, queued after each scheduled run and on the interval.
  */
 import type { AlertDispatcher } from '../alerts/dispatcher.ts';
-import { raiseSyncHealthAlerts } from '../alerts/sync-health.ts';
+import { raiseSyncHealthAlerts } from '../alerts/kinds/sync-health.ts';
 import type { Config } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import type { Warehouse } from '../warehouse/driver/connection.ts';

@@ -15,7 +15,7 @@ import { countAlertsByKind, countPendingBySink } from '../alerts/outbox-rows.ts'
 import { type ApiClient, apiStats } from '../api/index.ts';
 import type { SyncResult } from '../sync/run.ts';
 import type { Database } from '../warehouse/database.ts';
-import { lastSuccessfulRunAt } from '../warehouse/sync-runs.ts';
+import { lastSuccessfulRunAt } from '../warehouse/runs/sync-runs.ts';
 
 /**
  * How a delivery to POST /webhooks ended. `unprocessable`: signed JSON the warehouse cannot

@@ -3,7 +3,7 @@
  * listener on METRICS_PORT with /metrics and health (metrics are not for the public that
  * sends webhooks: docs/serve.md, "Metrics"), the sync schedule, and the alert dispatcher (after each scheduled run and on an interval).
  * On the same interval it checks `sync_runs` for the `sync_failed` and `sync_stale` rules
- * (src/alerts/sync-health.ts), so a load that failed or never ran raises an alert
+ * (src/alerts/kinds/sync-health.ts), so a load that failed or never ran raises an alert
  * whoever was meant to run it.
  * `startServe` takes what it runs on (warehouse, API client, logger) so tests start it
  * in-process; `command.ts` wires it to the configuration and the process signals.

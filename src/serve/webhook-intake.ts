@@ -33,7 +33,7 @@ import {
   type BoostInput,
   recordWebhookEvent,
   type WebhookEventInput,
-} from '../warehouse/webhook-events.ts';
+} from '../warehouse/runs/webhook-events.ts';
 import { SIGNATURE_HEADER, verifySignature } from '../webhook-signature.ts';
 import type { WebhookOutcome } from './metrics.ts';
 

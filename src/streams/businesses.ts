@@ -31,7 +31,7 @@ export const businesses = defineStream({
   daily: false,
   bounds: [],
   // Archiving (a business that leaves the list) is the list's, guarded per account
-  // (src/warehouse/held-removals.ts, `holdsBusinessList`), not a removal of this read.
+  // (src/warehouse/write/held-removals.ts, `holdsBusinessList`), not a removal of this read.
   removals: 'none',
   replay: 'business-reads',
   catalog: [

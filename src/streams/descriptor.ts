@@ -10,7 +10,7 @@
  *   (docs/warehouse.md, "Answers applied");
  * - a *record stream* is a per-business stream other than the profile (`businesses` is the
  *   business row itself): the sync hands its records to the stream's writer
- *   (src/warehouse/stream-writers.ts);
+ *   (src/warehouse/write/stream-writers.ts);
  * - a *catalog stream* is what the Airbyte source offers (docs/airbyte.md, "Streams"): a
  *   stream may offer several (reviews and review_responses come from one answer).
  *

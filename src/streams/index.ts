@@ -76,9 +76,9 @@ export const DAILY_READS: readonly DailyRead[] = STREAM_DESCRIPTORS.filter(
 
 /**
  * The record streams: every per-business stream but the profile (`businesses`, whose read
- * is the business row itself, src/warehouse/businesses.ts). The sync builds each one's
+ * is the business row itself, src/warehouse/tables/businesses.ts). The sync builds each one's
  * records from its reads (`streamRecords`) and the warehouse writes them with the stream's
- * writer (src/warehouse/stream-writers.ts), in the order of that registry.
+ * writer (src/warehouse/write/stream-writers.ts), in the order of that registry.
  */
 type RecordDescriptor = Exclude<Extract<Descriptor, { scope: 'business' }>, { name: 'businesses' }>;
 export type RecordStream = RecordDescriptor['name'];

@@ -6,12 +6,12 @@
  * siblings load; `This business doesn't exist` marks a listed business archived.
  */
 
+import { removalLimitUnder } from '../alerts/kinds/volume-drop.ts';
 import { alertsUnder } from '../alerts/raise-for-changes.ts';
 import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
-import { removalLimitUnder } from '../alerts/volume-drop.ts';
 import { AnswerUnchanged, type CallOptions } from '../api/client.ts';
-import { ApiError } from '../api/errors.ts';
 import type { BusinessSummary, Credential, ListResult } from '../api/index.ts';
+import { ApiError } from '../api/transport/errors.ts';
 import { utcDay } from '../calendar-day.ts';
 import { keptBody } from '../raw/body.ts';
 import { writeRawReads } from '../raw/capture.ts';
@@ -24,6 +24,8 @@ import {
   streamRecords,
 } from '../streams/index.ts';
 import { inSpan } from '../tracing.ts';
+import type { Db } from '../warehouse/database.ts';
+import { markBusinessMissing, summaryLeavesRow } from '../warehouse/tables/businesses.ts';
 import {
   type AnswerHashes,
   type AnswerRead,
@@ -31,15 +33,13 @@ import {
   appliedFor,
   NO_ANSWERS_APPLIED,
   readAppliedAnswers,
-} from '../warehouse/applied-answers.ts';
-import { markBusinessMissing, summaryLeavesRow } from '../warehouse/businesses.ts';
-import type { Db } from '../warehouse/database.ts';
+} from '../warehouse/write/applied-answers.ts';
 import {
   type BusinessSnapshot,
   mergeWriteStats,
   writeBusinessSnapshotIsolating,
-} from '../warehouse/snapshot.ts';
-import { addCounts } from '../warehouse/write-stats.ts';
+} from '../warehouse/write/snapshot.ts';
+import { addCounts } from '../warehouse/write/write-stats.ts';
 import type { RunContext } from './run-context.ts';
 import { errorText, recordFailure } from './stats.ts';
 import { retryingAborts } from './transaction-retry.ts';
@@ -59,7 +59,7 @@ export function isCredentialStop(error: unknown): error is ApiError {
 /**
  * A read's outcome, kept rather than thrown, so one failed stream spares the others.
  * `unchanged`: the body is the one its stream's rows were last built from
- * (src/warehouse/applied-answers.ts), not parsed; `parse()` reads it when needed.
+ * (src/warehouse/write/applied-answers.ts), not parsed; `parse()` reads it when needed.
  */
 export type Fetched<T> =
   | { ok: true; value: T }

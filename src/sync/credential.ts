@@ -6,22 +6,22 @@
  * failure stops this credential only.
  */
 import pLimit from 'p-limit';
+import { raiseVolumeDrop, removalLimitUnder } from '../alerts/kinds/volume-drop.ts';
 import { DEFAULT_ALERT_RULES } from '../alerts/rules.ts';
-import { raiseVolumeDrop, removalLimitUnder } from '../alerts/volume-drop.ts';
-import { ApiError } from '../api/errors.ts';
 import type { BusinessSummary, Credential, ListResult } from '../api/index.ts';
 import { listBusinesses } from '../api/index.ts';
 import { readableIdOf } from '../api/schemas.ts';
+import { ApiError } from '../api/transport/errors.ts';
 import type { Logger } from '../log.ts';
 import { inSpan } from '../tracing.ts';
-import { markAccountSynced, upsertAccount } from '../warehouse/accounts.ts';
+import { describeDatabaseError, timeoutsOf } from '../warehouse/driver/connection.ts';
+import { isWarehouseGone, WarehouseGoneError } from '../warehouse/driver/outage.ts';
+import { markAccountSynced, upsertAccount } from '../warehouse/runs/accounts.ts';
 import {
   archiveMissingBusinesses,
   liveBusinessIds,
   storedBusinessSummaries,
-} from '../warehouse/businesses.ts';
-import { describeDatabaseError, timeoutsOf } from '../warehouse/driver/connection.ts';
-import { isWarehouseGone, WarehouseGoneError } from '../warehouse/driver/outage.ts';
+} from '../warehouse/tables/businesses.ts';
 import {
   type BusinessListHeld,
   businessListKey,
@@ -29,7 +29,7 @@ import {
   heldBusinessList,
   holdsBusinessList,
   recordBusinessListHold,
-} from '../warehouse/held-removals.ts';
+} from '../warehouse/write/held-removals.ts';
 import { isCredentialStop, syncBusiness } from './business.ts';
 import { DEFAULT_BUSINESS_CONCURRENCY, type SyncOptions } from './options.ts';
 import { pollResponseRequests } from './response-requests.ts';

@@ -5,7 +5,7 @@
  * rather than going quiet (docs/configuration.md, "Limits").
  */
 import type { Logger } from '../log.ts';
-import type { SyncProgress } from './options.ts';
+import type { SyncProgress } from './progress.ts';
 
 /** The time and the repeating timer the `still working` line runs on; injectable for tests. */
 export interface Ticker {

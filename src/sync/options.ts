@@ -6,6 +6,7 @@ import type { Logger } from '../log.ts';
 import type { Stream } from '../streams/index.ts';
 import type { Warehouse } from '../warehouse/driver/connection.ts';
 import type { Ticker } from './in-flight.ts';
+import type { SyncProgress } from './progress.ts';
 import type { Shard } from './shard.ts';
 
 /**
@@ -13,6 +14,7 @@ import type { Shard } from './shard.ts';
  * is the full profile read; the list is always read.
  */
 export { STREAMS, type Stream } from '../streams/index.ts';
+export type { SyncProgress } from './progress.ts';
 
 /**
  * Defaults of `businessConcurrency` and `overallBusinessConcurrency`: those of
@@ -27,15 +29,6 @@ export const DEFAULT_OVERALL_BUSINESS_CONCURRENCY = DEFAULTS.syncConcurrency;
  * second; 15 s fits in Kubernetes' default 30 s termination grace with room to record.
  */
 export const DEFAULT_STOP_GRACE_MS = 15_000;
-
-export interface SyncProgress {
-  accountsTotal: number;
-  accountsDone: number;
-  businessesTotal: number;
-  businessesDone: number;
-  requests: number;
-  elapsedSeconds: number;
-}
 
 export interface SyncOptions {
   warehouse: Warehouse;

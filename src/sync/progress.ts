@@ -5,7 +5,16 @@
  */
 import cliProgress from 'cli-progress';
 import { type Logger, routeTerminalLines } from '../log.ts';
-import type { SyncProgress } from './options.ts';
+
+/** A run's counts so far, as the progress line and the `still working` line show them. */
+export interface SyncProgress {
+  accountsTotal: number;
+  accountsDone: number;
+  businessesTotal: number;
+  businessesDone: number;
+  requests: number;
+  elapsedSeconds: number;
+}
 
 export interface ProgressReporter {
   update(progress: SyncProgress): void;

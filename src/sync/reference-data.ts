@@ -11,8 +11,8 @@ import type { Logger } from '../log.ts';
 import type { Database } from '../warehouse/database.ts';
 import { timeoutsOf } from '../warehouse/driver/connection.ts';
 import { isWarehouseGone, WarehouseGoneError } from '../warehouse/driver/outage.ts';
-import { writeReferenceData } from '../warehouse/reference-data.ts';
-import { mergeWriteStats } from '../warehouse/snapshot.ts';
+import { writeReferenceData } from '../warehouse/tables/reference-data.ts';
+import { mergeWriteStats } from '../warehouse/write/snapshot.ts';
 import { quarantineRejected, type RunContext } from './run-context.ts';
 import { errorText } from './stats.ts';
 

@@ -7,15 +7,15 @@
 
 import pLimit from 'p-limit';
 import { alertsUnder } from '../alerts/raise-for-changes.ts';
-import { ApiError } from '../api/errors.ts';
 import type { Credential } from '../api/index.ts';
 import { getResponseStatus } from '../api/index.ts';
+import { ApiError } from '../api/transport/errors.ts';
 import {
   closeInvalidResponseRequest,
   openResponseRequests,
   recordResponseStatus,
   recordResponseStatusError,
-} from '../warehouse/review-response-requests.ts';
+} from '../warehouse/runs/review-response-requests.ts';
 import { DEFAULT_BUSINESS_CONCURRENCY } from './options.ts';
 import type { RunContext } from './run-context.ts';
 import { errorText, recordFailure } from './stats.ts';

@@ -4,7 +4,7 @@ import type { CallOptions } from '../api/client.ts';
 import type { Credential, RejectedRecord } from '../api/index.ts';
 import type { Logger } from '../log.ts';
 import { type RawCapture, writeRawReads } from '../raw/capture.ts';
-import { quarantineRecords } from '../warehouse/quarantine.ts';
+import { quarantineRecords } from '../warehouse/write/quarantine.ts';
 import type { InFlight } from './in-flight.ts';
 import type { ObservationClock } from './observation-clock.ts';
 import type { Stream, SyncOptions, SyncProgress } from './options.ts';

@@ -34,8 +34,12 @@ import { currentTraceId, inSpan } from '../tracing.ts';
 import { timeoutsOf } from '../warehouse/driver/connection.ts';
 import { requireCurrentSchema } from '../warehouse/driver/open.ts';
 import { isWarehouseGone, WarehouseGoneError } from '../warehouse/driver/outage.ts';
-import { tryAcquireSyncLock } from '../warehouse/sync-lock.ts';
-import { interruptAbandonedRuns, recordSyncRunEnd, startSyncRun } from '../warehouse/sync-runs.ts';
+import { tryAcquireSyncLock } from '../warehouse/runs/sync-lock.ts';
+import {
+  interruptAbandonedRuns,
+  recordSyncRunEnd,
+  startSyncRun,
+} from '../warehouse/runs/sync-runs.ts';
 import { syncCredential } from './credential.ts';
 import { InFlight, STILL_WORKING_EVERY_MS, startStillWorking, systemTicker } from './in-flight.ts';
 import { type ObservationClock, observationClock } from './observation-clock.ts';
@@ -72,7 +76,7 @@ export interface SyncResult {
   error?: string;
 }
 
-/** The sync lock's key: full runs take it exclusively, shards shared (src/warehouse/sync-lock.ts). */
+/** The sync lock's key: full runs take it exclusively, shards shared (src/warehouse/runs/sync-lock.ts). */
 export const NIGHTLY_LOCK_KEY = 'listings-sync:sync';
 
 export class SyncLockedError extends ListingsSyncError {

@@ -1,6 +1,6 @@
 /**
  * A run's counts and failures, and the rules that turn them into its status. The stored
- * shape is `SyncRunStats` (src/warehouse/sync-runs.ts); `RunStats` is the same type.
+ * shape is `SyncRunStats` (src/warehouse/runs/sync-runs.ts); `RunStats` is the same type.
  */
 import { redactText } from '../log.ts';
 import {
@@ -8,9 +8,9 @@ import {
   emptySyncRunStats,
   type SyncFailure,
   type SyncRunStats,
-} from '../warehouse/sync-runs.ts';
+} from '../warehouse/runs/sync-runs.ts';
 
-export type { CredentialOutcome, SyncFailure } from '../warehouse/sync-runs.ts';
+export type { CredentialOutcome, SyncFailure } from '../warehouse/runs/sync-runs.ts';
 export type RunStats = SyncRunStats;
 
 export type RunStatus = 'succeeded' | 'partial' | 'failed' | 'interrupted';

@@ -1,5 +1,5 @@
 /** The table printed at the end of a sync: what happened to each credential and table. */
-import { renderTable } from '../command/table.ts';
+import { renderTable } from '../text-table.ts';
 import type { SyncResult } from './run.ts';
 
 export interface SummaryContext {

@@ -5,7 +5,7 @@
  * `TRANSACTION_ABORTED`). The transaction rolled back, so running it again writes the
  * business once. Its rows are locked in one order by every writer (the business's lock
  * first, then each table in the writers' order, each table's rows in id order:
- * src/warehouse/bulk-write.ts), so two syncs' transactions rarely meet this at all.
+ * src/warehouse/write/bulk-write.ts), so two syncs' transactions rarely meet this at all.
  */
 import { codeInChain, ListingsSyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';

@@ -3,7 +3,7 @@
  * per configured sink whether it took the alert.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LISTING_INACCURATE, SYNC_STALE } from '../../src/alerts/kinds.ts';
+import { LISTING_INACCURATE, SYNC_STALE } from '../../src/alerts/kinds/index.ts';
 import { recordDeliveryAttempts, recordSinksSeen } from '../../src/alerts/outbox.ts';
 import { type NewAlert, raise } from '../../src/alerts/outbox-rows.ts';
 import { insertNewSinks } from '../../src/alerts/sink-rows.ts';

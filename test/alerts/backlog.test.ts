@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAlertDispatcher } from '../../src/alerts/dispatcher.ts';
-import { LISTING_INACCURATE } from '../../src/alerts/kinds.ts';
+import { LISTING_INACCURATE } from '../../src/alerts/kinds/index.ts';
 import { type NewAlert, raise } from '../../src/alerts/outbox-rows.ts';
 import { slackSink } from '../../src/alerts/slack-sink.ts';
 import { jsonWebhookSink } from '../../src/alerts/webhook-sink.ts';
@@ -24,7 +24,11 @@ import type { ApiClient } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { startServe } from '../../src/serve/server.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
-import { emptySyncRunStats, finishSyncRun, startSyncRun } from '../../src/warehouse/sync-runs.ts';
+import {
+  emptySyncRunStats,
+  finishSyncRun,
+  startSyncRun,
+} from '../../src/warehouse/runs/sync-runs.ts';
 import { createCommandWarehouse, runCli } from '../helpers/cli.ts';
 import { type TestBackend, testBackends } from '../helpers/database.ts';
 import { serveConfig } from '../serve/helpers.ts';

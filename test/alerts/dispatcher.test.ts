@@ -9,7 +9,7 @@ import { createServer } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAlertDispatcher } from '../../src/alerts/dispatcher.ts';
-import { LISTING_INACCURATE, LOW_RATING_REVIEW, RANK_DROP } from '../../src/alerts/kinds.ts';
+import { LISTING_INACCURATE, LOW_RATING_REVIEW, RANK_DROP } from '../../src/alerts/kinds/index.ts';
 import type { AlertForDelivery } from '../../src/alerts/outbox.ts';
 import { type NewAlert, raise } from '../../src/alerts/outbox-rows.ts';
 import type { AlertSink } from '../../src/alerts/sinks.ts';

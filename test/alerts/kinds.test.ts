@@ -6,17 +6,21 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { rankDrops } from '../../src/alerts/kinds/rank-drop.ts';
+import { raiseSyncHealthAlerts } from '../../src/alerts/kinds/sync-health.ts';
 import { alertsUnder } from '../../src/alerts/raise-for-changes.ts';
-import { rankDrops } from '../../src/alerts/rank-drop.ts';
 import { parseAlertRules } from '../../src/alerts/rules.ts';
-import { raiseSyncHealthAlerts } from '../../src/alerts/sync-health.ts';
 import type { Listing, RankObservation, Review } from '../../src/api/index.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import {
   recordResponseRequest,
   recordResponseStatus,
-} from '../../src/warehouse/review-response-requests.ts';
-import { emptySyncRunStats, finishSyncRun, startSyncRun } from '../../src/warehouse/sync-runs.ts';
+} from '../../src/warehouse/runs/review-response-requests.ts';
+import {
+  emptySyncRunStats,
+  finishSyncRun,
+  startSyncRun,
+} from '../../src/warehouse/runs/sync-runs.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 import {
   ACCOUNT,

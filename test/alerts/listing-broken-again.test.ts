@@ -1,12 +1,12 @@
 /**
- * `listing_broken_again` (src/alerts/listing-broken-again.ts): which transitions the rule
+ * `listing_broken_again` (src/alerts/kinds/listing-broken-again.ts): which transitions the rule
  * turns into alerts, under the rules file's window. The sandbox nights of
  * test/warehouse/views/local-seo-views.test.ts check it end to end against the listings served.
  */
 import { describe, expect, it } from 'vitest';
-import { listingsBrokenAgain } from '../../src/alerts/listing-broken-again.ts';
+import { listingsBrokenAgain } from '../../src/alerts/kinds/listing-broken-again.ts';
 import { DEFAULT_ALERT_RULES, parseAlertRules } from '../../src/alerts/rules.ts';
-import type { ListingTurnedInaccurate } from '../../src/warehouse/changes.ts';
+import type { ListingTurnedInaccurate } from '../../src/warehouse/write/changes.ts';
 
 const NOW = new Date('2026-03-31T04:00:00Z');
 const DAY = 86_400_000;

@@ -12,7 +12,7 @@ import {
   SYNC_FAILED,
   SYNC_STALE,
   VOLUME_DROP,
-} from '../../src/alerts/kinds.ts';
+} from '../../src/alerts/kinds/index.ts';
 import {
   alertWebhookBody,
   digestMessages,

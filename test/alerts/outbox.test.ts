@@ -5,7 +5,7 @@
  * counts, counts per kind, and the paging the no-sink logger relies on.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { LISTING_INACCURATE, RANK_DROP } from '../../src/alerts/kinds.ts';
+import { LISTING_INACCURATE, RANK_DROP } from '../../src/alerts/kinds/index.ts';
 import {
   claimDueAlerts,
   recentAlerts,

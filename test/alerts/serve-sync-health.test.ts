@@ -12,7 +12,11 @@ import type { ApiClient } from '../../src/api/index.ts';
 import type { Credential } from '../../src/config/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { type RunningServe, startServe } from '../../src/serve/server.ts';
-import { emptySyncRunStats, finishSyncRun, startSyncRun } from '../../src/warehouse/sync-runs.ts';
+import {
+  emptySyncRunStats,
+  finishSyncRun,
+  startSyncRun,
+} from '../../src/warehouse/runs/sync-runs.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { metricValue, serveConfig } from '../serve/helpers.ts';
 import { testApiClient } from '../sync/harness.ts';

@@ -7,7 +7,7 @@
 import type { Server } from 'node:http';
 import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LISTING_INACCURATE } from '../../src/alerts/kinds.ts';
+import { LISTING_INACCURATE } from '../../src/alerts/kinds/index.ts';
 import { raise } from '../../src/alerts/outbox-rows.ts';
 import type { RunningSandbox } from '../../src/sandbox/server.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';

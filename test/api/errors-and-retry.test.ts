@@ -5,13 +5,13 @@ import {
   codeForMessage,
   isTransientCode,
   splitValidationMessages,
-} from '../../src/api/errors.ts';
+} from '../../src/api/transport/errors.ts';
 import {
   backoffDelayMs,
   DEFAULT_RETRY_POLICY,
   parseRetryAfter,
   resolveRetryPolicy,
-} from '../../src/api/retry.ts';
+} from '../../src/api/transport/retry.ts';
 import { sleep } from '../../src/sleep.ts';
 
 describe('codeForMessage', () => {

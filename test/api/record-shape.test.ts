@@ -43,17 +43,17 @@ import { listingRecord } from '../../src/streams/listings.ts';
 import type { rankingRecord } from '../../src/streams/rankings.ts';
 import type { countryRecord, stateRecord, subCategoryRecord } from '../../src/streams/reference.ts';
 import type { reviewRecord, reviewResponseRecord } from '../../src/streams/reviews.ts';
-import type { BusinessesTable } from '../../src/warehouse/businesses.ts';
 import type { TableColumns } from '../../src/warehouse/database.ts';
-import type { KeywordsTable } from '../../src/warehouse/keywords.ts';
-import type { ListingsTable } from '../../src/warehouse/listings.ts';
-import type { RankSeriesTable } from '../../src/warehouse/rankings.ts';
+import type { BusinessesTable } from '../../src/warehouse/tables/businesses.ts';
+import type { KeywordsTable } from '../../src/warehouse/tables/keywords.ts';
+import type { ListingsTable } from '../../src/warehouse/tables/listings.ts';
+import type { RankSeriesTable } from '../../src/warehouse/tables/rankings.ts';
 import type {
   CountriesTable,
   StatesTable,
   SubCategoriesTable,
-} from '../../src/warehouse/reference-data.ts';
-import type { ReviewResponsesTable, ReviewsTable } from '../../src/warehouse/reviews.ts';
+} from '../../src/warehouse/tables/reference-data.ts';
+import type { ReviewResponsesTable, ReviewsTable } from '../../src/warehouse/tables/reviews.ts';
 
 // A copy of the listing schema with one more field, as a contributor adds `site_language`.
 const listingWithCategorySchema = z.unknown().transform((input) => ({

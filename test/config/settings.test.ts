@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ALERT_KIND_ENTRIES } from '../../src/alerts/kind-entries.ts';
+import { ALERT_KIND_ENTRIES } from '../../src/alerts/kinds/index.ts';
 import { DEFAULT_SINK_TIMEOUT_MS } from '../../src/alerts/sinks.ts';
 import { DEFAULT_MAX_BODY_BYTES } from '../../src/api/client.ts';
 import { ALERT_RULE_KINDS } from '../../src/config/alert-rules.ts';

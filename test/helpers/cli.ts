@@ -12,8 +12,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import type { CliIo, CliServices } from '../../src/cli/command/io.ts';
 import { main } from '../../src/cli/program.ts';
-import type { CliIo, CliServices } from '../../src/command/io.ts';
 import {
   type RunningSandbox,
   type SandboxOptions,

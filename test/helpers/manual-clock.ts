@@ -6,7 +6,7 @@
  * A sleep's start and end are events a test can await (`sleeping`, `idle`): "the sandbox
  * holds the request" without polling.
  */
-import type { Clock } from '../../src/api/retry.ts';
+import type { Clock } from '../../src/api/transport/retry.ts';
 
 interface Sleeper {
   until: number;

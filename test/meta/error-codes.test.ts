@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { API_ERROR_CODES } from '../../src/api/errors.ts';
+import { API_ERROR_CODES } from '../../src/api/transport/errors.ts';
 import { ListingsSyncError } from '../../src/errors.ts';
 import { WAREHOUSE_COPY_ERROR_CODES } from '../../src/warehouse/driver/copy.ts';
 

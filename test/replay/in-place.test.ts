@@ -12,7 +12,7 @@ import { silentLogger } from '../../src/log.ts';
 import { ReplayLockedError, replayInPlace, scratchSchema } from '../../src/replay/in-place.ts';
 import { NIGHTLY_LOCK_KEY } from '../../src/sync/run.ts';
 import type { Database } from '../../src/warehouse/database.ts';
-import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
+import { tryAcquireSyncLock } from '../../src/warehouse/runs/sync-lock.ts';
 import { testBackends } from '../helpers/database.ts';
 import { documentedContent } from '../raw/documented-content.ts';
 import { nightOf, sync, type WorldShape, worldPerTest } from '../sync/harness.ts';

@@ -9,7 +9,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAlertDispatcher } from '../../src/alerts/dispatcher.ts';
-import { LISTING_INACCURATE } from '../../src/alerts/kinds.ts';
+import { LISTING_INACCURATE } from '../../src/alerts/kinds/index.ts';
 import { recentAlerts } from '../../src/alerts/outbox.ts';
 import { raise } from '../../src/alerts/outbox-rows.ts';
 import { slackSink } from '../../src/alerts/slack-sink.ts';

@@ -9,7 +9,7 @@ import { silentLogger } from '../../src/log.ts';
 import { startSandbox } from '../../src/sandbox/server.ts';
 import { type StartTicker, startScheduler } from '../../src/serve/scheduler.ts';
 import { startServe } from '../../src/serve/server.ts';
-import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
+import { tryAcquireSyncLock } from '../../src/warehouse/runs/sync-lock.ts';
 import { testBackends } from '../helpers/database.ts';
 import { manualClock } from '../helpers/manual-clock.ts';
 import { memoryLogger } from '../helpers/memory-logger.ts';

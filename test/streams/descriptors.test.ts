@@ -34,7 +34,7 @@ import {
   streamOfQuarantined,
   streamRecords,
 } from '../../src/streams/index.ts';
-import { STREAM_WRITERS, WRITE_ORDER } from '../../src/warehouse/stream-writers.ts';
+import { STREAM_WRITERS, WRITE_ORDER } from '../../src/warehouse/write/stream-writers.ts';
 
 const REPLAY_ORDER = [
   'accounts',

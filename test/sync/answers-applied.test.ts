@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { addKeyword } from '../../src/api/index.ts';
 import { ANSWER_READS, BUSINESS_READS, DAILY_READS } from '../../src/streams/index.ts';
 import { renderSyncSummary } from '../../src/sync/summary.ts';
-import { APPLIED_BY } from '../../src/warehouse/applied-answers.ts';
+import { APPLIED_BY } from '../../src/warehouse/write/applied-answers.ts';
 import { testBackends } from '../helpers/database.ts';
 import { count, nightOf, rowsWritten, sync, worldPerTest } from './harness.ts';
 

@@ -17,7 +17,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type CompiledQuery, type Kysely, sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { raiseSyncHealthAlerts } from '../../src/alerts/sync-health.ts';
+import { raiseSyncHealthAlerts } from '../../src/alerts/kinds/sync-health.ts';
 import type { Credential } from '../../src/api/index.ts';
 import { type ApiClient, createApiClient } from '../../src/api/index.ts';
 import { parseAlertRules } from '../../src/config/alert-rules.ts';

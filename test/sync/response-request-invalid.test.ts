@@ -10,7 +10,7 @@ import {
   openResponseRequests,
   recordResponseRequest,
   responseRequestEvents,
-} from '../../src/warehouse/review-response-requests.ts';
+} from '../../src/warehouse/runs/review-response-requests.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { sync, testApiClient } from './harness.ts';
 

@@ -20,7 +20,7 @@ import type { SyncResult } from '../../src/sync/run.ts';
 import {
   type BusinessSnapshot,
   writeBusinessSnapshotIsolating,
-} from '../../src/warehouse/snapshot.ts';
+} from '../../src/warehouse/write/snapshot.ts';
 import { skipOnPglite, testBackends } from '../helpers/database.ts';
 import { startRewritingProxy } from '../helpers/rewriting-proxy.ts';
 import { nightOf, sync, worldPerTest } from './harness.ts';

@@ -14,7 +14,7 @@ import {
   respondToReview,
 } from '../../src/api/index.ts';
 import type { RunningSandbox } from '../../src/sandbox/server.ts';
-import { recordResponseRequest } from '../../src/warehouse/review-response-requests.ts';
+import { recordResponseRequest } from '../../src/warehouse/runs/review-response-requests.ts';
 import { testBackends } from '../helpers/database.ts';
 import {
   contentDigest,

@@ -4,7 +4,7 @@
  * test/config/credential-accounts.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { upsertAccount } from '../../src/warehouse/accounts.ts';
+import { upsertAccount } from '../../src/warehouse/runs/accounts.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 
 describe.each(testBackends)('accounts.base_url (%s)', (backend) => {

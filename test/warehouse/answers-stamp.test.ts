@@ -1,6 +1,6 @@
 /**
  * The answers stamp follows the code (docs/warehouse.md, "Answers applied"): the stamp a
- * business's answers are recorded under (`APPLIED_BY`, src/warehouse/applied-answers.ts)
+ * business's answers are recorded under (`APPLIED_BY`, src/warehouse/write/applied-answers.ts)
  * names the write path's output, the digests test/warehouse/write-path-equality.test.ts
  * compares against. A change that makes the same bodies write different rows records new
  * digests there; without a new stamp, every unchanged answer would be taken as applied and
@@ -20,7 +20,7 @@ import {
   shapesDigest,
   stampOf,
   WRITE_PATH,
-} from '../../src/warehouse/applied-answers.ts';
+} from '../../src/warehouse/write/applied-answers.ts';
 import { outputDigest, readSnapshot, type StampEntry, withStamp } from './write-path-snapshot.ts';
 
 /**

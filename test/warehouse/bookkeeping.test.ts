@@ -1,11 +1,15 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { markAccountSynced, upsertAccount } from '../../src/warehouse/accounts.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
-import { quarantineRecords } from '../../src/warehouse/quarantine.ts';
-import { writeReferenceData } from '../../src/warehouse/reference-data.ts';
-import { emptySyncRunStats, finishSyncRun, startSyncRun } from '../../src/warehouse/sync-runs.ts';
-import { recordWebhookEvent } from '../../src/warehouse/webhook-events.ts';
+import { markAccountSynced, upsertAccount } from '../../src/warehouse/runs/accounts.ts';
+import {
+  emptySyncRunStats,
+  finishSyncRun,
+  startSyncRun,
+} from '../../src/warehouse/runs/sync-runs.ts';
+import { recordWebhookEvent } from '../../src/warehouse/runs/webhook-events.ts';
+import { writeReferenceData } from '../../src/warehouse/tables/reference-data.ts';
+import { quarantineRecords } from '../../src/warehouse/write/quarantine.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 import { ACCOUNT, ctx, DAY1, DAY2, listing, RUN_ID, snapshot } from './fixtures.ts';
 import { addAccount, dumpAll, write } from './helpers.ts';

@@ -5,12 +5,12 @@
  */
 import { type Kysely, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
+import { migrateTo, migrateToLatest } from '../../src/warehouse/driver/migrate.ts';
 import {
   ANSWER_READS,
   APPLIED_BY,
   readAppliedAnswers,
-} from '../../src/warehouse/applied-answers.ts';
-import { migrateTo, migrateToLatest } from '../../src/warehouse/driver/migrate.ts';
+} from '../../src/warehouse/write/applied-answers.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 
 const BEFORE = '0021_review_backlog';

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { archiveMissingBusinesses, markBusinessMissing } from '../../src/warehouse/businesses.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
+import {
+  archiveMissingBusinesses,
+  markBusinessMissing,
+} from '../../src/warehouse/tables/businesses.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 import { ACCOUNT, ctx, DAY1, DAY2, DAY3, snapshot, summary } from './fixtures.ts';
 import { addAccount, write } from './helpers.ts';

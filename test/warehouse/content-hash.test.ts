@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, contentHash, fieldsHash } from '../../src/warehouse/content-hash.ts';
-import { mergeWriteStats } from '../../src/warehouse/write-stats.ts';
+import { canonicalJson, contentHash, fieldsHash } from '../../src/warehouse/write/content-hash.ts';
+import { mergeWriteStats } from '../../src/warehouse/write/write-stats.ts';
 
 describe('contentHash', () => {
   it('ignores key order and treats undefined as null', () => {

@@ -1,5 +1,5 @@
 /**
- * Rows new to their business go by one COPY per table (src/warehouse/bulk-write.ts,
+ * Rows new to their business go by one COPY per table (src/warehouse/write/bulk-write.ts,
  * `copyRows`): the values arrive exactly as the upsert's typed arrays bring them, a first
  * sync sends COPY for its reviews, and a review id stored under another business (the
  * COPY's unique violation) costs a second write of the business, not the business (that
@@ -10,7 +10,7 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { copyRows, insertRows } from '../../src/warehouse/bulk-write.ts';
+import { copyRows, insertRows } from '../../src/warehouse/write/bulk-write.ts';
 import { skipOnPglite, testBackends } from '../helpers/database.ts';
 import { sync, worldPerTest } from '../sync/harness.ts';
 

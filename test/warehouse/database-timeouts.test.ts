@@ -13,11 +13,10 @@ import net from 'node:net';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { EXIT_FOR_STATUS } from '../../src/command/exit-codes.ts';
+import { EXIT_FOR_STATUS } from '../../src/cli/command/exit-codes.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { copyRows } from '../../src/warehouse/bulk-write.ts';
 import {
   describeDatabaseError,
   isDatabaseTimeout,
@@ -25,7 +24,8 @@ import {
   queryTimeoutMs,
   type Warehouse,
 } from '../../src/warehouse/driver/connection.ts';
-import { tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
+import { tryAcquireSyncLock } from '../../src/warehouse/runs/sync-lock.ts';
+import { copyRows } from '../../src/warehouse/write/bulk-write.ts';
 import { startCli } from '../helpers/cli.ts';
 import {
   createTestWarehouse,

@@ -10,7 +10,7 @@ import type {
 } from '../../src/api/index.ts';
 import { listingSchema } from '../../src/api/listings.ts';
 import { RECORD_STREAMS, type StreamRecords } from '../../src/streams/index.ts';
-import type { BusinessSnapshot, WriteContext } from '../../src/warehouse/snapshot.ts';
+import type { BusinessSnapshot, WriteContext } from '../../src/warehouse/write/snapshot.ts';
 
 export const ACCOUNT = 'agency-east';
 export const BUSINESS_ID = 1204;

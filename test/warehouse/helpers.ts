@@ -1,12 +1,12 @@
 /** Small helpers shared by the warehouse suites. */
 import { sql } from 'kysely';
-import { upsertAccount } from '../../src/warehouse/accounts.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
+import { upsertAccount } from '../../src/warehouse/runs/accounts.ts';
 import {
   type BusinessSnapshot,
   type WriteContext,
   writeBusinessSnapshot,
-} from '../../src/warehouse/snapshot.ts';
+} from '../../src/warehouse/write/snapshot.ts';
 import { CONTRACT_TABLES } from '../helpers/contract-tables.ts';
 import { scannableText } from '../helpers/secret-scan.ts';
 import { ACCOUNT } from './fixtures.ts';

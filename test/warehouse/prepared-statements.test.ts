@@ -9,9 +9,9 @@
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { writeReadsIfBodiesKept } from '../../src/raw/reads.ts';
-import { upsertRows } from '../../src/warehouse/bulk-write.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
-import { writeListingFixes } from '../../src/warehouse/listing-fixes.ts';
+import { writeListingFixes } from '../../src/warehouse/tables/listing-fixes.ts';
+import { upsertRows } from '../../src/warehouse/write/bulk-write.ts';
 import {
   createTestWarehouse,
   skipOnPglite,

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type LatestState, nextLatest } from '../../src/warehouse/rankings.ts';
+import { type LatestState, nextLatest } from '../../src/warehouse/tables/rankings.ts';
 
 const addDays = (day: string, n: number) =>
   new Date(Date.parse(`${day}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);

@@ -2,7 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/warehouse/database.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
-import { writeBusinessSnapshot } from '../../src/warehouse/snapshot.ts';
+import { writeBusinessSnapshot } from '../../src/warehouse/write/snapshot.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 import { ctx, DAY1, DAY1_LATER, DAY2, DAY3, keyword, rank, snapshot } from './fixtures.ts';
 import { addAccount, write } from './helpers.ts';

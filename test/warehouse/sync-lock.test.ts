@@ -3,7 +3,7 @@ import { createApiClient } from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { NIGHTLY_LOCK_KEY, runSync, SyncLockedError } from '../../src/sync/run.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
-import { type SyncLockKeys, tryAcquireSyncLock } from '../../src/warehouse/sync-lock.ts';
+import { type SyncLockKeys, tryAcquireSyncLock } from '../../src/warehouse/runs/sync-lock.ts';
 import { createTestWarehouse, skipOnPglite, testBackends } from '../helpers/database.ts';
 
 const FULL: SyncLockKeys = { exclusive: [NIGHTLY_LOCK_KEY] };

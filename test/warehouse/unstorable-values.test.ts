@@ -21,15 +21,15 @@ import {
 } from '../../src/api/reviews.ts';
 import { parseRecords } from '../../src/api/schemas.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
-import { writeReferenceData } from '../../src/warehouse/reference-data.ts';
 import {
   recordResponseRequest,
   recordResponseStatus,
-} from '../../src/warehouse/review-response-requests.ts';
+} from '../../src/warehouse/runs/review-response-requests.ts';
+import { writeReferenceData } from '../../src/warehouse/tables/reference-data.ts';
 import {
   type BusinessSnapshot,
   writeBusinessSnapshotIsolating,
-} from '../../src/warehouse/snapshot.ts';
+} from '../../src/warehouse/write/snapshot.ts';
 import { createTestWarehouse, testBackends, truncateAll } from '../helpers/database.ts';
 import {
   ACCOUNT,

@@ -24,7 +24,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { archiveBusiness, listBusinesses } from '../../src/api/index.ts';
-import { APPLIED_BY } from '../../src/warehouse/applied-answers.ts';
+import { APPLIED_BY } from '../../src/warehouse/write/applied-answers.ts';
 import { testBackends } from '../helpers/database.ts';
 import { documentedContent } from '../raw/documented-content.ts';
 import { nightOf, rowsWritten, sync, type WorldShape, worldPerTest } from '../sync/harness.ts';

@@ -1,7 +1,7 @@
 /**
  * The write path's equality snapshot (`write-path-equality.expected.json`): per documented
  * relation, its row count and the SHA-256 of its rows (`relations`), and the history of the
- * answers stamps (`stamps`): which `APPLIED_BY` (src/warehouse/applied-answers.ts) was given
+ * answers stamps (`stamps`): which `APPLIED_BY` (src/warehouse/write/applied-answers.ts) was given
  * for which output digest, oldest first. test/warehouse/write-path-equality.test.ts records it
  * (`WRITE_PATH_SNAPSHOT=record`) and compares against it; test/warehouse/answers-stamp.test.ts
  * holds `APPLIED_BY` to its history.
@@ -66,7 +66,7 @@ export function withStamp(
   if (given.length > 0 && stamp !== current) {
     throw new Error(
       `the stamp ${stamp} was given before ${current}: a stamp is never given again ` +
-        '(raise WRITE_PATH.name in src/warehouse/applied-answers.ts)',
+        '(raise WRITE_PATH.name in src/warehouse/write/applied-answers.ts)',
     );
   }
   if (given.length > 0 && !kept) {
@@ -74,7 +74,7 @@ export function withStamp(
       `the write path's output is ${digest}, and the stamp ${stamp} was given for ` +
         `${given.map((e) => e.digest).join(', ')}: without a new stamp, answers unchanged ` +
         'since the last run are taken as applied and the new rows are never built. Raise ' +
-        'WRITE_PATH.name in src/warehouse/applied-answers.ts, or, if the same bodies still ' +
+        'WRITE_PATH.name in src/warehouse/write/applied-answers.ts, or, if the same bodies still ' +
         'write the same rows, record with WRITE_PATH_SNAPSHOT_KEPT="<why>"',
     );
   }

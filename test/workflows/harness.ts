@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Credential } from '../../src/api/index.ts';
 import { createApiClient } from '../../src/api/index.ts';
-import type { CliServices } from '../../src/command/io.ts';
+import type { CliServices } from '../../src/cli/command/io.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { runCli } from '../helpers/cli.ts';

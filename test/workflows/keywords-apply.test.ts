@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient, type Keyword, listKeywords } from '../../src/api/index.ts';
+import { planBusinessKeywords } from '../../src/cli/workflows/keywords-apply.ts';
 import { silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
-import { planBusinessKeywords } from '../../src/workflows/keywords-apply.ts';
 import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
 import { type WorkflowRunner, workflowRunner } from './harness.ts';
 

@@ -16,10 +16,10 @@ import {
   listReviews,
   type Review,
 } from '../../src/api/index.ts';
+import { RESPOND_ADVICE } from '../../src/cli/workflows/command-context.ts';
 import { silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import type { SyncResult } from '../../src/sync/run.ts';
-import { RESPOND_ADVICE } from '../../src/workflows/command-context.ts';
 import {
   createTestWarehouse,
   type TestBackend,

@@ -9,13 +9,13 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { apiStats, createConfiguredApiClient } from '../../api/client.ts';
 import type { ApiClient } from '../../api/index.ts';
-import { EXIT } from '../../command/exit-codes.ts';
-import type { CliIo } from '../../command/io.ts';
 import type { Config } from '../../config/index.ts';
 import { ConfigError } from '../../config/index.ts';
 import { NO_CALLS, startLineageRun, syncRunEnd } from '../../lineage/run.ts';
 import { LINEAGE_HELP } from '../../lineage/settings.ts';
 import { createLogger, type Logger } from '../../log.ts';
+import { EXIT } from '../command/exit-codes.ts';
+import type { CliIo } from '../command/io.ts';
 
 export function registerAirbyteCommand(program: Command, io: CliIo): void {
   const airbyte = program

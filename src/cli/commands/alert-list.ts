@@ -13,8 +13,8 @@ import { oneLine, whatChanged } from '../../alerts/messages.ts';
 import type { AlertForDelivery, BacklogPolicy } from '../../alerts/outbox.ts';
 import { SinkError } from '../../alerts/post.ts';
 import type { AlertSink } from '../../alerts/sinks.ts';
-import { renderTable } from '../../command/table.ts';
 import type { Config } from '../../config/index.ts';
+import { renderTable } from '../../text-table.ts';
 
 export type AlertListRow = AlertForDelivery & {
   deliveredAt: Date | null;

@@ -8,15 +8,15 @@
 import { type Command, Option } from 'commander';
 import type { AlertDispatcher } from '../../alerts/dispatcher.ts';
 import type { AlertSink } from '../../alerts/sinks.ts';
-import { EXIT } from '../../command/exit-codes.ts';
-import type { CliIo } from '../../command/io.ts';
-import { createCommandLogger } from '../../command/logger.ts';
-import { loadCommandConfig } from '../../command/settings-bridge.ts';
-import { UsageError } from '../../command/usage-error.ts';
-import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { ConfigError } from '../../config/index.ts';
+import { UsageError } from '../../usage-error.ts';
 import type { Warehouse } from '../../warehouse/driver/connection.ts';
 import { requireCurrentSchema } from '../../warehouse/driver/open.ts';
+import { EXIT } from '../command/exit-codes.ts';
+import type { CliIo } from '../command/io.ts';
+import { createCommandLogger } from '../command/logger.ts';
+import { loadCommandConfig } from '../command/settings-bridge.ts';
+import { openCommandWarehouse } from '../command/warehouse.ts';
 import { dateOption, integerOption } from '../options.ts';
 
 const NO_SINK =

@@ -12,12 +12,11 @@
  *
  * Every command takes `--account NAME` and `--format json|table`. Output is the client's
  * normalised values on stdout; warnings, notes and errors go to stderr. A write re-syncs
- * the business it touched (src/workflows/resync.ts). Exit codes: 0 ok, 1 upstream or fatal error,
+ * the business it touched (src/cli/workflows/resync.ts). Exit codes: 0 ok, 1 upstream or fatal error,
  * 2 usage, 3 partial (a record failed its schema, or the warehouse could not follow a
  * write).
  */
 import { type Command, Option } from 'commander';
-import { ApiError } from '../../api/errors.ts';
 import {
   addKeyword,
   archiveBusiness,
@@ -38,13 +37,14 @@ import {
   updateBusiness,
 } from '../../api/index.ts';
 import { countryByIsoCode } from '../../api/reference.ts';
-import type { CliIo } from '../../command/io.ts';
-import { openCommandWarehouse } from '../../command/warehouse.ts';
+import { ApiError } from '../../api/transport/errors.ts';
 import type { Config } from '../../config/index.ts';
-import { storedBusinessAccount } from '../../warehouse/business-account.ts';
 import type { Warehouse } from '../../warehouse/driver/connection.ts';
-import { businessOfStoredKeyword } from '../../warehouse/keywords.ts';
-import { needsReferenceNames, prepareBusinessInput } from '../../workflows/business-input.ts';
+import { storedBusinessAccount } from '../../warehouse/runs/business-account.ts';
+import { businessOfStoredKeyword } from '../../warehouse/tables/keywords.ts';
+import type { CliIo } from '../command/io.ts';
+import { openCommandWarehouse } from '../command/warehouse.ts';
+import { needsReferenceNames, prepareBusinessInput } from '../workflows/business-input.ts';
 import {
   accountOption,
   action,
@@ -57,17 +57,17 @@ import {
   type WorkflowIo,
   withSession,
   workflowIo,
-} from '../../workflows/command-context.ts';
-import { foldKeyword } from '../../workflows/keywords-apply.ts';
-import { type OutputFormat, parseFormat, renderOutput } from '../../workflows/output.ts';
-import { loadReferenceCatalog, resolveCountry } from '../../workflows/reference-names.ts';
-import { markArchived, resyncBusinesses, storeCategory } from '../../workflows/resync.ts';
+} from '../workflows/command-context.ts';
+import { foldKeyword } from '../workflows/keywords-apply.ts';
+import { type OutputFormat, parseFormat, renderOutput } from '../workflows/output.ts';
+import { loadReferenceCatalog, resolveCountry } from '../workflows/reference-names.ts';
+import { markArchived, resyncBusinesses, storeCategory } from '../workflows/resync.ts';
 import {
   parseReviewId,
   responseContent,
   showResponseStatus,
   submitReviewResponse,
-} from '../../workflows/review-responses.ts';
+} from '../workflows/review-responses.ts';
 
 interface CommonOptions {
   account?: string;

@@ -7,13 +7,13 @@
  * src/cli/commands/check.ts.
  */
 import { createApiClient, listCountries } from '../../api/index.ts';
-import type { CliIo } from '../../command/io.ts';
-import { renderTable } from '../../command/table.ts';
-import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { type Config, ConfigError } from '../../config/index.ts';
 import { redactText, redactUrl, silentLogger } from '../../log.ts';
+import { renderTable } from '../../text-table.ts';
 import { pendingMigrations } from '../../warehouse/driver/migrate.ts';
 import { resolveWarehouse } from '../../warehouse/driver/open.ts';
+import type { CliIo } from '../command/io.ts';
+import { openCommandWarehouse } from '../command/warehouse.ts';
 
 export interface CheckRow {
   check: string;

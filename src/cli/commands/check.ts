@@ -4,9 +4,9 @@
  * any failure (src/cli/commands/check-rows.ts).
  */
 import type { Command } from 'commander';
-import { EXIT } from '../../command/exit-codes.ts';
-import type { CliIo } from '../../command/io.ts';
-import { loadCommandConfig } from '../../command/settings-bridge.ts';
+import { EXIT } from '../command/exit-codes.ts';
+import type { CliIo } from '../command/io.ts';
+import { loadCommandConfig } from '../command/settings-bridge.ts';
 
 export function registerCheckCommand(program: Command, io: CliIo): void {
   program

@@ -3,9 +3,9 @@
  * (the environment, the credentials file, or the default), secrets masked.
  */
 import type { Command } from 'commander';
-import type { CliIo } from '../../command/io.ts';
-import { configRows, credentialRows, loadCommandConfig } from '../../command/settings-bridge.ts';
-import { renderTable } from '../../command/table.ts';
+import { renderTable } from '../../text-table.ts';
+import type { CliIo } from '../command/io.ts';
+import { configRows, credentialRows, loadCommandConfig } from '../command/settings-bridge.ts';
 
 export function registerConfigCommand(program: Command, io: CliIo): void {
   program

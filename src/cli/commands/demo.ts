@@ -1,16 +1,16 @@
 /** `listings-sync demo` (`npm start`): the whole product on this machine (src/demo/demo.ts). */
 import { constants } from 'node:os';
 import type { Command } from 'commander';
-import { EXIT } from '../../command/exit-codes.ts';
-import type { CliIo } from '../../command/io.ts';
-import { createCommandLogger } from '../../command/logger.ts';
-import { loadCommandConfig } from '../../command/settings-bridge.ts';
 import {
   DEMO_BUSINESSES_PER_ACCOUNT,
   DEMO_DAYS,
   MAX_DEMO_BUSINESSES_PER_ACCOUNT,
   MAX_DEMO_DAYS,
 } from '../../demo/size.ts';
+import { EXIT } from '../command/exit-codes.ts';
+import type { CliIo } from '../command/io.ts';
+import { createCommandLogger } from '../command/logger.ts';
+import { loadCommandConfig } from '../command/settings-bridge.ts';
 import { integerOption } from '../options.ts';
 
 export function registerDemoCommand(program: Command, io: CliIo): void {

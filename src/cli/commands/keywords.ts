@@ -1,8 +1,8 @@
-/** `listings-sync keywords apply --file F [--dry-run]`: keywords as code (src/workflows/keywords-apply.ts). */
+/** `listings-sync keywords apply --file F [--dry-run]`: keywords as code (src/cli/workflows/keywords-apply.ts). */
 import type { Command } from 'commander';
-import type { CliIo } from '../../command/io.ts';
-import { accountOption, action, workflowIo } from '../../workflows/command-context.ts';
-import { type ApplyOptions, runKeywordsApply } from '../../workflows/keywords-apply.ts';
+import type { CliIo } from '../command/io.ts';
+import { accountOption, action, workflowIo } from '../workflows/command-context.ts';
+import { type ApplyOptions, runKeywordsApply } from '../workflows/keywords-apply.ts';
 
 export function registerKeywordsCommand(program: Command, cliIo: CliIo): Command {
   const io = workflowIo(cliIo, 'keywords');

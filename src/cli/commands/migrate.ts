@@ -1,10 +1,10 @@
 /** `listings-sync migrate`: bring the warehouse schema up to date (safe from several pods at once). */
 import type { Command } from 'commander';
-import type { CliIo } from '../../command/io.ts';
-import { createCommandLogger } from '../../command/logger.ts';
-import { loadCommandConfig } from '../../command/settings-bridge.ts';
-import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { describeWarehouse } from '../../warehouse/driver/open.ts';
+import type { CliIo } from '../command/io.ts';
+import { createCommandLogger } from '../command/logger.ts';
+import { loadCommandConfig } from '../command/settings-bridge.ts';
+import { openCommandWarehouse } from '../command/warehouse.ts';
 
 export function registerMigrateCommand(program: Command, io: CliIo): void {
   program

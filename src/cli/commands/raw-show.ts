@@ -52,7 +52,7 @@ export async function renderRawShow(
     try {
       text = storedBodyText(row);
     } catch (error) {
-      // Redacted as any error text not our own (src/command/print-error.ts).
+      // Redacted as any error text not our own (src/cli/command/print-error.ts).
       unreadable.push(
         redactText(
           `${at.slice(0, 10)} business ${options.businessId} (account ${row.account_name}, run ${row.run_id}): ` +

@@ -3,14 +3,14 @@
  * what the upstream answered, from the raw zone (docs/replay.md).
  */
 import { type Command, Option } from 'commander';
-import type { CliIo } from '../../command/io.ts';
-import { loadCommandConfig } from '../../command/settings-bridge.ts';
-import { UsageError } from '../../command/usage-error.ts';
-import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { ConfigError } from '../../config/index.ts';
 import { EXIT } from '../../errors.ts';
 import { OPERATIONS } from '../../operations.ts';
+import { UsageError } from '../../usage-error.ts';
 import { requireCurrentSchema } from '../../warehouse/driver/open.ts';
+import type { CliIo } from '../command/io.ts';
+import { loadCommandConfig } from '../command/settings-bridge.ts';
+import { openCommandWarehouse } from '../command/warehouse.ts';
 import { dateOption, integerOption } from '../options.ts';
 
 interface ShowOptions {

@@ -6,11 +6,6 @@
  * Progress goes to stderr, one line per run.
  */
 import { type Command, Option } from 'commander';
-import type { CliIo } from '../../command/io.ts';
-import { createCommandLogger } from '../../command/logger.ts';
-import { loadCommandConfig } from '../../command/settings-bridge.ts';
-import { UsageError } from '../../command/usage-error.ts';
-import { openCommandWarehouse } from '../../command/warehouse.ts';
 import type { Config } from '../../config/index.ts';
 import { EXIT } from '../../errors.ts';
 import { type ReplayOutcome, replayRunResult, writeRunResult } from '../../lineage/run-result.ts';
@@ -19,7 +14,12 @@ import type { Logger } from '../../log.ts';
 import { type InPlaceResult, replayInPlace } from '../../replay/in-place.ts';
 import type { KeptWholeReason } from '../../replay/merge.ts';
 import { type NotRebuilt, replay } from '../../replay/replay.ts';
+import { UsageError } from '../../usage-error.ts';
 import { requireCurrentSchema } from '../../warehouse/driver/open.ts';
+import type { CliIo } from '../command/io.ts';
+import { createCommandLogger } from '../command/logger.ts';
+import { loadCommandConfig } from '../command/settings-bridge.ts';
+import { openCommandWarehouse } from '../command/warehouse.ts';
 import { dateOption, integerOption } from '../options.ts';
 
 export interface ReplayCommandOptions {

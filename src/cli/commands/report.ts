@@ -3,11 +3,11 @@
  * of the configured warehouse (`DATABASE_URL`, or the embedded PGlite).
  */
 import { type Command, Option } from 'commander';
-import { EXIT } from '../../command/exit-codes.ts';
-import type { CliIo } from '../../command/io.ts';
-import { loadCommandConfig } from '../../command/settings-bridge.ts';
-import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { requireCurrentSchema } from '../../warehouse/driver/open.ts';
+import { EXIT } from '../command/exit-codes.ts';
+import type { CliIo } from '../command/io.ts';
+import { loadCommandConfig } from '../command/settings-bridge.ts';
+import { openCommandWarehouse } from '../command/warehouse.ts';
 import { integerOption } from '../options.ts';
 
 export interface ReportCommandOptions {

@@ -5,11 +5,11 @@
  * clock's), status, duration, counts, and for a run that was not clean, what failed (the
  * run's listed failures, docs/warehouse.md "sync_runs"). Reads only.
  */
-import { renderTable } from '../../command/table.ts';
-import type { SyncFailure, SyncRunLine } from '../../warehouse/sync-runs.ts';
+import { renderTable } from '../../text-table.ts';
+import type { SyncFailure, SyncRunLine } from '../../warehouse/runs/sync-runs.ts';
 
-// The SQL is the warehouse's (src/warehouse/sync-runs.ts); the command reads through it.
-export { readRecentRuns } from '../../warehouse/sync-runs.ts';
+// The SQL is the warehouse's (src/warehouse/runs/sync-runs.ts); the command reads through it.
+export { readRecentRuns } from '../../warehouse/runs/sync-runs.ts';
 export type RunLine = SyncRunLine;
 
 /** "0.8 s", "2 min 05 s", "1 h 12 min": a run's length as a person reads it. */

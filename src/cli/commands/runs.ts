@@ -1,9 +1,9 @@
 /** `listings-sync runs [--limit N]`: recent sync runs (src/cli/commands/runs-table.ts). */
 import { type Command, Option } from 'commander';
-import type { CliIo } from '../../command/io.ts';
-import { loadCommandConfig } from '../../command/settings-bridge.ts';
-import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { requireCurrentSchema } from '../../warehouse/driver/open.ts';
+import type { CliIo } from '../command/io.ts';
+import { loadCommandConfig } from '../command/settings-bridge.ts';
+import { openCommandWarehouse } from '../command/warehouse.ts';
 import { integerOption } from '../options.ts';
 
 export function registerRunsCommand(program: Command, io: CliIo): void {

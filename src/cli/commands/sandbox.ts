@@ -4,9 +4,9 @@
  */
 import { writeFileSync } from 'node:fs';
 import { type Command, Option } from 'commander';
-import { type CliIo, untilAborted } from '../../command/io.ts';
-import { createCommandLogger } from '../../command/logger.ts';
-import { loadCommandConfig } from '../../command/settings-bridge.ts';
+import { type CliIo, untilAborted } from '../command/io.ts';
+import { createCommandLogger } from '../command/logger.ts';
+import { loadCommandConfig } from '../command/settings-bridge.ts';
 import { dateOption, integerOption, numberOption } from '../options.ts';
 
 export interface SandboxCommandOptions {

@@ -6,12 +6,12 @@
  */
 import type { Command } from 'commander';
 import { createConfiguredApiClient } from '../../api/client.ts';
-import { EXIT } from '../../command/exit-codes.ts';
-import { type CliIo, untilAborted } from '../../command/io.ts';
-import { createCommandLogger } from '../../command/logger.ts';
-import { loadCommandConfig } from '../../command/settings-bridge.ts';
-import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { requireWebhookSecrets } from '../../config/index.ts';
+import { EXIT } from '../command/exit-codes.ts';
+import { type CliIo, untilAborted } from '../command/io.ts';
+import { createCommandLogger } from '../command/logger.ts';
+import { loadCommandConfig } from '../command/settings-bridge.ts';
+import { openCommandWarehouse } from '../command/warehouse.ts';
 import { signalName } from './sync.ts';
 
 export function registerServeCommand(program: Command, io: CliIo): void {

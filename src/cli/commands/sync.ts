@@ -3,16 +3,16 @@ import { type Command, Option } from 'commander';
 import { alertSinksFromConfig } from '../../alerts/configured-sinks.ts';
 import { createAlertDispatcher } from '../../alerts/dispatcher.ts';
 import { createConfiguredApiClient, upstreamNow } from '../../api/client.ts';
-import { EXIT, EXIT_FOR_STATUS } from '../../command/exit-codes.ts';
-import type { CliIo } from '../../command/io.ts';
-import { createCommandLogger } from '../../command/logger.ts';
-import { loadCommandConfig } from '../../command/settings-bridge.ts';
-import { UsageError } from '../../command/usage-error.ts';
-import { openCommandWarehouse } from '../../command/warehouse.ts';
 import { type Credential, requireCredentials } from '../../config/index.ts';
 import { syncRunResult, writeRunResult } from '../../lineage/run-result.ts';
 import { LINEAGE_HELP } from '../../lineage/settings.ts';
 import { STREAMS } from '../../streams/index.ts';
+import { UsageError } from '../../usage-error.ts';
+import { EXIT, EXIT_FOR_STATUS } from '../command/exit-codes.ts';
+import type { CliIo } from '../command/io.ts';
+import { createCommandLogger } from '../command/logger.ts';
+import { loadCommandConfig } from '../command/settings-bridge.ts';
+import { openCommandWarehouse } from '../command/warehouse.ts';
 import { shardOption } from '../options.ts';
 
 // The sync modules load only when the command runs: `--help` stays quick.

@@ -6,14 +6,10 @@
  * transaction that commits only once the counts and content hashes match.
  */
 import type { Command } from 'commander';
-import { EXIT } from '../../command/exit-codes.ts';
-import type { CliIo } from '../../command/io.ts';
-import { createCommandLogger } from '../../command/logger.ts';
-import { loadCommandConfig } from '../../command/settings-bridge.ts';
-import { renderTable } from '../../command/table.ts';
-import { UsageError } from '../../command/usage-error.ts';
 import type { Config } from '../../config/index.ts';
 import { redactDatabaseUrlIn } from '../../log.ts';
+import { renderTable } from '../../text-table.ts';
+import { UsageError } from '../../usage-error.ts';
 import { describeDatabaseError } from '../../warehouse/driver/connection.ts';
 import type { CopyProgress, TableComparison } from '../../warehouse/driver/copy.ts';
 import {
@@ -22,6 +18,10 @@ import {
   pgliteDatabaseExists,
   WarehouseUnavailableError,
 } from '../../warehouse/driver/open.ts';
+import { EXIT } from '../command/exit-codes.ts';
+import type { CliIo } from '../command/io.ts';
+import { createCommandLogger } from '../command/logger.ts';
+import { loadCommandConfig } from '../command/settings-bridge.ts';
 
 /** Seconds between progress lines within one long table: often enough to see a stall. */
 const PROGRESS_INTERVAL_MS = 10_000;

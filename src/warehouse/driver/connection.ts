@@ -304,7 +304,7 @@ class PreparingClient extends pg.Client {
    * One `COPY … FROM STDIN` through pg-copy-streams: the statement, then (once the server
    * answers CopyInResponse) the whole payload as one CopyData message and CopyDone. It
    * settles at ReadyForQuery, or with the server's error (a unique violation, 23505, that
-   * the caller answers by writing its business again without COPY: warehouse/snapshot.ts).
+   * the caller answers by writing its business again without COPY: warehouse/write/snapshot.ts).
    * pg's `query_timeout` covers it as any query: the stream offers the callback that pg
    * wraps with its timer, and fails with pg's "Query read timeout".
    */

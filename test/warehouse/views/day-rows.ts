@@ -9,8 +9,8 @@
  */
 import { type Kysely, sql } from 'kysely';
 import type { RankObservation } from '../../../src/api/index.ts';
-import { recomputeLatest } from '../../../src/warehouse/rankings.ts';
-import { CLICKS_PER_1000, UNRANKED_POSITION } from '../../../src/warehouse/visibility.ts';
+import { recomputeLatest } from '../../../src/warehouse/tables/rankings.ts';
+import { CLICKS_PER_1000, UNRANKED_POSITION } from '../../../src/warehouse/tables/visibility.ts';
 import { ACCOUNT } from '../fixtures.ts';
 import { BI_VIEWS, LOCAL_SEO_VIEWS } from './view-outputs.ts';
 
