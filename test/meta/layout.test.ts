@@ -8,6 +8,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { cyclesOf } from '../helpers/import-cycles.ts';
 
 const SRC = resolve(import.meta.dirname, '../../src');
 
@@ -35,43 +36,6 @@ function fileGraph(): Map<string, string[]> {
     graph.set(file, [...targets].sort());
   }
   return graph;
-}
-
-/** The strongly connected components of more than one node (Tarjan), each sorted. */
-function cyclesOf(edges: ReadonlyMap<string, readonly string[]>): string[][] {
-  let next = 0;
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const cycles: string[][] = [];
-  const visit = (v: string): void => {
-    index.set(v, next);
-    low.set(v, next);
-    next += 1;
-    stack.push(v);
-    onStack.add(v);
-    for (const w of edges.get(v) ?? []) {
-      if (!index.has(w)) {
-        visit(w);
-        low.set(v, Math.min(low.get(v) as number, low.get(w) as number));
-      } else if (onStack.has(w)) {
-        low.set(v, Math.min(low.get(v) as number, index.get(w) as number));
-      }
-    }
-    if (low.get(v) !== index.get(v)) return;
-    const component: string[] = [];
-    let w: string | undefined;
-    do {
-      w = stack.pop() as string;
-      onStack.delete(w);
-      component.push(w);
-    } while (w !== v);
-    if (component.length > 1) cycles.push(component.sort());
-  };
-  const nodes = new Set([...edges.keys(), ...[...edges.values()].flat()]);
-  for (const node of [...nodes].sort()) if (!index.has(node)) visit(node);
-  return cycles;
 }
 
 /** Each circle as its files, then the imports along it. */
