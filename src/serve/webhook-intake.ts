@@ -14,17 +14,15 @@
  *       permanent answer: the same bytes would fail again, so the sender must not retry)
  *   200 stored, or a duplicate of a stored delivery (`duplicate: true`)
  * 413 is always an answer the sender reads: decided from Content-Length before `100
- * Continue` is sent (or before the body is read), else from the bytes counted (chunked);
- * written whole, then the connection is half-closed and the rest of the body read and
- * dropped for up to LINGER_MS, so that closing never resets the connection under the
- * answer (docs/serve.md, "Webhooks").
+ * Continue` is sent (or before the body is read), else from the bytes counted (chunked),
+ * and written so that closing never resets the connection under it (webhook-too-large.ts;
+ * docs/serve.md, "Webhooks").
  * An unknown event kind is stored and acknowledged. The signature and the secrets are
  * never logged; a refused delivery is logged with its kind and a short, redacted excerpt
  * of its body, for diagnosis. 503 is kept for a database that is down or does not answer.
  */
 import { createHash } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { type Logger, redactText } from '../log.ts';
 import { keepOut, keptOutOfText } from '../raw/body.ts';
@@ -36,6 +34,7 @@ import {
 } from '../warehouse/runs/webhook-events.ts';
 import { SIGNATURE_HEADER, verifySignature } from '../webhook-signature.ts';
 import type { WebhookOutcome } from './metrics.ts';
+import { answerAndLinger, refuseTooLargeBeforeContinue } from './webhook-too-large.ts';
 
 export const BOOST_CREATED = 'social_post.boost_created';
 
@@ -47,12 +46,6 @@ export const STORE_TIMEOUT_MS = 10_000;
  * input, logging) far from a stack limit.
  */
 const MAX_DEPTH = 64;
-/**
- * After a refusal sent before the body was read (413), how long the rest of the body is
- * read and dropped while the sender stops: closing with unread bytes would reset the
- * connection, and a reset can destroy the answer before the sender reads it.
- */
-export const LINGER_MS = 5_000;
 /** Characters of a refused body quoted in the log line. */
 const EXCERPT_CHARS = 300;
 
@@ -243,33 +236,11 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-/**
- * Answers `status` on the request's socket and closes it without a reset: the answer is
- * written whole with `Connection: close`, the sending side half-closed, and whatever of
- * the body still arrives is read and dropped until the sender closes, or LINGER_MS.
- * Node's own close (`Connection: close` on a response) destroys the socket as soon as
- * the answer is written, and unread bytes then make the kernel send a reset.
- */
-export function answerAndLinger(
-  request: IncomingMessage,
-  status: 413,
-  body: Record<string, unknown>,
-): void {
-  const socket = request.socket;
-  const text = JSON.stringify(body);
-  socket.write(
-    `HTTP/1.1 ${status} Payload Too Large\r\n` +
-      'content-type: application/json; charset=utf-8\r\n' +
-      `content-length: ${Buffer.byteLength(text)}\r\n` +
-      'connection: close\r\n\r\n' +
-      text,
-  );
-  socket.end();
-  // The body's bytes go on being parsed and dropped; nothing waits for them.
-  request.resume();
-  const linger = setTimeout(() => socket.destroy(), LINGER_MS);
-  linger.unref();
-  socket.once('close', () => clearTimeout(linger));
+/** What each step of a delivery answers to: the intake's options, its log and its count. */
+interface Intake {
+  options: WebhookIntakeOptions;
+  log: Logger;
+  count: (outcome: WebhookOutcome) => void;
 }
 
 /** Registers `POST /webhooks` in its own scope (its body parser applies to it alone). */
@@ -278,153 +249,208 @@ export async function registerWebhookIntake(
   options: WebhookIntakeOptions,
 ): Promise<void> {
   const log = options.logger.child({ component: 'webhooks' });
-  const count = (outcome: WebhookOutcome) => options.onOutcome?.(outcome);
-
-  let inFlight = 0;
-  let lastOverloadLogAt = 0;
+  const intake: Intake = { options, log, count: (outcome) => options.onOutcome?.(outcome) };
   const refuseTooLarge = () => {
-    count('too_large');
+    intake.count('too_large');
     log.warn({ limit: options.bodyLimitBytes }, 'webhook refused: body over the limit');
     return { error: `body larger than ${options.bodyLimitBytes} bytes` };
   };
-
-  // `Expect: 100-continue`: a Content-Length over the limit is answered 413 instead of
-  // `100 Continue`, so the sender never sends the body. Any other request goes on as Node
-  // would take it (100 Continue, then the route).
-  app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
-    const length = Number(request.headers['content-length']);
-    if (
-      request.method === 'POST' &&
-      (request.url ?? '').split('?')[0] === '/webhooks' &&
-      Number.isFinite(length) &&
-      length > options.bodyLimitBytes
-    ) {
-      answerAndLinger(request, 413, refuseTooLarge());
-      return;
-    }
-    response.writeContinue();
-    app.server.emit('request', request, response);
-  });
+  refuseTooLargeBeforeContinue(app, options.bodyLimitBytes, refuseTooLarge);
 
   await app.register(async (scope) => {
-    // Capacity is decided when the headers are in, before the body is read: past it the
-    // answer costs no parse, no signature check and no database (docs/serve.md, "Limits").
-    scope.addHook('onRequest', async (_request, reply) => {
-      if (inFlight >= options.maxInFlight) {
-        count('overloaded');
-        // At most one line a second: a flood must not flood the log.
-        if (Date.now() - lastOverloadLogAt >= 1000) {
-          lastOverloadLogAt = Date.now();
-          log.warn(
-            { limit: options.maxInFlight },
-            'webhook answered 503: WEBHOOK_MAX_IN_FLIGHT deliveries are being handled; the sender retries after 1 s',
-          );
-        }
-        return reply
-          .code(503)
-          .header('retry-after', '1')
-          .send({ error: 'too many deliveries at once; retry after 1 s' });
-      }
-      inFlight += 1;
-      options.onInFlight?.(inFlight);
-      reply.raw.once('close', () => {
-        inFlight -= 1;
-        options.onInFlight?.(inFlight);
-      });
-    });
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser(
-      '*',
-      { parseAs: 'buffer', bodyLimit: options.bodyLimitBytes },
-      (_request, body, done) => done(null, body),
-    );
-    scope.setErrorHandler(
-      (error: Error & { statusCode?: number; code?: string }, request, reply) => {
-        if (error.statusCode === 413 || error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-          // From Content-Length before a byte of the body was read, or from the bytes
-          // counted (chunked): either way, answered whole before the connection closes.
-          reply.hijack();
-          answerAndLinger(request.raw, 413, refuseTooLarge());
-          return;
-        }
-        const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 500;
-        if (status >= 500) log.error({ err: error }, 'webhook intake failed');
-        return reply.code(status).send({ error: status >= 500 ? 'internal error' : error.message });
-      },
-    );
+    limitDeliveriesInFlight(scope, intake);
+    readBodyAsBytes(scope, options.bodyLimitBytes);
+    answerIntakeErrors(scope, log, refuseTooLarge);
+    scope.post('/webhooks', (request, reply) => handleDelivery(intake, request, reply));
+  });
+}
 
-    scope.post('/webhooks', async (request, reply) => {
-      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-      if (!verifySignature(raw, request.headers[SIGNATURE_HEADER], options.secrets)) {
-        count('unauthorized');
+/**
+ * Capacity is decided when the headers are in, before the body is read: past
+ * WEBHOOK_MAX_IN_FLIGHT the answer (503, Retry-After: 1) costs no parse, no signature
+ * check and no database (docs/serve.md, "Limits"). A delivery counts until its response
+ * closes (answered, or the connection gone).
+ */
+function limitDeliveriesInFlight(scope: FastifyInstance, { options, log, count }: Intake): void {
+  let inFlight = 0;
+  let lastOverloadLogAt = 0;
+  scope.addHook('onRequest', async (_request, reply) => {
+    if (inFlight >= options.maxInFlight) {
+      count('overloaded');
+      // At most one line a second: a flood must not flood the log.
+      if (Date.now() - lastOverloadLogAt >= 1000) {
+        lastOverloadLogAt = Date.now();
         log.warn(
-          { signed: request.headers[SIGNATURE_HEADER] !== undefined, bytes: raw.length },
-          'webhook refused: missing or invalid signature',
+          { limit: options.maxInFlight },
+          'webhook answered 503: WEBHOOK_MAX_IN_FLIGHT deliveries are being handled; the sender retries after 1 s',
         );
-        return reply.code(401).send({ error: 'missing or invalid X-Service-Signature' });
-      }
-      let payload: unknown;
-      try {
-        payload = JSON.parse(raw.toString('utf8'));
-      } catch {
-        payload = undefined;
-      }
-      if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
-        count('bad_json');
-        log.warn({ bytes: raw.length }, 'webhook refused: signed, but not a JSON object');
-        return reply.code(400).send({ error: 'the body is not a JSON object' });
-      }
-      const record = payload as Record<string, unknown>;
-      const refuse = (reason: string, extra: Record<string, unknown> = {}) => {
-        count('unprocessable');
-        log.warn(
-          {
-            event: typeof record['event'] === 'string' ? excerptText(record['event']) : null,
-            accountId: typeof record['account_id'] === 'number' ? record['account_id'] : null,
-            bytes: raw.length,
-            reason,
-            excerpt: excerpt(raw),
-            ...extra,
-          },
-          'webhook refused: signed, but the warehouse cannot store it as sent; the sender should not retry it',
-        );
-        return reply.code(422).send({ error: `the event cannot be stored: ${reason}` });
-      };
-      const unstorable = findUnstorableValue(record);
-      if (unstorable) return refuse(`${unstorable.path} ${unstorable.rule}`);
-      const event = webhookEventFromDelivery(raw, record, new Date());
-      let stored: boolean;
-      try {
-        ({ stored } = await withTimeout(recordWebhookEvent(options.db, event), STORE_TIMEOUT_MS));
-      } catch (error) {
-        if (isPermanentStoreError(error)) {
-          const code = (error as { code?: unknown }).code;
-          return refuse(
-            `the database refused a value (${typeof code === 'string' ? `SQLSTATE ${code}` : (error as Error).name})`,
-            { eventKey: event.eventKey, err: error },
-          );
-        }
-        count('unavailable');
-        log.error(
-          { err: error, eventKey: event.eventKey, event: event.event },
-          'webhook not stored: the database cannot take it; the sender should retry',
-        );
-        return reply
-          .code(503)
-          .header('retry-after', '30')
-          .send({ error: 'the event could not be stored; retry later' });
-      }
-      count(stored ? 'accepted' : 'duplicate');
-      log.info(
-        { eventKey: event.eventKey, event: event.event, duplicate: !stored },
-        stored ? 'webhook event stored' : 'webhook event already stored (duplicate)',
-      );
-      if (stored && event.event !== BOOST_CREATED) {
-        log.info({ event: event.event }, 'webhook event of an unknown kind stored as it came');
       }
       return reply
-        .code(200)
-        .send({ received: true, duplicate: !stored, event_key: event.eventKey });
+        .code(503)
+        .header('retry-after', '1')
+        .send({ error: 'too many deliveries at once; retry after 1 s' });
+    }
+    inFlight += 1;
+    options.onInFlight?.(inFlight);
+    reply.raw.once('close', () => {
+      inFlight -= 1;
+      options.onInFlight?.(inFlight);
     });
   });
+}
+
+/** The body as raw bytes, whatever its content type, up to the limit: the signature is over them. */
+function readBodyAsBytes(scope: FastifyInstance, bodyLimitBytes: number): void {
+  scope.removeAllContentTypeParsers();
+  scope.addContentTypeParser(
+    '*',
+    { parseAs: 'buffer', bodyLimit: bodyLimitBytes },
+    (_request, body, done) => done(null, body),
+  );
+}
+
+/**
+ * The scope's errors: a body over the limit is answered 413 on the socket (answerAndLinger);
+ * another client error keeps its status and message; anything else is logged and
+ * answered 500 without detail.
+ */
+function answerIntakeErrors(
+  scope: FastifyInstance,
+  log: Logger,
+  refuseTooLarge: () => Record<string, unknown>,
+): void {
+  scope.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
+    if (error.statusCode === 413 || error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      // From Content-Length before a byte of the body was read, or from the bytes
+      // counted (chunked): either way, answered whole before the connection closes.
+      reply.hijack();
+      answerAndLinger(request.raw, 413, refuseTooLarge());
+      return;
+    }
+    const status = error.statusCode && error.statusCode < 500 ? error.statusCode : 500;
+    if (status >= 500) log.error({ err: error }, 'webhook intake failed');
+    return reply.code(status).send({ error: status >= 500 ? 'internal error' : error.message });
+  });
+}
+
+/**
+ * `POST /webhooks` itself: the signature verified over the bytes as sent, then the JSON
+ * object parsed, checked that the warehouse can store it as sent, stored and acknowledged.
+ */
+async function handleDelivery(
+  intake: Intake,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+  if (!verifySignature(raw, request.headers[SIGNATURE_HEADER], intake.options.secrets)) {
+    intake.count('unauthorized');
+    intake.log.warn(
+      { signed: request.headers[SIGNATURE_HEADER] !== undefined, bytes: raw.length },
+      'webhook refused: missing or invalid signature',
+    );
+    return reply.code(401).send({ error: 'missing or invalid X-Service-Signature' });
+  }
+  const record = parseJsonObject(raw);
+  if (record === null) {
+    intake.count('bad_json');
+    intake.log.warn({ bytes: raw.length }, 'webhook refused: signed, but not a JSON object');
+    return reply.code(400).send({ error: 'the body is not a JSON object' });
+  }
+  const unstorable = findUnstorableValue(record);
+  if (unstorable) {
+    return refuseUnstorable(intake, reply, raw, record, `${unstorable.path} ${unstorable.rule}`);
+  }
+  const event = webhookEventFromDelivery(raw, record, new Date());
+  return storeAndAcknowledge(intake, reply, raw, record, event);
+}
+
+/** The body parsed as a JSON object, or null for anything else (invalid JSON, an array, a scalar). */
+function parseJsonObject(raw: Buffer): Record<string, unknown> | null {
+  let payload: unknown;
+  try {
+    payload = JSON.parse(raw.toString('utf8'));
+  } catch {
+    payload = undefined;
+  }
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return null;
+  return payload as Record<string, unknown>;
+}
+
+/**
+ * 422 for signed JSON the warehouse cannot store as sent, logged with the event kind, the
+ * account and a redacted excerpt: the same bytes would fail again, so the sender must not
+ * retry.
+ */
+function refuseUnstorable(
+  { count, log }: Intake,
+  reply: FastifyReply,
+  raw: Buffer,
+  record: Record<string, unknown>,
+  reason: string,
+  extra: Record<string, unknown> = {},
+): FastifyReply {
+  count('unprocessable');
+  log.warn(
+    {
+      event: typeof record['event'] === 'string' ? excerptText(record['event']) : null,
+      accountId: typeof record['account_id'] === 'number' ? record['account_id'] : null,
+      bytes: raw.length,
+      reason,
+      excerpt: excerpt(raw),
+      ...extra,
+    },
+    'webhook refused: signed, but the warehouse cannot store it as sent; the sender should not retry it',
+  );
+  return reply.code(422).send({ error: `the event cannot be stored: ${reason}` });
+}
+
+/**
+ * Stores the event within STORE_TIMEOUT_MS and answers: 200 stored, or 200 `duplicate`
+ * when its event key is stored already; 422 for a value the database refuses
+ * (isPermanentStoreError); 503 with Retry-After for a database that is down or does not
+ * answer (the sender retries).
+ */
+async function storeAndAcknowledge(
+  intake: Intake,
+  reply: FastifyReply,
+  raw: Buffer,
+  record: Record<string, unknown>,
+  event: WebhookEventInput,
+): Promise<FastifyReply> {
+  const { options, log, count } = intake;
+  let stored: boolean;
+  try {
+    ({ stored } = await withTimeout(recordWebhookEvent(options.db, event), STORE_TIMEOUT_MS));
+  } catch (error) {
+    if (isPermanentStoreError(error)) {
+      const code = (error as { code?: unknown }).code;
+      return refuseUnstorable(
+        intake,
+        reply,
+        raw,
+        record,
+        `the database refused a value (${typeof code === 'string' ? `SQLSTATE ${code}` : (error as Error).name})`,
+        { eventKey: event.eventKey, err: error },
+      );
+    }
+    count('unavailable');
+    log.error(
+      { err: error, eventKey: event.eventKey, event: event.event },
+      'webhook not stored: the database cannot take it; the sender should retry',
+    );
+    return reply
+      .code(503)
+      .header('retry-after', '30')
+      .send({ error: 'the event could not be stored; retry later' });
+  }
+  count(stored ? 'accepted' : 'duplicate');
+  log.info(
+    { eventKey: event.eventKey, event: event.event, duplicate: !stored },
+    stored ? 'webhook event stored' : 'webhook event already stored (duplicate)',
+  );
+  if (stored && event.event !== BOOST_CREATED) {
+    log.info({ event: event.event }, 'webhook event of an unknown kind stored as it came');
+  }
+  return reply.code(200).send({ received: true, duplicate: !stored, event_key: event.eventKey });
 }
