@@ -659,13 +659,22 @@ interface PlanNode {
 const SCANS = new Set(['Seq Scan', 'Index Scan', 'Index Only Scan', 'Bitmap Heap Scan']);
 
 /**
+ * A scan of no table that a plan runs per row: a function scan, or (since migration 0039)
+ * the subquery over a Result that tests a day's element of a month row.
+ */
+function isRowTest(node: PlanNode): boolean {
+  if (node['Node Type'] === 'Function Scan') return true;
+  return node['Node Type'] === 'Subquery Scan' && node.Plans?.[0]?.['Node Type'] === 'Result';
+}
+
+/**
  * Rows every table scan of the plan produced or discarded, over all its loops; with
- * `functions`, function scans too (rows through the plan: 0030's `v_rank_daily` unnested a
- * month's array for each row it returned).
+ * `functions`, the per-row tests of no table too (`isRowTest`; rows through the plan:
+ * 0030's `v_rank_daily` unnested a month's array for each row it returned).
  */
 function rowsRead(node: PlanNode, functions = false): number {
   let own = 0;
-  if (SCANS.has(node['Node Type']) || (functions && node['Node Type'] === 'Function Scan')) {
+  if (SCANS.has(node['Node Type']) || (functions && isRowTest(node))) {
     const loops = node['Actual Loops'] ?? 1;
     own =
       ((node['Actual Rows'] ?? 0) +

@@ -4,7 +4,8 @@
  * three years of month rows, one business's 90-day trend reads at most 3 × (its series ×
  * 90) rows through its plan, and every business's last 30 days at most 3 × (every series
  * × 30). "Read": every scan's rows, those its filters and rechecks removed, function scans
- * included (0030's definition unnested a month's array for each row it returned), times
+ * and per-row subqueries over a Result included (0030's definition unnested a month's
+ * array for each row it returned; 0039 tests a day's element in such a subquery), times
  * their loops, from EXPLAIN (ANALYZE, FORMAT JSON). The history is inserted with SQL (day
  * rows by generate_series, packed by 0030's own move), not synced night by night.
  */
@@ -40,7 +41,10 @@ const SCANS = new Set([
 
 /** Rows every scan of the plan produced or discarded, over all its loops, by relation. */
 function rowsRead(node: PlanNode, into = new Map<string, number>()): Map<string, number> {
-  if (SCANS.has(node['Node Type'])) {
+  // Since 0039 a day's test is a subquery over a Result, not a function scan: counted too.
+  const rowTest =
+    node['Node Type'] === 'Subquery Scan' && node.Plans?.[0]?.['Node Type'] === 'Result';
+  if (SCANS.has(node['Node Type']) || rowTest) {
     const rows =
       ((node['Actual Rows'] ?? 0) +
         (node['Rows Removed by Filter'] ?? 0) +
