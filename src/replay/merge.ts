@@ -3,7 +3,7 @@
  * the raw zone can rebuild and from when (their window), and the merge of the rebuilt
  * rows into the live tables in one transaction, each table as its entry in
  * src/replay/tables.ts says. The scratch schema they come from is
- * src/replay/scratch.ts.
+ * src/replay/scratch.ts; the contested-id rule the merge keeps, src/replay/contested.ts.
  *
  * The live tables are never dropped, renamed or truncated: rows are deleted, inserted and
  * updated by primary key, so grants, comments, the operator's views and a reader's snapshot
@@ -13,6 +13,7 @@
 import { type RawBuilder, sql, type Transaction } from 'kysely';
 import type { Database, Db } from '../warehouse/database.ts';
 import type { Merge, Owner, ReplayTable } from '../warehouse/write/replay-table.ts';
+import { aboutContested, findContested, frozen, referLikeLive } from './contested.ts';
 import { type ColumnInfo, columnsOf, idsPastLive, windowsTable } from './scratch.ts';
 import { REPLAY_TABLES } from './tables.ts';
 
@@ -137,125 +138,6 @@ function ownerOf(owner: Owner, schema: string): RawBuilder<unknown> {
     where o.${sql.id(owner.on)} = t.${sql.id(owner.on)})`;
 }
 
-/** A table keyed by an id the upstream may show under two businesses (`ReplayTable.sharedId`). */
-interface Shared {
-  table: string;
-  column: string;
-  location: string;
-  /** The scratch table of its contested ids. */
-  contested: string;
-}
-
-const SHARED: readonly Shared[] = REPLAY_TABLES.flatMap(({ table, key, sharedId }) =>
-  sharedId && key.length === 1
-    ? [
-        {
-          table,
-          column: key[0] as string,
-          location: sharedId.location,
-          contested: `replay_${table}_contested`,
-        },
-      ]
-    : [],
-);
-
-/**
- * The ids the live warehouse holds under another business than the rebuild (two
- * credentials, each first to commit once; a user's manual move; an older release's
- * commit order): the merge leaves everything that names them as it is (docs/replay.md,
- * "Replay in place"). The live owner is the one stored, whichever business the rebuild
- * has it under, of the merge or kept whole.
- */
-async function findContested(db: Db, live: string, scratch: string): Promise<void> {
-  for (const shared of SHARED) {
-    const id = sql.id(shared.column);
-    await sql`create table ${sql.id(scratch, shared.contested)} as
-      select s.${id} as id, l.business_id as live_owner, s.business_id as rebuilt_owner
-        from ${sql.id(scratch, shared.table)} s
-        join ${sql.id(live, shared.table)} l on l.${id} = s.${id}
-       where l.business_id <> s.business_id`.execute(db);
-  }
-}
-
-const contestedIds = (scratch: string, shared: Shared) =>
-  sql`(select id from ${sql.id(scratch, shared.contested)})`;
-
-/**
- * The shared ids whose contest freezes a row of `entry`: the table's own id, the ids of
- * a table that is itself shared (a response names its review), and its parent's id.
- */
-function freezingIds(entry: ReplayTable, columns: readonly ColumnInfo[]): Shared[] {
-  const owner = entry.owner;
-  return SHARED.filter(
-    (shared) =>
-      columns.some((c) => c.name === shared.column) &&
-      (entry.sharedId !== undefined ||
-        (typeof owner === 'object' && owner.parent === shared.table && owner.on === shared.column)),
-  );
-}
-
-/**
- * Whether row `t` names a contested id that freezes it, or (`liveWhereContested`) belongs
- * to a business that holds or carries one: the merge neither deletes nor writes it.
- */
-function frozen(
-  entry: MergedAs<'per business'>,
-  columns: readonly ColumnInfo[],
-  scratch: string,
-): RawBuilder<unknown> {
-  const conditions = freezingIds(entry, columns).map(
-    (shared) => sql`t.${sql.id(shared.column)} in ${contestedIds(scratch, shared)}`,
-  );
-  if (entry.merge.liveWhereContested) {
-    for (const shared of SHARED) {
-      const contested = sql.id(scratch, shared.contested);
-      conditions.push(sql`t.business_id in (select live_owner from ${contested}
-        union all select rebuilt_owner from ${contested})`);
-    }
-  }
-  if (conditions.length === 0) return sql`false`;
-  return sql`(${sql.join(conditions, sql` or `)})`;
-}
-
-/**
- * A rebuilt row that only refers to a contested id (a rank series names its keyword)
- * takes the reference the live row has (none, where the live warehouse has no such row):
- * it never names an id the live warehouse holds under another business.
- */
-async function referLikeLive(
-  db: Db,
-  live: string,
-  scratch: string,
-  entry: ReplayTable,
-  columns: readonly ColumnInfo[],
-): Promise<void> {
-  const freezing = freezingIds(entry, columns);
-  const same = entry.ids?.sameRowAs ?? entry.key;
-  const match = sql.join(
-    same.map((c) => sql`l.${sql.id(c)} = s.${sql.id(c)}`),
-    sql` and `,
-  );
-  for (const shared of SHARED) {
-    if (freezing.includes(shared) || !columns.some((c) => c.name === shared.column)) continue;
-    const id = sql.id(shared.column);
-    await sql`update ${sql.id(scratch, entry.table)} s
-       set ${id} = (select l.${id} from ${sql.id(live, entry.table)} l where ${match})
-     where s.${id} in ${contestedIds(scratch, shared)}`.execute(db);
-  }
-}
-
-/** Whether a quarantine row `t` is about a contested id (its `location`, `reviews <id>`). */
-function aboutContested(scratch: string): RawBuilder<unknown> {
-  if (SHARED.length === 0) return sql`false`;
-  return sql`(${sql.join(
-    SHARED.map(
-      (shared) =>
-        sql`t.location in (select ${shared.location} || ' ' || c.id::text from ${sql.id(scratch, shared.contested)} c)`,
-    ),
-    sql` or `,
-  )})`;
-}
-
 /**
  * The rebuilt rows of `table` as the live table will hold them (mapped ids as the live
  * ones), each with the business it belongs to as `replay_owner`.
@@ -328,13 +210,28 @@ async function writtenColumns(
   );
 }
 
+/** What the merge did to each live table, in the order it first touched them. */
+type Tally = Map<string, TableChange>;
+
+function changeOf(tally: Tally, table: string): TableChange {
+  const entry = tally.get(table) ?? { table, deleted: 0, inserted: 0, updated: 0 };
+  tally.set(table, entry);
+  return entry;
+}
+
+/** Whether the business `expression` names is one the merge rebuilds (it has a window). */
+function inMerge(scratch: string, expression: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`${expression} in (select business_id from ${windowsTable(scratch)})`;
+}
+
 /**
  * Writes the rebuilt rows into the live tables (inside the caller's transaction), each
  * table as its entry in src/replay/tables.ts says: for each business of the
  * merge, rows the rebuild has are inserted or updated, rows it lacks are deleted
  * (children first); its quarantine rows of the replayed runs are replaced; reference data
  * is upserted; alerts the live warehouse lacks are added, closed undelivered (old news is
- * not sent), and every live alert is left as it is (identity and delivery).
+ * not sent), and every live alert is left as it is (identity and delivery). Whatever
+ * names a contested id stays as the live warehouse has it (src/replay/contested.ts).
  */
 export async function mergeRebuild(
   db: Db,
@@ -343,59 +240,87 @@ export async function mergeRebuild(
   replayedRuns: readonly string[],
   notDeliveredNote: string,
 ): Promise<TableChange[]> {
-  const W = windowsTable(scratch);
-  const inMerge = (expression: RawBuilder<unknown>) =>
-    sql`${expression} in (select business_id from ${W})`;
-  const changes = new Map<string, TableChange>();
-  const change = (table: string) => {
-    const entry = changes.get(table) ?? { table, deleted: 0, inserted: 0, updated: 0 };
-    changes.set(table, entry);
-    return entry;
-  };
+  const tally: Tally = new Map();
   const perBusiness = mergedAs('per business');
   await findContested(db, live, scratch);
 
   const columns = new Map<string, ColumnInfo[]>();
   for (const entry of perBusiness) columns.set(entry.table, await writtenColumns(db, live, entry));
   for (const entry of perBusiness) {
-    const { table, key, merge } = entry;
-    const match = sql.join(
-      key.map((k) => sql`l.${sql.id(k)} = s.${sql.id(k)}`),
-      sql` and `,
-    );
-    const keep = merge.keepLive ?? [];
-    if (keep.length > 0) {
-      await sql`update ${sql.id(scratch, table)} s
-         set ${sql.join(keep.map((c) => sql`${sql.id(c)} = l.${sql.id(c)}`))}
-        from ${sql.id(live, table)} l
-       where ${match} and (${sql.join(keep.map((c) => sql`s.${sql.id(c)}`))})
-         is distinct from (${sql.join(keep.map((c) => sql`l.${sql.id(c)}`))})`.execute(db);
-    }
-    for (const c of merge.keepLiveSameDay ?? []) {
-      const column = sql.id(c);
-      await sql`update ${sql.id(scratch, table)} s set ${column} = l.${column}
-        from ${sql.id(live, table)} l
-       where ${match} and s.${column} <> l.${column}
-         and (s.${column} at time zone 'UTC')::date = (l.${column} at time zone 'UTC')::date`.execute(
-        db,
-      );
-    }
-    const unlessChanged = merge.keepLiveUnlessChanged ?? [];
-    const others = (columns.get(table) ?? []).filter(
-      (c) => !key.includes(c.name) && !unlessChanged.includes(c.name),
-    );
-    if (unlessChanged.length > 0) {
-      const row = (alias: string) => sql.join(others.map((c) => sql.ref(`${alias}.${c.name}`)));
-      await sql`update ${sql.id(scratch, table)} s
-         set ${sql.join(unlessChanged.map((c) => sql`${sql.id(c)} = l.${sql.id(c)}`))}
-        from ${sql.id(live, table)} l
-       where ${match} and (${row('s')}) is not distinct from (${row('l')})`.execute(db);
-    }
-    await referLikeLive(db, live, scratch, entry, columns.get(table) ?? []);
+    await takeLiveValues(db, live, scratch, entry, columns.get(entry.table) ?? []);
+    await referLikeLive(db, live, scratch, entry, columns.get(entry.table) ?? []);
   }
   for (const mapped of MAPPED) await mapIds(db, live, scratch, mapped);
 
-  // Children first. A live row that names a contested id is never deleted (`frozen`).
+  await deleteRowsRebuildLacks(db, live, scratch, perBusiness, columns, tally);
+  await writeRebuiltRows(db, live, scratch, perBusiness, columns, tally);
+  await mergeReplayedRunRows(db, live, scratch, replayedRuns, tally);
+  await upsertReferenceData(db, live, scratch, tally);
+  await addClosedAlerts(db, live, scratch, notDeliveredNote, tally);
+
+  // The live ids the merge wrote: a row a sync adds next takes one past them.
+  for (const { table, column } of MAPPED) await idsPastLive(db, live, live, table, column);
+  return [...tally.values()];
+}
+
+/**
+ * The rebuilt rows of a table merged per business take the live row's values where the
+ * replay does not rebuild them (`keepLive`) or cannot reproduce them exactly: a time of
+ * the same UTC day (`keepLiveSameDay`), a time the live run took from its own clock while
+ * nothing else of the row changed (`keepLiveUnlessChanged`).
+ */
+async function takeLiveValues(
+  db: Db,
+  live: string,
+  scratch: string,
+  entry: MergedAs<'per business'>,
+  columns: readonly ColumnInfo[],
+): Promise<void> {
+  const { table, key, merge } = entry;
+  const match = sql.join(
+    key.map((k) => sql`l.${sql.id(k)} = s.${sql.id(k)}`),
+    sql` and `,
+  );
+  const keep = merge.keepLive ?? [];
+  if (keep.length > 0) {
+    await sql`update ${sql.id(scratch, table)} s
+       set ${sql.join(keep.map((c) => sql`${sql.id(c)} = l.${sql.id(c)}`))}
+      from ${sql.id(live, table)} l
+     where ${match} and (${sql.join(keep.map((c) => sql`s.${sql.id(c)}`))})
+       is distinct from (${sql.join(keep.map((c) => sql`l.${sql.id(c)}`))})`.execute(db);
+  }
+  for (const c of merge.keepLiveSameDay ?? []) {
+    const column = sql.id(c);
+    await sql`update ${sql.id(scratch, table)} s set ${column} = l.${column}
+      from ${sql.id(live, table)} l
+     where ${match} and s.${column} <> l.${column}
+       and (s.${column} at time zone 'UTC')::date = (l.${column} at time zone 'UTC')::date`.execute(
+      db,
+    );
+  }
+  const unlessChanged = merge.keepLiveUnlessChanged ?? [];
+  const others = columns.filter((c) => !key.includes(c.name) && !unlessChanged.includes(c.name));
+  if (unlessChanged.length > 0) {
+    const row = (alias: string) => sql.join(others.map((c) => sql.ref(`${alias}.${c.name}`)));
+    await sql`update ${sql.id(scratch, table)} s
+       set ${sql.join(unlessChanged.map((c) => sql`${sql.id(c)} = l.${sql.id(c)}`))}
+      from ${sql.id(live, table)} l
+     where ${match} and (${row('s')}) is not distinct from (${row('l')})`.execute(db);
+  }
+}
+
+/**
+ * Deletes the live rows of the merged businesses that the rebuild lacks, children first.
+ * A live row that names a contested id is never deleted (`frozen`).
+ */
+async function deleteRowsRebuildLacks(
+  db: Db,
+  live: string,
+  scratch: string,
+  perBusiness: readonly MergedAs<'per business'>[],
+  columns: ReadonlyMap<string, ColumnInfo[]>,
+  tally: Tally,
+): Promise<void> {
   for (const entry of [...perBusiness].reverse()) {
     const { table, key, owner = 'business_id' } = entry;
     const tableColumns = columns.get(table) ?? [];
@@ -405,12 +330,26 @@ export async function mergeRebuild(
       sql` and `,
     );
     const result = await sql`delete from ${sql.id(live, table)} t
-      where ${inMerge(ownerOf(owner, live))}
+      where ${inMerge(scratch, ownerOf(owner, live))}
         and not ${frozen(entry, tableColumns, scratch)}
         and not exists (select 1 from ${rows} s where ${match})`.execute(db);
-    change(table).deleted += Number(result.numAffectedRows ?? 0);
+    changeOf(tally, table).deleted += Number(result.numAffectedRows ?? 0);
   }
-  // Nor is a rebuilt row that names one written: the live warehouse holds it elsewhere.
+}
+
+/**
+ * Upserts the rebuilt rows of the merged businesses into the live tables, parents first.
+ * A rebuilt row that names a contested id is not written (`frozen`): the live warehouse
+ * holds it elsewhere.
+ */
+async function writeRebuiltRows(
+  db: Db,
+  live: string,
+  scratch: string,
+  perBusiness: readonly MergedAs<'per business'>[],
+  columns: ReadonlyMap<string, ColumnInfo[]>,
+  tally: Tally,
+): Promise<void> {
   for (const entry of perBusiness) {
     const { table, key, owner = 'business_id' } = entry;
     const tableColumns = columns.get(table) ?? [];
@@ -422,18 +361,30 @@ export async function mergeRebuild(
       tableColumns,
       key,
       rows,
-      sql`${inMerge(sql`t.replay_owner`)} and not ${frozen(entry, tableColumns, scratch)}`,
+      sql`${inMerge(scratch, sql`t.replay_owner`)} and not ${frozen(entry, tableColumns, scratch)}`,
     );
-    change(table).inserted += ins;
-    change(table).updated += upd;
+    changeOf(tally, table).inserted += ins;
+    changeOf(tally, table).updated += upd;
   }
+}
 
-  // The replayed runs' rows, of the merged businesses and of none (the accounts' own): a
-  // live row the rebuild has too stays as it is; none about a contested id is touched.
+/**
+ * The replayed runs' rows (the quarantine rows), of the merged businesses and of none (the
+ * accounts' own): a live row the rebuild has too stays as it is, taking the rebuild's
+ * `liveTimes` only where it has none; the others are deleted and the rebuild's added.
+ * None about a contested id is touched.
+ */
+async function mergeReplayedRunRows(
+  db: Db,
+  live: string,
+  scratch: string,
+  replayedRuns: readonly string[],
+  tally: Tally,
+): Promise<void> {
   for (const entry of replayedRuns.length > 0 ? mergedAs('per run') : []) {
     const { table, owner = 'business_id', merge } = entry;
     const ofMerge = (schema: string) =>
-      sql`(${ownerOf(owner, schema)} is null or ${inMerge(ownerOf(owner, schema))})
+      sql`(${ownerOf(owner, schema)} is null or ${inMerge(scratch, ownerOf(owner, schema))})
         and t.run_id = any(${[...replayedRuns]}::uuid[]) and not ${aboutContested(scratch)}`;
     const written = await writtenColumns(db, live, entry);
     const content = written.filter((c) => !merge.liveTimes.includes(c.name));
@@ -442,7 +393,7 @@ export async function mergeRebuild(
         (${sql.join(content.map((c) => sql.ref(`${other}.${c.name}`)))})`;
     const removed = await sql`delete from ${sql.id(live, table)} t where ${ofMerge(live)}
       and not exists (select 1 from ${sql.id(scratch, table)} s where ${same('s')})`.execute(db);
-    change(table).deleted += Number(removed.numAffectedRows ?? 0);
+    changeOf(tally, table).deleted += Number(removed.numAffectedRows ?? 0);
     for (const time of merge.liveTimes) {
       const column = sql.id(time);
       const filled = await sql`update ${sql.id(live, table)} t set ${column} = s.${column}
@@ -450,15 +401,23 @@ export async function mergeRebuild(
        where ${ofMerge(live)} and ${same('s')} and t.${column} is null and s.${column} is not null`.execute(
         db,
       );
-      change(table).updated += Number(filled.numAffectedRows ?? 0);
+      changeOf(tally, table).updated += Number(filled.numAffectedRows ?? 0);
     }
     const list = sql.join(written.map((c) => sql.id(c.name)));
     const added = await sql`insert into ${sql.id(live, table)} (${list})
       select ${list} from ${sql.id(scratch, table)} t where ${ofMerge(scratch)}
         and not exists (select 1 from ${sql.id(live, table)} l where ${same('l')})`.execute(db);
-    change(table).inserted += Number(added.numAffectedRows ?? 0);
+    changeOf(tally, table).inserted += Number(added.numAffectedRows ?? 0);
   }
+}
 
+/** Reference data: every rebuilt row upserted by key, none deleted. */
+async function upsertReferenceData(
+  db: Db,
+  live: string,
+  scratch: string,
+  tally: Tally,
+): Promise<void> {
   for (const entry of mergedAs('upsert')) {
     const { ins, upd } = await upsert(
       db,
@@ -469,10 +428,22 @@ export async function mergeRebuild(
       sql`${sql.id(scratch, entry.table)}`,
       sql`true`,
     );
-    change(entry.table).inserted += ins;
-    change(entry.table).updated += upd;
+    changeOf(tally, entry.table).inserted += ins;
+    changeOf(tally, entry.table).updated += upd;
   }
+}
 
+/**
+ * The alerts only the rebuild raised, added closed: delivered at the merge's time with
+ * `notDeliveredNote`, so no sink hears old news. Every live alert stays as it is.
+ */
+async function addClosedAlerts(
+  db: Db,
+  live: string,
+  scratch: string,
+  notDeliveredNote: string,
+  tally: Tally,
+): Promise<void> {
   for (const entry of mergedAs('add closed')) {
     const { table, key, merge } = entry;
     const names = (await writtenColumns(db, live, entry)).map((c) => c.name);
@@ -492,10 +463,6 @@ export async function mergeRebuild(
        where not exists (select 1 from ${sql.id(live, table)} o where o.${sameAs} = a.${sameAs})
        order by ${sql.join(key.map((k) => sql`a.${sql.id(k)}`))}
       on conflict (${sameAs}) do nothing`.execute(db);
-    change(table).inserted += Number(added.numAffectedRows ?? 0);
+    changeOf(tally, table).inserted += Number(added.numAffectedRows ?? 0);
   }
-
-  // The live ids the merge wrote: a row a sync adds next takes one past them.
-  for (const { table, column } of MAPPED) await idsPastLive(db, live, live, table, column);
-  return [...changes.values()];
 }

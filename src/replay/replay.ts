@@ -341,41 +341,86 @@ export function recordedAnswerSettings(settings: unknown): Partial<AnswerSetting
   };
 }
 
-/** One credential's part of one run, through the sync, from the kept answers. */
-async function replayAccountRun(
-  target: Warehouse,
+/** A business's read index and its bodies, compressed, fetched in one statement each. */
+interface BusinessIndex {
+  answers: Map<string, KeptAnswer>;
+  bodies: Map<string, StoredBody>;
+}
+
+/** The kept answer to one request, with the bodies prefetched for its business. */
+type AnswerFor = (
+  path: string,
+  key: string,
+) => Promise<{ answer: KeptAnswer; bodies?: Map<string, StoredBody> } | undefined>;
+
+/** What one credential's part of a kept run answers from. */
+interface KeptRunAnswers {
+  /** Each business the run committed, and the time its reads (and rows) were kept with. */
+  businessTimes: Map<number, Date>;
+  /** The kept reads the replay serves from. */
+  reads: number;
+  /** Reference data is read once a run, by one credential: the others have none to replay. */
+  fetchedReference: boolean;
+  answerFor: AnswerFor;
+}
+
+/**
+ * What the run read of the credential itself (its list, reference data, polls): a few
+ * reads, indexed up front. A business's reads are indexed when the replayed sync first
+ * asks for one of them (`businessIndexer`), a few businesses at a time: memory holds
+ * neither the night's bodies nor its index. A read of a business that never committed
+ * on the night is not an answer its replay may write from.
+ */
+async function keptRunAnswers(
   raw: Kysely<Database>,
   run: KeptRun,
-  account: { name: string; user_email: string; base_url: string },
+  accountName: string,
   options: ReplayOptions,
-): Promise<{ reads: number; runId: string; notRebuilt: NotRebuilt[] }> {
-  // What the run read of the credential itself (its list, reference data, polls): a few
-  // reads, indexed up front. A business's reads are indexed when the replayed sync first
-  // asks for one of them (`businessAnswers`), a few businesses at a time: memory holds
-  // neither the night's bodies nor its index. A read of a business that never committed
-  // on the night is not an answer its replay may write from.
-  const ofRun = { runId: run.run_id, accountName: account.name };
+): Promise<KeptRunAnswers> {
+  const ofRun = { runId: run.run_id, accountName };
   const accountAnswers = indexAnswers(await accountReadsOfRun(raw, ofRun));
-  // Each business the run committed, and the time its reads (and rows) were kept with.
   const businessTimes = new Map<number, Date>();
   const onlyBusiness = options.businessId !== undefined ? { businessId: options.businessId } : {};
   for (const { businessId, at } of await businessTimesOfRun(raw, { ...ofRun, ...onlyBusiness })) {
     if (!options.skipBusinesses?.has(businessId)) businessTimes.set(businessId, at);
   }
   const reads = await countReadsOfRun(raw, { ...ofRun, ...onlyBusiness });
-  // Reference data is read once a run, by one credential: the others have none to replay.
-  const fetchedReference = accountAnswers.operations.has('list_countries');
-  // A business's read index and its bodies, compressed, fetched in one statement each.
-  interface BusinessIndex {
-    answers: Map<string, KeptAnswer>;
-    bodies: Map<string, StoredBody>;
-  }
+  const businessAnswers = businessIndexer(raw, run, accountName);
+  const answerFor: AnswerFor = async (path, key) => {
+    const id = businessIdOfPath(path);
+    if (id === null) {
+      const answer = accountAnswers.answers.get(key);
+      return answer ? { answer } : undefined;
+    }
+    if (!businessTimes.has(id)) return undefined;
+    const index = await businessAnswers(id);
+    const answer = index.answers.get(key);
+    return answer ? { answer, bodies: index.bodies } : undefined;
+  };
+  return {
+    businessTimes,
+    reads,
+    fetchedReference: accountAnswers.operations.has('list_countries'),
+    answerFor,
+  };
+}
+
+/**
+ * A business's kept reads of the run, indexed when the replayed sync first asks for one
+ * of them: at most `BUSINESSES_INDEXED` indexes are held, the first indexed let go first.
+ */
+function businessIndexer(
+  raw: Kysely<Database>,
+  run: KeptRun,
+  accountName: string,
+): (id: number) => Promise<BusinessIndex> {
   const indexed = new Map<number, Promise<BusinessIndex>>();
-  const businessAnswers = (id: number): Promise<BusinessIndex> => {
+  return (id) => {
     const hit = indexed.get(id);
     if (hit) return hit;
     const loading = businessReadsOfRun(raw, {
-      ...ofRun,
+      runId: run.run_id,
+      accountName,
       businessId: id,
       first: run.first_observed,
       last: run.last_observed,
@@ -388,29 +433,26 @@ async function replayAccountRun(
     indexed.set(id, loading);
     return loading;
   };
-  const answerFor = async (
-    path: string,
-    key: string,
-  ): Promise<{ answer: KeptAnswer; bodies?: Map<string, StoredBody> } | undefined> => {
-    const id = businessIdOfPath(path);
-    if (id === null) {
-      const answer = accountAnswers.answers.get(key);
-      return answer ? { answer } : undefined;
-    }
-    if (!businessTimes.has(id)) return undefined;
-    const index = await businessAnswers(id);
-    const answer = index.answers.get(key);
-    return answer ? { answer, bodies: index.bodies } : undefined;
-  };
+}
+
+/**
+ * The upstream as the run saw it: an undici mock pool that answers each request with the
+ * body kept for it, and a request the raw zone cannot serve (no answer kept, a body that
+ * no longer reads) with a status no upstream sends, naming the business it cannot rebuild.
+ * `now` is the credential's clock: the latest observation time of the reads served, from
+ * the run's first on.
+ */
+function keptUpstream(
+  raw: Kysely<Database>,
+  run: KeptRun,
+  baseUrl: string,
+  answerFor: AnswerFor,
+  cannotRebuild: (businessId: number | null, reason: string) => void,
+): { agent: MockAgent; pool: ReturnType<MockAgent['get']>; now: () => Date } {
   const bodyOf = keptBodies(raw);
-  // Businesses the run committed whose night this replay cannot rebuild, with the first reason.
-  const missing = new Map<number, string>();
-  const cannotRebuild = (id: number | null, reason: string) => {
-    if (id !== null && businessTimes.has(id) && !missing.has(id)) missing.set(id, reason);
-  };
   let clock = run.first_observed;
-  const origin = new URL(account.base_url).origin;
-  const prefix = `${new URL(account.base_url).pathname.replace(/\/+$/, '')}/api/v2`;
+  const origin = new URL(baseUrl).origin;
+  const prefix = `${new URL(baseUrl).pathname.replace(/\/+$/, '')}/api/v2`;
   const agent = new MockAgent({ connections: 1 });
   agent.disableNetConnect();
   const pool = agent.get(origin);
@@ -447,6 +489,40 @@ async function replayAccountRun(
       };
     })
     .persist();
+  return { agent, pool, now: () => clock };
+}
+
+/** The streams the kept run read, of those the sync has today (all, for a run that kept none). */
+function replayedStreams(run: KeptRun, fetchedReference: boolean): Stream[] {
+  const kept = Array.isArray(run.streams)
+    ? (run.streams as string[]).filter((s): s is Stream =>
+        (STREAMS as readonly string[]).includes(s),
+      )
+    : [...STREAMS];
+  // A stream read once per run is replayed only when the kept run read it (src/streams).
+  return kept.filter((stream) => replayRule(stream) === 'business-reads' || fetchedReference);
+}
+
+/** One credential's part of one run, through the sync, from the kept answers. */
+async function replayAccountRun(
+  target: Warehouse,
+  raw: Kysely<Database>,
+  run: KeptRun,
+  account: { name: string; user_email: string; base_url: string },
+  options: ReplayOptions,
+): Promise<{ reads: number; runId: string; notRebuilt: NotRebuilt[] }> {
+  const { businessTimes, reads, fetchedReference, answerFor } = await keptRunAnswers(
+    raw,
+    run,
+    account.name,
+    options,
+  );
+  // Businesses the run committed whose night this replay cannot rebuild, with the first reason.
+  const missing = new Map<number, string>();
+  const cannotRebuild = (id: number | null, reason: string) => {
+    if (id !== null && businessTimes.has(id) && !missing.has(id)) missing.set(id, reason);
+  };
+  const { agent, pool, now } = keptUpstream(raw, run, account.base_url, answerFor, cannotRebuild);
   const api = createApiClient({
     dispatcher: pool,
     concurrency: 8,
@@ -463,15 +539,6 @@ async function replayAccountRun(
     authToken: 'replay',
     userEmail: account.user_email,
   };
-  const streams = (
-    Array.isArray(run.streams)
-      ? (run.streams as string[]).filter((s): s is Stream =>
-          (STREAMS as readonly string[]).includes(s),
-        )
-      : [...STREAMS]
-  )
-    // A stream read once per run is replayed only when the kept run read it (src/streams).
-    .filter((stream) => replayRule(stream) === 'business-reads' || fetchedReference);
   // The businesses the run committed: a listed business it never wrote is not written now.
   const committed = [...businessTimes.keys()];
   const committedSet = new Set(committed);
@@ -486,13 +553,13 @@ async function replayAccountRun(
       credentials: [credential],
       logger: options.logger,
       trigger: 'replay',
-      streams,
+      streams: replayedStreams(run, fetchedReference),
       keepRaw: options.keepRaw ?? false,
       // Side by side as the live sync runs them: each business gets the time it was kept
       // with, whatever the order its answers are served in.
       businessConcurrency: REPLAY_CONCURRENCY,
       overallBusinessConcurrency: REPLAY_CONCURRENCY,
-      now: () => clock,
+      now,
       businessObservedAt: (_credential, businessId) => businessTimes.get(businessId),
       onBusinessError: (_c: Credential, id: number, e: unknown) => {
         cannotRebuild(id, `its write failed: ${errorText(e)}`);
