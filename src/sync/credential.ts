@@ -14,7 +14,8 @@ import { readableIdOf } from '../api/schemas.ts';
 import { ApiError } from '../api/transport/errors.ts';
 import type { Logger } from '../log.ts';
 import { inSpan } from '../tracing.ts';
-import { describeDatabaseError, timeoutsOf } from '../warehouse/driver/connection.ts';
+import { timeoutsOf } from '../warehouse/driver/connection.ts';
+import { describeDatabaseError } from '../warehouse/driver/database-errors.ts';
 import { isWarehouseGone, WarehouseGoneError } from '../warehouse/driver/outage.ts';
 import { markAccountSynced, upsertAccount } from '../warehouse/runs/accounts.ts';
 import {

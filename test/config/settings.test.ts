@@ -25,7 +25,7 @@ import {
   DEFAULT_BUSINESS_CONCURRENCY,
   DEFAULT_OVERALL_BUSINESS_CONCURRENCY,
 } from '../../src/sync/options.ts';
-import { DEFAULT_DATABASE_TIMEOUTS } from '../../src/warehouse/driver/connection.ts';
+import { DEFAULT_DATABASE_TIMEOUTS } from '../../src/warehouse/driver/timeouts.ts';
 
 describe('the table of settings', () => {
   it('gives every variable a one-line meaning and known commands', () => {

@@ -23,12 +23,9 @@ import { sql } from 'kysely';
 import { loadConfig } from '../../src/config/index.ts';
 import { type DemoOptions, runDemo } from '../../src/demo/demo.ts';
 import { silentLogger } from '../../src/log.ts';
-import {
-  openWarehouse,
-  pgliteKysely,
-  pgliteParsers,
-  type Warehouse,
-} from '../../src/warehouse/driver/connection.ts';
+import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
+import { pgliteKysely } from '../../src/warehouse/driver/pglite/kysely.ts';
+import { pgliteParsers } from '../../src/warehouse/driver/type-parsers.ts';
 import { createTestWarehouse, dropSchema, freshSchemaName, type TestBackend } from './database.ts';
 import { dumpPgliteWarehouse } from './pglite-pool.ts';
 import { runSharedDir } from './temporary-root.ts';

@@ -19,7 +19,8 @@
 import { PGlite } from '@electric-sql/pglite';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../../src/warehouse/database.ts';
-import { pgliteKysely, pgliteParsers } from '../../src/warehouse/driver/connection.ts';
+import { pgliteKysely } from '../../src/warehouse/driver/pglite/kysely.ts';
+import { pgliteParsers } from '../../src/warehouse/driver/type-parsers.ts';
 import type { TestWarehouse } from './database.ts';
 import { pgliteTemplate } from './warehouse-template.ts';
 

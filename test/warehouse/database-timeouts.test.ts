@@ -17,13 +17,12 @@ import { EXIT_FOR_STATUS } from '../../src/cli/command/exit-codes.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
+import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
 import {
   describeDatabaseError,
   isDatabaseTimeout,
-  openWarehouse,
-  queryTimeoutMs,
-  type Warehouse,
-} from '../../src/warehouse/driver/connection.ts';
+} from '../../src/warehouse/driver/database-errors.ts';
+import { queryTimeoutMs } from '../../src/warehouse/driver/timeouts.ts';
 import { tryAcquireSyncLock } from '../../src/warehouse/runs/sync-lock.ts';
 import { copyRows } from '../../src/warehouse/write/bulk-write.ts';
 import { startCli } from '../helpers/cli.ts';

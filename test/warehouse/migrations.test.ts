@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import { openWarehouse, pgliteKysely } from '../../src/warehouse/driver/connection.ts';
+import { openWarehouse } from '../../src/warehouse/driver/connection.ts';
 import { migrateToLatest, pendingMigrations } from '../../src/warehouse/driver/migrate.ts';
+import { pgliteKysely } from '../../src/warehouse/driver/pglite/kysely.ts';
 import { CONTRACT_TABLES } from '../helpers/contract-tables.ts';
 import {
   createSchema,

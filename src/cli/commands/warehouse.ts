@@ -10,8 +10,8 @@ import type { Config } from '../../config/index.ts';
 import { redactDatabaseUrlIn } from '../../log.ts';
 import { renderTable } from '../../text-table.ts';
 import { UsageError } from '../../usage-error.ts';
-import { describeDatabaseError } from '../../warehouse/driver/connection.ts';
 import type { CopyProgress, TableComparison } from '../../warehouse/driver/copy.ts';
+import { describeDatabaseError } from '../../warehouse/driver/database-errors.ts';
 import {
   describeWarehouse,
   openConfiguredWarehouse,

@@ -11,15 +11,11 @@ import { sql } from 'kysely';
 import { type Config, DEMO_PGLITE_DATA_DIR } from '../../config/index.ts';
 import { ListingsSyncError } from '../../errors.ts';
 import { redactDatabaseUrlIn, redactUrl, withoutDatabaseUrl } from '../../log.ts';
-import {
-  type DatabaseTimeouts,
-  describeDatabaseError,
-  openWarehouse,
-  timeoutsOf,
-  type Warehouse,
-} from './connection.ts';
+import { openWarehouse, timeoutsOf, type Warehouse } from './connection.ts';
+import { describeDatabaseError } from './database-errors.ts';
 import { pendingMigrations } from './migrate.ts';
 import { DataDirInUseError, recordLockCommand } from './pglite/lock.ts';
+import type { DatabaseTimeouts } from './timeouts.ts';
 
 export class WarehouseUnavailableError extends ListingsSyncError {
   readonly code = 'WAREHOUSE_UNAVAILABLE';

@@ -4,7 +4,8 @@
  * every business after it would fail the same way.
  */
 import { ListingsSyncError } from '../../errors.ts';
-import { type DatabaseTimeouts, describeDatabaseError, isDatabaseTimeout } from './connection.ts';
+import { describeDatabaseError, isDatabaseTimeout } from './database-errors.ts';
+import type { DatabaseTimeouts } from './timeouts.ts';
 
 /** PostgreSQL and socket errors meaning the warehouse itself is gone: the run cannot go on. */
 const WAREHOUSE_GONE = new Set([
