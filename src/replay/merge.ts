@@ -252,8 +252,10 @@ export async function mergeRebuild(
   }
   for (const mapped of MAPPED) await mapIds(db, live, scratch, mapped);
 
-  await deleteRowsRebuildLacks(db, live, scratch, perBusiness, columns, tally);
-  await writeRebuiltRows(db, live, scratch, perBusiness, columns, tally);
+  const scope: MergeScope = { db, live, scratch, tally };
+  const tables = perBusiness.map((entry) => rebuiltTable(entry, columns, scratch));
+  await deleteRowsRebuildLacks(scope, tables);
+  await writeRebuiltRows(scope, tables);
   await mergeReplayedRunRows(db, live, scratch, replayedRuns, tally);
   await upsertReferenceData(db, live, scratch, tally);
   await addClosedAlerts(db, live, scratch, notDeliveredNote, tally);
@@ -309,31 +311,50 @@ async function takeLiveValues(
   }
 }
 
+/** A merged table as the merge's steps over rows read it: its columns and rebuilt rows. */
+interface RebuiltTable {
+  entry: MergedAs<'per business'>;
+  tableColumns: ColumnInfo[];
+  /** The rebuilt rows of the merged businesses (`rebuiltRows`). */
+  rows: RawBuilder<unknown>;
+}
+
+function rebuiltTable(
+  entry: MergedAs<'per business'>,
+  columns: ReadonlyMap<string, ColumnInfo[]>,
+  scratch: string,
+): RebuiltTable {
+  const tableColumns = columns.get(entry.table) ?? [];
+  const owner = ownerOf(entry.owner ?? 'business_id', scratch);
+  return { entry, tableColumns, rows: rebuiltRows(entry.table, tableColumns, scratch, owner) };
+}
+
+/** What every step of the merge works in: the two schemas and the counts it adds to. */
+interface MergeScope {
+  db: Db;
+  live: string;
+  scratch: string;
+  tally: Tally;
+}
+
 /**
  * Deletes the live rows of the merged businesses that the rebuild lacks, children first.
  * A live row that names a contested id is never deleted (`frozen`).
  */
 async function deleteRowsRebuildLacks(
-  db: Db,
-  live: string,
-  scratch: string,
-  perBusiness: readonly MergedAs<'per business'>[],
-  columns: ReadonlyMap<string, ColumnInfo[]>,
-  tally: Tally,
+  { db, live, scratch, tally }: MergeScope,
+  tables: readonly RebuiltTable[],
 ): Promise<void> {
-  for (const entry of [...perBusiness].reverse()) {
-    const { table, key, owner = 'business_id' } = entry;
-    const tableColumns = columns.get(table) ?? [];
-    const rows = rebuiltRows(table, tableColumns, scratch, ownerOf(owner, scratch));
+  for (const { entry, tableColumns, rows } of [...tables].reverse()) {
     const match = sql.join(
-      key.map((k) => sql`s.${sql.id(k)} = t.${sql.id(k)}`),
+      entry.key.map((k) => sql`s.${sql.id(k)} = t.${sql.id(k)}`),
       sql` and `,
     );
-    const result = await sql`delete from ${sql.id(live, table)} t
-      where ${inMerge(scratch, ownerOf(owner, live))}
+    const result = await sql`delete from ${sql.id(live, entry.table)} t
+      where ${inMerge(scratch, ownerOf(entry.owner ?? 'business_id', live))}
         and not ${frozen(entry, tableColumns, scratch)}
         and not exists (select 1 from ${rows} s where ${match})`.execute(db);
-    changeOf(tally, table).deleted += Number(result.numAffectedRows ?? 0);
+    changeOf(tally, entry.table).deleted += Number(result.numAffectedRows ?? 0);
   }
 }
 
@@ -343,28 +364,21 @@ async function deleteRowsRebuildLacks(
  * holds it elsewhere.
  */
 async function writeRebuiltRows(
-  db: Db,
-  live: string,
-  scratch: string,
-  perBusiness: readonly MergedAs<'per business'>[],
-  columns: ReadonlyMap<string, ColumnInfo[]>,
-  tally: Tally,
+  { db, live, scratch, tally }: MergeScope,
+  tables: readonly RebuiltTable[],
 ): Promise<void> {
-  for (const entry of perBusiness) {
-    const { table, key, owner = 'business_id' } = entry;
-    const tableColumns = columns.get(table) ?? [];
-    const rows = rebuiltRows(table, tableColumns, scratch, ownerOf(owner, scratch));
+  for (const { entry, tableColumns, rows } of tables) {
     const { ins, upd } = await upsert(
       db,
       live,
-      table,
+      entry.table,
       tableColumns,
-      key,
+      entry.key,
       rows,
       sql`${inMerge(scratch, sql`t.replay_owner`)} and not ${frozen(entry, tableColumns, scratch)}`,
     );
-    changeOf(tally, table).inserted += ins;
-    changeOf(tally, table).updated += upd;
+    changeOf(tally, entry.table).inserted += ins;
+    changeOf(tally, entry.table).updated += upd;
   }
 }
 
