@@ -129,6 +129,12 @@ async function reset(entry: Pooled): Promise<boolean> {
   try {
     // Fails inside a transaction block: a test that left one open costs its instance.
     await entry.pglite.exec('discard all');
+    // The prepared statements went with the session's state: a new Kysely (its driver
+    // names statements afresh; pglite/kysely.ts). The old one is dropped, not destroyed:
+    // destroying it would close the PGlite.
+    pglites.delete(entry.db);
+    entry.db = pgliteKysely(entry.pglite);
+    pglites.set(entry.db, entry.pglite);
     if ((await catalogFingerprint(entry.db)) !== entry.fingerprint) return false;
     const tables = await tablesWithRows(entry.db);
     if (tables.length > 0) {

@@ -29,7 +29,6 @@ import {
   DatabaseUnreachableError,
   describeDatabaseError,
 } from './database-errors.ts';
-import { pgliteKysely } from './pglite/kysely.ts';
 import { lockDataDir } from './pglite/lock.ts';
 import { preparingClientOf } from './preparing-client.ts';
 import { type DatabaseTimeouts, DEFAULT_DATABASE_TIMEOUTS, queryTimeoutMs } from './timeouts.ts';
@@ -190,12 +189,15 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
     releaseDir = lockDataDir(options.pgliteDataDir);
   }
   let pglite: PGlite;
+  let kyselyOf: (pglite: PGlite) => Kysely<Database>;
   try {
     // Loaded here, not with this module: a warehouse on a server never needs them.
-    const [{ PGlite }, { pgliteStartOptions }] = await Promise.all([
+    const [{ PGlite }, { pgliteStartOptions }, { pgliteKysely }] = await Promise.all([
       import('@electric-sql/pglite'),
       import('./pglite/options.ts'),
+      import('./pglite/kysely.ts'),
     ]);
+    kyselyOf = pgliteKysely;
     pglite = await PGlite.create({
       dataDir: memory ? undefined : options.pgliteDataDir,
       parsers: pgliteParsers,
@@ -206,7 +208,7 @@ export async function openWarehouse(options: OpenWarehouseOptions): Promise<Ware
     throw error;
   }
   if (searchPath) await pglite.query(`SET search_path TO ${searchPath}`);
-  const db = pgliteKysely(pglite);
+  const db = kyselyOf(pglite);
   return {
     db,
     kind: 'pglite',
