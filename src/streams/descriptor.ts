@@ -106,6 +106,13 @@ export interface StreamDescriptor<
    * records with it (src/sync/business.ts), and the writer writes them.
    */
   records?: (byRead: never) => readonly unknown[];
+  /**
+   * The global ids one record of its reads carries (ids the upstream may show under two
+   * businesses: docs/warehouse.md, "Ids shared between businesses"), each as
+   * `<kind>:<id>`; absent: its records carry none. The sync lets the lowest business that
+   * carries one of them write first (src/sync/write-order.ts).
+   */
+  claims?: (record: never) => Iterable<string>;
   removals: RemovalPolicy;
   replay: ReplayRule;
   catalog: Catalog;

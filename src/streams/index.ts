@@ -57,6 +57,16 @@ export const BUSINESS_READS: readonly BusinessReadEntry[] = STREAM_DESCRIPTORS.f
   d.reads.map((r) => ({ ...r, stream: d.name }) as BusinessReadEntry),
 );
 
+/** The reads whose records carry global ids, with how to read them off a record (`claims`). */
+export const CLAIMING_READS: ReadonlyMap<string, (record: unknown) => Iterable<string>> = new Map(
+  STREAM_DESCRIPTORS.flatMap((d) => {
+    const claims = (d as { claims?: (record: never) => Iterable<string> }).claims;
+    return claims
+      ? d.reads.map((r) => [r.read, claims as (record: unknown) => Iterable<string>] as const)
+      : [];
+  }),
+);
+
 /** A business read's name: a `business_answers.read` (docs/warehouse.md, "Answers applied"). */
 export type AnswerRead = BusinessReadEntry['read'];
 /** What a read's operation answers. */

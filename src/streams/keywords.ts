@@ -29,6 +29,7 @@ export const keywords = defineStream({
       fetch: (api, credential, id, options) => listKeywords(api, credential, id, options),
     },
   ],
+  claims: (keyword: Keyword) => [`keyword:${keyword.id}`],
   daily: false,
   bounds: ['LISTINGS_MAX_KEYWORDS_PER_BUSINESS'],
   removals: 'held-on-volume-drop',

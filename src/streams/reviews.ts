@@ -71,6 +71,11 @@ export const reviews = defineStream({
       quarantineAs: 'social',
     },
   ],
+  // A review's id and its responses' ids are the upstream's uuids, in any case.
+  claims: (review: Review) => [
+    `review:${review.id.toLowerCase()}`,
+    ...review.responses.map((response) => `response:${response.id.toLowerCase()}`),
+  ],
   // The two reads are written as one stream: both categories, in one list.
   records: (byRead: { reviews: readonly Review[]; socials: readonly Review[] }) =>
     mergeReviews(byRead.reviews, byRead.socials),

@@ -18,6 +18,7 @@ import { writeRawReads } from '../raw/capture.ts';
 import {
   type AnswerValue,
   BUSINESS_READS,
+  CLAIMING_READS,
   quarantineStream,
   RECORD_STREAMS,
   type StreamRecords,
@@ -126,7 +127,13 @@ export async function fetchBusinessAnswers(
   );
   if (onClaims) {
     const claiming = BUSINESS_READS.flatMap((entry, i) =>
-      CLAIMING_STREAMS.has(entry.stream) ? [reading[i] as Promise<Fetched<unknown>>] : [],
+      CLAIMING_READS.has(entry.read)
+        ? [
+            (reading[i] as Promise<Fetched<unknown>>).then(
+              (result) => [entry.read, result] as const,
+            ),
+          ]
+        : [],
     );
     void Promise.all(claiming).then((results) => onClaims(claimsOf(results)));
   }
@@ -137,25 +144,18 @@ export async function fetchBusinessAnswers(
   return { reads, applied: await applied, seen };
 }
 
-/** The streams whose records are keyed by a global id (reviews.ts, keywords.ts guard them). */
-const CLAIMING_STREAMS: ReadonlySet<string> = new Set(['reviews', 'keywords']);
-
 /**
- * The global ids a business's parsed answers carry. An answer that is the one its rows were
- * built from (`unchanged`) carries none new: its ids are already stored, under it or not.
+ * The global ids a business's parsed answers carry, read off each record by its stream's
+ * `claims` (src/streams). An answer that is the one its rows were built from (`unchanged`)
+ * carries none new: its ids are already stored, under it or not.
  */
-function claimsOf(results: readonly Fetched<unknown>[]): Claims {
+function claimsOf(results: readonly (readonly [string, Fetched<unknown>])[]): Claims {
   const claims = new Set<string>();
-  for (const result of results) {
-    if (result.ok !== true || !result.value) continue;
-    const records = (result.value as ListResult<unknown>).records ?? [];
-    for (const record of records as Record<string, unknown>[]) {
-      if (Array.isArray(record['responses'])) {
-        claims.add(`review:${String(record['id']).toLowerCase()}`);
-        for (const response of record['responses'] as { id?: unknown }[]) {
-          claims.add(`response:${String(response.id).toLowerCase()}`);
-        }
-      } else claims.add(`keyword:${String(record['id'])}`);
+  for (const [read, result] of results) {
+    const claimsOfRecord = CLAIMING_READS.get(read);
+    if (!claimsOfRecord || result.ok !== true || !result.value) continue;
+    for (const record of (result.value as ListResult<unknown>).records ?? []) {
+      for (const claim of claimsOfRecord(record)) claims.add(claim);
     }
   }
   return claims;
@@ -218,8 +218,8 @@ async function syncBusinessInSpan(
   // One owner rule: a lower business that carries one of these ids writes first.
   if (order) {
     const claims = claimsOf(
-      BUSINESS_READS.filter((entry) => CLAIMING_STREAMS.has(entry.stream)).map(
-        (entry) => answers.reads[entry.read] as Fetched<unknown>,
+      BUSINESS_READS.filter((entry) => CLAIMING_READS.has(entry.read)).map(
+        (entry) => [entry.read, answers.reads[entry.read] as Fetched<unknown>] as const,
       ),
     );
     await order.turn(id, claims, (on) =>
