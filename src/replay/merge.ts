@@ -213,6 +213,13 @@ async function writtenColumns(
 /** What the merge did to each live table, in the order it first touched them. */
 type Tally = Map<string, TableChange>;
 
+/** Adds an upsert's new and changed rows to `table`'s counts. */
+function countUpsert(tally: Tally, table: string, inserted: number, updated: number): void {
+  const change = changeOf(tally, table);
+  change.inserted += inserted;
+  change.updated += updated;
+}
+
 function changeOf(tally: Tally, table: string): TableChange {
   const entry = tally.get(table) ?? { table, deleted: 0, inserted: 0, updated: 0 };
   tally.set(table, entry);
@@ -256,9 +263,9 @@ export async function mergeRebuild(
   const tables = perBusiness.map((entry) => rebuiltTable(entry, columns, scratch));
   await deleteRowsRebuildLacks(scope, tables);
   await writeRebuiltRows(scope, tables);
-  await mergeReplayedRunRows(db, live, scratch, replayedRuns, tally);
-  await upsertReferenceData(db, live, scratch, tally);
-  await addClosedAlerts(db, live, scratch, notDeliveredNote, tally);
+  await mergeReplayedRunRows(scope, replayedRuns);
+  await upsertReferenceData(scope);
+  await addClosedAlerts(scope, notDeliveredNote);
 
   // The live ids the merge wrote: a row a sync adds next takes one past them.
   for (const { table, column } of MAPPED) await idsPastLive(db, live, live, table, column);
@@ -377,8 +384,7 @@ async function writeRebuiltRows(
       rows,
       sql`${inMerge(scratch, sql`t.replay_owner`)} and not ${frozen(entry, tableColumns, scratch)}`,
     );
-    changeOf(tally, entry.table).inserted += ins;
-    changeOf(tally, entry.table).updated += upd;
+    countUpsert(tally, entry.table, ins, upd);
   }
 }
 
@@ -389,11 +395,8 @@ async function writeRebuiltRows(
  * None about a contested id is touched.
  */
 async function mergeReplayedRunRows(
-  db: Db,
-  live: string,
-  scratch: string,
+  { db, live, scratch, tally }: MergeScope,
   replayedRuns: readonly string[],
-  tally: Tally,
 ): Promise<void> {
   for (const entry of replayedRuns.length > 0 ? mergedAs('per run') : []) {
     const { table, owner = 'business_id', merge } = entry;
@@ -426,12 +429,7 @@ async function mergeReplayedRunRows(
 }
 
 /** Reference data: every rebuilt row upserted by key, none deleted. */
-async function upsertReferenceData(
-  db: Db,
-  live: string,
-  scratch: string,
-  tally: Tally,
-): Promise<void> {
+async function upsertReferenceData({ db, live, scratch, tally }: MergeScope): Promise<void> {
   for (const entry of mergedAs('upsert')) {
     const { ins, upd } = await upsert(
       db,
@@ -442,8 +440,7 @@ async function upsertReferenceData(
       sql`${sql.id(scratch, entry.table)}`,
       sql`true`,
     );
-    changeOf(tally, entry.table).inserted += ins;
-    changeOf(tally, entry.table).updated += upd;
+    countUpsert(tally, entry.table, ins, upd);
   }
 }
 
@@ -452,11 +449,8 @@ async function upsertReferenceData(
  * `notDeliveredNote`, so no sink hears old news. Every live alert stays as it is.
  */
 async function addClosedAlerts(
-  db: Db,
-  live: string,
-  scratch: string,
+  { db, live, scratch, tally }: MergeScope,
   notDeliveredNote: string,
-  tally: Tally,
 ): Promise<void> {
   for (const entry of mergedAs('add closed')) {
     const { table, key, merge } = entry;
