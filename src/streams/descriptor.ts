@@ -108,7 +108,7 @@ export interface StreamDescriptor<
   records?: (byRead: never) => readonly unknown[];
   /**
    * The global ids one record of its reads carries (ids the upstream may show under two
-   * businesses: docs/warehouse.md, "Ids shared between businesses"), each as
+   * businesses: docs/warehouse.md, "Rules as implemented", "Ids under two businesses"), each as
    * `<kind>:<id>`; absent: its records carry none. The sync lets the lowest business that
    * carries one of them write first (src/sync/write-order.ts).
    */

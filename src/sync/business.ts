@@ -135,7 +135,11 @@ export async function fetchBusinessAnswers(
           ]
         : [],
     );
-    void Promise.all(claiming).then((results) => onClaims(claimsOf(results)));
+    // Claims that cannot be read are never made known: the businesses above this one then
+    // wait for it to be done (WriteOrder.finish), as for one that failed.
+    void Promise.all(claiming)
+      .then((results) => onClaims(claimsOf(results)))
+      .catch(() => {});
   }
   const settled = await Promise.all(reading);
   const reads = Object.fromEntries(

@@ -5,7 +5,7 @@
  * module that writes it, beside the values it writes, so a new column is one file
  * (docs/contributing.md, "Adding a column"). This file imports no table's type.
  *
- * Type mapping (the same on pg and PGlite, see `connection.ts`):
+ * Type mapping (the same on pg and PGlite, see `driver/type-parsers.ts`):
  * - bigint ids and counts come back as JS numbers (upstream ids are far below 2^53);
  * - numeric (review ratings) comes back as a number;
  * - timestamptz comes back as a Date; date (`observed_on`) as a `YYYY-MM-DD` string;

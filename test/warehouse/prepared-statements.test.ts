@@ -1,10 +1,11 @@
 /**
  * PostgreSQL runs a parameterised statement it has seen before as a named prepared
- * statement on each connection (src/warehouse/driver/connection.ts), so it parses and plans it
- * once per connection instead of on every business; statements without parameters
+ * statement on each connection (src/warehouse/driver/preparing-client.ts), so it parses and
+ * plans it once per connection instead of on every business; statements without parameters
  * (DDL, scripts of several statements) are never prepared.
  *
- * PostgreSQL only: PGlite has no pg driver and no wire protocol in between.
+ * PostgreSQL only: these read the pg client's traffic. PGlite's own named statements
+ * (src/warehouse/driver/pglite/kysely.ts) are tested in pglite-named-statements.test.ts.
  */
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';

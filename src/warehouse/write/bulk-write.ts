@@ -212,7 +212,7 @@ const slot: Slot = (i) => `\u0000value ${i}`;
  * Statement texts by shape (table and plan): each is built and compiled once per process,
  * so a business's statements cost their parameters and not a Kysely tree built and
  * compiled again each time; the text is also what names the prepared statement
- * (src/warehouse/driver/connection.ts), so it stays the same for a shape. `build` puts `slot(i)`
+ * (src/warehouse/driver/statement-names.ts), so it stays the same for a shape. `build` puts `slot(i)`
  * where the `i`th value goes; the compiled parameters must be the slots in order, so the
  * values sent with the text meet their `$n`.
  */
@@ -400,7 +400,7 @@ function copyText(
  * rows returned. For rows known to be new (`writeChildRows` with `copyNewRows`); a key
  * that exists after all fails the whole statement with a unique violation (23505), and
  * the caller writes its business again without COPY (warehouse/write/snapshot.ts). PostgreSQL
- * over pg only (src/warehouse/driver/connection.ts sends it): PGlite has no standard input for
+ * over pg only (src/warehouse/driver/preparing-client.ts sends it): PGlite has no standard input for
  * COPY. Returns the number of rows written.
  */
 export async function copyRows<T extends TableName>(

@@ -10,8 +10,10 @@
  * under a name, and then runs as one message buffer (bind, describe, execute, sync), one
  * call into the backend. Everything else (statements without parameters, statements
  * outside a transaction, texts seen once) goes through `query()` as before. Only PGlite's
- * public API is used: its protocol serializer and result parser, `execProtocol` and
- * `runExclusive`, the lock `query()` takes inside a transaction.
+ * public API is used: its protocol serializer and result parser, `execProtocolStream` and
+ * `runExclusive`, the lock `query()` takes inside a transaction. As on PostgreSQL, a named
+ * statement goes through the plan cache: after five runs the backend may keep a generic
+ * plan where `query()` planned each run with its values.
  */
 import { type PGlite, parse, protocol } from '@electric-sql/pglite';
 import {
@@ -27,6 +29,12 @@ import type { Database } from '../../database.ts';
 import { StatementNames } from '../statement-names.ts';
 
 const { serialize } = protocol;
+
+/**
+ * The errors of a named statement the session cannot run again under its name: 26000, no
+ * such prepared statement; 0A000, a cached plan whose result type changed.
+ */
+const LOST: ReadonlySet<string> = new Set(['26000', '0A000']);
 
 /** Protocol messages as one buffer: the backend reads them in one call. */
 function messages(...parts: Uint8Array[]): Uint8Array {
@@ -58,9 +66,16 @@ class NamedStatements {
     this.#pglite = pglite;
   }
 
+  /**
+   * Texts the session could no longer run under their name (`LOST`): they go through
+   * `query()` from then on.
+   */
+  readonly #lost = new Set<string>();
+
   /** The name `query` runs under, or undefined to run it through `query()`. */
   nameOf(query: CompiledQuery): string | undefined {
-    return query.parameters.length > 0 ? this.#names.nameOf(query.sql) : undefined;
+    if (query.parameters.length === 0 || this.#lost.has(query.sql)) return undefined;
+    return this.#names.nameOf(query.sql);
   }
 
   /**
@@ -73,7 +88,7 @@ class NamedStatements {
     return pglite.runExclusive(async () => {
       let types = this.#parsed.get(name);
       if (types === undefined) {
-        const described = await pglite.execProtocol(
+        const described = await pglite.execProtocolStream(
           messages(
             serialize.parse({ name, text: query.sql }),
             serialize.describe({ type: 'S', name }),
@@ -81,7 +96,7 @@ class NamedStatements {
           ),
           { syncToFs: false },
         );
-        types = parse.parseDescribeStatementResults(described.messages);
+        types = parse.parseDescribeStatementResults(described);
         this.#parsed.set(name, types);
       }
       const values = query.parameters.map((value, i) => {
@@ -89,15 +104,29 @@ class NamedStatements {
         const serializer = pglite.serializers[types[i] ?? 0];
         return serializer ? serializer(value) : String(value);
       });
-      const { messages: answer } = await pglite.execProtocol(
-        messages(
-          serialize.bind({ statement: name, values }),
-          serialize.describe({ type: 'P' }),
-          serialize.execute({}),
-          serialize.sync(),
-        ),
-        { syncToFs: false },
-      );
+      let answer: Awaited<ReturnType<PGlite['execProtocolStream']>>;
+      try {
+        answer = await pglite.execProtocolStream(
+          messages(
+            serialize.bind({ statement: name, values }),
+            serialize.describe({ type: 'P' }),
+            serialize.execute({}),
+            serialize.sync(),
+          ),
+          { syncToFs: false },
+        );
+      } catch (error) {
+        // The statement failed, and its transaction with it, as under `query()`. One the
+        // session lost (a DISCARD or DEALLOCATE by another user of the instance) or whose
+        // plan no longer fits its tables (a column added under a `returning *`) would fail
+        // again: its text goes through `query()` from now on.
+        const code = (error as { code?: unknown } | null)?.code;
+        if (typeof code === 'string' && LOST.has(code)) {
+          this.#parsed.delete(name);
+          this.#lost.add(query.sql);
+        }
+        throw error;
+      }
       const [result] = parse.parseResults(answer, pglite.parsers, { rowMode: 'object' });
       return {
         rows: result?.rows ?? [],
@@ -108,6 +137,9 @@ class NamedStatements {
   }
 }
 
+/** Kysely's own PGlite connection, as its driver's methods take it. */
+type KyselyConnection = Parameters<PGliteDriver['beginTransaction']>[0];
+
 /**
  * Kysely's PGlite driver begins a transaction inside PGlite's own `transaction()` and
  * waits for its callback to start: on a closed instance that call rejects before the
@@ -116,8 +148,6 @@ class NamedStatements {
  * pg pool does. Its one connection is handed out wrapped, so that a statement of an open
  * transaction can run as a named one (`NamedStatements`).
  */
-type KyselyConnection = Parameters<PGliteDriver['beginTransaction']>[0];
-
 class EmbeddedDriver extends PGliteDriver {
   readonly #pglite: PGlite;
   readonly #statements: NamedStatements;
