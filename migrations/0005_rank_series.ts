@@ -19,7 +19,7 @@
  *   `v_listing_accuracy_daily` rebuilt from `listing_status_history` on every read).
  *
  * The sync writes the read models in the same per-business transaction as the history
- * (src/warehouse/rankings.ts, src/warehouse/listing-accuracy.ts). This migration fills them
+ * (src/warehouse/tables/rankings.ts, src/warehouse/tables/listing-accuracy.ts). This migration fills them
  * from the history it converts, with the definitions of the views it replaces, so every
  * view returns the same rows before and after it.
  *
@@ -151,7 +151,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     window w as (partition by s.series_id order by o.observed_on)
     order by o.observed_on, s.series_id`.execute(db);
 
-  // The same definitions as the writer's recomputation (src/warehouse/rankings.ts).
+  // The same definitions as the writer's recomputation (src/warehouse/tables/rankings.ts).
   await sql`
     insert into rank_latest (series_id, observed_on, rank, previous_observed_on, previous_rank,
       compared_7d_on, rank_7d_ago, compared_30d_on, rank_30d_ago, best_rank_30d,

@@ -5,8 +5,8 @@
  * week; and one scorecard row per live business.
  *
  * Read models, so that each view reads what its window holds whatever the history's
- * length (written by the sync in the business's transaction: src/warehouse/visibility.ts,
- * src/warehouse/listing-fixes.ts, src/warehouse/listing-accuracy.ts):
+ * length (written by the sync in the business's transaction: src/warehouse/tables/visibility.ts,
+ * src/warehouse/tables/listing-fixes.ts, src/warehouse/tables/listing-accuracy.ts):
  * - `visibility_days`: per business, site and UTC day, the day's ranks summed (series
  *   observed, ranked, positions, top 3, top 10, click-through points), so a day costs one
  *   row per site instead of one per keyword and site, and the scorecard finds a business's
@@ -26,7 +26,7 @@ import { type Kysely, sql } from 'kysely';
 /**
  * The click-through curve of `visibility_pct` as it stood when this migration filled
  * `visibility_days`: clicks per 1,000 searches at positions 1 to 20, none past 20
- * (src/warehouse/visibility.ts holds the one the sync uses; docs/warehouse.md documents it).
+ * (src/warehouse/tables/visibility.ts holds the one the sync uses; docs/warehouse.md documents it).
  */
 const CLICKS_PER_1000 = [
   300, 150, 100, 70, 50, 40, 30, 25, 20, 18, 15, 13, 11, 10, 9, 8, 7, 6, 5, 4,

@@ -6,7 +6,7 @@
  * - `review_backlog`: per business, the count of its live reviews still waiting for an
  *   answer (`reviews_waiting`, whatever their age). The reviews writer recomputes it in the
  *   business's transaction whenever it writes that business's reviews or responses
- *   (src/warehouse/reviews.ts); filled here from the stored rows. Counting them in the view
+ *   (src/warehouse/tables/reviews.ts); filled here from the stored rows. Counting them in the view
  *   read every waiting review of every business on every query, a backlog that only grows
  *   where reviews go unanswered.
  * - The 90 days' reviews of a business are also bounded on their UTC week (a predicate the
