@@ -37,15 +37,7 @@ const { serialize } = protocol;
 const LOST: ReadonlySet<string> = new Set(['26000', '0A000']);
 
 /** Protocol messages as one buffer: the backend reads them in one call. */
-function messages(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
-}
+const messages = (...parts: Uint8Array[]): Uint8Array => Buffer.concat(parts);
 
 /** Drivers opened in this process: each names its statements apart (`StatementNames`). */
 let drivers = 0;
@@ -61,16 +53,15 @@ class NamedStatements {
   readonly #names = new StatementNames(`lsp${++drivers}_`);
   /** Parsed in the backend's session: a statement's name → its parameters' type OIDs. */
   readonly #parsed = new Map<string, number[]>();
-
-  constructor(pglite: PGlite) {
-    this.#pglite = pglite;
-  }
-
   /**
    * Texts the session could no longer run under their name (`LOST`): they go through
    * `query()` from then on.
    */
   readonly #lost = new Set<string>();
+
+  constructor(pglite: PGlite) {
+    this.#pglite = pglite;
+  }
 
   /** The name `query` runs under, or undefined to run it through `query()`. */
   nameOf(query: CompiledQuery): string | undefined {
