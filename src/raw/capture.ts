@@ -169,8 +169,12 @@ const BASE_WINDOW_MS = 8 * 86_400_000;
 /**
  * A delta is kept when it is under this share of its base's stored bytes; past it, the
  * body is kept whole and becomes the base of the next ones, so deltas never grow without end.
+ * A delta's row costs its base's 32-byte hash more than a whole body's, so a delta of 0.7
+ * still saves about a fifth of the row. A night's rankings body against a base a few nights
+ * old compresses to 0.55-0.65 of the body kept whole (docs/benchmarks.md, "a year's bytes"):
+ * under a share of 0.5 every one was kept whole.
  */
-const DELTA_SHARE = 0.5;
+const DELTA_SHARE = 0.7;
 
 /**
  * The new bodies as kept: each as a delta against the base of the previous body of its
