@@ -291,14 +291,7 @@ export async function markBusinessMissing(
   businessId: number,
   at: Date,
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('businesses')
-    .set({ archived_at: at })
-    .where('business_id', '=', businessId)
-    .where('account_name', '=', accountName)
-    .where('archived_at', 'is', null)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) > 0;
+  return (await archiveLiveBusinesses(db, accountName, [businessId], at)) > 0;
 }
 
 /**
@@ -369,10 +362,24 @@ export async function archiveMissingBusinesses(
     .execute();
   const ids = candidates.map((row) => row.business_id).filter((id) => !inScope || inScope(id));
   if (ids.length === 0) return 0;
+  return archiveLiveBusinesses(db, accountName, ids, at);
+}
+
+/**
+ * Archives those of these businesses that are the account's and live, in one statement
+ * that checks both (a business another credential has written since is not archived);
+ * returns how many were archived now.
+ */
+async function archiveLiveBusinesses(
+  db: Db,
+  accountName: string,
+  businessIds: readonly number[],
+  at: Date,
+): Promise<number> {
   const result = await db
     .updateTable('businesses')
     .set({ archived_at: at })
-    .where(sql<boolean>`business_id = any(${ids}::bigint[])`)
+    .where(sql<boolean>`business_id = any(${[...businessIds]}::bigint[])`)
     .where('account_name', '=', accountName)
     .where('archived_at', 'is', null)
     .executeTakeFirst();
