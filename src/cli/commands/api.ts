@@ -203,6 +203,22 @@ function read<A extends unknown[]>(
   });
 }
 
+/**
+ * A write on what its one argument names (`<business-id>`, `<keyword-id>`): the format and
+ * the id are read before a session opens, and `body` runs in the session.
+ */
+function writeOn<O extends CommonOptions>(
+  io: WorkflowIo,
+  argument: string,
+  body: (session: Session, format: OutputFormat, id: number, options: O) => Promise<number>,
+) {
+  return action(io, async (text: string, options: O) => {
+    const format = parseFormat(options.format);
+    const id = parseId(argument, text);
+    return withSession(io, options.account, (session) => body(session, format, id, options));
+  });
+}
+
 async function businessBody(
   io: WorkflowIo,
   session: Session,
@@ -217,22 +233,30 @@ async function businessBody(
   return prepared.input;
 }
 
-/** A read of one business's records (its listings, rankings or keywords), printed as a list. */
-function businessListAction<T>(
+/**
+ * `<name> <business-id>` under `parent`: a read of one business's records (its listings,
+ * rankings or keywords), printed as a list.
+ */
+function businessListCommand<T>(
+  parent: Command,
   io: WorkflowIo,
   lookup: LookupWarehouse,
+  name: string,
+  description: string,
   fetch: (
     api: Session['api'],
     credential: Session['credential'],
     businessId: number,
   ) => Promise<ListResult<T>>,
-) {
-  return read(io, async (session, format, id: string) => {
-    const businessId = parseId('business-id', id);
-    return forBusiness(io, session, businessId, lookupFor(lookup, session), async () =>
-      printList(io, await fetch(session.api, session.credential, businessId), format),
-    );
-  });
+): void {
+  common(parent.command(name).description(description).argument('<business-id>')).action(
+    read(io, async (session, format, id: string) => {
+      const businessId = parseId('business-id', id);
+      return forBusiness(io, session, businessId, lookupFor(lookup, session), async () =>
+        printList(io, await fetch(session.api, session.credential, businessId), format),
+      );
+    }),
+  );
 }
 
 /** A read of a list of no business (the account's businesses, reference data), printed. */
@@ -306,10 +330,10 @@ function registerBusinesses(api: Command, io: WorkflowIo, lookup: LookupWarehous
       .argument('<business-id>')
       .requiredOption('--file <file>', 'the body (`-`: standard input)'),
   ).action(
-    action(io, async (id: string, options: CommonOptions & { file: string }) => {
-      const format = parseFormat(options.format);
-      const businessId = parseId('business-id', id);
-      return withSession(io, options.account, async (session) => {
+    writeOn(
+      io,
+      'business-id',
+      async (session, format, businessId, options: CommonOptions & { file: string }) => {
         await session.warehouse();
         const input = await businessBody(io, session, options.file);
         return forBusiness(io, session, businessId, sessionWarehouse(session), async () => {
@@ -324,23 +348,19 @@ function registerBusinesses(api: Command, io: WorkflowIo, lookup: LookupWarehous
             (await storeCategory(io, session, businessId, { subCategoryId }));
           return synced && categorized ? EXIT.ok : EXIT.partial;
         });
-      });
-    }),
+      },
+    ),
   );
 
   common(
     businesses.command('archive').description('Archive a business.').argument('<business-id>'),
   ).action(
-    action(io, async (id: string, options: CommonOptions) => {
-      const format = parseFormat(options.format);
-      const businessId = parseId('business-id', id);
-      return withSession(io, options.account, async (session) => {
-        await session.warehouse();
-        return forBusiness(io, session, businessId, sessionWarehouse(session), async () => {
-          await archiveBusiness(session.api, session.credential, businessId);
-          io.stdout(renderOutput({ businessId, archived: true }, format));
-          return (await markArchived(io, session, businessId)) ? EXIT.ok : EXIT.partial;
-        });
+    writeOn(io, 'business-id', async (session, format, businessId) => {
+      await session.warehouse();
+      return forBusiness(io, session, businessId, sessionWarehouse(session), async () => {
+        await archiveBusiness(session.api, session.credential, businessId);
+        io.stdout(renderOutput({ businessId, archived: true }, format));
+        return (await markArchived(io, session, businessId)) ? EXIT.ok : EXIT.partial;
       });
     }),
   );
@@ -516,9 +536,7 @@ function registerKeywordOperations(api: Command, io: WorkflowIo, lookup: LookupW
     .command('keywords')
     .description('Keywords of a business (operations 12, 13, 14); see also `keywords apply`.');
 
-  common(
-    keywords.command('list').argument('<business-id>').description('A business’s keywords.'),
-  ).action(businessListAction(io, lookup, listKeywords));
+  businessListCommand(keywords, io, lookup, 'list', 'A business’s keywords.', listKeywords);
 
   common(
     keywords
@@ -544,22 +562,18 @@ function registerKeywordOperations(api: Command, io: WorkflowIo, lookup: LookupW
   common(
     keywords.command('delete').description('Delete a keyword by its id.').argument('<keyword-id>'),
   ).action(
-    action(io, async (id: string, options: CommonOptions) => {
-      const format = parseFormat(options.format);
-      const keywordId = parseId('keyword-id', id);
-      return withSession(io, options.account, async (session) => {
-        const warehouse = await session.warehouse();
-        const storedBusinessId = await businessOfStoredKeyword(warehouse.db, keywordId);
-        const deleted = await deleteKeyword(session.api, session.credential, keywordId);
-        io.stdout(renderOutput({ keywordId, deleted: true, message: deleted.message }, format));
-        if (storedBusinessId === undefined) {
-          io.stderr(
-            `warehouse: keyword ${keywordId} is not stored, so its business is unknown here; the next sync records the deletion.\n`,
-          );
-          return EXIT.ok;
-        }
-        return (await resyncBusinesses(io, session, [storedBusinessId])) ? EXIT.ok : EXIT.partial;
-      });
+    writeOn(io, 'keyword-id', async (session, format, keywordId) => {
+      const warehouse = await session.warehouse();
+      const storedBusinessId = await businessOfStoredKeyword(warehouse.db, keywordId);
+      const deleted = await deleteKeyword(session.api, session.credential, keywordId);
+      io.stdout(renderOutput({ keywordId, deleted: true, message: deleted.message }, format));
+      if (storedBusinessId === undefined) {
+        io.stderr(
+          `warehouse: keyword ${keywordId} is not stored, so its business is unknown here; the next sync records the deletion.\n`,
+        );
+        return EXIT.ok;
+      }
+      return (await resyncBusinesses(io, session, [storedBusinessId])) ? EXIT.ok : EXIT.partial;
     }),
   );
 }
@@ -614,19 +628,23 @@ export function registerApiCommand(program: Command, cliIo: CliIo): Command {
     .command('api')
     .description('Call any operation of the upstream API; writes re-sync the business they touch.');
   registerBusinesses(api, io, lookup);
-  common(
-    api
-      .command('listings')
-      .description('Listings of a business (operation 7).')
-      .argument('<business-id>'),
-  ).action(businessListAction(io, lookup, listListings));
+  businessListCommand(
+    api,
+    io,
+    lookup,
+    'listings',
+    'Listings of a business (operation 7).',
+    listListings,
+  );
   registerReviews(api, io, lookup);
-  common(
-    api
-      .command('rankings')
-      .description('Keyword rankings of a business (operation 11).')
-      .argument('<business-id>'),
-  ).action(businessListAction(io, lookup, getRankings));
+  businessListCommand(
+    api,
+    io,
+    lookup,
+    'rankings',
+    'Keyword rankings of a business (operation 11).',
+    getRankings,
+  );
   registerKeywordOperations(api, io, lookup);
   registerReference(api, io);
   return api;
