@@ -76,6 +76,24 @@ export interface AlertKindEntry<K extends AlertKind = AlertKind> {
   raise: KindRaise;
 }
 
+/** What a business's change carries of where and when it was seen. */
+export interface ChangeOrigin {
+  accountName: string;
+  businessId: number;
+  runId: string | null;
+  detectedAt: Date;
+}
+
+/** An alert's account, business, run and time: those of the change it is raised from. */
+export function raisedFrom(origin: ChangeOrigin) {
+  return {
+    accountName: origin.accountName,
+    businessId: origin.businessId,
+    detectedAt: origin.detectedAt,
+    runId: origin.runId,
+  };
+}
+
 /** A raise of one change at a time, as a raise of a run of them; returns how many were raised. */
 export function eachChange<C>(
   raiseOne: (db: Db, rules: AlertRules, change: C) => Promise<number>,

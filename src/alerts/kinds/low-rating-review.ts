@@ -11,7 +11,13 @@ import { detail } from '../message-text.ts';
 import type { AlertForDelivery } from '../outbox.ts';
 import { raise } from '../outbox-rows.ts';
 import type { AlertRules } from '../rules.ts';
-import { type AlertKind, type AlertKindEntry, eachChange } from './kind.ts';
+import {
+  type AlertKind,
+  type AlertKindEntry,
+  type ChangeOrigin,
+  eachChange,
+  raisedFrom,
+} from './kind.ts';
 
 export const LOW_RATING_REVIEW = 'low_rating_review' satisfies AlertKind;
 
@@ -23,7 +29,7 @@ export function lowRatingReviewKey(reviewId: string): string {
 export async function raiseLowRatingReviews(
   db: Db,
   rules: AlertRules,
-  ctx: { accountName: string; businessId: number; runId: string | null; detectedAt: Date },
+  ctx: ChangeOrigin,
   reviews: readonly NewReview[],
 ): Promise<number> {
   const rule = rules.lowRatingReview;
@@ -37,15 +43,12 @@ export async function raiseLowRatingReviews(
       .map((r) => ({
         kind: LOW_RATING_REVIEW,
         dedupeKey: lowRatingReviewKey(r.reviewId),
-        accountName: ctx.accountName,
-        businessId: ctx.businessId,
+        ...raisedFrom(ctx),
         siteName: r.siteName,
         reviewId: r.reviewId,
         previousStatus: null,
         status: `${r.rating} stars`,
         details: { rating: r.rating, author: r.authorName },
-        detectedAt: ctx.detectedAt,
-        runId: ctx.runId,
       })),
   );
 }

@@ -19,7 +19,14 @@ import { detail } from '../message-text.ts';
 import type { AlertForDelivery } from '../outbox.ts';
 import { type NewAlert, raise } from '../outbox-rows.ts';
 import type { AlertRules } from '../rules.ts';
-import { type AlertKind, type AlertKindEntry, type ChangeOf, eachChange } from './kind.ts';
+import {
+  type AlertKind,
+  type AlertKindEntry,
+  type ChangeOf,
+  type ChangeOrigin,
+  eachChange,
+  raisedFrom,
+} from './kind.ts';
 
 export const RANK_DROP = 'rank_drop' satisfies AlertKind;
 
@@ -37,13 +44,9 @@ export interface RankSeriesDay {
   history: ReadonlyMap<string, number | null>;
 }
 
-export interface RankDropContext {
-  accountName: string;
-  businessId: number;
-  runId: string | null;
+export interface RankDropContext extends ChangeOrigin {
   /** Today (UTC) as `YYYY-MM-DD`. */
   day: string;
-  detectedAt: Date;
 }
 
 function worsenedBy(
@@ -91,8 +94,7 @@ export function rankDrops(
     alerts.push({
       kind: RANK_DROP,
       dedupeKey: rankDropKey(ctx.businessId, s.site, s.keyword, ctx.day),
-      accountName: ctx.accountName,
-      businessId: ctx.businessId,
+      ...raisedFrom(ctx),
       siteName: s.site,
       keyword: s.keyword,
       previousStatus: previousRank == null ? null : String(previousRank),
@@ -107,8 +109,6 @@ export function rankDrops(
             ? s.rank - weekAgoRank
             : null,
       },
-      detectedAt: ctx.detectedAt,
-      runId: ctx.runId,
     });
   }
   return alerts;

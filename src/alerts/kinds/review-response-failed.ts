@@ -16,7 +16,7 @@ import {
 import type { AlertForDelivery } from '../outbox.ts';
 import { raise } from '../outbox-rows.ts';
 import type { AlertRules } from '../rules.ts';
-import type { AlertKind, AlertKindEntry } from './kind.ts';
+import { type AlertKind, type AlertKindEntry, raisedFrom } from './kind.ts';
 
 export const REVIEW_RESPONSE_FAILED = 'review_response_failed' satisfies AlertKind;
 
@@ -36,14 +36,11 @@ export async function raiseReviewResponseFailed(
     {
       kind: REVIEW_RESPONSE_FAILED,
       dedupeKey: reviewResponseFailedKey(failed.requestId),
-      accountName: failed.accountName,
-      businessId: failed.businessId,
+      ...raisedFrom(failed),
       siteName: failed.siteName,
       requestId: failed.requestId,
       previousStatus: failed.previousStatus,
       status: 'Failed',
-      detectedAt: failed.detectedAt,
-      runId: failed.runId,
     },
   ]);
   return raised > 0;
