@@ -54,6 +54,15 @@ export type ValidationResult =
 
 type Mode = 'create' | 'update';
 
+/** What each check of a business body reads (the body, create or update) and fills. */
+interface BusinessCheck {
+  business: Record<string, unknown>;
+  mode: Mode;
+  /** The upstream's sentences for what is wrong, in its order. */
+  problems: string[];
+  fields: BusinessFields;
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -233,12 +242,7 @@ function checkList(
 }
 
 /** Name, address, phone and sub category: the fields every listing is found by. */
-function checkIdentity(
-  business: Record<string, unknown>,
-  mode: Mode,
-  problems: string[],
-  fields: BusinessFields,
-): void {
+function checkIdentity({ business, mode, problems, fields }: BusinessCheck): void {
   const name = requiredText(business, 'name', 'Name', mode, problems);
   if (name !== undefined) {
     if (name.length < 2) problems.push('Name is too short (minimum is 2 characters)');
@@ -288,12 +292,7 @@ function checkIdentity(
 }
 
 /** Description, the optional texts, owner email, hide address and additional categories. */
-function checkProfile(
-  business: Record<string, unknown>,
-  mode: Mode,
-  problems: string[],
-  fields: BusinessFields,
-): void {
+function checkProfile({ business, mode, problems, fields }: BusinessCheck): void {
   const description = requiredText(business, 'description', 'Description', mode, problems);
   if (description !== undefined) {
     const raw = String(business['description']);
@@ -353,11 +352,7 @@ function checkProfile(
 }
 
 /** Payment methods, photos and videos: each item checked, each list kept as given. */
-function checkAttributeLists(
-  business: Record<string, unknown>,
-  problems: string[],
-  fields: BusinessFields,
-): void {
+function checkAttributeLists({ business, problems, fields }: BusinessCheck): void {
   checkList(business, 'payment_methods_attributes', problems, (item) =>
     typeof item['name'] !== 'string' || !PAYMENT_METHODS.has(item['name'])
       ? 'name is not included in the list'
@@ -397,9 +392,10 @@ export function validateBusinessInput(body: unknown, mode: Mode): ValidationResu
   const problems: string[] = [];
   const fields: BusinessFields = { extra: {} };
 
-  checkIdentity(business, mode, problems, fields);
-  checkProfile(business, mode, problems, fields);
-  checkAttributeLists(business, problems, fields);
+  const check: BusinessCheck = { business, mode, problems, fields };
+  checkIdentity(check);
+  checkProfile(check);
+  checkAttributeLists(check);
   if (problems.length > 0) {
     return { ok: false, message: `${NOT_CREATED} ${problems.join('. ')}.` };
   }
