@@ -9,21 +9,34 @@
 import { randomBytes } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
-import { archiveBusiness, createApiClient, listBusinesses } from '../../src/api/index.ts';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import {
+  type ApiClient,
+  archiveBusiness,
+  createApiClient,
+  listBusinesses,
+} from '../../src/api/index.ts';
 import { silentLogger } from '../../src/log.ts';
 import { deleteUnreadBodies } from '../../src/raw/prune.ts';
 import { replayInPlace } from '../../src/replay/in-place.ts';
 import { replay } from '../../src/replay/replay.ts';
+import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import type { Database } from '../../src/warehouse/database.ts';
-import { testBackends } from '../helpers/database.ts';
+import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { sharedBuild } from '../helpers/warehouse-copies.ts';
 import { documentedContent } from '../raw/documented-content.ts';
-import { nightOf, sync, type WorldShape, worldPerTest } from '../sync/harness.ts';
+import { nightOf, sync, testApiClient, type WorldShape } from '../sync/harness.ts';
 
+/**
+ * Two accounts of two businesses (it was three each): the tests compare the warehouse
+ * before and after a replay, row for row, whatever its size. Two are the fewest that keep
+ * each account a business after the first test archives one, and two nights of them still
+ * raise an alert (the alerts test asserts one besides its own two).
+ */
 const WORLD: WorldShape = {
   seed: 31,
   accounts: 2,
-  businessesPerAccount: 3,
+  businessesPerAccount: 2,
   startDate: '2026-05-01',
 };
 
@@ -54,29 +67,65 @@ async function count(db: Kysely<Database>, table: string): Promise<number> {
 }
 
 describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)', (backend) => {
-  const world = worldPerTest(backend, WORLD);
-  const inPlace = (extra: { dryRun?: boolean } = {}) =>
-    replayInPlace({
-      warehouse: world.warehouse,
-      ...(world.warehouse.databaseUrl ? { databaseUrl: world.warehouse.databaseUrl } : {}),
-      logger: silentLogger(),
-      ...extra,
+  /** A sandbox and client of the test's own, closed when it finishes. */
+  async function ownWorld(): Promise<{ sandbox: RunningSandbox; api: ApiClient }> {
+    const sandbox = await startSandbox({ ...WORLD, port: 0 });
+    const api = testApiClient();
+    onTestFinished(async () => {
+      await api.close();
+      await sandbox.close();
     });
+    return { sandbox, api };
+  }
 
-  async function nights(n: number): Promise<void> {
+  async function nights(
+    warehouse: TestWarehouse,
+    { sandbox, api }: { sandbox: RunningSandbox; api: ApiClient },
+    n: number,
+  ): Promise<void> {
     for (let i = 0; i < n; i += 1) {
-      if (i > 0) world.sandbox.advanceDays(1);
-      const at = nightOf(world.sandbox);
-      const result = await sync(world.warehouse, world.api, world.sandbox.credentials, {
+      if (i > 0) sandbox.advanceDays(1);
+      const at = nightOf(sandbox);
+      const result = await sync(warehouse, api, sandbox.credentials, {
         now: () => at,
       });
       expect(result.status).toBe('succeeded');
     }
   }
 
+  /**
+   * The first two nights of WORLD, synced once for the file: every test that starts from
+   * them (all but the bounded one) replays a copy of its own. A sandbox read by a sync is
+   * unchanged by it, so a test that carries on upstream starts a new one at the same day.
+   */
+  const twoNights = sharedBuild(
+    backend,
+    async (warehouse) => {
+      const sandbox = await startSandbox({ ...WORLD, port: 0 });
+      const api = testApiClient();
+      try {
+        await nights(warehouse, { sandbox, api }, 2);
+      } finally {
+        await api.close();
+        await sandbox.close();
+      }
+    },
+    { readers: false },
+  );
+  /** A copy of the two nights' warehouse, for the test running. */
+  const afterTwoNights = async () => (await twoNights()).copy();
+
+  const inPlace = (warehouse: TestWarehouse, extra: { dryRun?: boolean } = {}) =>
+    replayInPlace({
+      warehouse,
+      ...(warehouse.databaseUrl ? { databaseUrl: warehouse.databaseUrl } : {}),
+      logger: silentLogger(),
+      ...extra,
+    });
+
   /** What retention does to nights before `day`: their reads go, and the bodies nothing needs. */
-  async function forgetBefore(day: string): Promise<void> {
-    const db = world.warehouse.db;
+  async function forgetBefore(warehouse: TestWarehouse, day: string): Promise<void> {
+    const db = warehouse.db;
     await sql`delete from raw_read_sets where observed_at < ${new Date(`${day}T00:00:00Z`)}`.execute(
       db,
     );
@@ -87,19 +136,22 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
   it('keeps history older than the raw zone exactly, and the window continues it', {
     timeout: 180_000,
   }, async () => {
-    await nights(2);
-    const credential = world.sandbox.credentials[1]!;
-    const [gone] = (await listBusinesses(world.api, credential)).records;
-    await archiveBusiness(world.api, credential, gone!.id);
-    world.sandbox.advanceDays(1);
-    await nights(3);
-    await forgetBefore('2026-05-03');
-    const db = world.warehouse.db;
+    const warehouse = await afterTwoNights();
+    // Upstream where the two nights left it: their second day.
+    const upstream = await ownWorld();
+    upstream.sandbox.advanceDays(1);
+    const credential = upstream.sandbox.credentials[1]!;
+    const [gone] = (await listBusinesses(upstream.api, credential)).records;
+    await archiveBusiness(upstream.api, credential, gone!.id);
+    upstream.sandbox.advanceDays(1);
+    await nights(warehouse, upstream, 3);
+    await forgetBefore(warehouse, '2026-05-03');
+    const db = warehouse.db;
     const before = await documentedContent(db);
     const idsBefore = await identities(db);
     expect(await count(db, 'rank_history')).toBeGreaterThan(0);
 
-    const result = await inPlace();
+    const result = await inPlace(warehouse);
     expect(result.windowFrom?.toISOString()).toBe('2026-05-03T04:00:00.000Z');
     expect(result.keptWhole).toEqual([]);
     // Every row, older or rebuilt, reads as it did; ids and run ids too.
@@ -111,8 +163,8 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
   });
 
   it('--dry-run says what would change and changes nothing; the run then repairs it', async () => {
-    await nights(2);
-    const db = world.warehouse.db;
+    const warehouse = await afterTwoNights();
+    const db = warehouse.db;
     // A hand-made loss the raw zone can rebuild: one status history row of the last night.
     const [row] = await db
       .selectFrom('listing_status_history')
@@ -126,7 +178,7 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
         and observed_at = ${row!.observed_at}`.execute(db);
     const damaged = await documentedContent(db);
 
-    const dry = await inPlace({ dryRun: true });
+    const dry = await inPlace(warehouse, { dryRun: true });
     expect(dry.dryRun).toBe(true);
     expect(dry.changes.find((c) => c.table === 'listing_status_history')).toEqual({
       table: 'listing_status_history',
@@ -136,14 +188,14 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
     });
     expect(await documentedContent(db)).toEqual(damaged);
 
-    const done = await inPlace();
+    const done = await inPlace(warehouse);
     expect(done.changes.find((c) => c.table === 'listing_status_history')?.inserted).toBe(1);
     expect(await documentedContent(db)).toEqual(expected);
   });
 
   it('keeps alerts: ids, delivery, and the kinds no replay recomputes', async () => {
-    await nights(2);
-    const db = world.warehouse.db;
+    const warehouse = await afterTwoNights();
+    const db = warehouse.db;
     const [run] = await db.selectFrom('sync_runs').select('run_id').limit(1).execute();
     // Raised by serve and the run itself, never by a replay of reads.
     await sql`insert into alerts (kind, dedupe_key, account_name, status, detected_at, run_id)
@@ -155,13 +207,13 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
       delivered_sinks = '["slack"]' where dedupe_key = 'sync_failed:kept-by-test'`.execute(db);
     const before = await identities(db);
     expect(before['alerts']!.length).toBeGreaterThan(2);
-    await inPlace();
+    await inPlace(warehouse);
     expect(await identities(db)).toEqual(before);
   });
 
   it('leaves the operator’s views, comments and grants usable', async () => {
-    await nights(2);
-    const db = world.warehouse.db;
+    const warehouse = await afterTwoNights();
+    const db = warehouse.db;
     await sql`create view team_inaccurate as
       select business_id, count(*)::int as n from listings where status = 'Inaccurate'
       group by business_id`.execute(db);
@@ -171,7 +223,7 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
     try {
       await sql`grant select on listings to ${sql.id(role)}`.execute(db);
       const viewBefore = await rows(db, 'select * from team_inaccurate');
-      await inPlace();
+      await inPlace(warehouse);
       expect(await rows(db, 'select * from team_inaccurate')).toEqual(viewBefore);
       const { rows: comment } = await sql<{ c: string }>`
         select obj_description('listings'::regclass, 'pg_class') as c`.execute(db);
@@ -191,6 +243,10 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
   });
 
   it('replays each run with the answer bounds it recorded', async () => {
+    // A world of its own, from an empty warehouse.
+    const { sandbox } = await ownWorld();
+    const warehouse = await createTestWarehouse(backend);
+    onTestFinished(() => warehouse.close());
     // The night ran with a listings bound of 5: every listings answer was over it.
     const bounded = createApiClient({
       retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
@@ -198,22 +254,22 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
       logger: silentLogger(),
     });
     try {
-      const at = nightOf(world.sandbox);
-      const result = await sync(world.warehouse, bounded, world.sandbox.credentials, {
+      const at = nightOf(sandbox);
+      const result = await sync(warehouse, bounded, sandbox.credentials, {
         now: () => at,
       });
       expect(result.status).toBe('partial');
     } finally {
       await bounded.close();
     }
-    const db = world.warehouse.db;
+    const db = warehouse.db;
     expect(await count(db, 'listings')).toBe(0);
     const { rows: recorded } = await sql<{ n: number }>`
       select (settings->'bounds'->>'listingsPerAnswer')::int as n from sync_runs`.execute(db);
     expect(recorded[0]?.n).toBe(5);
     await replay({
-      warehouse: world.warehouse,
-      ...(world.warehouse.databaseUrl ? { databaseUrl: world.warehouse.databaseUrl } : {}),
+      warehouse,
+      ...(warehouse.databaseUrl ? { databaseUrl: warehouse.databaseUrl } : {}),
       into: 'bounded_replay',
       logger: silentLogger(),
     });
@@ -224,22 +280,22 @@ describe.each(testBackends)('replay --in-place keeps what it cannot rebuild (%s)
   });
 
   it('a reader inside one transaction sees the old warehouse or the new, never an empty one', async (context) => {
-    if (backend === 'pglite' || !world.warehouse.databaseUrl) {
+    const warehouse = backend === 'pglite' ? undefined : await afterTwoNights();
+    if (!warehouse?.databaseUrl) {
       context.skip('PGlite has one connection: no second reader can hold a snapshot');
       return;
     }
-    await nights(2);
-    const db = world.warehouse.db;
+    const db = warehouse.db;
     const listings = await count(db, 'listings');
     // Force rows to be rewritten: the rebuild updates every listing's hash back.
     await sql`update listings set content_hash = 'stale'`.execute(db);
-    const reader = new pg.Client({ connectionString: world.warehouse.databaseUrl });
+    const reader = new pg.Client({ connectionString: warehouse.databaseUrl });
     await reader.connect();
     try {
       await reader.query('begin isolation level repeatable read');
       const first = await reader.query('select count(*)::int as n from public.listings');
       expect(first.rows[0].n).toBe(listings);
-      await inPlace();
+      await inPlace(warehouse);
       const second = await reader.query(
         "select count(*)::int as n, count(*) filter (where content_hash = 'stale')::int as stale from public.listings",
       );
