@@ -4,7 +4,7 @@
  * every error answered HTTP 200, which the contract allows.
  */
 import { sql } from 'kysely';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { Credential } from '../../src/api/index.ts';
 import {
   type ApiClient,
@@ -13,9 +13,10 @@ import {
   listReviews,
   respondToReview,
 } from '../../src/api/index.ts';
-import type { RunningSandbox } from '../../src/sandbox/server.ts';
+import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import { recordResponseRequest } from '../../src/warehouse/runs/review-response-requests.ts';
 import { testBackends } from '../helpers/database.ts';
+import { sharedBuild } from '../helpers/warehouse-copies.ts';
 import {
   contentDigest,
   count,
@@ -24,8 +25,8 @@ import {
   rowVersions,
   sync,
   tableCounts,
+  testApiClient,
   type WorldShape,
-  worldPerTest,
   worldTruth,
 } from './harness.ts';
 
@@ -43,13 +44,46 @@ const cases = testBackends.flatMap((backend) => [
 ]);
 
 describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200 }) => {
-  // Each test gets its own sandbox (day 0) and an empty warehouse; one that needs a
-  // warehouse already in step syncs first, so no test leans on the one before it.
-  const world = worldPerTest(backend, { ...WORLD, faults: { errorsWith200 } });
+  const shape = { ...WORLD, faults: { errorsWith200 } };
+  // One sandbox at day 0 for the file's builds and the tests that only read upstream: a
+  // sync reads it and changes nothing there. A test that moves its clock or answers a
+  // review starts one of its own (ownWorld), the same world at the same day.
+  let shared: { sandbox: RunningSandbox; api: ApiClient };
+  beforeAll(async () => {
+    shared = { sandbox: await startSandbox({ ...shape, port: 0 }), api: testApiClient() };
+  });
+  afterAll(async () => {
+    await shared?.api.close();
+    await shared?.sandbox.close();
+  });
+  async function ownWorld(): Promise<{ sandbox: RunningSandbox; api: ApiClient }> {
+    const sandbox = await startSandbox({ ...shape, port: 0 });
+    const api = testApiClient();
+    onTestFinished(async () => {
+      await api.close();
+      await sandbox.close();
+    });
+    return { sandbox, api };
+  }
+
+  // Built once per backend and mode, when a test first asks: the tests that only read a
+  // build share it (read-only), and each test that syncs on from one works on a copy, so
+  // no test leans on the one before it.
+  /** The first sync of day 0, into an empty warehouse. */
+  const firstSync = sharedBuild(backend, (warehouse) =>
+    sync(warehouse, shared.api, shared.sandbox.credentials),
+  );
+  /** The first sync of day 0 with a credential of a wrong token beside the good ones. */
+  const withWrongToken = sharedBuild(backend, async (warehouse) => {
+    const good = shared.sandbox.credentials;
+    const bad = { ...good[0]!, name: 'wrong-token', authToken: 'sbx_not_the_token_4242' };
+    return { good, bad, result: await sync(warehouse, shared.api, [...good, bad]) };
+  });
 
   it('lands exactly what the world.sandbox served, in every table', async () => {
     const truth = worldTruth(WORLD, 0);
-    const result = await sync(world.warehouse, world.api, world.sandbox.credentials);
+    const { built: result, reader } = await firstSync();
+    const world = { warehouse: reader };
     expect(result.status).toBe('succeeded');
     expect(result.stats.businesses).toMatchObject({ listed: 12, synced: 12, failed: 0 });
 
@@ -119,9 +153,9 @@ describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200
   });
 
   it('writes no row when nothing changed upstream', async () => {
-    expect((await sync(world.warehouse, world.api, world.sandbox.credentials)).status).toBe(
-      'succeeded',
-    );
+    const first = await firstSync();
+    expect(first.built.status).toBe('succeeded');
+    const world = { ...shared, warehouse: await first.copy() };
     expect(await count(world.warehouse, 'listings')).toBeGreaterThan(0);
     const digest = await contentDigest(world.warehouse);
     const counts = await tableCounts(world.warehouse);
@@ -138,9 +172,9 @@ describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200
   });
 
   it('after a day, history grows by exactly the changed rows and each newly Inaccurate listing alerts once', async () => {
-    expect((await sync(world.warehouse, world.api, world.sandbox.credentials)).status).toBe(
-      'succeeded',
-    );
+    const first = await firstSync();
+    expect(first.built.status).toBe('succeeded');
+    const world = { ...(await ownWorld()), warehouse: await first.copy() };
     const before = worldTruth(WORLD, 0);
     const historyBefore = await count(world.warehouse, 'listing_status_history');
     expect(historyBefore).toBe(before.listings.size);
@@ -179,15 +213,15 @@ describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200
   });
 
   it('one credential with a wrong token: the others load whole, the run is partial', async () => {
-    const good = world.sandbox.credentials;
-    const bad = { ...good[0]!, name: 'wrong-token', authToken: 'sbx_not_the_token_4242' };
-    // The refusal the sync meets, as served in this mode.
+    const { built, reader } = await withWrongToken();
+    const { good, bad, result } = built;
+    const world = { ...shared, warehouse: reader };
+    // The refusal the sync met, as served in this mode.
     const probe = await fetch(
       `${world.sandbox.baseUrl}/api/v2/businesses.json?auth_token=${bad.authToken}&user_email=${encodeURIComponent(bad.userEmail)}`,
     );
     expect(probe.status).toBe(errorsWith200 ? 200 : 401);
     expect(await probe.json()).toEqual({ success: false, message: 'Authentication Failure' });
-    const result = await sync(world.warehouse, world.api, [...good, bad]);
     expect(result.status).toBe('partial');
     const outcome = result.stats.credentials.find((c) => c.name === 'wrong-token');
     expect(outcome?.status).toBe('failed');
@@ -213,9 +247,9 @@ describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200
 
   it('follows response requests with numeric and uuid ids to their end, and closes an unknown one as Invalid', async () => {
     // The accounts must be in the world.warehouse before their requests are.
-    expect((await sync(world.warehouse, world.api, world.sandbox.credentials)).status).toBe(
-      'succeeded',
-    );
+    const synced = await firstSync();
+    expect(synced.built.status).toBe('succeeded');
+    const world = { ...(await ownWorld()), warehouse: await synced.copy() };
     const submitted: string[] = [];
     for (const credential of world.sandbox.credentials) {
       const { businessId, reviewId } = await answerableReview(world.api, credential);
@@ -276,9 +310,9 @@ describe.each(cases)('sync run ($backend) with $mode', ({ backend, errorsWith200
   });
 
   it('keeps every token and directory password out of every table', async () => {
-    const [good] = world.sandbox.credentials;
-    const bad = { ...good!, name: 'wrong-token', authToken: 'sbx_not_the_token_4242' };
-    await sync(world.warehouse, world.api, [...world.sandbox.credentials, bad]);
+    const { built, reader } = await withWrongToken();
+    const { bad } = built;
+    const world = { ...shared, warehouse: reader };
     const dump = await dumpAll(world.warehouse);
     expect(dump.length).toBeGreaterThan(1000);
     for (const credential of world.sandbox.credentials)
