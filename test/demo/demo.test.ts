@@ -23,7 +23,7 @@ import { silentLogger } from '../../src/log.ts';
 import type { Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { attachWarehouse, startCli } from '../helpers/cli.ts';
 import { createTestWarehouse, type TestWarehouse } from '../helpers/database.ts';
-import { clonePgliteWarehouse } from '../helpers/pglite-pool.ts';
+import { copyPgliteWarehouse } from '../helpers/warehouse-copies.ts';
 
 const END = '2026-03-10';
 
@@ -139,10 +139,13 @@ describe('demo', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  /** The first run's warehouse, copied into this test's. */
+  /**
+   * The first run's warehouse, copied into this test's: its rows put into a warehouse of
+   * the pool (a tenth of the CPU of a new instance from its dump, clonePgliteWarehouse).
+   */
   async function firstRun() {
     await warehouse.close();
-    warehouse = await clonePgliteWarehouse(first.warehouse);
+    warehouse = await copyPgliteWarehouse(first.warehouse);
     return first;
   }
 

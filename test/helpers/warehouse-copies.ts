@@ -91,6 +91,15 @@ export function sharedBuild<T>(
   };
 }
 
+/**
+ * A copy of `warehouse` (one of the PGlite pool's) as it is now, for a test that carries on
+ * from one state: its rows put into another warehouse of the pool, as `copy()` does above
+ * (clonePgliteWarehouse when its catalog is not the template's). The caller closes it.
+ */
+export async function copyPgliteWarehouse(warehouse: TestWarehouse): Promise<TestWarehouse> {
+  return copyPglite(await pgliteRows(warehouse.db), warehouse);
+}
+
 function closedWithTest(warehouse: TestWarehouse): TestWarehouse {
   try {
     onTestFinished(() => warehouse.close());
