@@ -282,8 +282,28 @@ async function bulkNight(
       from generate_series(${month}::date, ${day}::date, interval '1 day') g
       where not exists (select from rank_days where observed_on = ${day}::date)
       on conflict (observed_on) do nothing`.execute(trx);
-    await sql`
-      insert into rank_months as m (series_id, month, ranks, previous_on, previous_rank)
+    if (index === 1) {
+      // A month's first night: each series' row of the month before is copied to the past
+      // table and its current row rewritten in place as the new month's (migration 0040),
+      // in one statement, as the writer does.
+      await sql`
+        with old as (
+          select c.series_id, c.month, c.ranks, c.previous_on, c.previous_rank
+          from rank_months_current c
+          where c.series_id = any(${ids}::int[]) and c.month < ${month}::date
+        ), moved as (
+          insert into rank_months_past (series_id, month, ranks, previous_on, previous_rank)
+          select * from old order by series_id, month
+        )
+        update rank_months_current c
+        set month = ${month}::date, ranks = array[coalesce(t.rank, -1::smallint)],
+          previous_on = l.observed_on, previous_rank = l.rank
+        from unnest(${ids}::int[], ${values}::smallint[]) as t(series_id, rank)
+        join rank_latest l on l.series_id = t.series_id
+        where c.series_id = t.series_id and c.month < ${month}::date`.execute(trx);
+    } else {
+      await sql`
+      insert into rank_months_current as m (series_id, month, ranks, previous_on, previous_rank)
       select t.series_id, ${month}::date,
         array_fill(null::smallint, array[${index - 1}::int]) || coalesce(t.rank, -1::smallint),
         l.observed_on, l.rank
@@ -291,8 +311,9 @@ async function bulkNight(
       join rank_latest l on l.series_id = t.series_id
       order by t.n
       on conflict (series_id, month) do update set ranks[${index}::int] = excluded.ranks[${index}::int]`.execute(
-      trx,
-    );
+        trx,
+      );
+    }
     // The row the writer's nextLatest computes, for a night one day after the stored one.
     await sql`
       with slid as (
@@ -598,7 +619,9 @@ async function rawNight(wh: Warehouse, at: Date, ranks: Int16Array): Promise<voi
 /** What autovacuum does between two nights a day apart; the set-based nights come seconds apart. */
 async function vacuumUpdated(wh: Warehouse): Promise<void> {
   if (!VACUUM) return;
-  await sql`vacuum rank_latest, rank_months, visibility_months, listings`.execute(wh.db);
+  await sql`vacuum rank_latest, rank_months_current, rank_months_past, visibility_months, listings`.execute(
+    wh.db,
+  );
 }
 
 /**
@@ -945,7 +968,7 @@ async function rewrittenTables(wh: Warehouse): Promise<string[][]> {
       pg_total_relation_size(relid)::bigint as bytes
     from pg_stat_user_tables
     where schemaname = current_schema()
-      and relname in ('rank_latest', 'rank_months', 'visibility_months', 'listings')
+      and relname in ('rank_latest', 'rank_months_current', 'rank_months_past', 'visibility_months', 'listings')
     order by relname`.execute(wh.db);
   return rows.map((r) => {
     const live = Number(r.live);

@@ -6,7 +6,7 @@
  * migration changes what a view reads without this list (test/lineage/views.test.ts).
  */
 export const VIEW_TABLES = {
-  v_rank_daily: ['rank_days', 'rank_months', 'rank_series'],
+  v_rank_daily: ['rank_days', 'rank_months_current', 'rank_months_past', 'rank_series'],
   v_rank_latest: ['rank_latest', 'rank_series'],
   v_listing_accuracy: ['businesses', 'listings'],
   v_listing_accuracy_daily: ['listing_accuracy_days'],

@@ -151,7 +151,7 @@ async function seedWoundBack(
     scratch,
     entry.table,
     overrides,
-    sql`from ${L(entry.table)} t ${ownerJoin}
+    sql`from ${L(seed.source ?? entry.table)} t ${ownerJoin}
       join ${windowsTable(scratch)} w on w.business_id = ${business}${before}
       ${lastVersion}
      ${parent}`,

@@ -154,7 +154,12 @@ describe.each(testBackends)('lineage events of a sync (%s)', (backend) => {
     const rankDaily = views.get(`${prefix}v_rank_daily`)!;
     expect(rankDaily.job.name).toBe('listings-sync.view.v_rank_daily');
     expect(rankDaily.inputs.map((i: { name: string }) => i.name).sort()).toEqual(
-      [`${prefix}rank_days`, `${prefix}rank_months`, `${prefix}rank_series`].sort(),
+      [
+        `${prefix}rank_days`,
+        `${prefix}rank_months_current`,
+        `${prefix}rank_months_past`,
+        `${prefix}rank_series`,
+      ].sort(),
     );
   });
 

@@ -33,13 +33,16 @@ const LEFT_OUT = new Set([
 
 // `rank_months` (migration 0030) and `visibility_months` (0033) are read as BI reads them:
 // through the views `rank_history` and `visibility_days`, the tables they pack, so the
-// content compares with what was stored before them.
+// content compares with what was stored before them (the two tables of `rank_months`,
+// migration 0040, as one: which of them holds a month row is not content).
 const PACKED: Readonly<Record<string, string>> = {
-  rank_months: 'rank_history',
+  rank_months_past: 'rank_history',
   visibility_months: 'visibility_days',
 };
 const RELATIONS = [
-  ...CONTRACT_TABLES.filter((t) => t !== 'sync_runs').map((t) => PACKED[t] ?? t),
+  ...CONTRACT_TABLES.filter((t) => t !== 'sync_runs' && t !== 'rank_months_current').map(
+    (t) => PACKED[t] ?? t,
+  ),
   'rank_observations',
   ...BI_VIEWS,
 ];

@@ -42,7 +42,9 @@ describe.each(testBackends)('rank history (%s)', (backend) => {
       select concat_ws('|',
         (select string_agg(xmin::text || ctid::text, ',' order by series_id) from rank_series),
         (select string_agg(xmin::text || ctid::text, ',' order by series_id, month)
-          from rank_months),
+          from rank_months_past),
+        (select string_agg(xmin::text || ctid::text, ',' order by series_id, month)
+          from rank_months_current),
         (select string_agg(xmin::text || ctid::text, ',' order by series_id) from rank_latest)
       ) as v`.execute(wh.db);
     return rows[0]?.v;
@@ -192,6 +194,68 @@ describe.each(testBackends)('rank history (%s)', (backend) => {
     ]);
   });
 
+  it("keeps each series' latest month in rank_months_current and the months before in rank_months_past (migration 0040)", async () => {
+    const at = (day: string) => ctx(new Date(`${day}T03:00:00.000Z`));
+    const where = async () => {
+      const { rows } = await sql<{ t: string; month: string; ranks: (number | null)[] }>`
+        select 'current' as t, month::text, ranks from rank_months_current
+        union all select 'past', month::text, ranks from rank_months_past
+        order by 1, 2`.execute(wh.db);
+      return rows.map((r) => `${r.t} ${r.month} ${JSON.stringify(r.ranks)}`);
+    };
+    await write(wh, ranks(5, 5), at('2025-03-30'));
+    await write(wh, ranks(6, 6), at('2025-03-31'));
+    // The first day of April: March's rows are copied to the past table, and the current
+    // rows are rewritten in place (the same physical row) as April's.
+    const before = await sql<{ ctid: string }>`
+      select ctid::text from rank_months_current order by series_id`.execute(wh.db);
+    await write(wh, ranks(7, null), at('2025-04-01'));
+    const after = await sql<{ ctid: string }>`
+      select ctid::text from rank_months_current order by series_id`.execute(wh.db);
+    expect(after.rows.map((r) => r.ctid.split(',')[0])).toEqual(
+      before.rows.map((r) => r.ctid.split(',')[0]),
+    );
+    const march = `[${Array(29).fill('null').join(',')},5,6]`;
+    expect((await where()).sort()).toEqual(
+      [
+        'current 2025-04-01 [7]',
+        'current 2025-04-01 [-1]',
+        `past 2025-03-01 ${march}`,
+        `past 2025-03-01 ${march}`,
+      ].sort(),
+    );
+    // A run dated back into March writes the past row; one into April the current row.
+    await write(wh, ranks(2, 2), at('2025-03-15'));
+    await write(wh, ranks(8, 8), at('2025-04-03'));
+    await write(wh, ranks(3, 3), at('2025-04-02'));
+    const marchAgain = `[${Array(14).fill('null').join(',')},2,${Array(14).fill('null').join(',')},5,6]`;
+    expect((await where()).sort()).toEqual(
+      [
+        'current 2025-04-01 [7,3,8]',
+        'current 2025-04-01 [-1,3,8]',
+        `past 2025-03-01 ${marchAgain}`,
+        `past 2025-03-01 ${marchAgain}`,
+      ].sort(),
+    );
+    // The view shows both, as one table did: the days of both months, each linked to the
+    // observation before it across the month's end.
+    const { rows } = await sql<{
+      observed_on: string;
+      rank: number | null;
+      previous_rank: number | null;
+    }>`
+      select observed_on, rank, previous_rank from v_rank_daily where site = 'Google'
+      order by observed_on`.execute(wh.db);
+    expect(rows).toEqual([
+      { observed_on: '2025-03-15', rank: 2, previous_rank: null },
+      { observed_on: '2025-03-30', rank: 5, previous_rank: 2 },
+      { observed_on: '2025-03-31', rank: 6, previous_rank: 5 },
+      { observed_on: '2025-04-01', rank: 7, previous_rank: 6 },
+      { observed_on: '2025-04-02', rank: 3, previous_rank: 7 },
+      { observed_on: '2025-04-03', rank: 8, previous_rank: 3 },
+    ]);
+  });
+
   it('stores `-` (null) as NULL and a rank turning unranked as an update', async () => {
     await write(wh, ranks(3, 4), ctx(DAY1));
     await write(wh, ranks(null, 4), ctx(DAY1_LATER));
@@ -246,13 +310,18 @@ describe.each(testBackends)('rank history (%s)', (backend) => {
     }
     const night = new Date(DAY1.getTime() + 40 * 86_400_000);
     // This transaction's counters (index entries returned, heap rows fetched or scanned on
-    // rank_months), before and after the write: they may start with earlier transactions'
+    // the two tables of rank_months), before and after the write: they may start with earlier transactions'
     // counts not yet flushed to the statistics, so the difference is what the write read.
     const readSoFar = async (trx: Transaction<Database>) => {
       const { rows } = await sql<{ n: number }>`select (
-          pg_stat_get_xact_tuples_returned('rank_months'::regclass)
-          + pg_stat_get_xact_tuples_fetched('rank_months'::regclass)
-          + pg_stat_get_xact_tuples_returned('rank_months_pkey'::regclass))::int as n`.execute(trx);
+          pg_stat_get_xact_tuples_returned('rank_months_past'::regclass)
+          + pg_stat_get_xact_tuples_fetched('rank_months_past'::regclass)
+          + pg_stat_get_xact_tuples_returned('rank_months_pkey'::regclass)
+          + pg_stat_get_xact_tuples_returned('rank_months_current'::regclass)
+          + pg_stat_get_xact_tuples_fetched('rank_months_current'::regclass)
+          + pg_stat_get_xact_tuples_returned('rank_months_current_pkey'::regclass))::int as n`.execute(
+        trx,
+      );
       return rows[0]?.n ?? 0;
     };
     const { write: read, control } = await wh.db.transaction().execute(async (trx) => {

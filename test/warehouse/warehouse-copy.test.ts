@@ -111,7 +111,8 @@ describe.skipIf(!serverUrl)('warehouse copy from PGlite into PostgreSQL', () => 
     } finally {
       await db.close();
     }
-    // What the copy must carry: history, the raw zone, runs, reference data.
+    // What the copy must carry: history, the raw zone, runs, reference data. (Two nights
+    // of one month leave rank_months_past empty: the catalog copies it like the others.)
     for (const table of [
       'accounts',
       'businesses',
@@ -119,7 +120,7 @@ describe.skipIf(!serverUrl)('warehouse copy from PGlite into PostgreSQL', () => 
       'listing_status_history',
       'reviews',
       'rank_series',
-      'rank_months',
+      'rank_months_current',
       'raw_bodies',
       'raw_read_sets',
       'sync_runs',
@@ -176,7 +177,7 @@ describe.skipIf(!serverUrl)('warehouse copy from PGlite into PostgreSQL', () => 
       expect(cells, table).toEqual([table, count, count, contentHash(rows).slice(0, 12), 'yes']);
     }
     // Progress per table on standard error.
-    expect(result.stderr).toContain('copied rank_months: ');
+    expect(result.stderr).toContain('copied rank_months_current: ');
 
     // Identity columns continue after the copied ids.
     const { rows } = await sql<{ next: number; max: number }>`

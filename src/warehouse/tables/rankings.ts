@@ -70,7 +70,11 @@ export interface RankSeriesTable extends TableColumns<typeof rankObservationShap
 /**
  * One series in one UTC month (migration 0030): `ranks[d]` is day d's rank; NULL: not
  * collected that day, `NOT_RANKED` (-1): searched, not ranked. The array ends at the
- * month's last collected day.
+ * month's last collected day. `rank_months` is a view since migration 0040, over
+ * `rank_months_current` (each series' latest month, the row a night rewrites, on pages
+ * kept three quarters free so that the rewrite stays in place) and `rank_months_past`
+ * (every earlier month, packed): a row moves to the past table once, when its series'
+ * first day of a later month is written.
  */
 export interface RankMonthsTable {
   series_id: number;
@@ -127,6 +131,8 @@ declare module '../database.ts' {
     rank_series: RankSeriesTable;
     rank_history: RankHistoryTable;
     rank_months: RankMonthsTable;
+    rank_months_current: RankMonthsTable;
+    rank_months_past: RankMonthsTable;
     rank_latest: RankLatestTable;
   }
 }
@@ -266,14 +272,16 @@ export async function writeRankings(
     stored: LatestState | null;
     next: LatestState;
   }[] = [];
-  const backdated: { seriesId: number; rank: number | null }[] = [];
+  const backdated: { seriesId: number; rank: number | null; current: boolean }[] = [];
   for (const [key, rank] of latest) {
     const series = byKey.get(key);
     if (!series) throw new Error(`rank_series has no row for ${rank.keyword} on ${rank.site}.`);
     const stored = series.latest;
     if (stored?.observed_on === day && stored.rank === rank.rank) continue;
     if (stored && stored.observed_on > day) {
-      backdated.push({ seriesId: series.series_id, rank: rank.rank });
+      // The day's month row is the series' current one when it shares the latest's month.
+      const current = monthOf(stored.observed_on).month === monthOf(day).month;
+      backdated.push({ seriesId: series.series_id, rank: rank.rank, current });
       continue;
     }
     forward.push({
@@ -302,11 +310,21 @@ export async function writeRankings(
     );
   }
   if (backdated.length > 0) {
+    for (const current of [true, false]) {
+      const rows = backdated.filter((b) => b.current === current);
+      if (rows.length === 0) continue;
+      const table = current ? 'rank_months_current' : 'rank_months_past';
+      const result = await upsertDay(
+        db,
+        table,
+        day,
+        rows.map((b) => b.seriesId),
+        rows.map((b) => b.rank),
+      );
+      written.inserted += result.inserted;
+      written.updated += result.updated;
+    }
     const ids = backdated.map((b) => b.seriesId);
-    const values = backdated.map((b) => b.rank);
-    const result = await upsertDay(db, day, ids, values);
-    written.inserted += result.inserted;
-    written.updated += result.updated;
     await relinkNextMonths(db, day, ids);
     await recomputeLatest(db, ids);
   }
@@ -392,14 +410,37 @@ const RANKINGS_REPLAY: readonly ReplayTable[] = [
     merge: { kind: 'upsert', leaveOut: [] },
   },
   // A month row is kept with the days before the window: the month the window starts in
-  // keeps only its days before that day (the row ends there).
+  // keeps only its days before that day (the row ends there). Both live tables seed the
+  // past one (through the view); the current table then takes each series' latest row.
   {
-    ...history('rank_months', ['series_id', 'month'], day('month'), BY_SERIES, OF_SERIES),
+    ...history('rank_months_past', ['series_id', 'month'], day('month'), BY_SERIES, OF_SERIES),
     seed: {
+      source: 'rank_months',
       before: day('month'),
       parent: OF_SERIES,
       overrides: { ranks: 't.ranks[1:(w.window_day - t.month)]' },
     },
+  },
+  {
+    table: 'rank_months_current',
+    key: ['series_id', 'month'],
+    owner: BY_SERIES,
+    seed: {
+      derive: async (db, scratch) => {
+        await sql`
+          with latest as (
+            delete from ${sql.id(scratch, 'rank_months_past')} p
+            using (select series_id, max(month) as month
+              from ${sql.id(scratch, 'rank_months_past')} group by series_id) x
+            where p.series_id = x.series_id and p.month = x.month
+            returning p.series_id, p.month, p.ranks, p.previous_on, p.previous_rank
+          )
+          insert into ${sql.id(scratch, 'rank_months_current')}
+            (series_id, month, ranks, previous_on, previous_rank)
+          select * from latest order by series_id`.execute(db);
+      },
+    },
+    merge: PER_BUSINESS,
   },
   // The ranks' read model, as this writer computes it (`recomputeLatest`).
   {
@@ -542,9 +583,11 @@ function calendarOf(day: string) {
 
 /**
  * The day's ranks of series whose day is on or after their latest, in the current month's
- * row of each (`rank_months`): element `index` set, the row's other days untouched. A new
- * month row takes its previous observation from `rank_latest`; a stored day (a second run
- * the same day) is rewritten only when its rank differs. One statement, no history read.
+ * row of each (`rank_months_current`): element `index` set, the row's other days
+ * untouched. A new month row takes its previous observation from `rank_latest`, and the
+ * series' row of an earlier month is copied to `rank_months_past` in the same statement; a
+ * stored day (a second run the same day) is rewritten only when its rank differs. One
+ * statement, no history read.
  */
 async function writeForwardDay(
   db: Db,
@@ -558,21 +601,46 @@ async function writeForwardDay(
   // means the row exists, and keeps what it carries).
   const carried = (stored: LatestState | null) =>
     stored && stored.observed_on < month ? stored : null;
-  await sql`${calendarOf(day)}
-    insert into rank_months as m (series_id, month, ranks, previous_on, previous_rank)
-    select t.series_id, ${month}::date, array_fill(null::smallint, array[${index - 1}::int]) || t.rank,
-      t.previous_on, t.previous_rank
-    from unnest(${arrayLiteral(rows.map((r) => r.seriesId))}::int[],
+  const days = sql`unnest(${arrayLiteral(rows.map((r) => r.seriesId))}::int[],
       ${arrayLiteral(rows.map((r) => packed(r.rank)))}::smallint[],
       ${arrayLiteral(rows.map((r) => carried(r.stored)?.observed_on ?? null))}::date[],
       ${arrayLiteral(rows.map((r) => carried(r.stored)?.rank ?? null))}::smallint[])
-      as t(series_id, rank, previous_on, previous_rank)
-    ${
-      fresh
-        ? sql``
-        : sql`on conflict (series_id, month) do update set ranks[${index}::int] = excluded.ranks[${index}::int]
-      where m.ranks[${index}::int] is distinct from excluded.ranks[${index}::int]`
-    }`.execute(db);
+      as t(series_id, rank, previous_on, previous_rank)`;
+  const newRow = sql`array_fill(null::smallint, array[${index - 1}::int]) || t.rank`;
+  const conflict = fresh
+    ? sql``
+    : sql`on conflict (series_id, month) do update set ranks[${index}::int] = excluded.ranks[${index}::int]
+      where m.ranks[${index}::int] is distinct from excluded.ranks[${index}::int]`;
+  if (rows.every((r) => carried(r.stored) === null)) {
+    await sql`${calendarOf(day)}
+    insert into rank_months_current as m (series_id, month, ranks, previous_on, previous_rank)
+    select t.series_id, ${month}::date, ${newRow}, t.previous_on, t.previous_rank
+    from ${days}
+    ${conflict}`.execute(db);
+  } else {
+    // A series' first day of the month: its row of an earlier month is copied to the past
+    // table, and the current row is rewritten in place as the new month's (on its own page,
+    // where a delete and an insert would leave a hole only a VACUUM finds again); a
+    // series with no current row gets one.
+    await sql`${calendarOf(day)}, t as (select * from ${days}),
+    old as (
+      select c.series_id, c.month, c.ranks, c.previous_on, c.previous_rank
+      from rank_months_current c join t on t.series_id = c.series_id
+      where c.month < ${month}::date
+    ), moved as (
+      insert into rank_months_past (series_id, month, ranks, previous_on, previous_rank)
+      select * from old order by series_id, month
+    ), restarted as (
+      update rank_months_current c
+      set month = ${month}::date, ranks = ${newRow}, previous_on = t.previous_on,
+        previous_rank = t.previous_rank
+      from t where c.series_id = t.series_id and c.month < ${month}::date
+    )
+    insert into rank_months_current as m (series_id, month, ranks, previous_on, previous_rank)
+    select t.series_id, ${month}::date, ${newRow}, t.previous_on, t.previous_rank
+    from t where not exists (select from old o where o.series_id = t.series_id)
+    ${conflict}`.execute(db);
+  }
   // The caller sends only ranks new for the day or different from the stored one.
   const updated = rows.filter((r) => r.stored?.observed_on === day).length;
   return { inserted: rows.length - updated, updated };
@@ -656,11 +724,13 @@ const LAST_OF_MONTH_ROW = sql`(
 
 /**
  * A day before a series' latest (a clock set back): one statement for the day's month
- * rows. A new month row carries the series' last observation before the month (one
- * backward step in the primary key); a stored day is rewritten only when its rank differs.
+ * rows in `table`, the series' current month row or one of the past. A new month row
+ * carries the series' last observation before the month (one backward step in the primary
+ * key); a stored day is rewritten only when its rank differs.
  */
 async function upsertDay(
   db: Db,
+  table: 'rank_months_current' | 'rank_months_past',
   day: string,
   seriesIds: readonly number[],
   values: readonly (number | null)[],
@@ -673,7 +743,7 @@ async function upsertDay(
   );
   const stored = new Map(before.map((r) => [r.series_id, r.rank]));
   await sql`${calendarOf(day)}
-    insert into rank_months as m (series_id, month, ranks, previous_on, previous_rank)
+    insert into ${sql.table(table)} as m (series_id, month, ranks, previous_on, previous_rank)
     select t.series_id, ${month}::date, array_fill(null::smallint, array[${index - 1}::int]) || t.rank,
       l.last_on, l.last_rank
     from unnest(${arrayLiteral(seriesIds)}::int[], ${arrayLiteral(values.map(packed))}::smallint[])
@@ -699,23 +769,30 @@ async function upsertDay(
 /**
  * Each series' first month row after `day`'s month carries the last observation of that
  * month, which may now be `day`. (Within a month, the previous observation is read off the
- * row itself: nothing else to relink.)
+ * row itself: nothing else to relink.) That row is past or current: both tables are
+ * updated from one reading of the view.
  */
 async function relinkNextMonths(db: Db, day: string, seriesIds: readonly number[]): Promise<void> {
   const { month } = monthOf(day);
+  const relink = (table: 'rank_months_current' | 'rank_months_past') => sql`
+    update ${sql.table(table)} n
+    set previous_on = r.last_on, previous_rank = r.last_rank
+    from relinked r
+    where n.series_id = r.series_id and n.month = r.month
+      and (n.previous_on, n.previous_rank) is distinct from (r.last_on, r.last_rank)`;
   await sql`
-    update rank_months n
-    set previous_on = l.last_on, previous_rank = l.last_rank
-    from unnest(${arrayLiteral(seriesIds)}::int[]) as t(series_id)
-    join rank_months p on p.series_id = t.series_id and p.month = ${month}::date
-    cross join lateral ${LAST_OF_MONTH_ROW} l
-    cross join lateral (
-      select h.month from rank_months h
-      where h.series_id = t.series_id and h.month > ${month}::date
-      order by h.month limit 1
-    ) next_month
-    where n.series_id = t.series_id and n.month = next_month.month
-      and (n.previous_on, n.previous_rank) is distinct from (l.last_on, l.last_rank)`.execute(db);
+    with relinked as (
+      select t.series_id, next_month.month, l.last_on, l.last_rank
+      from unnest(${arrayLiteral(seriesIds)}::int[]) as t(series_id)
+      join rank_months p on p.series_id = t.series_id and p.month = ${month}::date
+      cross join lateral ${LAST_OF_MONTH_ROW} l
+      cross join lateral (
+        select h.month from rank_months h
+        where h.series_id = t.series_id and h.month > ${month}::date
+        order by h.month limit 1
+      ) next_month
+    ), past as (${relink('rank_months_past')})
+    ${relink('rank_months_current')}`.execute(db);
 }
 
 /**

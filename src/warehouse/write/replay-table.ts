@@ -23,6 +23,8 @@ export interface WoundBack {
   before: { column: string; by: 'time' | 'day' } | null;
   /** A row is kept only when its parent row was: the scratch `table` holds its `on`. */
   parent: { table: string; on: string } | null;
+  /** The live relation the rows are read from, when not the table itself (a view over it). */
+  source?: string;
   /**
    * The row's content wound back to its last version before the window (`v`): the
    * `history` row of the same `match` columns with the latest `observed_at`. `fields` are

@@ -32,6 +32,10 @@ import {
   down as revertVisibilityLookups,
   up as visibilityLookups,
 } from '../../../migrations/0036_visibility_lookups.ts';
+import {
+  up as rankMonthsCurrent,
+  down as revertRankMonthsCurrent,
+} from '../../../migrations/0040_rank_months_current.ts';
 import type { Warehouse } from '../../../src/warehouse/driver/connection.ts';
 import { migrateTo, migrateToLatest } from '../../../src/warehouse/driver/migrate.ts';
 import { createTestWarehouse, testBackends } from '../../helpers/database.ts';
@@ -451,9 +455,10 @@ describe.each(testBackends)('BI views (%s)', (backend) => {
 
   it('0005 down restores the history table and the views read the same rows, up again too', async () => {
     const before = await viewOutputs(wh.db);
-    // Migrations go down in reverse order: 0036 reads 0033's months, 0033 packs 0019's
-    // visibility_days, 0031 drops 0019's keys, 0030 packs 0005's table, 0019's views read
-    // 0005's read models.
+    // Migrations go down in reverse order: 0040 splits 0030's months, 0036 reads 0033's
+    // months, 0033 packs 0019's visibility_days, 0031 drops 0019's keys, 0030 packs 0005's
+    // table, 0019's views read 0005's read models.
+    await revertRankMonthsCurrent(wh.db as never);
     await revertVisibilityLookups(wh.db as never);
     await revertVisibilityMonths(wh.db as never);
     await revertReadModelsWithoutKeys(wh.db as never);
@@ -470,6 +475,7 @@ describe.each(testBackends)('BI views (%s)', (backend) => {
     await readModelsWithoutKeys(wh.db as never);
     await visibilityMonths(wh.db as never);
     await visibilityLookups(wh.db as never);
+    await rankMonthsCurrent(wh.db as never);
     expect(await viewOutputs(wh.db)).toEqual(before);
     const views = await select(sql`select count(*)::int as n from information_schema.views
       where table_schema = current_schema() and table_name like 'v\\_%'`);
