@@ -189,7 +189,8 @@ const COLUMNS = {
   ],
   rank_series: ['series_id', 'business_id', 'keyword', 'site', 'keyword_id'],
   // Rank history packed by month (migration 0030): today's element of each series' month row.
-  rank_months: ['series_id', 'month', 'ranks'],
+  // A first night: every series' row is its latest month's (migration 0040).
+  rank_months_current: ['series_id', 'month', 'ranks'],
   rank_latest: [
     'series_id',
     'observed_on',
@@ -565,7 +566,7 @@ function addBusiness(
       const rank = typeof value === 'number' ? value : null;
       const seriesId = nextSeries++;
       batch.add('rank_series', [seriesId, id, keyword, site, keywordIds.get(keyword) ?? null]);
-      batch.add('rank_months', [seriesId, observedMonth, monthRanks(rank)]);
+      batch.add('rank_months_current', [seriesId, observedMonth, monthRanks(rank)]);
       batch.add('rank_latest', [
         seriesId,
         observedOn,
