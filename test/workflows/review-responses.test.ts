@@ -20,12 +20,8 @@ import { RESPOND_ADVICE } from '../../src/cli/workflows/command-context.ts';
 import { silentLogger } from '../../src/log.ts';
 import { type RunningSandbox, startSandbox } from '../../src/sandbox/server.ts';
 import type { SyncResult } from '../../src/sync/run.ts';
-import {
-  createTestWarehouse,
-  type TestBackend,
-  type TestWarehouse,
-  testBackends,
-} from '../helpers/database.ts';
+import { type TestBackend, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import { sharedBuild } from '../helpers/warehouse-copies.ts';
 import { sync, testApiClient } from '../sync/harness.ts';
 import { type CommandRun, type WorkflowRunner, workflowRunner } from './harness.ts';
 
@@ -71,29 +67,57 @@ const respondArgs = (review: { businessId: number; id: string }, extra: string[]
   ...extra,
 ];
 
-// world per test: every test responds to reviews, which changes the sandbox's world (the
-// responses, the requests it completes or fails) and the warehouse's rows; a copy of a
-// shared warehouse would still need a sandbox of its own in that state.
+const WORLD = { seed: 23, accounts: 2, businessesPerAccount: 8 };
+
+/**
+ * Account-1's reviews as the sandbox serves them on day 0, and a warehouse that has synced
+ * account-1 once (the reviews are in the warehouse, as after any nightly run).
+ */
+async function syncAccountOne(warehouse: TestWarehouse): Promise<OwnedReview[]> {
+  const sandbox = await startSandbox({ ...WORLD, port: 0 });
+  const api = testApiClient();
+  try {
+    const credential = sandbox.credentials[0]!;
+    const reviews: OwnedReview[] = [];
+    for (const business of (await listBusinesses(api, credential)).records) {
+      const listings = (await listListings(api, credential, business.id)).records;
+      const creds = new Map(listings.map((l) => [l.siteName, l.hasSiteCredentials]));
+      for (const review of (await listReviews(api, credential, business.id, 'review')).records) {
+        reviews.push({
+          ...review,
+          businessId: business.id,
+          hasCreds: creds.get(review.siteName) === true,
+        });
+      }
+    }
+    expect((await sync(warehouse, api, [credential])).status).toBe('succeeded');
+    return reviews;
+  } finally {
+    await api.close();
+    await sandbox.close();
+  }
+}
+
+/**
+ * That sync, once per backend for the file (made when a test first needs it). Every test
+ * responds to reviews, which changes the sandbox's world (the responses, the requests it
+ * completes or fails) and the warehouse's rows: each world is a sandbox of its own, the
+ * same world on the same day (a sync only reads it), and a copy of the synced warehouse.
+ */
+const syncedAccountOne = new Map(
+  testBackends.map((backend) => [
+    backend,
+    sharedBuild(backend, syncAccountOne, { readers: false }),
+  ]),
+);
+
 async function openResponseWorld(backend: TestBackend): Promise<ResponseWorld> {
-  const sandbox = await startSandbox({ seed: 23, accounts: 2, businessesPerAccount: 8, port: 0 });
-  const warehouse = await createTestWarehouse(backend);
+  const synced = await syncedAccountOne.get(backend)!();
+  const sandbox = await startSandbox({ ...WORLD, port: 0 });
+  const warehouse = await synced.copy();
   const api = testApiClient();
   const cli = workflowRunner(warehouse, sandbox.credentials);
-  const credential = sandbox.credentials[0]!;
-  const reviews: OwnedReview[] = [];
-  for (const business of (await listBusinesses(api, credential)).records) {
-    const listings = (await listListings(api, credential, business.id)).records;
-    const creds = new Map(listings.map((l) => [l.siteName, l.hasSiteCredentials]));
-    for (const review of (await listReviews(api, credential, business.id, 'review')).records) {
-      reviews.push({
-        ...review,
-        businessId: business.id,
-        hasCreds: creds.get(review.siteName) === true,
-      });
-    }
-  }
-  // The reviews are in the warehouse, as after any nightly run.
-  expect((await sync(warehouse, api, [credential])).status).toBe('succeeded');
+  const reviews = synced.built;
   return {
     sandbox,
     warehouse,
