@@ -72,9 +72,9 @@ export interface RankSeriesTable extends TableColumns<typeof rankObservationShap
  * collected that day, `NOT_RANKED` (-1): searched, not ranked. The array ends at the
  * month's last collected day. `rank_months` is a view since migration 0040, over
  * `rank_months_current` (each series' latest month, the row a night rewrites, on pages
- * kept three quarters free so that the rewrite stays in place) and `rank_months_past`
- * (every earlier month, packed): a row moves to the past table once, when its series'
- * first day of a later month is written.
+ * kept half free so that the rewrite stays in place) and `rank_months_past` (every earlier
+ * month, packed): a row is copied to the past table once, when its series' first day of a
+ * later month is written, and the current row becomes that month's.
  */
 export interface RankMonthsTable {
   series_id: number;
