@@ -7,7 +7,7 @@
  *   describe.each(testBackends)('listings (%s)', (backend) => { … createTestWarehouse(backend) … })
  */
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { inject } from 'vitest';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
 import { migrateToLatest } from '../../src/warehouse/driver/migrate.ts';
@@ -197,4 +197,12 @@ export async function truncateAll(warehouse: Warehouse): Promise<void> {
   await sql`truncate ${sql.join(CONTRACT_TABLES.map((t) => sql.table(t)))} restart identity cascade`.execute(
     warehouse.db,
   );
+}
+
+/** The kind (`pg_class.relkind`: r, v, m, …) of a relation of the current schema; none: absent. */
+export async function relationKind(db: Kysely<unknown>, name: string): Promise<string | undefined> {
+  const { rows } = await sql<{ kind: string }>`
+    select relkind::text as kind from pg_class
+     where relname = ${name} and relnamespace = current_schema()::regnamespace`.execute(db);
+  return rows[0]?.kind;
 }

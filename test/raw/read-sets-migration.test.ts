@@ -14,7 +14,12 @@ import { OPERATIONS as READ_NAMES } from '../../src/operations.ts';
 import { insertRawReads } from '../../src/raw/reads.ts';
 import type { Database } from '../../src/warehouse/database.ts';
 import { migrateTo } from '../../src/warehouse/driver/migrate.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../helpers/database.ts';
+import {
+  createTestWarehouse,
+  relationKind,
+  type TestWarehouse,
+  testBackends,
+} from '../helpers/database.ts';
 
 const BEFORE = '0034_series_without_fk_checks';
 const RUNS = ['00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002'];
@@ -98,13 +103,6 @@ async function count(db: Kysely<unknown>, table: string): Promise<number> {
   return rows[0]?.n ?? 0;
 }
 
-async function kindOf(db: Kysely<unknown>, name: string): Promise<string | undefined> {
-  const { rows } = await sql<{ kind: string }>`
-    select relkind::text as kind from pg_class
-     where relname = ${name} and relnamespace = current_schema()::regnamespace`.execute(db);
-  return rows[0]?.kind;
-}
-
 describe.each(testBackends)('migration 0035, raw read sets (%s)', (backend) => {
   let wh: TestWarehouse | undefined;
   afterEach(async () => {
@@ -139,10 +137,10 @@ describe.each(testBackends)('migration 0035, raw read sets (%s)', (backend) => {
       ];
       // As `listings-sync migrate` runs it: the migrator keeps them (migrate.ts).
       await migrateTo(wh.db, '0035_raw_read_sets');
-      expect(await kindOf(db, 'raw_reads')).toBe('v');
+      expect(await relationKind(db, 'raw_reads')).toBe('v');
       expect(await kept()).toEqual(expected);
       await migrateTo(wh.db, BEFORE);
-      expect(await kindOf(db, 'raw_reads')).toBe('r');
+      expect(await relationKind(db, 'raw_reads')).toBe('r');
       expect(await kept()).toEqual(expected);
     } finally {
       await sql`drop owned by ${sql.id(role)}`.execute(db);
@@ -160,9 +158,9 @@ describe.each(testBackends)('migration 0035, raw read sets (%s)', (backend) => {
     await expect(up(db)).rejects.toThrow(
       /raw_reads has views of your own over it \(my_reads\): .*drop them, run `listings-sync migrate` again/,
     );
-    expect(await kindOf(db, 'raw_reads')).toBe('r');
+    expect(await relationKind(db, 'raw_reads')).toBe('r');
     expect(await count(db, 'raw_reads')).toBe(10);
-    expect(await kindOf(db, 'raw_read_sets')).toBeUndefined();
+    expect(await relationKind(db, 'raw_read_sets')).toBeUndefined();
   });
 
   it('moves the reads into sets in batches, resumes, reads them back, and down() restores them', {
@@ -226,16 +224,16 @@ describe.each(testBackends)('migration 0035, raw read sets (%s)', (backend) => {
     // Stopped after its first batch of bodies: the reads not begun.
     await up(db, 1);
     expect(await count(db, 'raw_bodies_moving')).toBe(100);
-    expect(await kindOf(db, 'raw_reads')).toBe('r');
+    expect(await relationKind(db, 'raw_reads')).toBe('r');
     // Again: the bodies done, and the first batch of reads; the rest still in the old rows.
     await up(db, 1);
-    expect(await kindOf(db, 'raw_bodies_moving')).toBeUndefined();
-    expect(await kindOf(db, 'raw_reads')).toBeUndefined();
+    expect(await relationKind(db, 'raw_bodies_moving')).toBeUndefined();
+    expect(await relationKind(db, 'raw_reads')).toBeUndefined();
     expect(await count(db, 'raw_reads_moving')).toBe(reads.length - 5000);
     // Run again: it finishes.
     await up(db);
-    expect(await kindOf(db, 'raw_reads_moving')).toBeUndefined();
-    expect(await kindOf(db, 'raw_reads')).toBe('v');
+    expect(await relationKind(db, 'raw_reads_moving')).toBeUndefined();
+    expect(await relationKind(db, 'raw_reads')).toBe('v');
     const after = await readsNow(db);
     const withoutId = (rows: Record<string, unknown>[]) =>
       rows.map(({ read_id: _, ...rest }) => rest);
@@ -268,14 +266,14 @@ describe.each(testBackends)('migration 0035, raw read sets (%s)', (backend) => {
 
     // Down, stopped after a batch, then run again.
     await down(db, 1);
-    expect(await kindOf(db, 'raw_reads')).toBe('r');
+    expect(await relationKind(db, 'raw_reads')).toBe('r');
     expect(await count(db, 'raw_read_sets')).toBeGreaterThan(0);
     await down(db);
-    expect(await kindOf(db, 'raw_read_sets')).toBeUndefined();
+    expect(await relationKind(db, 'raw_read_sets')).toBeUndefined();
     expect(await readsNow(db)).toEqual(before);
     expect(await bodiesNow()).toEqual(bodiesBefore);
     expect(await bodyColumns()).toEqual(bodyColumnsBefore);
-    expect(await kindOf(db, 'raw_bodies_pkey')).toBe('i');
+    expect(await relationKind(db, 'raw_bodies_pkey')).toBe('i');
     const tableAfter = await sql`
       select column_name, data_type, is_nullable, column_default, is_identity
         from information_schema.columns

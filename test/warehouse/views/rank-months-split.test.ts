@@ -9,20 +9,18 @@ import { randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrateTo, migrateToLatest } from '../../../src/warehouse/driver/migrate.ts';
-import { createTestWarehouse, type TestWarehouse, testBackends } from '../../helpers/database.ts';
+import {
+  createTestWarehouse,
+  relationKind,
+  type TestWarehouse,
+  testBackends,
+} from '../../helpers/database.ts';
 
 const BEFORE = '0039_rank_daily_collected_test';
 
 async function rows(db: Kysely<unknown>, query: string): Promise<unknown[]> {
   const { rows } = await sql.raw(query).execute(db);
   return rows;
-}
-
-async function kindOf(db: Kysely<unknown>, name: string): Promise<string | undefined> {
-  const { rows } = await sql<{ kind: string }>`
-    select relkind::text as kind from pg_class
-     where relname = ${name} and relnamespace = current_schema()::regnamespace`.execute(db);
-  return rows[0]?.kind;
 }
 
 describe.each(testBackends)('migration 0040, the current month apart (%s)', (backend) => {
@@ -83,7 +81,7 @@ describe.each(testBackends)('migration 0040, the current month apart (%s)', (bac
 
       // As `listings-sync migrate` runs it: the migrator keeps the grant and the comment.
       await migrateToLatest(wh.db);
-      expect(await kindOf(db, 'rank_months')).toBe('v');
+      expect(await relationKind(db, 'rank_months')).toBe('v');
       expect(await outputs()).toEqual(before);
       expect(
         await rows(db, 'select series_id, month::text from rank_months_current order by 1'),
@@ -116,8 +114,8 @@ describe.each(testBackends)('migration 0040, the current month apart (%s)', (bac
       expect(await outputs()).toEqual(before);
 
       await migrateTo(wh.db, BEFORE);
-      expect(await kindOf(db, 'rank_months')).toBe('r');
-      expect(await kindOf(db, 'rank_months_current')).toBeUndefined();
+      expect(await relationKind(db, 'rank_months')).toBe('r');
+      expect(await relationKind(db, 'rank_months_current')).toBeUndefined();
       expect(await outputs()).toEqual(before);
     } finally {
       await sql`drop view if exists my_months`.execute(db);
@@ -141,14 +139,14 @@ describe.each(testBackends)('migration 0040, the current month apart (%s)', (bac
     expect((error as Error).message).toContain(
       'Nothing was changed: drop latest_ranks, run the migration, and create latest_ranks again over rank_months',
     );
-    expect(await kindOf(db, 'rank_months')).toBe('r');
-    expect(await kindOf(db, 'rank_months_current')).toBeUndefined();
-    expect(await kindOf(db, 'latest_ranks')).toBe('v');
+    expect(await relationKind(db, 'rank_months')).toBe('r');
+    expect(await relationKind(db, 'rank_months_current')).toBeUndefined();
+    expect(await relationKind(db, 'latest_ranks')).toBe('v');
     // The way round it names.
     await sql`drop view latest_ranks`.execute(db);
     await migrateToLatest(wh.db);
     await sql`create view latest_ranks as
       select series_id, month, ranks from rank_months group by series_id, month, ranks`.execute(db);
-    expect(await kindOf(db, 'rank_months')).toBe('v');
+    expect(await relationKind(db, 'rank_months')).toBe('v');
   });
 });
