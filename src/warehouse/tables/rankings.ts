@@ -611,19 +611,13 @@ async function writeForwardDay(
     ? sql``
     : sql`on conflict (series_id, month) do update set ranks[${index}::int] = excluded.ranks[${index}::int]
       where m.ranks[${index}::int] is distinct from excluded.ranks[${index}::int]`;
-  if (rows.every((r) => carried(r.stored) === null)) {
-    await sql`${calendarOf(day)}
-    insert into rank_months_current as m (series_id, month, ranks, previous_on, previous_rank)
-    select t.series_id, ${month}::date, ${newRow}, t.previous_on, t.previous_rank
-    from ${days}
-    ${conflict}`.execute(db);
-  } else {
-    // A series' first day of the month: its row of an earlier month is copied to the past
-    // table, and the current row is rewritten in place as the new month's (on its own page,
-    // where a delete and an insert would leave a hole only a VACUUM finds again); a
-    // series with no current row gets one.
-    await sql`${calendarOf(day)}, t as (select * from ${days}),
-    old as (
+  // A series' first day of the month: its row of an earlier month is copied to the past
+  // table, and the current row is rewritten in place as the new month's (on its own page,
+  // where a delete and an insert would leave a hole only a VACUUM finds again); the other
+  // series' rows are upserted. Only a night that starts a month for some series pays for it.
+  const closing = rows.some((r) => carried(r.stored) !== null);
+  const closeMonths = closing
+    ? sql`, old as (
       select c.series_id, c.month, c.ranks, c.previous_on, c.previous_rank
       from rank_months_current c join t on t.series_id = c.series_id
       where c.month < ${month}::date
@@ -635,12 +629,13 @@ async function writeForwardDay(
       set month = ${month}::date, ranks = ${newRow}, previous_on = t.previous_on,
         previous_rank = t.previous_rank
       from t where c.series_id = t.series_id and c.month < ${month}::date
-    )
+    )`
+    : sql``;
+  await sql`${calendarOf(day)}, t as (select * from ${days})${closeMonths}
     insert into rank_months_current as m (series_id, month, ranks, previous_on, previous_rank)
     select t.series_id, ${month}::date, ${newRow}, t.previous_on, t.previous_rank
-    from t where not exists (select from old o where o.series_id = t.series_id)
+    from t ${closing ? sql`where not exists (select from old o where o.series_id = t.series_id)` : sql``}
     ${conflict}`.execute(db);
-  }
   // The caller sends only ranks new for the day or different from the stored one.
   const updated = rows.filter((r) => r.stored?.observed_on === day).length;
   return { inserted: rows.length - updated, updated };
