@@ -57,7 +57,8 @@ export function freshSchemaName(): string {
   return `t_${randomBytes(6).toString('hex')}`;
 }
 
-function requireDatabaseUrl(): string {
+/** The PostgreSQL server the tests run against; throws when TEST_DATABASE_URL is unset. */
+export function requireDatabaseUrl(): string {
   if (!testDatabaseUrl) throw new Error('TEST_DATABASE_URL is not set.');
   return testDatabaseUrl;
 }
@@ -91,27 +92,52 @@ export async function createTestWarehouse(
     if (migrate) return acquirePgliteWarehouse();
     return openWarehouse({ memory: true, loadDataDir: await pgliteEmptyTemplate() });
   }
+  return postgresWarehouseFrom(
+    migrate ? await ensurePostgresTemplate(requireDatabaseUrl()) : 'template1',
+  );
+}
+
+/**
+ * A PostgreSQL test warehouse in a new database copied from `template` (`readOnly`: every
+ * transaction in it read-only), opened; close() drops it, `disconnect()` only closes its
+ * connections (a database must have none to be a template itself).
+ */
+export async function postgresWarehouseFrom(
+  template: string,
+  options: { readOnly?: boolean } = {},
+): Promise<TestWarehouse & { database: string; disconnect(): Promise<void> }> {
   const serverUrl = requireDatabaseUrl();
   const database = `${cloneDatabasePrefix()}${randomBytes(6).toString('hex')}`;
-  const template = migrate ? await ensurePostgresTemplate(serverUrl) : 'template1';
   await adminQuery(serverUrl, `create database "${database}" template "${template}"`);
   const drop = () => adminQuery(serverUrl, `drop database if exists "${database}" with (force)`);
   const databaseUrl = databaseUrlFor(serverUrl, database);
-  let warehouse: Warehouse;
+  let opened: Warehouse;
   try {
-    warehouse = await openWarehouse({ databaseUrl, searchPath: 'public' });
+    if (options.readOnly) {
+      await adminQuery(
+        serverUrl,
+        `alter database "${database}" set default_transaction_read_only = on`,
+      );
+    }
+    opened = await openWarehouse({ databaseUrl, searchPath: 'public' });
   } catch (error) {
     await drop();
     throw error;
   }
-  const opened = warehouse;
+  let disconnected: Promise<void> | undefined;
+  const disconnect = () => {
+    disconnected ??= opened.close();
+    return disconnected;
+  };
   return {
     ...opened,
+    database,
     searchPath: 'public',
     databaseUrl,
+    disconnect,
     close: async () => {
       try {
-        await opened.close();
+        await disconnect();
       } finally {
         await drop();
       }

@@ -12,29 +12,28 @@
  * build that changed the catalog is copied by clonePgliteWarehouse. The copy's rows are
  * the build's, not its physical row versions, and its planner starts without statistics.
  *
- * PostgreSQL: the build runs in a database of its own, named as createTestWarehouse names
- * its clones (a crashed run's are dropped with theirs), whose connections are closed once
- * it is built so that it can be a template: the readers share one copy of it, read-only
- * (`alter database … set default_transaction_read_only`), and each copy is a `CREATE
- * DATABASE … TEMPLATE` of it, dropped on close.
+ * PostgreSQL: the build runs in a database of its own, made as createTestWarehouse makes
+ * its clones (postgresWarehouseFrom: a crashed run's are dropped with theirs), whose
+ * connections are closed once it is built so that it can be a template: the readers share
+ * one copy of it, read-only (`alter database … set default_transaction_read_only`), and
+ * each copy is a `CREATE DATABASE … TEMPLATE` of it, dropped on close.
  *
  *   const night = sharedBuild(backend, (warehouse) => sync(warehouse, api, credentials));
  *   it('reads', async () => { const { reader, built } = await night(); … });
  *   it('writes', async () => { const warehouse = await (await night()).copy(); … });
  */
-import { randomBytes } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, onTestFinished } from 'vitest';
 import type { Database } from '../../src/warehouse/database.ts';
-import { openWarehouse, type Warehouse } from '../../src/warehouse/driver/connection.ts';
 import {
-  cloneDatabasePrefix,
   createTestWarehouse,
+  postgresWarehouseFrom,
+  requireDatabaseUrl,
   type TestBackend,
   type TestWarehouse,
 } from './database.ts';
 import { clonePgliteWarehouse } from './pglite-pool.ts';
-import { adminQuery, databaseUrlFor, ensurePostgresTemplate } from './warehouse-template.ts';
+import { ensurePostgresTemplate } from './warehouse-template.ts';
 
 export interface BuiltWarehouse<T> {
   /** What the build returned (a sync's result, say). */
@@ -227,61 +226,11 @@ async function copyPglite(snapshot: PgliteRows, source?: TestWarehouse): Promise
   }
 }
 
-function serverUrl(): string {
-  const url = process.env['TEST_DATABASE_URL']?.trim();
-  if (!url) throw new Error('TEST_DATABASE_URL is not set.');
-  return url;
-}
-
-/** A database created from `template`, opened; close() drops it. */
-async function databaseFrom(
-  template: string,
-  options: { readOnly?: boolean } = {},
-): Promise<TestWarehouse & { database: string; disconnect(): Promise<void> }> {
-  const server = serverUrl();
-  const database = `${cloneDatabasePrefix()}${randomBytes(6).toString('hex')}`;
-  await adminQuery(server, `create database "${database}" template "${template}"`);
-  const drop = () => adminQuery(server, `drop database if exists "${database}" with (force)`);
-  const databaseUrl = databaseUrlFor(server, database);
-  let opened: Warehouse;
-  try {
-    if (options.readOnly) {
-      await adminQuery(
-        server,
-        `alter database "${database}" set default_transaction_read_only = on`,
-      );
-    }
-    opened = await openWarehouse({ databaseUrl, searchPath: 'public' });
-  } catch (error) {
-    await drop();
-    throw error;
-  }
-  let disconnected: Promise<void> | undefined;
-  const disconnect = () => {
-    disconnected ??= opened.close();
-    return disconnected;
-  };
-  return {
-    ...opened,
-    database,
-    searchPath: 'public',
-    databaseUrl,
-    disconnect,
-    close: async () => {
-      try {
-        await disconnect();
-      } finally {
-        await drop();
-      }
-    },
-  };
-}
-
 async function buildPostgres<T>(
   build: (warehouse: TestWarehouse) => Promise<T>,
   options: BuildOptions,
 ): Promise<BuiltWarehouse<T>> {
-  const source = await databaseFrom(await ensurePostgresTemplate(serverUrl()));
+  const source = await postgresWarehouseFrom(await ensurePostgresTemplate(requireDatabaseUrl()));
   let built: T;
   let reader: TestWarehouse | undefined;
   try {
@@ -289,7 +238,8 @@ async function buildPostgres<T>(
     built = await build({ ...warehouse, close: async () => {} });
     // Nobody may be connected to a database while it is copied.
     await source.disconnect();
-    if (options.readers ?? true) reader = await databaseFrom(source.database, { readOnly: true });
+    if (options.readers ?? true)
+      reader = await postgresWarehouseFrom(source.database, { readOnly: true });
   } catch (error) {
     await source.close();
     throw error;
@@ -301,7 +251,7 @@ async function buildPostgres<T>(
       if (!shared) throw new Error('built with `readers: false`: copy() it instead');
       return { ...shared, close: async () => {} };
     },
-    copy: async () => closedWithTest(await databaseFrom(source.database)),
+    copy: async () => closedWithTest(await postgresWarehouseFrom(source.database)),
     close: async () => {
       try {
         await shared?.close();
